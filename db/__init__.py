@@ -1,0 +1,1 @@
+"""Tables, migrations, sessions and queries. Imports only `recipes`."""

@@ -1,0 +1,221 @@
+"""Write and read queries. Writers are called only by the orchestrator's driver; readers by anyone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from db.models import HardwareRow, JobRow, PointResultRow, RecipeRow, SweepRow, utcnow
+
+# --- writes ----------------------------------------------------------------------------------------
+
+
+def upsert_hardware(session: Session, entries: Iterable[tuple[str, str, str, str, dict[str, Any]]]) -> None:
+    """(key, vendor, name, unit, spec) rows, replacing what is there: the registry file is the truth."""
+    for key, vendor, name, unit, spec in entries:
+        row = session.get(HardwareRow, key) or HardwareRow(
+            key=key, vendor=vendor, name=name, accelerator_unit=unit, spec=spec
+        )
+        row.vendor, row.name, row.accelerator_unit, row.spec, row.updated_at = vendor, name, unit, spec, utcnow()
+        session.add(row)
+    session.commit()
+
+
+def get_or_create_sweep(session: Session, name: str) -> tuple[SweepRow, bool]:
+    """The named sweep and whether it already existed (resuming) or was created now."""
+    existing = session.exec(select(SweepRow).where(SweepRow.name == name)).first()
+    if existing is not None:
+        return existing, True
+    sweep = SweepRow(name=name)
+    session.add(sweep)
+    try:
+        session.commit()
+    except IntegrityError:  # another orchestrator created it between our read and write
+        session.rollback()
+        return session.exec(select(SweepRow).where(SweepRow.name == name)).one(), True
+    session.refresh(sweep)
+    return sweep, False
+
+
+def set_sweep_status(session: Session, sweep: SweepRow, status: str) -> None:
+    sweep.status = status
+    sweep.updated_at = utcnow()
+    session.add(sweep)
+    session.commit()
+
+
+def upsert_recipe(
+    session: Session,
+    fingerprint: str,
+    name: str,
+    path: str,
+    hardware_key: str,
+    engine_kind: str,
+    snapshot: dict[str, Any],
+) -> RecipeRow:
+    existing = session.exec(select(RecipeRow).where(RecipeRow.fingerprint == fingerprint)).first()
+    if existing is not None:
+        return existing
+    row = RecipeRow(
+        fingerprint=fingerprint,
+        name=name,
+        path=path,
+        schema_version=int(snapshot.get("schema_version", 1)),
+        hardware_key=hardware_key,
+        engine_kind=engine_kind,
+        snapshot=snapshot,
+    )
+    session.add(row)
+    session.commit()
+    session.refresh(row)
+    return row
+
+
+def create_job(
+    session: Session, job_id: str, sweep_id: int, recipe_id: int, attempt: int, points: int, log_dir: str
+) -> JobRow:
+    job = JobRow(
+        id=job_id, sweep_id=sweep_id, recipe_id=recipe_id, attempt=attempt, points_planned=points, log_dir=log_dir
+    )
+    session.add(job)
+    session.commit()
+    return job
+
+
+def update_job(
+    session: Session,
+    job_id: str,
+    status: str,
+    *,
+    error_kind: str | None = None,
+    error_message: str | None = None,
+    retryable: bool | None = None,
+) -> None:
+    job = session.get(JobRow, job_id)
+    if job is None:
+        raise LookupError(f"job {job_id!r} not in the database")
+    job.status = status
+    if status == "running" and job.started_at is None:
+        job.started_at = utcnow()
+    if status in {"succeeded", "failed", "interrupted"}:
+        job.finished_at = utcnow()
+    job.error_kind, job.error_message, job.retryable = error_kind, error_message, retryable
+    session.add(job)
+    session.commit()
+
+
+def record_point(session: Session, row: PointResultRow) -> bool:
+    """Insert one finished Point in its own transaction; False when it was already recorded (idempotent)."""
+    session.add(row)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
+
+
+def mark_interrupted_jobs(session: Session, sweep_id: int) -> int:
+    """Jobs left 'running' by a crashed orchestrator become 'interrupted' (their finished Points stay)."""
+    stale = session.exec(
+        select(JobRow).where(JobRow.sweep_id == sweep_id, col(JobRow.status).in_(["pending", "running"]))
+    ).all()
+    for job in stale:
+        job.status = "interrupted"
+        job.finished_at = utcnow()
+        session.add(job)
+    session.commit()
+    return len(stale)
+
+
+# --- reads -----------------------------------------------------------------------------------------
+
+
+def finished_point_keys(session: Session, sweep_id: int) -> set[str]:
+    return set(session.exec(select(PointResultRow.point_key).where(PointResultRow.sweep_id == sweep_id)).all())
+
+
+def jobs_of_sweep(session: Session, sweep_id: int) -> list[JobRow]:
+    return list(session.exec(select(JobRow).where(JobRow.sweep_id == sweep_id).order_by(col(JobRow.created_at))).all())
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """One Point result with the names a reader needs (sweep, recipe, hardware)."""
+
+    sweep: str
+    recipe: str
+    fingerprint: str
+    hardware: str
+    engine: str
+    origin: str
+    isl: int | None
+    osl: int | None
+    concurrency: int
+    repeat_index: int
+    valid: bool
+    validity_reasons: list[str]
+    completed: int
+    failed: int
+    output_throughput: float
+    output_throughput_per_gpu: float
+    total_token_throughput_per_gpu: float
+    ttft_p50_ms: float | None
+    tpot_p50_ms: float | None
+    interactivity_p50: float | None
+    e2el_p50_ms: float | None
+    finished_at: datetime
+
+
+def list_results(session: Session, sweep: str | None = None, include_retracted: bool = False) -> list[ResultView]:
+    query = (
+        select(PointResultRow, SweepRow, RecipeRow)
+        .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+        .join(RecipeRow, col(RecipeRow.id) == col(PointResultRow.recipe_id))
+    )
+    if sweep is not None:
+        query = query.where(SweepRow.name == sweep)
+    if not include_retracted:
+        query = query.where(col(PointResultRow.retracted).is_(False))
+    query = query.order_by(
+        col(SweepRow.name), col(RecipeRow.name), col(PointResultRow.isl), col(PointResultRow.osl),
+        col(PointResultRow.concurrency), col(PointResultRow.repeat_index),
+    )  # fmt: skip
+    views = []
+    for point, sweep_row, recipe in session.exec(query).all():
+        views.append(
+            ResultView(
+                sweep=sweep_row.name,
+                recipe=recipe.name,
+                fingerprint=recipe.fingerprint,
+                hardware=recipe.hardware_key,
+                engine=recipe.engine_kind,
+                origin=point.origin,
+                isl=point.isl,
+                osl=point.osl,
+                concurrency=point.concurrency,
+                repeat_index=point.repeat_index,
+                valid=point.valid,
+                validity_reasons=list(point.validity_reasons),
+                completed=point.completed,
+                failed=point.failed,
+                output_throughput=point.output_throughput,
+                output_throughput_per_gpu=point.output_throughput_per_gpu,
+                total_token_throughput_per_gpu=point.total_token_throughput_per_gpu,
+                ttft_p50_ms=point.ttft_p50_ms,
+                tpot_p50_ms=point.tpot_p50_ms,
+                interactivity_p50=point.interactivity_p50,
+                e2el_p50_ms=point.e2el_p50_ms,
+                finished_at=point.finished_at,
+            )
+        )
+    return views
+
+
+def list_sweeps(session: Session) -> list[SweepRow]:
+    return list(session.exec(select(SweepRow).order_by(col(SweepRow.created_at))).all())

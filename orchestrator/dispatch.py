@@ -1,0 +1,117 @@
+"""Ray dispatch: each Job runs as a Ray generator task on a node of its hardware pool.
+
+The remote side is thin (it calls the runner and forwards its events); the driver consumes each job's
+event stream in a thread and hands events to the single DB writer through a queue. Ray is imported
+only here, so the hub and the analysis library never need it.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import ray
+from ray.exceptions import (
+    NodeDiedError,
+    ObjectLostError,
+    OwnerDiedError,
+    RayTaskError,
+    TaskCancelledError,
+    WorkerCrashedError,
+)
+
+from recipes.hardware import pool_resource_name
+from runners.job import ErrorInfo, JobEvent, JobSpec, runner_for
+
+# Faults of the machinery, not of the benchmark: a new attempt may succeed.
+_RETRYABLE_RAY_ERRORS = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
+
+
+@ray.remote(max_retries=0, num_cpus=0)
+def _run_job_remote(job_json: str) -> Iterator[str]:
+    """Runs on a node of the job's pool. Idempotent per run id; events travel as JSON."""
+    job = JobSpec.model_validate_json(job_json)
+    for event in runner_for(job.recipe.runner.kind).run_job(job):
+        yield event.model_dump_json()
+
+
+@dataclass
+class Delivery:
+    """One item from a job's stream: an event, or the end of the stream (event None)."""
+
+    job_id: str
+    event: JobEvent | None
+
+
+class Dispatcher:
+    def __init__(self, address: str | None = None, local_pool: str = "cpu-local") -> None:
+        self.address = address or os.environ.get("RAY_ADDRESS")
+        self.local_pool = local_pool
+        self.deliveries: queue.Queue[Delivery] = queue.Queue()
+        self._running: dict[str, ray.ObjectRefGenerator] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._started_here = False
+
+    def start(self) -> None:
+        if ray.is_initialized():
+            return
+        if self.address:
+            ray.init(address=self.address, configure_logging=False, log_to_driver=False)
+        else:
+            # A one-node cluster for this machine: its pool slot lets one job run at a time here.
+            ray.init(
+                resources={pool_resource_name(self.local_pool): 1},
+                include_dashboard=False,
+                configure_logging=False,
+                log_to_driver=False,
+            )
+            self._started_here = True
+
+    def pool_capacity(self, hardware: str) -> float:
+        return float(ray.cluster_resources().get(pool_resource_name(hardware), 0.0))
+
+    def submit(self, job: JobSpec) -> None:
+        generator = _run_job_remote.options(resources={pool_resource_name(job.recipe.hardware): 1}).remote(
+            job.model_dump_json()
+        )
+        self._running[job.job_id] = generator
+        thread = threading.Thread(target=self._consume, args=(job.job_id, generator), daemon=True)
+        self._threads[job.job_id] = thread
+        thread.start()
+
+    def _consume(self, job_id: str, generator: ray.ObjectRefGenerator) -> None:
+        try:
+            for reference in generator:
+                self.deliveries.put(Delivery(job_id, JobEvent.model_validate_json(ray.get(reference))))
+        except (TaskCancelledError, RayTaskError, *_RETRYABLE_RAY_ERRORS) as error:
+            self.deliveries.put(Delivery(job_id, _failure_event(job_id, error)))
+        finally:
+            self._running.pop(job_id, None)
+            self.deliveries.put(Delivery(job_id, None))
+
+    def cancel_all(self, wait_s: float = 60.0) -> None:
+        """Cancel running jobs; their runners stop the engines in `finally`. Waits for the streams to end."""
+        for generator in list(self._running.values()):
+            ray.cancel(generator)
+        for thread in list(self._threads.values()):
+            thread.join(timeout=wait_s)
+
+    def shutdown(self) -> None:
+        if self._started_here and ray.is_initialized():
+            ray.shutdown()
+
+
+def _failure_event(job_id: str, error: Exception) -> JobEvent:
+    if isinstance(error, TaskCancelledError) or (
+        isinstance(error, RayTaskError) and isinstance(error.cause, TaskCancelledError)
+    ):
+        info = ErrorInfo(kind="Cancelled", message="job cancelled", retryable=False)
+    elif isinstance(error, _RETRYABLE_RAY_ERRORS):
+        info = ErrorInfo(kind=type(error).__name__, message=str(error)[:2000], retryable=True)
+    else:
+        # An exception escaped the runner: a bug, not a flaky host. Record it; do not retry.
+        info = ErrorInfo(kind=type(error).__name__, message=str(error)[-4000:], retryable=False)
+    return JobEvent(kind="job_failed", job_id=job_id, message=info.message, error=info)

@@ -1,0 +1,143 @@
+"""The driver's single writer: turns runner events into database rows and artifacts.
+
+A finished Point is written in one transaction after its per-request records are stored as an
+artifact; an artifact failure never blocks the database write (the row just lacks the path).
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from db import queries
+from db.models import PointResultRow
+from db.session import open_session
+from recipes.hardware import load_hardware_registry
+from recipes.loader import LoadedRecipe
+from runners.job import JobEvent, PointOutcome, PointRequest
+from runners.paths import data_dir
+
+log = logging.getLogger(__name__)
+
+
+def artifacts_dir() -> Path:
+    return data_dir() / "artifacts"
+
+
+def _write_records(sweep: str, outcome: PointOutcome) -> str | None:
+    target = artifacts_dir() / sweep / f"{outcome.point_key}.jsonl.gz"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".partial")
+        with gzip.open(partial, "wt", encoding="utf-8") as handle:
+            for record in outcome.records:
+                handle.write(record.model_dump_json() + "\n")
+        os.replace(partial, target)
+    except OSError as error:
+        log.warning("could not store request records of %s: %s", outcome.point_key, error)
+        return None
+    return str(target)
+
+
+class Recorder:
+    def __init__(self, engine: Engine, sweep_name: str) -> None:
+        self.engine = engine
+        self.session = open_session(engine)
+        self.sweep, self.resumed = queries.get_or_create_sweep(self.session, sweep_name)
+        self.recipe_ids: dict[str, int] = {}
+
+    @property
+    def sweep_id(self) -> int:
+        assert self.sweep.id is not None  # set by the database on insert
+        return self.sweep.id
+
+    def sync_hardware(self) -> None:
+        entries = [
+            (key, hw.vendor, hw.name, hw.accelerator_unit, hw.model_dump(mode="json"))
+            for key, hw in load_hardware_registry().items()
+        ]
+        queries.upsert_hardware(self.session, entries)
+
+    def register_recipe(self, loaded: LoadedRecipe) -> int:
+        row = queries.upsert_recipe(
+            self.session,
+            fingerprint=loaded.fingerprint,
+            name=loaded.name,
+            path=loaded.path,
+            hardware_key=loaded.recipe.hardware,
+            engine_kind=loaded.recipe.engine.kind,
+            snapshot=loaded.recipe.model_dump(mode="json"),
+        )
+        assert row.id is not None
+        self.recipe_ids[loaded.fingerprint] = row.id
+        return row.id
+
+    def finished_points(self) -> set[str]:
+        return queries.finished_point_keys(self.session, self.sweep_id)
+
+    def sweep_status(self, status: str) -> None:
+        queries.set_sweep_status(self.session, self.sweep, status)
+
+    def clean_stale_jobs(self) -> int:
+        return queries.mark_interrupted_jobs(self.session, self.sweep_id)
+
+    def job_created(self, job_id: str, loaded: LoadedRecipe, attempt: int, points: int, log_dir: str) -> None:
+        queries.create_job(
+            self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir
+        )
+
+    def job_status(self, job_id: str, status: str, event: JobEvent | None = None) -> None:
+        error = event.error if event is not None else None
+        queries.update_job(
+            self.session,
+            job_id,
+            status,
+            error_kind=error.kind if error else None,
+            error_message=error.message if error else None,
+            retryable=error.retryable if error else None,
+        )
+
+    def point_finished(self, job_id: str, loaded: LoadedRecipe, point: PointRequest, outcome: PointOutcome) -> bool:
+        metrics = outcome.metrics
+        row = PointResultRow(
+            sweep_id=self.sweep_id,
+            job_id=job_id,
+            recipe_id=self.recipe_ids[loaded.fingerprint],
+            point_key=outcome.point_key,
+            repeat_index=point.repeat_index,
+            workload_kind=loaded.recipe.workload.kind,
+            isl=point.workload.isl,
+            osl=point.workload.osl,
+            concurrency=point.workload.concurrency,
+            origin=outcome.origin,
+            valid=metrics.validity.valid,
+            validity_reasons=metrics.validity.reasons,
+            completed=metrics.completed,
+            failed=metrics.failed,
+            duration_s=metrics.duration_s,
+            request_throughput=metrics.request_throughput,
+            output_throughput=metrics.output_throughput,
+            total_token_throughput=metrics.total_token_throughput,
+            accelerators=metrics.accelerators,
+            output_throughput_per_gpu=metrics.output_throughput_per_gpu,
+            total_token_throughput_per_gpu=metrics.total_token_throughput_per_gpu,
+            ttft_p50_ms=metrics.ttft_ms.p50,
+            ttft_p99_ms=metrics.ttft_ms.p99,
+            tpot_p50_ms=metrics.tpot_ms.p50,
+            tpot_p90_ms=metrics.tpot_ms.p90,
+            e2el_p50_ms=metrics.e2el_ms.p50,
+            interactivity_p50=metrics.interactivity.p50,
+            interactivity_p90=metrics.interactivity.p90,
+            metrics=metrics.model_dump(mode="json"),
+            records_path=_write_records(self.sweep.name, outcome),
+            started_at=outcome.started_at,
+            finished_at=outcome.finished_at,
+        )
+        return queries.record_point(self.session, row)
+
+    def close(self) -> None:
+        self.session.close()

@@ -1,0 +1,56 @@
+"""Errors shared by every layer.
+
+Every error says whether retrying can help (`retryable`) and quotes the bad value, so the
+orchestrator can decide between "retry this job" and "record the failure and move on".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MISSING = object()  # marks a problem about a field that is absent (no value to quote)
+
+
+class InferSweepError(Exception):
+    """Base of all project errors. `retryable` is False unless a subclass says otherwise."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        if retryable is not None:
+            self.retryable = retryable
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class RecipeError(InferSweepError):
+    """A recipe (or any input file) is invalid. Never retryable: the file must change."""
+
+    def __init__(self, file: str, problems: list[tuple[str, Any, str]], what: str = "recipe") -> None:
+        self.file = file
+        self.problems = problems
+        lines = [f"{file}: invalid {what}"]
+        for field, value, expected in problems:
+            got = "" if value is MISSING else f"got {_quote(value)}; "
+            lines.append(f"  field '{field}': {got}{expected}")
+        super().__init__("\n".join(lines), retryable=False)
+
+
+class InfrastructureError(InferSweepError):
+    """A host, engine or network fault: the same job may succeed when retried."""
+
+    retryable = True
+
+
+class ConfigurationError(InferSweepError):
+    """A setting that cannot work on this machine or engine (retrying will not help)."""
+
+    retryable = False
+
+
+def _quote(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -1,0 +1,207 @@
+"""Hardware registry: the accelerators a recipe's hardware pool may name, with their public figures.
+
+`recipes/hardware.yaml` holds one entry per accelerator (H100 ... MI355X, TPU v7, Vera Rubin, plus
+`cpu-local`, the CPU host that runs the embedded benchmark). Each entry gives memory, bandwidth,
+dense FP8/FP4 throughput, power, node and scale-up-domain sizes, how the hardware is provisioned, and
+the total cost of ownership per accelerator-hour in up to three tiers.
+
+Every number is a `Figure`: a value with its unit, the `source` it was taken from and the month it
+describes (`as_of`, YYYY-MM), plus an optional `note` for approximate values, ranges and caveats.
+A figure whose value is unknown (null) must say why in its note, so no number in a report is ever
+without provenance.
+
+The file is validated strictly (unknown keys are errors); any problem becomes a `RecipeError` naming
+the file and the dotted field path. Only pydantic, PyYAML and the standard library are imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from recipes.errors import RecipeError
+from recipes.yamlio import read_yaml
+
+SCHEMA_VERSION = 1
+DEFAULT_PATH = Path(__file__).with_name("hardware.yaml")
+
+AcceleratorUnit = Literal["gpu", "package", "chip", "host"]
+TcoTier = Literal["owning_hyperscaler", "rental_3yr", "neocloud"]
+TCO_TIERS: tuple[str, ...] = ("owning_hyperscaler", "rental_3yr", "neocloud")
+
+_KEY_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+
+
+class Figure(BaseModel):
+    """One number with its provenance: value, unit, where it comes from and when it was true."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float | None = Field(
+        ...,
+        ge=0,
+        strict=True,
+        description="The number (ints are accepted); null when it is unknown or varies, with a note why.",
+    )
+    unit: str = Field(..., min_length=1, description="Unit of `value`, e.g. 'GB', 'TB/s', 'USD per GPU-hour'.")
+    source: str = Field(..., min_length=1, description="Where the number comes from (document, table, vendor).")
+    as_of: str = Field(
+        ...,
+        pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
+        description="Month the figure describes or was taken, as YYYY-MM.",
+    )
+    note: str | None = Field(
+        None, min_length=1, description="Caveat: approximate ('~'), a range, a per-package figure, etc."
+    )
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("value must be a finite number")
+        return value
+
+    @model_validator(mode="after")
+    def _null_needs_note(self) -> Figure:
+        if self.value is None and not self.note:
+            raise ValueError("a figure with value null needs a note saying why")
+        return self
+
+
+class HardwareSpec(BaseModel):
+    """One accelerator as written in the registry file (the mapping key is its `key`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vendor: str = Field(..., min_length=1, description="Vendor, e.g. 'NVIDIA', 'AMD', 'Google'.")
+    name: str = Field(..., min_length=1, description="Human-readable product name.")
+    accelerator_unit: AcceleratorUnit = Field(
+        ...,
+        description=(
+            "What one 'GPU' counts in every per-accelerator figure: 'gpu', 'package' (Vera Rubin counts "
+            "packages, not dies), 'chip' (TPU) or 'host' (the local CPU machine)."
+        ),
+    )
+    memory_gb: Figure = Field(..., description="Accelerator memory per unit, in GB.")
+    memory_type: str = Field(..., min_length=1, description="Memory technology, e.g. 'HBM3e', 'HBM4'.")
+    memory_bandwidth_tbps: Figure = Field(..., description="Memory bandwidth per unit, in TB/s.")
+    dense_fp8_pflops: Figure | None = Field(
+        ..., description="Dense FP8 throughput per unit, in PFLOPS; null when no figure is published."
+    )
+    dense_fp4_pflops: Figure | None = Field(
+        ..., description="Dense FP4 throughput per unit, in PFLOPS; null when no figure is published."
+    )
+    fp4_inference_pflops: Figure | None = Field(
+        None,
+        description=(
+            "Vendor's FP4 *inference* (not dense) throughput per unit, in PFLOPS, where only that figure "
+            "is published (Vera Rubin); not comparable with dense_fp4_pflops."
+        ),
+    )
+    tdp_w: Figure = Field(..., description="Thermal design power per unit, in W.")
+    all_in_kw: Figure | None = Field(
+        ..., description="All-in power per unit including host, network and facility share, in kW."
+    )
+    gpus_per_node: int = Field(
+        ..., gt=0, strict=True, description="Units per node (per host, or per compute tray in a rack)."
+    )
+    scale_up_domain: int = Field(
+        ..., gt=0, strict=True, description="Units in one scale-up (NVLink / Infinity Fabric / ICI) domain."
+    )
+    interconnect: str = Field(..., min_length=1, description="Scale-up interconnect, e.g. 'NVLink switch'.")
+    provisioning: list[str] = Field(
+        ...,
+        min_length=1,
+        description="How this hardware is usually provisioned, e.g. ['bare-metal', 'slurm'], ['gke'].",
+    )
+    tco_usd_per_gpu_hour: dict[TcoTier, Figure] = Field(
+        ...,
+        description=(
+            "Total cost of ownership per unit-hour in USD by tier (owning_hyperscaler, rental_3yr, "
+            "neocloud); a tier without a published number is omitted."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _domain_holds_a_node(self) -> HardwareSpec:
+        if self.scale_up_domain < self.gpus_per_node:
+            raise ValueError("scale_up_domain must be at least gpus_per_node")
+        return self
+
+
+class Hardware(HardwareSpec):
+    """One accelerator of the registry, with its registry key."""
+
+    key: str = Field(..., pattern=_KEY_PATTERN, description="Registry key, e.g. 'b200', 'gb200-nvl72'.")
+
+    def tco(self, tier: str) -> float | None:
+        """TCO in USD per unit-hour for `tier`; None when the registry has no number for that tier."""
+        if tier not in TCO_TIERS:
+            raise ValueError(f"unknown TCO tier {tier!r}; expected one of {', '.join(TCO_TIERS)}")
+        figure = self.tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
+        return None if figure is None else figure.value
+
+
+class HardwareRegistryFile(BaseModel):
+    """The whole of `hardware.yaml`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = Field(..., description="Version of this file's schema; only 1 exists.")
+    accelerators: dict[str, HardwareSpec] = Field(
+        ..., min_length=1, description="Accelerators by registry key (lowercase letters, digits, '-')."
+    )
+
+    @field_validator("accelerators")
+    @classmethod
+    def _keys_are_resource_safe(cls, value: dict[str, HardwareSpec]) -> dict[str, HardwareSpec]:
+        bad = [key for key in value if not re.fullmatch(_KEY_PATTERN, key)]
+        if bad:
+            raise ValueError(f"keys must be lowercase letters, digits and '-': {bad}")
+        return value
+
+
+def pool_resource_name(key: str) -> str:
+    """Ray custom-resource name of the hardware pool for registry key `key`."""
+    return f"pool:{key}"
+
+
+def load_hardware_registry(path: Path | None = None) -> dict[str, Hardware]:
+    """Load and validate the registry; `path` defaults to `hardware.yaml` next to this module (cached)."""
+    if path is None:
+        return dict(_load_default())
+    return _load(Path(path))
+
+
+@functools.lru_cache(maxsize=1)
+def _load_default() -> dict[str, Hardware]:
+    return _load(DEFAULT_PATH)
+
+
+def _load(path: Path) -> dict[str, Hardware]:
+    data = read_yaml(path, what="hardware registry")
+    try:
+        registry = HardwareRegistryFile.model_validate(data)
+    except ValidationError as error:
+        raise RecipeError(str(path), _problems(error), what="hardware registry") from error
+    return {key: Hardware.model_validate({"key": key, **dict(spec)}) for key, spec in registry.accelerators.items()}
+
+
+def _problems(error: ValidationError) -> list[tuple[str, Any, str]]:
+    problems: list[tuple[str, Any, str]] = []
+    for item in error.errors(include_url=False):
+        parts: list[str] = []
+        for element in item["loc"]:
+            if isinstance(element, int):
+                parts.append(f"[{element}]")
+            else:
+                parts.append(f".{element}")
+        field = "".join(parts).lstrip(".") or "<root>"
+        value = None if item["type"] == "missing" else item.get("input")
+        problems.append((field, value, f"expected: {item['msg']}"))
+    return problems

@@ -1,0 +1,182 @@
+"""Load recipe files: YAML -> strict `Recipe`, then the methodology rules, each error naming the field."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from recipes.errors import MISSING, RecipeError
+from recipes.hardware import load_hardware_registry
+from recipes.schema import FixedLengthWorkload, Recipe, methodology_knob_of
+from recipes.yamlio import read_yaml
+
+
+@dataclass(frozen=True)
+class LoadedRecipe:
+    """A validated recipe with where it came from and its identity."""
+
+    recipe: Recipe
+    path: str
+    fingerprint: str
+
+    @property
+    def name(self) -> str:
+        return self.recipe.name
+
+
+def fingerprint_of(recipe: Recipe) -> str:
+    """Hash of the normalised recipe (defaults filled in, keys sorted): same content, same identity."""
+    canonical = json.dumps(recipe.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
+    """Dotted path of a pydantic error location, e.g. `workload.concurrency[0]`.
+
+    Pydantic puts a discriminated union's tag (the `kind` value) into the location; it is not a
+    key of the file, so it is skipped when the data at that point carries that `kind`.
+    """
+    parts: list[str] = []
+    node = data
+    for element in loc:
+        if isinstance(element, int):
+            parts.append(f"[{element}]")
+            node = node[element] if isinstance(node, list) and element < len(node) else None
+        elif isinstance(node, dict) and element in node:
+            parts.append(f".{element}")
+            node = node[element]
+        elif isinstance(node, dict) and node.get("kind") == element:
+            continue
+        else:
+            parts.append(f".{element}")
+            node = None
+    return "".join(parts).lstrip(".") or "<root>"
+
+
+def _problems_from_validation(error: ValidationError, data: Any) -> list[tuple[str, Any, str]]:
+    problems: list[tuple[str, Any, str]] = []
+    for item in error.errors(include_url=False):
+        field = _field_path(tuple(item["loc"]), data)
+        kind = item["type"]
+        if kind == "extra_forbidden":
+            expected = "unknown key (not in recipe schema v1; check the spelling)"
+        elif kind == "missing":
+            expected = "missing (required)"
+        else:
+            expected = f"expected: {item['msg']}"
+        value = item.get("input") if kind != "missing" else MISSING
+        problems.append((field, value, expected))
+    return problems
+
+
+def check_rules(recipe: Recipe, path: str) -> None:
+    """Methodology and consistency rules that span several fields; raise one RecipeError listing all."""
+    problems: list[tuple[str, Any, str]] = []
+    registry = load_hardware_registry()
+    if recipe.hardware not in registry:
+        known = ", ".join(sorted(registry))
+        problems.append(("hardware", recipe.hardware, f"expected a key of recipes/hardware.yaml: {known}"))
+
+    for index, argument in enumerate(recipe.engine.extra_args):
+        knob = methodology_knob_of(argument)
+        if knob is not None:
+            problems.append(
+                (
+                    f"engine.extra_args[{index}]",
+                    argument,
+                    f"methodology settings are typed fields: set methodology.{knob} instead of a raw argument",
+                )
+            )
+
+    workload = recipe.workload
+    if isinstance(workload, FixedLengthWorkload):
+        if recipe.methodology.prefix_caching:
+            problems.append(
+                (
+                    "methodology.prefix_caching",
+                    True,
+                    "random-token workloads (workload.kind 'fixed-length') require prefix caching off",
+                )
+            )
+        for index, lengths in enumerate(workload.sequences):
+            if lengths.isl + lengths.osl > recipe.engine.max_model_len:
+                problems.append(
+                    (
+                        f"workload.sequences[{index}].isl",
+                        lengths.isl,
+                        f"isl + osl ({lengths.isl} + {lengths.osl}) must fit in "
+                        f"engine.max_model_len ({recipe.engine.max_model_len})",
+                    )
+                )
+
+    is_simulated = recipe.engine.kind == "simulated"
+    if is_simulated != (recipe.engine.environment.kind == "project"):
+        problems.append(
+            (
+                "engine.environment.kind",
+                recipe.engine.environment.kind,
+                "the simulated engine (and only it) runs in environment kind 'project'",
+            )
+        )
+    if recipe.engine.simulated is not None and not is_simulated:
+        problems.append(("engine.simulated", "...", "only allowed when engine.kind is 'simulated'"))
+    if problems:
+        raise RecipeError(path, problems)
+
+
+def parse_recipe(data: Any, path: str) -> LoadedRecipe:
+    """Validate already-parsed YAML data (a mapping) as a recipe."""
+    if not isinstance(data, dict):
+        raise RecipeError(path, [("<root>", type(data).__name__, "expected a mapping of recipe fields")])
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as error:
+        raise RecipeError(path, _problems_from_validation(error, data)) from error
+    check_rules(recipe, path)
+    return LoadedRecipe(recipe=recipe, path=path, fingerprint=fingerprint_of(recipe))
+
+
+def load_recipe(path: str | Path) -> LoadedRecipe:
+    """Read, validate and check one recipe file."""
+    file = Path(path)
+    return parse_recipe(read_yaml(file), str(file))
+
+
+# Data files that live beside recipes but are not recipes.
+REGISTRY_FILES = frozenset({"hardware.yaml"})
+
+
+def recipe_files_in(directory: Path) -> list[Path]:
+    return sorted(path for path in directory.rglob("*.yaml") if path.name not in REGISTRY_FILES)
+
+
+def load_recipes(paths: list[str | Path]) -> list[LoadedRecipe]:
+    """Load several recipes (directories are searched for *.yaml); collect every file's errors."""
+    files: list[Path] = []
+    for entry in paths:
+        candidate = Path(entry)
+        files.extend(recipe_files_in(candidate) if candidate.is_dir() else [candidate])
+    loaded: list[LoadedRecipe] = []
+    failures: list[RecipeError] = []
+    for file in files:
+        try:
+            loaded.append(load_recipe(file))
+        except RecipeError as error:
+            failures.append(error)
+    if failures:
+        if len(failures) == 1:
+            raise failures[0]
+        raise RecipeError(
+            ", ".join(f.file for f in failures),
+            [problem for failure in failures for problem in ((failure.file, "", str(failure)),)],
+        )
+    names = [item.name for item in loaded]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise RecipeError(", ".join(str(f) for f in files), [("name", duplicates, "recipe names must be unique")])
+    return loaded

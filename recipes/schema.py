@@ -1,0 +1,291 @@
+"""Recipe schema v1: what a benchmark recipe may say, and the rules checked when it is loaded.
+
+A recipe names one hardware pool, one model, one serving engine configuration and one workload.
+Methodology knobs (prefix caching, speculative decoding, KV offload, routing) are typed fields here;
+each engine adapter in `runners/engines` turns them into that engine's flags. Setting the same thing
+through raw engine arguments is rejected, so the methodology rules below can be checked by machine.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors everywhere in a recipe: a typo must never be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- model -----------------------------------------------------------------------------------------
+
+
+class GeneratedModelSource(StrictModel):
+    kind: Literal["generated"] = Field(description="A tiny model the project builds locally (no download).")
+    preset: Literal["tiny-llama"] = Field(
+        "tiny-llama", description="Which locally generated model to build; see runners/models.py."
+    )
+
+
+class HubModelSource(StrictModel):
+    kind: Literal["hub"] = Field(description="A model the engine host fetches from a model hub itself.")
+    repo: str = Field(description="Hub repository id, e.g. 'deepseek-ai/DeepSeek-R1-0528'.")
+    revision: str | None = Field(None, description="Pinned revision (commit) for reproducibility.")
+
+
+class PathModelSource(StrictModel):
+    kind: Literal["path"] = Field(description="A model directory already present on the engine host.")
+    path: str = Field(description="Absolute path of the model directory on the engine host.")
+
+
+ModelSource = Annotated[GeneratedModelSource | HubModelSource | PathModelSource, Field(discriminator="kind")]
+
+
+class ModelSpec(StrictModel):
+    name: str = Field(description="Served model name, as clients send it in the `model` field.")
+    source: ModelSource = Field(description="Where the weights and tokenizer come from.")
+
+
+# --- methodology knobs -----------------------------------------------------------------------------
+
+
+class SpeculativeDecoding(StrictModel):
+    method: Literal["mtp", "eagle", "eagle3", "ngram", "draft-model"] = Field(
+        description="Speculative decoding method."
+    )
+    num_speculative_tokens: int = Field(ge=1, le=16, description="Tokens proposed per step.")
+    draft_model: str | None = Field(None, description="Draft model id, for eagle/draft-model methods.")
+    golden_acceptance_length: float | None = Field(
+        None,
+        gt=1.0,
+        description="Acceptance length the run is pinned to, so spec-decode results stay comparable.",
+    )
+
+
+class KvOffload(StrictModel):
+    backend: Literal["none", "dram"] = Field("none", description="Second KV-cache tier: none or host DRAM.")
+    dram_gib: float | None = Field(None, gt=0, description="Host DRAM given to the KV cache, in GiB.")
+
+    @model_validator(mode="after")
+    def _size_needed(self) -> KvOffload:
+        if self.backend == "dram" and self.dram_gib is None:
+            raise ValueError("kv_offload.backend 'dram' needs kv_offload.dram_gib (GiB of host DRAM)")
+        return self
+
+
+class Routing(StrictModel):
+    kind: Literal["none", "round-robin", "kv-aware"] = Field(
+        "none", description="How requests are spread over several engine workers."
+    )
+
+
+class Methodology(StrictModel):
+    prefix_caching: bool = Field(
+        False, description="Automatic prefix caching. Must be false for random-token workloads."
+    )
+    speculative_decoding: SpeculativeDecoding | None = Field(None, description="Off when absent.")
+    kv_offload: KvOffload = Field(default_factory=KvOffload, description="KV-cache offload tier.")
+    routing: Routing = Field(default_factory=Routing, description="Multi-worker routing policy.")
+
+
+# Raw-argument spellings of the methodology knobs, per knob, across engines. A raw argument that
+# matches one of these is rejected: the typed field above is the only way to set it.
+METHODOLOGY_FLAGS: dict[str, tuple[str, ...]] = {
+    "prefix_caching": (
+        "--enable-prefix-caching",
+        "--no-enable-prefix-caching",
+        "--disable-radix-cache",
+        "--enable-block-reuse",
+    ),
+    "speculative_decoding": (
+        "--speculative-config",
+        "--speculative-model",
+        "--num-speculative-tokens",
+        "--speculative-algorithm",
+        "--speculative-draft-model-path",
+        "--speculative-num-steps",
+    ),
+    "kv_offload": (
+        "--kv-offloading-size",
+        "--kv-offloading-backend",
+        "--kv-transfer-config",
+        "--enable-hierarchical-cache",
+        "--hicache-ratio",
+        "--hicache-size",
+    ),
+    "routing": ("--router-mode", "--load-balance-method"),
+}
+
+
+def methodology_knob_of(argument: str) -> str | None:
+    """The methodology knob a raw engine argument would set, or None. Accepts `--a_b` and `--a-b=x`."""
+    flag = argument.split("=", 1)[0].replace("_", "-").lower()
+    for knob, spellings in METHODOLOGY_FLAGS.items():
+        if flag in spellings:
+            return knob
+    return None
+
+
+# --- engine and parallelism ------------------------------------------------------------------------
+
+
+class VenvEnvironment(StrictModel):
+    kind: Literal["venv"] = Field(description="An isolated Python environment built by `infersweep engine setup`.")
+    name: str = Field(description="Registered environment name, e.g. 'vllm-cpu'.")
+
+
+class ContainerEnvironment(StrictModel):
+    kind: Literal["container"] = Field(description="A container image run by the runner (docker/enroot).")
+    image: str = Field(description="Image reference pinned by tag or digest, e.g. 'vllm/vllm-openai:v0.11.0'.")
+
+
+class InProcessEnvironment(StrictModel):
+    kind: Literal["project"] = Field(
+        description="Runs with the project's own Python (only the simulated engine does this)."
+    )
+
+
+EngineEnvironment = Annotated[
+    VenvEnvironment | ContainerEnvironment | InProcessEnvironment, Field(discriminator="kind")
+]
+
+
+class SimulatedEngineSettings(StrictModel):
+    """The simulated engine's behaviour: timings, plus faults to inject in tests."""
+
+    ttft_ms: float = Field(20.0, ge=0, description="Simulated time to first token, per request.")
+    itl_ms: float = Field(2.0, ge=0, description="Simulated gap between output tokens.")
+    prefill_ms_per_1k_tokens: float = Field(
+        0.0, ge=0, description="Extra simulated prefill time per 1,000 prompt tokens."
+    )
+    max_batch: int = Field(
+        64, ge=1, description="Requests the simulated engine serves at once; more wait in its queue."
+    )
+    fault: Literal["none", "never-healthy", "exit-after-requests"] = Field(
+        "none", description="Fault to inject: never answer /health, or exit after `fault_after` requests."
+    )
+    fault_after: int = Field(0, ge=0, description="Requests served before an 'exit-after-requests' fault.")
+
+
+class EngineSpec(StrictModel):
+    kind: Literal["vllm", "sglang", "trtllm", "dynamo", "vllm-tpu", "simulated"] = Field(
+        description="Serving engine; picks the engine adapter in runners/engines."
+    )
+    version: str | None = Field(None, description="Engine version, for the result's provenance.")
+    environment: EngineEnvironment = Field(description="Where the engine's software comes from.")
+    max_model_len: int = Field(gt=0, description="Longest sequence (prompt + output) the engine accepts.")
+    port: int | None = Field(
+        None, ge=1024, le=65535, description="Fixed server port; a free port is picked when absent."
+    )
+    startup_timeout_s: float = Field(
+        900.0, gt=0, description="Deadline for the engine's /health to answer 200 after launch."
+    )
+    extra_args: list[str] = Field(
+        default_factory=list,
+        description="Further engine arguments, as an argv list (never a shell string).",
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the engine.")
+    simulated: SimulatedEngineSettings | None = Field(
+        None, description="Settings of the simulated engine (only for kind 'simulated')."
+    )
+
+
+class WorkerGroup(StrictModel):
+    num_workers: int = Field(1, ge=1, description="Engine workers in this group.")
+    tp: int = Field(1, ge=1, description="Tensor parallel size per worker.")
+    ep: int = Field(1, ge=1, description="Expert parallel size per worker.")
+    pp: int = Field(1, ge=1, description="Pipeline parallel size per worker.")
+    dp: int = Field(1, ge=1, description="Data parallel replicas per worker.")
+    dp_attention: bool = Field(False, description="Data-parallel attention (DeepSeek-style).")
+
+    @property
+    def accelerators(self) -> int:
+        return self.num_workers * self.tp * self.pp * self.dp
+
+
+class Disaggregation(StrictModel):
+    prefill: WorkerGroup = Field(description="Prefill worker group.")
+    decode: WorkerGroup = Field(description="Decode worker group.")
+
+
+class Parallelism(StrictModel):
+    tp: int = Field(1, ge=1, description="Tensor parallel size.")
+    ep: int = Field(1, ge=1, description="Expert parallel size.")
+    pp: int = Field(1, ge=1, description="Pipeline parallel size.")
+    dp: int = Field(1, ge=1, description="Data parallel replicas.")
+    dp_attention: bool = Field(False, description="Data-parallel attention.")
+    disaggregated: Disaggregation | None = Field(
+        None, description="Separate prefill and decode worker groups; replaces tp/pp/dp when set."
+    )
+
+    @property
+    def accelerators(self) -> int:
+        """Accelerators the engine uses: the divisor of every per-GPU figure (DESIGN.md §4)."""
+        if self.disaggregated is not None:
+            return self.disaggregated.prefill.accelerators + self.disaggregated.decode.accelerators
+        return self.tp * self.pp * self.dp
+
+
+# --- workload --------------------------------------------------------------------------------------
+
+
+class SequenceLengths(StrictModel):
+    isl: int = Field(gt=0, description="Input sequence length in tokens (upper bound of the random range).")
+    osl: int = Field(gt=0, description="Output sequence length in tokens (upper bound of the random range).")
+
+
+class FixedLengthWorkload(StrictModel):
+    kind: Literal["fixed-length"] = Field(description="Random-token prompts of fixed length over a concurrency sweep.")
+    sequences: list[SequenceLengths] = Field(min_length=1, description="ISL/OSL pairs to measure.")
+    range_ratio: float = Field(
+        0.8, ge=0.0, le=1.0, description="Lengths drawn uniformly in [r*L, L] (InferenceX's meaning)."
+    )
+    concurrency: list[Annotated[int, Field(gt=0)]] = Field(
+        min_length=1, description="Max in-flight requests, one Point per value."
+    )
+    prompts_per_concurrency: int = Field(10, ge=1, description="Measured prompts = this x concurrency.")
+    warmup_per_concurrency: int = Field(2, ge=0, description="Warmup prompts (not measured) = this x concurrency.")
+    seed: int = Field(0, description="Seed of the random prompts and lengths.")
+    request_timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+
+
+Workload = Annotated[FixedLengthWorkload, Field(discriminator="kind")]
+
+
+class ValidityThresholds(StrictModel):
+    min_requests_floor: int = Field(10, ge=1, description="Never fewer measured requests than this.")
+    min_requests_per_concurrency: float = Field(2.0, ge=0, description="At least this x concurrency measured requests.")
+    max_error_rate: float = Field(0.10, ge=0, le=1, description="Largest share of failed requests.")
+    max_token_disagreement: float = Field(
+        0.10, ge=0, description="Largest relative gap between server and client output-token counts."
+    )
+
+
+class RunnerSpec(StrictModel):
+    kind: Literal["local", "ssh", "slurm", "tpu-vm"] = Field(
+        description="How the job reaches its machine; picks the runner in runners/."
+    )
+
+
+class Recipe(StrictModel):
+    schema_version: Literal[1] = Field(1, description="Recipe schema version.")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Unique recipe name (lowercase, dashes).")
+    description: str = Field("", description="What this recipe measures, for humans.")
+    hardware: str = Field(description="Key of the hardware registry (recipes/hardware.yaml).")
+    model: ModelSpec = Field(description="The model served.")
+    engine: EngineSpec = Field(description="The serving engine and its configuration.")
+    precision: Literal["bf16", "fp16", "fp8", "fp4", "int8", "int4", "fp32"] = Field(
+        description="Weight precision served."
+    )
+    parallelism: Parallelism = Field(default_factory=Parallelism, description="How the model is split.")
+    methodology: Methodology = Field(default_factory=Methodology, description="Typed methodology knobs.")
+    runner: RunnerSpec = Field(description="Runner kind that executes the job.")
+    repeats: int = Field(1, ge=1, le=100, description="Independent repeats of every Point, for error bars.")
+    workload: Workload = Field(description="What load is driven against the engine.")
+    validity: ValidityThresholds = Field(
+        default_factory=ValidityThresholds, description="Thresholds of the validity verdict."
+    )

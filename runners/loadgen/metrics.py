@@ -1,0 +1,189 @@
+"""From request records to Point aggregates: latencies, measured window, throughput, validity.
+
+Definitions (DESIGN.md §4, docs/METRICS.md):
+- TTFT = first chunk carrying generated text - sent.
+- TPOT = (last content chunk - first content chunk) / (output tokens - 1), per request.
+- ITL  = gaps between content chunks; a chunk of k tokens contributes k gaps of gap/k.
+- E2EL = end - sent; client queue = sent - scheduled.
+- Interactivity at percentile p = 1000 / TPOT at p (so p90 is the slow tail).
+- Window: from when in-flight requests first reach the target concurrency until they first fall
+  below it after the last request was sent. Throughput counts what happened inside the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from recipes.schema import ValidityThresholds
+from runners.loadgen.records import MeasuredWindow, PointMetrics, RequestRecord, Stats, Validity
+
+
+def summarize(samples: Sequence[float]) -> Stats:
+    if len(samples) == 0:
+        return Stats(n=0, mean=None, p50=None, p90=None, p99=None, std=None)
+    values = np.asarray(samples, dtype=float)
+    p50, p90, p99 = (float(v) for v in np.percentile(values, [50, 90, 99]))
+    return Stats(
+        n=len(values),
+        mean=float(values.mean()),
+        p50=p50,
+        p90=p90,
+        p99=p99,
+        p999=float(np.percentile(values, 99.9)) if len(values) >= 1000 else None,
+        std=float(values.std()),
+    )
+
+
+def interactivity_from(tpot: Stats) -> Stats:
+    def inverse(value: float | None) -> float | None:
+        return 1000.0 / value if value else None
+
+    return Stats(
+        n=tpot.n,
+        mean=inverse(tpot.mean),
+        p50=inverse(tpot.p50),
+        p90=inverse(tpot.p90),
+        p99=inverse(tpot.p99),
+        p999=inverse(tpot.p999),
+        std=None,
+    )
+
+
+def measured_window(records: Sequence[RequestRecord], target: int) -> MeasuredWindow:
+    """Steady-state window of a closed-loop run at `target` concurrency (see module docstring)."""
+    events: list[tuple[float, int]] = []
+    for record in records:
+        if record.sent is None or record.end is None:
+            continue
+        events.append((record.sent, +1))
+        events.append((record.end, -1))
+    if not events:
+        return MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=False)
+    # Ends sort before sends at the same instant: a freed slot is refilled, not double-counted.
+    events.sort(key=lambda event: (event[0], event[1]))
+    last_send = max(time for time, delta in events if delta > 0)
+    last_end = max(time for time, delta in events if delta < 0)
+    in_flight = 0
+    start: float | None = None
+    end: float | None = None
+    for time, delta in events:
+        in_flight += delta
+        if start is None and in_flight >= target:
+            start = time
+        if start is not None and time >= last_send and in_flight < target and delta < 0:
+            end = time
+            break
+    if start is None:
+        first_send = min(time for time, delta in events if delta > 0)
+        return MeasuredWindow(start=first_send, end=last_end, ramp_down_s=0.0, reached_target=False)
+    end = last_end if end is None else end
+    return MeasuredWindow(start=start, end=end, ramp_down_s=last_end - end, reached_target=True)
+
+
+def _latencies(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
+    series: dict[str, list[float]] = {"ttft": [], "tpot": [], "itl": [], "e2el": [], "queue": []}
+    for record in records:
+        if not record.ok or record.sent is None or record.end is None:
+            continue
+        series["e2el"].append((record.end - record.sent) * 1000)
+        series["queue"].append((record.sent - record.scheduled) * 1000)
+        if not record.chunk_times:
+            continue
+        first, last = record.chunk_times[0], record.chunk_times[-1]
+        series["ttft"].append((first - record.sent) * 1000)
+        if record.output_tokens > 1:
+            series["tpot"].append((last - first) * 1000 / (record.output_tokens - 1))
+        for previous, current, tokens in zip(
+            record.chunk_times, record.chunk_times[1:], record.chunk_tokens[1:], strict=False
+        ):
+            share = max(tokens, 1)
+            series["itl"].extend([(current - previous) * 1000 / share] * share)
+    return series
+
+
+def _in_window(time: float | None, window: MeasuredWindow) -> bool:
+    return time is not None and window.start <= time <= window.end
+
+
+def compute_point_metrics(
+    records: Sequence[RequestRecord],
+    concurrency: int,
+    accelerators: int,
+    thresholds: ValidityThresholds,
+) -> PointMetrics:
+    measured = [record for record in records if not record.warmup]
+    succeeded = [record for record in measured if record.ok]
+    failed = len(measured) - len(succeeded)
+    window = measured_window(measured, concurrency)
+    duration = window.duration_s
+
+    output_in_window = 0
+    input_in_window = 0
+    finished_in_window = 0
+    for record in succeeded:
+        tokens = record.chunk_tokens
+        # Scale streamed counts to the server's usage, so throughput agrees with usage totals.
+        scale = record.output_tokens / sum(tokens) if sum(tokens) else 0.0
+        output_in_window += (
+            sum(t for t, at in zip(tokens, record.chunk_times, strict=False) if _in_window(at, window)) * scale
+        )
+        if record.chunk_times and _in_window(record.chunk_times[0], window):
+            input_in_window += record.prompt_tokens or record.prompt_tokens_sent
+        if _in_window(record.end, window):
+            finished_in_window += 1
+
+    def rate(amount: float) -> float:
+        return amount / duration if duration > 0 else 0.0
+
+    series = _latencies(succeeded)
+    tpot = summarize(series["tpot"])
+    server_tokens = sum(r.completion_tokens for r in succeeded if r.completion_tokens is not None)
+    client_tokens = sum(sum(r.chunk_tokens) for r in succeeded if r.completion_tokens is not None)
+    disagreement = abs(server_tokens - client_tokens) / server_tokens if server_tokens else 0.0
+
+    reasons: list[str] = []
+    needed = max(thresholds.min_requests_floor, int(np.ceil(thresholds.min_requests_per_concurrency * concurrency)))
+    if len(measured) < needed:
+        reasons.append(f"only {len(measured)} measured requests; at least {needed} needed")
+    error_rate = failed / len(measured) if measured else 1.0
+    if error_rate > thresholds.max_error_rate:
+        reasons.append(f"error rate {error_rate:.1%} above {thresholds.max_error_rate:.0%} ({failed} failed)")
+    if disagreement > thresholds.max_token_disagreement:
+        reasons.append(
+            f"server and client output-token counts differ by {disagreement:.1%} "
+            f"(server {server_tokens}, client {client_tokens})"
+        )
+    if not window.reached_target:
+        reasons.append(f"in-flight requests never reached the target concurrency {concurrency}")
+    if duration <= 0:
+        reasons.append("empty measured window")
+    short = sum(1 for r in succeeded if r.completion_tokens is not None and r.completion_tokens < r.max_tokens)
+    if short:
+        reasons.append(f"{short} requests returned fewer output tokens than requested (ignore_eos not honoured?)")
+
+    output_throughput = rate(output_in_window)
+    total_throughput = rate(output_in_window + input_in_window)
+    return PointMetrics(
+        completed=len(succeeded),
+        failed=failed,
+        duration_s=duration,
+        total_input_tokens=sum(r.prompt_tokens or r.prompt_tokens_sent for r in succeeded),
+        total_output_tokens=sum(r.output_tokens for r in succeeded),
+        request_throughput=rate(finished_in_window),
+        output_throughput=output_throughput,
+        total_token_throughput=total_throughput,
+        accelerators=accelerators,
+        output_throughput_per_gpu=output_throughput / accelerators,
+        total_token_throughput_per_gpu=total_throughput / accelerators,
+        ttft_ms=summarize(series["ttft"]),
+        tpot_ms=tpot,
+        itl_ms=summarize(series["itl"]),
+        e2el_ms=summarize(series["e2el"]),
+        client_queue_ms=summarize(series["queue"]),
+        interactivity=interactivity_from(tpot),
+        token_disagreement=disagreement,
+        window=window,
+        validity=Validity(valid=not reasons, reasons=reasons),
+    )

@@ -1,0 +1,121 @@
+"""Result models of the load generator: one record per request, aggregates per Point.
+
+These are plain pydantic models so they cross process boundaries (Ray) and land in SQL unchanged.
+Definitions of every figure: docs/METRICS.md (and DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULT_SCHEMA_VERSION = 1
+
+Origin = Literal["measured", "simulated", "dry-run", "imported"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RequestRecord(Strict):
+    """Everything observed about one request. Times are seconds on the client's monotonic clock."""
+
+    index: int = Field(description="Position of the request in the Point's request list.")
+    warmup: bool = Field(description="Warmup requests are sent but never measured.")
+    prompt_tokens_sent: int = Field(description="Prompt length the client sent, in tokens.")
+    max_tokens: int = Field(description="Output length requested (with ignore_eos).")
+    scheduled: float = Field(description="When the request was due to be sent.")
+    sent: float | None = Field(None, description="When the HTTP request was sent.")
+    first_byte: float | None = Field(None, description="When the first response byte arrived.")
+    chunk_times: list[float] = Field(default_factory=list, description="Arrival of each chunk carrying text.")
+    chunk_tokens: list[int] = Field(
+        default_factory=list, description="Tokens in each content chunk (from usage deltas, else 1)."
+    )
+    end: float | None = Field(None, description="When the response finished (or failed).")
+    prompt_tokens: int | None = Field(None, description="Server-reported prompt tokens (usage).")
+    completion_tokens: int | None = Field(None, description="Server-reported output tokens (usage).")
+    cached_tokens: int | None = Field(None, description="Server-reported prompt tokens served from cache.")
+    http_status: int | None = Field(None, description="HTTP status of the response.")
+    error: str | None = Field(None, description="Why the request failed; None when it succeeded.")
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def output_tokens(self) -> int:
+        """Output tokens: server usage when present, else the client's count of streamed tokens."""
+        if self.completion_tokens is not None:
+            return self.completion_tokens
+        return sum(self.chunk_tokens)
+
+
+class Stats(Strict):
+    """Summary of one latency-like metric over the measured requests (numpy linear percentiles)."""
+
+    n: int = Field(description="Number of samples.")
+    mean: float | None = Field(description="Arithmetic mean.")
+    p50: float | None = Field(description="Median.")
+    p90: float | None = Field(description="90th percentile.")
+    p99: float | None = Field(description="99th percentile.")
+    p999: float | None = Field(None, description="99.9th percentile, only when n >= 1000.")
+    std: float | None = Field(description="Population standard deviation.")
+
+
+class Validity(Strict):
+    valid: bool = Field(description="True when every validity rule holds.")
+    reasons: list[str] = Field(default_factory=list, description="Each rule that failed, with its figures.")
+
+
+class MeasuredWindow(Strict):
+    start: float = Field(description="Window start (client clock, s): in-flight first reached the target.")
+    end: float = Field(description="Window end: in-flight first fell below the target after the last send.")
+    ramp_down_s: float = Field(description="Tail after the window until the last request ended (not counted).")
+    reached_target: bool = Field(description="False when in-flight never reached the target concurrency.")
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - self.start
+
+
+class FixedLengthPoint(Strict):
+    """What to run for one Point of a fixed-length workload."""
+
+    isl: int = Field(gt=0, description="Upper bound of the prompt length.")
+    osl: int = Field(gt=0, description="Upper bound of the output length.")
+    range_ratio: float = Field(ge=0, le=1, description="Lengths uniform in [r*L, L].")
+    concurrency: int = Field(gt=0, description="Max requests in flight (closed loop).")
+    num_prompts: int = Field(gt=0, description="Measured requests.")
+    num_warmup: int = Field(ge=0, description="Warmup requests before the measured ones.")
+    seed: int = Field(description="Seed of prompt contents and lengths.")
+    request_timeout_s: float = Field(gt=0, description="Per-request deadline.")
+
+
+class PointMetrics(Strict):
+    """Aggregates of one Point: what the hub plots and the database stores."""
+
+    schema_version: int = Field(RESULT_SCHEMA_VERSION, description="Version of this result schema.")
+    completed: int = Field(description="Measured requests that succeeded.")
+    failed: int = Field(description="Measured requests that failed.")
+    duration_s: float = Field(description="Length of the measured window.")
+    total_input_tokens: int = Field(description="Prompt tokens of successful measured requests.")
+    total_output_tokens: int = Field(description="Output tokens of successful measured requests.")
+    request_throughput: float = Field(description="Requests finished per second in the window.")
+    output_throughput: float = Field(description="Output tokens per second in the window.")
+    total_token_throughput: float = Field(description="Input + output tokens per second in the window.")
+    accelerators: int = Field(description="Accelerators the engine uses (per-GPU divisor).")
+    output_throughput_per_gpu: float = Field(description="output_throughput / accelerators.")
+    total_token_throughput_per_gpu: float = Field(description="total_token_throughput / accelerators.")
+    ttft_ms: Stats = Field(description="Time to first content token.")
+    tpot_ms: Stats = Field(description="Time per output token after the first, per request.")
+    itl_ms: Stats = Field(description="Inter-token latency, multi-token chunks split evenly.")
+    e2el_ms: Stats = Field(description="End-to-end latency.")
+    client_queue_ms: Stats = Field(description="Sent minus scheduled: time waiting in the client.")
+    interactivity: Stats = Field(
+        description="Tokens/s/user = 1000 / TPOT at the same percentile (p90 is the slow tail); no std."
+    )
+    token_disagreement: float = Field(description="Relative gap of server vs client output-token counts.")
+    window: MeasuredWindow = Field(description="The measured window.")
+    validity: Validity = Field(description="Validity verdict with reasons.")

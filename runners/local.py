@@ -1,0 +1,85 @@
+"""The `local` runner: launches the engine as a child process group on this host and drives it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
+from recipes.schema import GeneratedModelSource, ModelSpec, PathModelSource, Recipe
+from runners.engines.base import engine_adapter
+from runners.environments import ensure_environment
+from runners.job import ErrorInfo, JobEvent, JobSpec, PointOutcome, Runner, register_runner
+from runners.loadgen.client import Endpoint
+from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
+from runners.models import ensure_generated_model
+from runners.process import EngineProcess, pick_free_port, reap_orphaned_engines
+
+
+def resolve_model_dir(model: ModelSpec) -> Path:
+    source = model.source
+    if isinstance(source, GeneratedModelSource):
+        return ensure_generated_model(source.preset)
+    if isinstance(source, PathModelSource):
+        path = Path(source.path)
+        if not path.is_dir():
+            raise ConfigurationError(f"model.source.path: got {source.path!r}; no such directory on this host")
+        return path
+    raise ConfigurationError(
+        f"model.source.kind: got {source.kind!r}; this host cannot reach a model hub (use 'generated' or 'path')"
+    )
+
+
+def _error_event(job: JobSpec, error: InferSweepError) -> JobEvent:
+    info = ErrorInfo(kind=error.kind, message=str(error), retryable=error.retryable)
+    return JobEvent(kind="job_failed", job_id=job.job_id, message=str(error), error=info)
+
+
+@register_runner
+class LocalRunner(Runner):
+    kind = "local"
+
+    def run_job(self, job: JobSpec) -> Iterator[JobEvent]:
+        try:
+            yield from self._run(job)
+        except InferSweepError as error:
+            yield _error_event(job, error)
+
+    def _run(self, job: JobSpec) -> Iterator[JobEvent]:
+        recipe: Recipe = job.recipe
+        reap_orphaned_engines()
+        adapter = engine_adapter(recipe.engine.kind)
+        python = ensure_environment(recipe.engine.environment)
+        model_dir = resolve_model_dir(recipe.model)
+        vocabulary = Vocabulary.from_model_dir(model_dir)
+        port = recipe.engine.port or pick_free_port()
+        plan = adapter.launch_plan(recipe, port, python, model_dir)
+        log_path = Path(job.log_dir) / "engine.log"
+        yield JobEvent(kind="engine_launching", job_id=job.job_id, message=f"{recipe.engine.kind} on port {port}")
+        with EngineProcess(plan.argv, plan.env, port, log_path, job.job_id, plan.health_path) as engine:
+            waited = engine.wait_healthy(recipe.engine.startup_timeout_s)
+            yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s")
+            endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model)
+            for point in job.points:
+                yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)
+                started = datetime.now(UTC)
+                metrics, records = run_fixed_length_point(
+                    endpoint, point.workload, vocabulary, recipe.parallelism.accelerators, recipe.validity
+                )
+                code = engine.exited()
+                if code is not None:
+                    # A dead engine is an infrastructure fault, not a measurement of the configuration.
+                    raise InfrastructureError(
+                        f"engine exited with code {code} during point {point.point_key}; log tail:\n{engine.log_tail()}"
+                    )
+                outcome = PointOutcome(
+                    point_key=point.point_key,
+                    origin=adapter.origin,
+                    metrics=metrics,
+                    records=records,
+                    started_at=started,
+                    finished_at=datetime.now(UTC),
+                )
+                yield JobEvent(kind="point_finished", job_id=job.job_id, point_key=point.point_key, outcome=outcome)
+        yield JobEvent(kind="job_finished", job_id=job.job_id)

@@ -1,0 +1,194 @@
+"""Engine server processes: launch in their own process group, wait for health, always stop the group.
+
+An engine lives in its own session so a terminal's Ctrl-C does not half-kill it; that makes stopping
+it our job. Each launch writes a pidfile keyed by run id; before a new launch, the host reaps engines
+whose owning process died (a killed Ray worker never runs its `finally`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from recipes.errors import InfrastructureError
+from runners.paths import data_dir
+
+LOG_TAIL_LINES = 30
+
+
+def pid_dir() -> Path:
+    path = data_dir() / "engines-running"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_group(pgid: int, grace_s: float) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
+    """Stop engines whose owner process is gone; return the run ids reaped."""
+    reaped = []
+    for pidfile in pid_dir().glob("*.json"):
+        try:
+            info = json.loads(pidfile.read_text())
+        except (OSError, json.JSONDecodeError):
+            pidfile.unlink(missing_ok=True)
+            continue
+        if _alive(int(info["owner_pid"])):
+            continue
+        log(f"reaping engine of dead run {info['run_id']} (process group {info['pgid']})")
+        _kill_group(int(info["pgid"]), grace_s=5.0)
+        pidfile.unlink(missing_ok=True)
+        reaped.append(str(info["run_id"]))
+    return reaped
+
+
+def running_engines() -> list[dict[str, object]]:
+    """Pidfiles of engines believed to be running on this host (for tests and `infersweep doctor`)."""
+    entries = []
+    for pidfile in pid_dir().glob("*.json"):
+        with contextlib.suppress(OSError, json.JSONDecodeError):
+            entries.append(json.loads(pidfile.read_text()))
+    return entries
+
+
+class EngineProcess:
+    """One engine server. Use as a context manager: the process group is stopped on every exit path."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        port: int,
+        log_path: Path,
+        run_id: str,
+        health_path: str = "/health",
+        stop_grace_s: float = 20.0,
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.port = port
+        self.log_path = log_path
+        self.run_id = run_id
+        self.health_url = f"http://127.0.0.1:{port}{health_path}"
+        self.stop_grace_s = stop_grace_s
+        self.process: subprocess.Popen[bytes] | None = None
+        self._pidfile = pid_dir() / f"{run_id}.json"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        if not port_is_free(self.port):
+            raise InfrastructureError(
+                f"engine.port: port {self.port} is already in use on 127.0.0.1; stop what listens there or "
+                "leave engine.port unset to pick a free port"
+            )
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env, "INFERSWEEP_RUN_ID": self.run_id},
+                start_new_session=True,
+            )
+        self._pidfile.write_text(
+            json.dumps({"run_id": self.run_id, "pgid": self.process.pid, "owner_pid": os.getpid(), "port": self.port})
+        )
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no engine log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def exited(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def wait_healthy(self, timeout_s: float, poll_s: float = 0.5) -> float:
+        """Block until /health answers 200; return seconds waited. Raises with the log tail on failure."""
+        started = time.monotonic()
+        deadline = started + timeout_s
+        while True:
+            code = self.exited()
+            if code is not None:
+                raise InfrastructureError(
+                    f"engine exited with code {code} before becoming healthy; log tail ({self.log_path}):\n"
+                    f"{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(self.health_url, timeout=2) as response:  # noqa: S310 - loopback URL
+                    if response.status == 200:
+                        return time.monotonic() - started
+            except (urllib.error.URLError, OSError, TimeoutError):
+                pass  # not up yet
+            if time.monotonic() > deadline:
+                raise InfrastructureError(
+                    f"engine not healthy after {timeout_s:g} s (engine.startup_timeout_s); "
+                    f"log tail ({self.log_path}):\n{self.log_tail()}"
+                )
+            time.sleep(poll_s)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _kill_group(self.process.pid, self.stop_grace_s)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        self._pidfile.unlink(missing_ok=True)
+
+    def __enter__(self) -> EngineProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
