@@ -169,6 +169,9 @@ class SimulatedEngineSettings(StrictModel):
         "none", description="Fault to inject: never answer /health, or exit after `fault_after` requests."
     )
     fault_after: int = Field(0, ge=0, description="Requests served before an 'exit-after-requests' fault.")
+    fault_once_file: str | None = Field(
+        None, description="If set, the fault fires only while this file is absent, and creates it (one-off faults)."
+    )
 
 
 class EngineSpec(StrictModel):

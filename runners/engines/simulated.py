@@ -34,6 +34,8 @@ class SimulatedAdapter(EngineAdapter):
             "--fault", settings.fault,
             "--fault-after", str(settings.fault_after),
         ]  # fmt: skip
+        if settings.fault_once_file:
+            argv += ["--fault-once-file", settings.fault_once_file]
         argv += self.methodology_flags(recipe) + recipe.engine.extra_args
         return LaunchPlan(
             argv=argv, env=dict(recipe.engine.env), port=port, served_model=recipe.model.name, model_dir=model_dir

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import time
+from pathlib import Path
 
 from aiohttp import web
 
@@ -24,6 +25,16 @@ class SimulatedEngine:
         self.slots = asyncio.Semaphore(args.max_batch)
         self.served = 0
         self.counters = {"prompt_tokens": 0, "generation_tokens": 0, "requests": 0}
+
+    def _fault_armed(self) -> bool:
+        """One-off faults fire once across engine launches: the marker file remembers that they did."""
+        if not self.args.fault_once_file:
+            return True
+        marker = Path(self.args.fault_once_file)
+        if marker.exists():
+            return False
+        marker.write_text("fault fired\n")
+        return True
 
     async def health(self, _request: web.Request) -> web.Response:
         if self.args.fault == "never-healthy":
@@ -68,7 +79,7 @@ class SimulatedEngine:
             self.served += 1
             self.counters["requests"] += 1
             self.counters["prompt_tokens"] += prompt_tokens
-            if self.args.fault == "exit-after-requests" and self.served > self.args.fault_after:
+            if self.args.fault == "exit-after-requests" and self.served > self.args.fault_after and self._fault_armed():
                 os._exit(3)  # a crash, as an engine dying mid-run would: no cleanup, connections reset
             prefill_s = (self.args.ttft_ms + self.args.prefill_ms_per_1k * prompt_tokens / 1000) / 1000
             await asyncio.sleep(prefill_s)
@@ -130,6 +141,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prefix-caching", action="store_true")
     parser.add_argument("--fault", choices=["none", "never-healthy", "exit-after-requests"], default="none")
     parser.add_argument("--fault-after", type=int, default=0)
+    parser.add_argument("--fault-once-file", default=None)
     return parser.parse_args(argv)
 
 

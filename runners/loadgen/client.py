@@ -74,7 +74,7 @@ async def _send_one(
         ) as response:
             record.http_status = response.status
             if response.status != 200:
-                text = (await response.text())[:ERROR_TEXT_LIMIT]
+                text = (await response.read()).decode(errors="replace")[:ERROR_TEXT_LIMIT]
                 record.error = f"HTTP {response.status}: {text}"
                 return record
             async for raw_line in response.content:
@@ -93,7 +93,7 @@ async def _send_one(
                     break
                 try:
                     chunk = json.loads(payload)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, UnicodeDecodeError):
                     record.error = f"malformed JSON in stream: {payload[:100]!r}"
                     return record
                 if not isinstance(chunk, dict):
@@ -104,6 +104,9 @@ async def _send_one(
                     return record
                 usage = chunk.get("usage") or {}
                 choices = chunk.get("choices") or []
+                if not isinstance(usage, dict) or not isinstance(choices, list):
+                    record.error = f"stream chunk has malformed usage or choices: {payload[:100]!r}"
+                    return record
                 text = choices[0].get("text") if choices and isinstance(choices[0], dict) else None
                 completion_so_far = usage.get("completion_tokens")
                 new_tokens = (

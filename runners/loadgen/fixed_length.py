@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,8 @@ class Vocabulary:
 
 def sample_lengths(rng: np.random.Generator, upper: int, range_ratio: float, count: int) -> list[int]:
     """Uniform integers in [ceil(r*L), L] (InferenceX's meaning of the range ratio), at least 1."""
-    lower = max(1, int(np.ceil(range_ratio * upper)))
+    # Rounded first: 0.55 * 100 is 55.00000000000001 in floating point, and 55 must stay drawable.
+    lower = max(1, math.ceil(round(range_ratio * upper, 9)))
     return [int(v) for v in rng.integers(lower, upper + 1, size=count)]
 
 

@@ -63,16 +63,19 @@ def measured_window(records: Sequence[RequestRecord], target: int) -> MeasuredWi
         return MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=False)
     # Ends sort before sends at the same instant: a freed slot is refilled, not double-counted.
     events.sort(key=lambda event: (event[0], event[1]))
-    last_send = max(time for time, delta in events if delta > 0)
+    total_sends = sum(1 for _, delta in events if delta > 0)
     last_end = max(time for time, delta in events if delta < 0)
     in_flight = 0
+    sends_seen = 0
     start: float | None = None
     end: float | None = None
     for time, delta in events:
         in_flight += delta
+        sends_seen += delta > 0
         if start is None and in_flight >= target:
             start = time
-        if start is not None and time >= last_send and in_flight < target and delta < 0:
+        # The window closes at the first drop below target once every request has been sent.
+        if start is not None and sends_seen == total_sends and in_flight < target and delta < 0:
             end = time
             break
     if start is None:
@@ -159,7 +162,7 @@ def compute_point_metrics(
         reasons.append(f"in-flight requests never reached the target concurrency {concurrency}")
     if duration <= 0:
         reasons.append("empty measured window")
-    short = sum(1 for r in succeeded if r.completion_tokens is not None and r.completion_tokens < r.max_tokens)
+    short = sum(1 for r in succeeded if r.output_tokens < r.max_tokens)
     if short:
         reasons.append(f"{short} requests returned fewer output tokens than requested (ignore_eos not honoured?)")
 

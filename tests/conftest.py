@@ -1,0 +1,129 @@
+"""Shared fixtures: an isolated data directory per session, SQLite and PostgreSQL databases, recipe files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+POSTGRES_ADMIN_URL = os.environ.get("INFERSWEEP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Results, logs and pidfiles of the test session live in a temp dir; engine venvs stay cached."""
+    home = tmp_path_factory.mktemp("infersweep-home")
+    previous = os.environ.get("INFERSWEEP_HOME")
+    os.environ["INFERSWEEP_HOME"] = str(home)
+    os.environ.pop("INFERSWEEP_DATABASE_URL", None)
+    yield home
+    if previous is None:
+        os.environ.pop("INFERSWEEP_HOME", None)
+    else:
+        os.environ["INFERSWEEP_HOME"] = previous
+
+
+def _postgres_reachable(url: str) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=3):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+def _start_postgres() -> None:
+    """Start the machine's PostgreSQL cluster if it is installed but stopped."""
+    versions = sorted(Path("/etc/postgresql").glob("*")) if Path("/etc/postgresql").exists() else []
+    if not versions or shutil.which("pg_ctlcluster") is None:
+        return
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1].name, "main", "start"],
+        check=False, capture_output=True,
+    )  # fmt: skip
+    for _ in range(30):
+        if _postgres_reachable(POSTGRES_ADMIN_URL):
+            return
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    import psycopg
+    from psycopg import sql
+
+    if not _postgres_reachable(POSTGRES_ADMIN_URL):
+        _start_postgres()
+    if not _postgres_reachable(POSTGRES_ADMIN_URL):
+        pytest.fail(f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL} and could not be started")
+    name = f"infersweep_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+SIMULATED_RECIPE: dict[str, object] = {
+    "name": "sim-test",
+    "hardware": "cpu-local",
+    "model": {"name": "tiny-llama", "source": {"kind": "generated", "preset": "tiny-llama"}},
+    "engine": {
+        "kind": "simulated",
+        "environment": {"kind": "project"},
+        "max_model_len": 4096,
+        "startup_timeout_s": 30,
+        "simulated": {"ttft_ms": 10, "itl_ms": 1.0},
+    },
+    "precision": "bf16",
+    "runner": {"kind": "local"},
+    "workload": {
+        "kind": "fixed-length",
+        "sequences": [{"isl": 256, "osl": 32}],
+        "concurrency": [1, 4],
+    },
+}
+
+
+def deep_update(base: dict[str, object], changes: dict[str, object]) -> dict[str, object]:
+    merged = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_update(merged[key], value)  # type: ignore[arg-type]
+        else:
+            merged[key] = value
+    return merged
+
+
+@pytest.fixture
+def write_recipe(tmp_path: Path):
+    """Write a recipe (the simulated base recipe with changes applied) and return its path."""
+
+    def write(changes: dict[str, object] | None = None, name: str = "recipe.yaml", base: dict | None = None) -> Path:
+        data = deep_update(base or SIMULATED_RECIPE, changes or {})
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    return write
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run `infersweep ...` as a user would, in a subprocess with the session's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", *args],
+        cwd=ROOT, env={**os.environ, "COLUMNS": "200", **(env or {})},
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip

@@ -1,0 +1,374 @@
+"""Point metrics from hand-built request records, checked against the definitions of DESIGN.md §4."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pytest
+
+from recipes.schema import ValidityThresholds
+from runners.loadgen.metrics import compute_point_metrics, measured_window, summarize
+from runners.loadgen.records import RequestRecord
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def linear_percentile(values: list[float], q: float) -> float:
+    """Percentile by linear interpolation between closest ranks (numpy's default), written out by hand."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def make_record(
+    index: int,
+    sent: float,
+    end: float,
+    *,
+    chunks: list[float] | None = None,
+    tokens: list[int] | None = None,
+    completion: int | None = None,
+    max_tokens: int | None = None,
+    prompt: int = 100,
+    scheduled: float | None = None,
+    warmup: bool = False,
+    error: str | None = None,
+) -> RequestRecord:
+    """A record; by default one token per chunk, usage agreeing with the chunks and max_tokens met."""
+    chunks = list(chunks or [])
+    tokens = list(tokens) if tokens is not None else [1] * len(chunks)
+    if completion is None and error is None:
+        completion = sum(tokens)
+    return RequestRecord(
+        index=index,
+        warmup=warmup,
+        prompt_tokens_sent=prompt,
+        max_tokens=max_tokens if max_tokens is not None else (completion or 1),
+        scheduled=sent if scheduled is None else scheduled,
+        sent=sent,
+        first_byte=chunks[0] if chunks else None,
+        chunk_times=chunks,
+        chunk_tokens=tokens,
+        end=end,
+        prompt_tokens=prompt if error is None else None,
+        completion_tokens=completion,
+        http_status=200 if error is None else 500,
+        error=error,
+    )
+
+
+def sequential_records(count: int, *, tokens_per_request: int = 4, start_index: int = 0) -> list[RequestRecord]:
+    """`count` requests one after the other (concurrency 1), strictly separated in time."""
+    records = []
+    for i in range(count):
+        sent = 1.0 * i + 0.01
+        chunks = [sent + 0.1 + 0.05 * k for k in range(tokens_per_request)]
+        records.append(make_record(start_index + i, sent, chunks[-1] + 0.05, chunks=chunks))
+    return records
+
+
+DEFAULTS = ValidityThresholds()
+
+
+# --- summarize ---------------------------------------------------------------------------------------
+
+
+def test_summarize_uses_linear_percentiles_mean_and_population_std() -> None:
+    rng = np.random.default_rng(7)
+    values = [float(v) for v in rng.exponential(50.0, size=37)]
+    stats = summarize(values)
+    assert stats.n == len(values)
+    assert stats.mean == pytest.approx(statistics.fmean(values))
+    assert stats.p50 == pytest.approx(linear_percentile(values, 50))
+    assert stats.p90 == pytest.approx(linear_percentile(values, 90))
+    assert stats.p99 == pytest.approx(linear_percentile(values, 99))
+    assert stats.std == pytest.approx(statistics.pstdev(values))
+    assert stats.p999 is None
+
+
+def test_summarize_small_known_interpolation() -> None:
+    values = [4.0, 1.0, 3.0, 2.0]  # unsorted on purpose
+    stats = summarize(values)
+    # Sorted 1..4: rank position (n-1)*q, interpolated linearly.
+    assert stats.p50 == pytest.approx(1 + 3 * 0.5)
+    assert stats.p90 == pytest.approx(1 + 3 * 0.9)
+    assert stats.p99 == pytest.approx(1 + 3 * 0.99)
+
+
+def test_summarize_p999_only_from_1000_samples() -> None:
+    below = [float(i) for i in range(999)]
+    assert summarize(below).p999 is None
+    values = [float((i * 37) % 1000) for i in range(1000)]  # a permutation of 0..999
+    stats = summarize(values)
+    assert stats.n == 1000
+    assert stats.p999 == pytest.approx(linear_percentile(values, 99.9))
+
+
+def test_summarize_single_value() -> None:
+    stats = summarize([12.5])
+    assert (stats.n, stats.mean, stats.p50, stats.p90, stats.p99, stats.std) == (1, 12.5, 12.5, 12.5, 12.5, 0.0)
+
+
+def test_summarize_empty() -> None:
+    stats = summarize([])
+    assert stats.n == 0
+    assert [stats.mean, stats.p50, stats.p90, stats.p99, stats.p999, stats.std] == [None] * 6
+
+
+# --- measured_window ---------------------------------------------------------------------------------
+
+
+def test_window_closed_loop_concurrency_two() -> None:
+    # Two lanes; every refill is sent a little after the slot freed (as the real client does).
+    a = make_record(0, sent=0.00, end=1.00)
+    b = make_record(1, sent=0.10, end=1.50)  # second in flight: the window starts here
+    c = make_record(2, sent=1.01, end=2.50)  # refills a's slot
+    d = make_record(3, sent=1.51, end=2.00)  # refills b's slot: the last send
+    window = measured_window([a, b, c, d], target=2)
+    last_send = max(r.sent for r in (a, b, c, d))
+    # After the last send (1.51) in-flight first drops to 1 when d ends (2.00).
+    first_drop_after_last_send = min(r.end for r in (a, b, c, d) if r.end > last_send)
+    assert window.reached_target is True
+    assert window.start == b.sent
+    assert window.end == first_drop_after_last_send
+    assert window.ramp_down_s == pytest.approx(max(r.end for r in (a, b, c, d)) - first_drop_after_last_send)
+    assert window.duration_s == pytest.approx(window.end - window.start)
+
+
+def test_window_ignores_dips_before_the_last_send() -> None:
+    # In-flight dips to 1 at 1.0 (before the last send): the window must not end there.
+    a = make_record(0, sent=0.0, end=1.0)
+    b = make_record(1, sent=0.0, end=3.0)
+    c = make_record(2, sent=1.2, end=4.0)  # the last send
+    window = measured_window([a, b, c], target=2)
+    assert window.start == 0.0
+    assert window.end == b.end
+    assert window.ramp_down_s == pytest.approx(c.end - b.end)
+
+
+def test_window_refill_at_the_same_instant_does_not_end_the_window() -> None:
+    # Closed loop at 2 with the refill sent at exactly the end time of the request it replaces.
+    a = make_record(0, sent=0.0, end=1.0)
+    b = make_record(1, sent=0.0, end=1.5)
+    c = make_record(2, sent=1.0, end=2.5)
+    d = make_record(3, sent=1.5, end=2.0)  # last send, at the instant b ended: in-flight stays 2
+    window = measured_window([a, b, c, d], target=2)
+    assert window.start == 0.0
+    assert window.end == d.end  # in-flight first falls to 1 *after* the last send when d ends
+    assert window.ramp_down_s == pytest.approx(c.end - d.end)
+
+
+def test_window_never_reaching_target() -> None:
+    records = sequential_records(3)  # never more than one in flight
+    window = measured_window(records, target=2)
+    assert window.reached_target is False
+
+
+def test_window_skips_unsent_records_and_handles_empty() -> None:
+    empty = measured_window([], target=1)
+    assert empty.reached_target is False
+    assert empty.duration_s == 0
+    unsent = RequestRecord(index=0, warmup=False, prompt_tokens_sent=1, max_tokens=1, scheduled=0.0)
+    assert measured_window([unsent], target=1).reached_target is False
+
+
+# --- compute_point_metrics: latencies ----------------------------------------------------------------
+
+
+def test_latencies_from_hand_made_timestamps() -> None:
+    scheduled, sent = 9.9, 10.0
+    chunks = [10.2, 10.3, 10.75, 10.8]
+    tokens = [1, 1, 3, 1]  # the third chunk carries 3 tokens (speculative decoding)
+    end = 10.85
+    output = sum(tokens)
+    record = make_record(0, sent, end, chunks=chunks, tokens=tokens, scheduled=scheduled)
+    metrics = compute_point_metrics([record], concurrency=1, accelerators=1, thresholds=DEFAULTS)
+
+    assert metrics.ttft_ms.n == 1
+    assert metrics.ttft_ms.mean == pytest.approx((chunks[0] - sent) * 1000)
+    assert metrics.tpot_ms.mean == pytest.approx((chunks[-1] - chunks[0]) * 1000 / (output - 1))
+    assert metrics.e2el_ms.mean == pytest.approx((end - sent) * 1000)
+    assert metrics.client_queue_ms.mean == pytest.approx((sent - scheduled) * 1000)
+
+    expected_itl = [
+        (chunks[1] - chunks[0]) * 1000,
+        *[(chunks[2] - chunks[1]) * 1000 / 3] * 3,  # k=3: three gaps of gap/3
+        (chunks[3] - chunks[2]) * 1000,
+    ]
+    assert metrics.itl_ms.n == len(expected_itl) == output - 1
+    assert metrics.itl_ms.mean == pytest.approx(statistics.fmean(expected_itl))
+    assert metrics.itl_ms.p50 == pytest.approx(linear_percentile(expected_itl, 50))
+    assert metrics.itl_ms.p90 == pytest.approx(linear_percentile(expected_itl, 90))
+    assert metrics.itl_ms.std == pytest.approx(statistics.pstdev(expected_itl))
+
+
+def test_tpot_uses_server_usage_for_the_output_count() -> None:
+    # Client saw 3 chunks but the server reports 7 tokens: TPOT divides by 7 - 1.
+    chunks = [1.1, 1.2, 1.5]
+    record = make_record(0, 1.0, 1.6, chunks=chunks, tokens=[1, 1, 1], completion=7, max_tokens=7)
+    metrics = compute_point_metrics([record], concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert metrics.tpot_ms.mean == pytest.approx((chunks[-1] - chunks[0]) * 1000 / (7 - 1))
+
+
+def test_single_token_request_has_ttft_but_no_tpot() -> None:
+    record = make_record(0, 1.0, 1.3, chunks=[1.2])
+    metrics = compute_point_metrics([record], concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert metrics.ttft_ms.n == 1
+    assert metrics.tpot_ms.n == 0
+    assert metrics.itl_ms.n == 0
+
+
+def test_failed_and_warmup_requests_are_not_measured() -> None:
+    good = sequential_records(3, start_index=2)
+    warmup = make_record(0, -5.0, -1.0, chunks=[-4.0, -2.0], warmup=True)
+    failed = make_record(1, -0.5, -0.4, error="HTTP 500: boom")
+    metrics = compute_point_metrics([warmup, failed, *good], concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert metrics.completed == len(good)
+    assert metrics.failed == 1
+    assert metrics.e2el_ms.n == len(good)
+    expected_e2el = [(r.end - r.sent) * 1000 for r in good]
+    assert metrics.e2el_ms.mean == pytest.approx(statistics.fmean(expected_e2el))
+    assert metrics.total_output_tokens == sum(r.completion_tokens for r in good)
+
+
+def test_interactivity_is_inverse_tpot_at_the_same_percentile() -> None:
+    records = []
+    for i, step in enumerate([0.010, 0.012, 0.015, 0.020, 0.030, 0.050, 0.011, 0.013, 0.016, 0.025, 0.040]):
+        sent = 10.0 * i
+        chunks = [sent + 0.1 + step * k for k in range(6)]
+        records.append(make_record(i, sent, chunks[-1] + 0.01, chunks=chunks))
+    metrics = compute_point_metrics(records, concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    tpots = [(r.chunk_times[-1] - r.chunk_times[0]) * 1000 / (r.output_tokens - 1) for r in records]
+    assert metrics.tpot_ms.p90 == pytest.approx(linear_percentile(tpots, 90))
+    assert metrics.interactivity.p90 == pytest.approx(1000 / linear_percentile(tpots, 90))
+    assert metrics.interactivity.p99 == pytest.approx(1000 / linear_percentile(tpots, 99))
+    assert metrics.interactivity.p50 == pytest.approx(1000 / linear_percentile(tpots, 50))
+    # p90 is the slow tail: fewer tokens/s per user than the median.
+    assert metrics.interactivity.p90 < metrics.interactivity.p50
+    assert metrics.interactivity.std is None
+    assert metrics.interactivity.n == metrics.tpot_ms.n == len(records)
+
+
+# --- compute_point_metrics: throughput ---------------------------------------------------------------
+
+
+def test_throughput_over_the_window_and_per_gpu() -> None:
+    records = sequential_records(12, tokens_per_request=5)
+    accelerators = 4
+    metrics = compute_point_metrics(records, concurrency=1, accelerators=accelerators, thresholds=DEFAULTS)
+    # Concurrency 1, strictly sequential: window = first send .. last end; everything is inside it.
+    start, end = records[0].sent, records[-1].end
+    duration = end - start
+    output = sum(r.completion_tokens for r in records)
+    prompt = sum(r.prompt_tokens for r in records)
+    assert metrics.window.start == start
+    assert metrics.window.end == end
+    assert metrics.duration_s == pytest.approx(duration)
+    assert metrics.request_throughput == pytest.approx(len(records) / duration)
+    assert metrics.output_throughput == pytest.approx(output / duration)
+    assert metrics.total_token_throughput == pytest.approx((output + prompt) / duration)
+    assert metrics.accelerators == accelerators
+    assert metrics.output_throughput_per_gpu == pytest.approx(metrics.output_throughput / accelerators)
+    assert metrics.total_token_throughput_per_gpu == pytest.approx(metrics.total_token_throughput / accelerators)
+    assert metrics.total_input_tokens == prompt
+    assert metrics.total_output_tokens == output
+    assert metrics.validity.valid, metrics.validity.reasons
+    assert metrics.validity.reasons == []
+
+
+# --- compute_point_metrics: validity -----------------------------------------------------------------
+
+
+def reasons_about(metrics_reasons: list[str], word: str) -> list[str]:
+    return [reason for reason in metrics_reasons if word in reason]
+
+
+@pytest.mark.parametrize(("count", "concurrency"), [(5, 1), (9, 1), (12, 8)])
+def test_too_few_measured_requests(count: int, concurrency: int) -> None:
+    records = sequential_records(count)
+    metrics = compute_point_metrics(records, concurrency=concurrency, accelerators=1, thresholds=DEFAULTS)
+    needed = max(10, 2 * concurrency)
+    assert count < needed
+    assert not metrics.validity.valid
+    found = reasons_about(metrics.validity.reasons, "measured requests")
+    assert len(found) == 1
+    assert str(count) in found[0]
+    assert str(needed) in found[0]
+
+
+def test_enough_measured_requests_and_configurable_floor() -> None:
+    ten = compute_point_metrics(sequential_records(10), concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert not reasons_about(ten.validity.reasons, "measured requests")
+    relaxed = ValidityThresholds(min_requests_floor=3, min_requests_per_concurrency=1.0)
+    three = compute_point_metrics(sequential_records(3), concurrency=1, accelerators=1, thresholds=relaxed)
+    assert three.validity.valid, three.validity.reasons
+
+
+def with_failures(total: int, failures: int) -> list[RequestRecord]:
+    records = sequential_records(total)
+    for i in range(failures):
+        r = records[i]
+        records[i] = make_record(r.index, r.sent, r.end, error="HTTP 500: injected")
+    return records
+
+
+def test_error_rate_above_ten_percent_is_invalid() -> None:
+    metrics = compute_point_metrics(with_failures(10, 2), concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert metrics.failed == 2
+    assert metrics.completed == 8
+    assert not metrics.validity.valid
+    assert len(reasons_about(metrics.validity.reasons, "error rate")) == 1
+
+
+def test_error_rate_of_exactly_ten_percent_is_allowed() -> None:
+    metrics = compute_point_metrics(with_failures(10, 1), concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert metrics.failed == 1
+    assert not reasons_about(metrics.validity.reasons, "error rate")
+    assert metrics.validity.valid, metrics.validity.reasons
+
+
+def with_client_counts(server: int, client: int, count: int = 10) -> list[RequestRecord]:
+    records = []
+    for i in range(count):
+        sent = 1.0 * i + 0.01
+        chunks = [sent + 0.1 + 0.05 * k for k in range(client)]
+        records.append(make_record(i, sent, chunks[-1] + 0.05, chunks=chunks, completion=server, max_tokens=server))
+    return records
+
+
+def test_server_client_token_disagreement_above_ten_percent() -> None:
+    server, client = 10, 8
+    metrics = compute_point_metrics(with_client_counts(server, client), 1, 1, DEFAULTS)
+    assert metrics.token_disagreement == pytest.approx(abs(server - client) / server)
+    assert not metrics.validity.valid
+    assert len(reasons_about(metrics.validity.reasons, "output-token counts differ")) == 1
+
+
+def test_small_token_disagreement_is_allowed() -> None:
+    server, client = 20, 19
+    metrics = compute_point_metrics(with_client_counts(server, client), 1, 1, DEFAULTS)
+    assert metrics.token_disagreement == pytest.approx(abs(server - client) / server)
+    assert metrics.validity.valid, metrics.validity.reasons
+
+
+def test_fewer_output_tokens_than_requested() -> None:
+    records = sequential_records(10, tokens_per_request=4)
+    short = 3
+    for i in range(short):
+        r = records[i]
+        records[i] = make_record(r.index, r.sent, r.end, chunks=r.chunk_times, max_tokens=r.completion_tokens + 4)
+    metrics = compute_point_metrics(records, concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert not metrics.validity.valid
+    found = reasons_about(metrics.validity.reasons, "fewer output tokens than requested")
+    assert len(found) == 1
+    assert found[0].startswith(f"{short} requests")
+
+
+def test_never_reaching_concurrency_is_a_reason() -> None:
+    metrics = compute_point_metrics(sequential_records(20), concurrency=2, accelerators=1, thresholds=DEFAULTS)
+    assert not metrics.window.reached_target
+    assert len(reasons_about(metrics.validity.reasons, "never reached the target concurrency")) == 1
