@@ -22,8 +22,9 @@ app.add_typer(engine_app, name="engine")
 app.add_typer(model_app, name="model")
 app.add_typer(db_app, name="db")
 
-console = Console()
-errors = Console(stderr=True)
+# Tables are wide: when output is not a terminal (CI logs, pipes) do not squeeze them to 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 180)
+errors = Console(stderr=True, width=None if sys.stderr.isatty() else 180)
 
 
 def _fail(error: InferSweepError, code: int = 2) -> None:
@@ -81,11 +82,10 @@ def _print_results(sweep: str | None) -> int:
     with open_session(engine) as session:
         rows = queries.list_results(session, sweep=sweep)
     table = Table(title=f"Results{f' of sweep {sweep}' if sweep else ''}")
-    for column in (
-        "sweep", "recipe", "hw", "origin", "isl/osl", "conc", "rep", "valid", "ok/fail",
-        "out tok/s/gpu", "TTFT p50 ms", "TPOT p50 ms", "tok/s/user p50",
-    ):  # fmt: skip
-        table.add_column(column, justify="right" if column[0].isdigit() or " " in column else "left")
+    for column in ("sweep", "recipe", "hw", "origin", "isl/osl", "conc", "rep", "valid", "ok/fail"):
+        table.add_column(column)
+    for column in ("out tok/s/gpu", "TTFT p50 ms", "TPOT p50 ms", "tok/s/user p50"):
+        table.add_column(column, justify="right")
 
     def number(value: float | None, digits: int = 1) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"

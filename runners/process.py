@@ -57,11 +57,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _kill_group(pgid: int, grace_s: float) -> None:
+def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM the group, wait up to `grace_s` for it to vanish, then SIGKILL what is left."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
+        if leader is not None:
+            leader.poll()  # reap our child: a zombie leader would keep the group "alive" forever
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -181,7 +184,7 @@ class EngineProcess:
 
     def stop(self) -> None:
         if self.process is not None:
-            _kill_group(self.process.pid, self.stop_grace_s)
+            _kill_group(self.process.pid, self.stop_grace_s, self.process)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
         self._pidfile.unlink(missing_ok=True)

@@ -1,0 +1,76 @@
+"""One real point against real vLLM on CPU, through the whole pipeline (the only real engine launch here).
+
+A launch costs about a minute of both cores, so this module launches vLLM once and asserts on all it
+can from that one run: results, origin, per-request artifacts, the engine log, and the teardown.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from db import queries
+from db.models import PointResultRow
+from db.session import make_engine, migrate, open_session
+from runners.process import running_engines
+from tests.conftest import run_cli
+
+pytestmark = [pytest.mark.integration, pytest.mark.vllm]
+
+REAL_RECIPE = {
+    "name": "tiny-llama-cpu-test",
+    "hardware": "cpu-local",
+    "model": {"name": "tiny-llama", "source": {"kind": "generated", "preset": "tiny-llama"}},
+    "engine": {
+        "kind": "vllm",
+        "environment": {"kind": "venv", "name": "vllm-cpu"},
+        "max_model_len": 2048,
+        "startup_timeout_s": 600,
+        "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+    },
+    "precision": "bf16",
+    "runner": {"kind": "local"},
+    "workload": {"kind": "fixed-length", "sequences": [{"isl": 512, "osl": 64}], "concurrency": [1, 2]},
+}
+
+
+def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
+    recipe = write_recipe(base=REAL_RECIPE)
+    result = run_cli("run", str(recipe), "--sweep", "vllm-real", timeout=1200)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        views = queries.list_results(session, sweep="vllm-real")
+        rows = session.exec(PointResultRow.__table__.select()).all()  # type: ignore[attr-defined]
+    assert [(v.concurrency, v.origin, v.valid) for v in views] == [(1, "measured", True), (2, "measured", True)], [
+        v.validity_reasons for v in views
+    ]
+    for view in views:
+        assert view.completed == 10 * view.concurrency and view.failed == 0
+        assert view.ttft_p50_ms is not None and 0 < view.ttft_p50_ms < 10_000
+        assert view.tpot_p50_ms is not None and 0 < view.tpot_p50_ms < 1_000
+        assert view.output_throughput_per_gpu > 0
+        assert view.interactivity_p50 == pytest.approx(1000 / view.tpot_p50_ms)
+
+    # Per-request records are stored as artifacts, with server usage for every request.
+    for row in rows:
+        with gzip.open(row.records_path, "rt") as handle:
+            records = [json.loads(line) for line in handle]
+        measured = [r for r in records if not r["warmup"]]
+        assert len(measured) == 10 * row.concurrency
+        assert all(r["completion_tokens"] == r["max_tokens"] for r in measured)
+        assert all(r["prompt_tokens"] == r["prompt_tokens_sent"] for r in measured)
+        # Range ratio 0.8: lengths uniform in [ceil(0.8 * 512), 512] = [410, 512].
+        assert all(410 <= r["prompt_tokens_sent"] <= 512 for r in measured)
+
+    # The engine log was captured, and the engine is gone.
+    logs = list((isolated_home / "logs" / "vllm-real").glob("*/engine.log"))
+    assert logs and "Application startup complete" in logs[0].read_text()
+    assert running_engines() == []
+    assert subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server"], check=False).returncode == 1

@@ -1,0 +1,72 @@
+"""The hub's results page, rendered with Streamlit's AppTest against a real database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db import queries
+from db.models import PointResultRow
+from db.session import make_engine, migrate, open_session
+from tests.conftest import ROOT
+
+APP = str(ROOT / "site" / "app.py")
+
+
+def _seed(url: str) -> None:
+    engine = make_engine(url)
+    migrate(engine)
+    now = datetime.now(UTC)
+    with open_session(engine) as session:
+        sweep, _ = queries.get_or_create_sweep(session, "nightly")
+        recipe = queries.upsert_recipe(session, "fp1", "tiny", "tiny.yaml", "cpu-local", "vllm", {"schema_version": 1})
+        queries.create_job(session, "job-1", sweep.id, recipe.id, 1, 3, "")
+        for key, origin, concurrency, valid in [
+            ("a", "measured", 1, True),
+            ("b", "measured", 2, False),
+            ("c", "simulated", 4, True),
+        ]:
+            queries.record_point(
+                session,
+                PointResultRow(
+                    sweep_id=sweep.id, job_id="job-1", recipe_id=recipe.id, point_key=key, repeat_index=0,
+                    workload_kind="fixed-length", isl=128, osl=16, concurrency=concurrency, origin=origin, valid=valid,
+                    validity_reasons=[] if valid else ["error rate 50.0% above 10%"], completed=10, failed=0,
+                    duration_s=1.0, request_throughput=1.0, output_throughput=100.0 * concurrency,
+                    total_token_throughput=1000.0, accelerators=1, output_throughput_per_gpu=100.0 * concurrency,
+                    total_token_throughput_per_gpu=1000.0, ttft_p50_ms=10.0, tpot_p50_ms=2.0, interactivity_p50=500.0,
+                    metrics={}, started_at=now, finished_at=now,
+                ),
+            )  # fmt: skip
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"sqlite:///{tmp_path / 'hub.db'}"
+    monkeypatch.setenv("INFERSWEEP_DATABASE_URL", url)
+    return url
+
+
+def test_empty_database_says_how_to_get_results(database: str) -> None:
+    app = AppTest.from_file(APP, default_timeout=60).run()
+    assert not app.exception
+    assert "make demo" in app.info[0].value
+
+
+def test_results_hide_simulated_and_invalid_by_default(database: str) -> None:
+    _seed(database)
+    app = AppTest.from_file(APP, default_timeout=60).run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert list(table["origin"]) == ["measured"] and list(table["concurrency"]) == [1]
+
+    app.checkbox[0].uncheck().run()
+    table = app.dataframe[0].value
+    assert sorted(table["concurrency"]) == [1, 2]
+    assert any("error rate 50.0%" in md.value for md in app.markdown)
+
+    app.multiselect[1].set_value(["measured", "simulated"]).run()
+    assert sorted(app.dataframe[0].value["origin"]) == ["measured", "measured", "simulated"]
