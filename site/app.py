@@ -16,7 +16,7 @@ SHOWN_BY_DEFAULT = ("measured", "imported")
 
 
 @st.cache_resource
-def _engine(url: str):  # noqa: ANN202 - a SQLAlchemy Engine, cached per server process and URL
+def _engine(url: str):  # a SQLAlchemy Engine, cached per server process and URL
     engine = make_engine(url)
     migrate(engine)
     return engine

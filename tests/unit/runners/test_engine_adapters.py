@@ -56,10 +56,10 @@ def test_vllm_speculative_and_offload_flags(write_recipe) -> None:
 def test_vllm_refuses_disaggregation(write_recipe) -> None:
     recipe = vllm_recipe(write_recipe, {"parallelism": {"disaggregated": {"prefill": {"tp": 2}, "decode": {"tp": 4}}}})
     assert recipe.parallelism.accelerators == 6
-    with pytest.raises(ConfigurationError, match="parallelism.disaggregated"):
+    with pytest.raises(ConfigurationError, match=r"parallelism\.disaggregated"):
         engine_adapter("vllm").launch_plan(recipe, 8000, Path("python"), Path("/m"))
 
 
 def test_unknown_engine_kind_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="engine.kind: got 'tgi'"):
+    with pytest.raises(ConfigurationError, match=r"engine\.kind: got 'tgi'"):
         engine_adapter("tgi")
