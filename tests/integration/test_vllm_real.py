@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 
 from db import queries
 from db.models import PointResultRow
@@ -47,7 +48,9 @@ def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
     migrate(engine)
     with open_session(engine) as session:
         views = queries.list_results(session, sweep="vllm-real")
-        rows = session.exec(PointResultRow.__table__.select()).all()  # type: ignore[attr-defined]
+        sweep, _ = queries.get_or_create_sweep(session, "vllm-real")
+        rows = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep.id)).all()
+    assert len(rows) == 2
     assert [(v.concurrency, v.origin, v.valid) for v in views] == [(1, "measured", True), (2, "measured", True)], [
         v.validity_reasons for v in views
     ]
