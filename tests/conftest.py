@@ -120,6 +120,19 @@ def write_recipe(tmp_path: Path):
     return write
 
 
+def processes_of_runs(job_prefix: str) -> list[int]:
+    """Pids of live processes started for jobs whose run id starts with `job_prefix` (engines carry it)."""
+    marker = f"INFERSWEEP_RUN_ID={job_prefix}".encode()
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if any(entry.startswith(marker) for entry in environ.read_bytes().split(b"\0")):
+                pids.append(int(environ.parent.name))
+        except OSError:
+            continue  # the process ended while we looked, or is not ours to read
+    return pids
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run `infersweep ...` as a user would, in a subprocess with the session's environment."""
     return subprocess.run(

@@ -1,30 +1,105 @@
 """A small OpenAI-compatible streaming server with configurable timing, for fast tests and fault injection.
 
 It behaves like a serving engine from the outside (`/health`, `/v1/models`, streamed `/v1/completions`
-with usage, `/metrics`) but computes nothing: the first token comes after `ttft + prefill` and each
-next one after `itl`. At most `max_batch` requests are served at once; the rest wait, as in a real
-engine's queue. Results produced against it are labelled `simulated`.
+and `/v1/chat/completions` with usage, `/metrics` with vLLM's counter names) but computes nothing: the
+first token comes after `ttft + prefill of the uncached prompt` and each next one after `itl`. At most
+`max_batch` requests are served at once; the rest wait, as in a real engine's queue.
+
+With `--prefix-caching` it keeps a block-level prefix cache (LRU, `--cache-blocks` blocks of
+`--block-size` tokens) and reports hits in `usage.prompt_tokens_details.cached_tokens` and on /metrics.
+`--inject KIND:EVERY[:MS]` makes every EVERY-th request misbehave (see REQUEST_FAULTS).
+Results produced against it are labelled `simulated`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+
+REQUEST_FAULTS = {
+    "http-error": "answer HTTP 500 with an error body",
+    "truncate": "stop the stream halfway without [DONE]",
+    "disconnect": "drop the connection halfway through the stream",
+    "stall": "pause MS milliseconds halfway through the stream",
+    "slow-first-byte": "wait MS milliseconds before sending the response headers",
+    "malformed": "send a data line that is not JSON",
+}
+
+
+@dataclass(frozen=True)
+class RequestFault:
+    kind: str
+    every: int
+    ms: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str) -> RequestFault:
+        parts = text.split(":")
+        if len(parts) not in (2, 3) or parts[0] not in REQUEST_FAULTS:
+            raise argparse.ArgumentTypeError(
+                f"--inject: got {text!r}; expected KIND:EVERY[:MS], KIND in {sorted(REQUEST_FAULTS)}"
+            )
+        try:
+            every, ms = int(parts[1]), float(parts[2]) if len(parts) == 3 else 0.0
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"--inject: got {text!r}; EVERY and MS must be numbers") from error
+        if every < 1:
+            raise argparse.ArgumentTypeError(f"--inject: got {text!r}; EVERY must be at least 1")
+        return cls(parts[0], every, ms)
+
+
+class PrefixCache:
+    """Block-level LRU prefix cache: a request hits the longest run of leading full blocks seen before."""
+
+    def __init__(self, block_size: int, capacity_blocks: int) -> None:
+        self.block_size = block_size
+        self.capacity = capacity_blocks
+        self.blocks: OrderedDict[str, None] = OrderedDict()
+
+    def lookup_and_insert(self, tokens: list[int]) -> int:
+        """Cached prompt tokens for `tokens` (whole blocks, never the last token); caches its blocks."""
+        hashes, running = [], hashlib.sha256()
+        for start in range(0, len(tokens) - len(tokens) % self.block_size, self.block_size):
+            running.update(json.dumps(tokens[start : start + self.block_size]).encode())
+            hashes.append(running.hexdigest())
+        hit_blocks = 0
+        for digest in hashes:
+            if digest not in self.blocks:
+                break
+            hit_blocks += 1
+        for digest in hashes:
+            self.blocks[digest] = None
+            self.blocks.move_to_end(digest)
+        while len(self.blocks) > self.capacity:
+            self.blocks.popitem(last=False)
+        # The last prompt token is always computed (it produces the first output token).
+        return min(hit_blocks * self.block_size, max(len(tokens) - 1, 0) // self.block_size * self.block_size)
 
 
 class SimulatedEngine:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.slots = asyncio.Semaphore(args.max_batch)
+        self.received = 0
         self.served = 0
-        self.counters = {"prompt_tokens": 0, "generation_tokens": 0, "requests": 0}
+        self.cache = PrefixCache(args.block_size, args.cache_blocks) if args.prefix_caching else None
+        self.counters = {
+            "vllm:prompt_tokens_total": 0,
+            "vllm:generation_tokens_total": 0,
+            "vllm:request_success_total": 0,
+            "vllm:prefix_cache_queries_total": 0,
+            "vllm:prefix_cache_hits_total": 0,
+        }
 
     def _fault_armed(self) -> bool:
         """One-off faults fire once across engine launches: the marker file remembers that they did."""
@@ -36,86 +111,134 @@ class SimulatedEngine:
         marker.write_text("fault fired\n")
         return True
 
+    def _fault_for(self, number: int) -> RequestFault | None:
+        for fault in self.args.inject:
+            if number % fault.every == 0:
+                return fault
+        return None
+
     async def health(self, _request: web.Request) -> web.Response:
         if self.args.fault == "never-healthy":
             return web.Response(status=503, text="simulated fault: never healthy")
         return web.Response(text="ok")
 
     async def models(self, _request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.args.model, "object": "model"}]})
+        model = {"id": self.args.model, "object": "model", "max_model_len": self.args.max_model_len}
+        return web.json_response({"object": "list", "data": [model]})
 
     async def metrics(self, _request: web.Request) -> web.Response:
-        lines = [f"simulated:{name}_total {value}" for name, value in self.counters.items()]
+        lines = [f"{name} {value}" for name, value in self.counters.items()]
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, chat=False)
+
+    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, chat=True)
+
+    @staticmethod
+    def _error(message: str, status: int) -> web.Response:
+        return web.json_response({"error": {"message": message, "code": status}}, status=status)
+
+    async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
         try:
             body = await request.json()
         except json.JSONDecodeError:
-            return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and all(isinstance(token, int) for token in prompt):
-            prompt_tokens = len(prompt)
-        elif isinstance(prompt, str):
-            prompt_tokens = max(1, len(prompt.split()))
+            return self._error("body is not JSON", 400)
+        if chat:
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                return self._error("messages must be a non-empty list", 400)
+            text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+            # Whitespace words stand in for tokens; stable ids let the prefix cache work on chat too.
+            prompt = [int(hashlib.md5(word.encode()).hexdigest()[:6], 16) for word in text.split()] or [0]  # noqa: S324
         else:
-            return web.json_response(
-                {"error": {"message": "prompt must be a string or a list of token ids"}}, status=400
-            )
+            prompt = body.get("prompt")
+            if isinstance(prompt, str):
+                prompt = [int(hashlib.md5(word.encode()).hexdigest()[:6], 16) for word in prompt.split()] or [0]  # noqa: S324
+        if not isinstance(prompt, list) or not all(isinstance(token, int) for token in prompt):
+            return self._error("prompt must be a string or a list of token ids", 400)
         max_tokens = int(body.get("max_tokens") or 16)
-        if prompt_tokens + max_tokens > self.args.max_model_len:
-            message = (
-                f"prompt ({prompt_tokens}) + max_tokens ({max_tokens}) exceeds max_model_len {self.args.max_model_len}"
+        if len(prompt) + max_tokens > self.args.max_model_len:
+            return self._error(
+                f"prompt ({len(prompt)}) + max_tokens ({max_tokens}) exceeds max_model_len {self.args.max_model_len}",
+                400,
             )
-            return web.json_response({"error": {"message": message}}, status=400)
         if body.get("model") != self.args.model:
-            return web.json_response({"error": {"message": f"model {body.get('model')!r} not served"}}, status=404)
+            return self._error(f"model {body.get('model')!r} not served", 404)
 
+        self.received += 1
+        fault = self._fault_for(self.received)
+        if fault and fault.kind == "http-error":
+            return self._error("simulated fault: internal error", 500)
+        if fault and fault.kind == "slow-first-byte":
+            await asyncio.sleep(fault.ms / 1000)
         options = body.get("stream_options") or {}
         continuous = bool(options.get("continuous_usage_stats"))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        kind = "chat.completion.chunk" if chat else "text_completion"
+
+        async def send(payload: dict[str, object]) -> None:
+            await response.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
         async with self.slots:
             self.served += 1
-            self.counters["requests"] += 1
-            self.counters["prompt_tokens"] += prompt_tokens
             if self.args.fault == "exit-after-requests" and self.served > self.args.fault_after and self._fault_armed():
                 os._exit(3)  # a crash, as an engine dying mid-run would: no cleanup, connections reset
-            prefill_s = (self.args.ttft_ms + self.args.prefill_ms_per_1k * prompt_tokens / 1000) / 1000
-            await asyncio.sleep(prefill_s)
+            cached = self.cache.lookup_and_insert(prompt) if self.cache else 0
+            self.counters["vllm:prompt_tokens_total"] += len(prompt)
+            self.counters["vllm:prefix_cache_queries_total"] += len(prompt) if self.cache else 0
+            self.counters["vllm:prefix_cache_hits_total"] += cached
+            usage_base = {"prompt_tokens": len(prompt)}
+            if self.cache is not None:
+                usage_base["prompt_tokens_details"] = {"cached_tokens": cached}  # type: ignore[assignment]
+            if chat:  # a role-only first chunk, as OpenAI-style chat servers send: it is not a token
+                await send(
+                    {
+                        "object": kind,
+                        "model": self.args.model,
+                        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+                    }
+                )
+            prefill_ms = self.args.ttft_ms + self.args.prefill_ms_per_1k * (len(prompt) - cached) / 1000
+            await asyncio.sleep(prefill_ms / 1000)
             started = time.monotonic()
+            halfway = max(1, max_tokens // 2)
             for produced in range(1, max_tokens + 1):
                 if produced > 1:
                     # Sleep until this token's due time, so timer overshoot does not accumulate.
                     due = started + (produced - 1) * self.args.itl_ms / 1000
                     await asyncio.sleep(max(0.0, due - time.monotonic()))
-                chunk: dict[str, object] = {
-                    "object": "text_completion",
-                    "model": self.args.model,
-                    "choices": [{"index": 0, "text": f" t{random.randrange(1000)}", "finish_reason": None}],
-                }
+                if fault and produced == halfway:
+                    if fault.kind == "truncate":
+                        await response.write_eof()
+                        return response
+                    if fault.kind == "disconnect":
+                        request.transport.close()  # type: ignore[union-attr]
+                        return response
+                    if fault.kind == "malformed":
+                        await response.write(b"data: {not json\n\n")
+                    if fault.kind == "stall":
+                        await asyncio.sleep(fault.ms / 1000)
+                        started += fault.ms / 1000
+                piece = f" t{random.randrange(1000)}"
+                choice = {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
+                chunk: dict[str, object] = {"object": kind, "model": self.args.model, "choices": [choice]}
                 if continuous:
-                    chunk["usage"] = _usage(prompt_tokens, produced)
-                await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                self.counters["generation_tokens"] += 1
-        final = {
-            "object": "text_completion",
-            "model": self.args.model,
-            "choices": [],
-            "usage": _usage(prompt_tokens, max_tokens),
-        }
-        await response.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+                    chunk["usage"] = _usage(usage_base, produced)
+                await send(chunk)
+                self.counters["vllm:generation_tokens_total"] += 1
+        await send({"object": kind, "model": self.args.model, "choices": [], "usage": _usage(usage_base, max_tokens)})
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
+        self.counters["vllm:request_success_total"] += 1
         return response
 
 
-def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-    }
+def _usage(base: dict[str, object], completion_tokens: int) -> dict[str, object]:
+    prompt_tokens = int(base["prompt_tokens"])  # type: ignore[call-overload]
+    return {**base, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
 
 
 def build_app(args: argparse.Namespace) -> web.Application:
@@ -125,11 +248,12 @@ def build_app(args: argparse.Namespace) -> web.Application:
     app.router.add_get("/v1/models", engine.models)
     app.router.add_get("/metrics", engine.metrics)
     app.router.add_post("/v1/completions", engine.completions)
+    app.router.add_post("/v1/chat/completions", engine.chat_completions)
     return app
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model", required=True)
@@ -139,9 +263,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-batch", type=int, default=64)
     parser.add_argument("--max-model-len", type=int, default=32768)
     parser.add_argument("--prefix-caching", action="store_true")
+    parser.add_argument("--block-size", type=int, default=16)
+    parser.add_argument("--cache-blocks", type=int, default=100_000)
     parser.add_argument("--fault", choices=["none", "never-healthy", "exit-after-requests"], default="none")
     parser.add_argument("--fault-after", type=int, default=0)
     parser.add_argument("--fault-once-file", default=None)
+    parser.add_argument("--inject", type=RequestFault.parse, action="append", default=[], help="KIND:EVERY[:MS]")
     return parser.parse_args(argv)
 
 

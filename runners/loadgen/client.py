@@ -1,4 +1,7 @@
-"""Async streaming client for OpenAI-compatible `/v1/completions`, closed loop at fixed concurrency.
+"""Async streaming client for OpenAI-compatible `/v1/completions` and `/v1/chat/completions`.
+
+Two load models: closed loop (a fixed number of lanes, each sending its next request when the last
+ends) and open loop (gamma-distributed arrivals at a target rate, optionally capped in flight).
 
 Every failure of a request (HTTP error, timeout, reset, malformed stream) becomes a failed record with
 its reason; the client itself never raises because of what one server response did.
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,12 +25,13 @@ ERROR_TEXT_LIMIT = 500
 
 @dataclass(frozen=True)
 class PreparedRequest:
-    """A request ready to send: its prompt as token ids and its output length."""
+    """A request ready to send: its prompt (token ids, or text for chat) and its output length."""
 
     index: int
     prompt_token_ids: list[int]
     max_tokens: int
     warmup: bool
+    prompt_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,18 +40,40 @@ class Endpoint:
     model: str
     api_key: str | None = None
     continuous_usage_stats: bool = True
+    kind: str = "completions"  # or "chat"
+
+    @property
+    def url(self) -> str:
+        path = "/v1/chat/completions" if self.kind == "chat" else "/v1/completions"
+        return self.base_url.rstrip("/") + path
 
 
 def _body(endpoint: Endpoint, request: PreparedRequest) -> dict[str, object]:
-    return {
+    body: dict[str, object] = {
         "model": endpoint.model,
-        "prompt": request.prompt_token_ids,
         "max_tokens": request.max_tokens,
         "temperature": 0.0,
         "ignore_eos": True,
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": endpoint.continuous_usage_stats},
     }
+    if endpoint.kind == "chat":
+        body["messages"] = [{"role": "user", "content": request.prompt_text or ""}]
+    else:
+        body["prompt"] = request.prompt_token_ids
+    return body
+
+
+def _choice_text(choice: object) -> str | None:
+    """Generated text of one streamed choice: `text` (completions) or `delta.content` (chat)."""
+    if not isinstance(choice, dict):
+        return None
+    if "delta" in choice:
+        delta = choice["delta"]
+        content = delta.get("content") if isinstance(delta, dict) else None
+        return content if isinstance(content, str) else None
+    text = choice.get("text")
+    return text if isinstance(text, str) else None
 
 
 async def _send_one(
@@ -64,13 +91,12 @@ async def _send_one(
         scheduled=scheduled,
     )
     headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-    url = endpoint.base_url.rstrip("/") + "/v1/completions"
     last_usage_tokens = 0
     saw_done = False
     try:
         record.sent = time.perf_counter()
         async with session.post(
-            url, json=_body(endpoint, request), headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)
+            endpoint.url, json=_body(endpoint, request), headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)
         ) as response:
             record.http_status = response.status
             if response.status != 200:
@@ -107,7 +133,7 @@ async def _send_one(
                 if not isinstance(usage, dict) or not isinstance(choices, list):
                     record.error = f"stream chunk has malformed usage or choices: {payload[:100]!r}"
                     return record
-                text = choices[0].get("text") if choices and isinstance(choices[0], dict) else None
+                text = _choice_text(choices[0]) if choices else None
                 completion_so_far = usage.get("completion_tokens")
                 new_tokens = (
                     completion_so_far - last_usage_tokens
@@ -134,12 +160,67 @@ async def _send_one(
                 record.error = "stream carried no generated text"
     except TimeoutError:
         record.error = f"timed out after {timeout_s:g} s"
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as error:
+        state = "mid-stream" if record.first_byte is not None else "before the response"
+        record.error = f"connection lost {state}: {type(error).__name__}: {str(error)[:ERROR_TEXT_LIMIT]}"
     except aiohttp.ClientError as error:
         record.error = f"{type(error).__name__}: {str(error)[:ERROR_TEXT_LIMIT]}"
     finally:
         if record.end is None:
             record.end = time.perf_counter()
     return record
+
+
+def arrival_offsets(count: int, rate: float, burstiness: float, seed: int) -> list[float]:
+    """Send offsets (s) of an open-loop schedule: gamma inter-arrivals with mean 1/rate.
+
+    burstiness 1.0 is a Poisson process; lower is burstier, higher is more regular (as vLLM's client).
+    """
+    rng = random.Random(seed)
+    offsets, now = [], 0.0
+    for _ in range(count):
+        offsets.append(now)
+        now += rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
+    return offsets
+
+
+async def run_open_loop(
+    endpoint: Endpoint,
+    requests: Sequence[PreparedRequest],
+    rate: float,
+    burstiness: float,
+    max_concurrency: int | None,
+    timeout_s: float,
+    seed: int = 0,
+    on_done: Callable[[RequestRecord], None] | None = None,
+) -> list[RequestRecord]:
+    """Send each request at its scheduled time; with a cap, late ones wait (their queue time is recorded)."""
+    offsets = arrival_offsets(len(requests), rate, burstiness, seed)
+    slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+    records: list[RequestRecord] = []
+    connector = aiohttp.TCPConnector(limit=max_concurrency or 0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        start = time.perf_counter()
+
+        async def one(request: PreparedRequest, scheduled: float) -> None:
+            if slots is None:
+                record = await _send_one(session, endpoint, request, scheduled, timeout_s)
+            else:
+                async with slots:
+                    record = await _send_one(session, endpoint, request, scheduled, timeout_s)
+            records.append(record)
+            if on_done is not None:
+                on_done(record)
+
+        tasks = []
+        for request, offset in zip(requests, offsets, strict=True):
+            delay = start + offset - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(request, start + offset)))
+        await asyncio.gather(*tasks)
+    records.sort(key=lambda record: record.index)
+    return records
 
 
 async def run_closed_loop(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from recipes.schema import ValidityThresholds
-from runners.loadgen.records import MeasuredWindow, PointMetrics, RequestRecord, Stats, Validity
+from runners.loadgen.records import GoodputSlo, MeasuredWindow, PointMetrics, RequestRecord, Stats, Validity
 
 
 def summarize(samples: Sequence[float]) -> Stats:
@@ -110,16 +110,42 @@ def _in_window(time: float | None, window: MeasuredWindow) -> bool:
     return time is not None and window.start <= time <= window.end
 
 
+def open_loop_window(records: Sequence[RequestRecord]) -> MeasuredWindow:
+    """Open loop has no target concurrency: the window runs from the first send to the last end."""
+    sent = [r.sent for r in records if r.sent is not None]
+    ended = [r.end for r in records if r.end is not None]
+    if not sent or not ended:
+        return MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=False)
+    return MeasuredWindow(start=min(sent), end=max(ended), ramp_down_s=0.0, reached_target=True)
+
+
+def meets_slo(record: RequestRecord, slo: GoodputSlo) -> bool:
+    if not record.ok or record.sent is None or record.end is None or not record.chunk_times:
+        return False
+    ttft = (record.chunk_times[0] - record.sent) * 1000
+    e2el = (record.end - record.sent) * 1000
+    tokens = record.output_tokens
+    tpot = (record.chunk_times[-1] - record.chunk_times[0]) * 1000 / (tokens - 1) if tokens > 1 else 0.0
+    return (
+        (slo.ttft_ms is None or ttft <= slo.ttft_ms)
+        and (slo.tpot_ms is None or tpot <= slo.tpot_ms)
+        and (slo.e2el_ms is None or e2el <= slo.e2el_ms)
+    )
+
+
 def compute_point_metrics(
     records: Sequence[RequestRecord],
     concurrency: int,
     accelerators: int,
     thresholds: ValidityThresholds,
+    open_loop: bool = False,
+    slo: GoodputSlo | None = None,
 ) -> PointMetrics:
+    """Aggregates of one Point. `concurrency` is the closed-loop target (the cap, for open loop)."""
     measured = [record for record in records if not record.warmup]
     succeeded = [record for record in measured if record.ok]
     failed = len(measured) - len(succeeded)
-    window = measured_window(measured, concurrency)
+    window = open_loop_window(measured) if open_loop else measured_window(measured, concurrency)
     duration = window.duration_s
 
     output_in_window = 0
@@ -147,7 +173,8 @@ def compute_point_metrics(
     disagreement = abs(server_tokens - client_tokens) / server_tokens if server_tokens else 0.0
 
     reasons: list[str] = []
-    needed = max(thresholds.min_requests_floor, int(np.ceil(thresholds.min_requests_per_concurrency * concurrency)))
+    per_concurrency = 0 if open_loop else thresholds.min_requests_per_concurrency * concurrency
+    needed = max(thresholds.min_requests_floor, int(np.ceil(per_concurrency)))
     if len(measured) < needed:
         reasons.append(f"only {len(measured)} measured requests; at least {needed} needed")
     error_rate = failed / len(measured) if measured else 1.0
@@ -166,6 +193,7 @@ def compute_point_metrics(
     if short:
         reasons.append(f"{short} requests returned fewer output tokens than requested (ignore_eos not honoured?)")
 
+    good = sum(1 for r in succeeded if _in_window(r.end, window) and meets_slo(r, slo)) if slo else None
     output_throughput = rate(output_in_window)
     total_throughput = rate(output_in_window + input_in_window)
     return PointMetrics(
@@ -186,6 +214,7 @@ def compute_point_metrics(
         e2el_ms=summarize(series["e2el"]),
         client_queue_ms=summarize(series["queue"]),
         interactivity=interactivity_from(tpot),
+        goodput=rate(good) if good is not None else None,
         token_disagreement=disagreement,
         window=window,
         validity=Validity(valid=not reasons, reasons=reasons),

@@ -93,6 +93,14 @@ class FixedLengthPoint(Strict):
     request_timeout_s: float = Field(gt=0, description="Per-request deadline.")
 
 
+class GoodputSlo(Strict):
+    """Service-level objectives a request must meet to count towards goodput (any may be omitted)."""
+
+    ttft_ms: float | None = Field(None, gt=0, description="Largest acceptable TTFT.")
+    tpot_ms: float | None = Field(None, gt=0, description="Largest acceptable TPOT.")
+    e2el_ms: float | None = Field(None, gt=0, description="Largest acceptable end-to-end latency.")
+
+
 class PointMetrics(Strict):
     """Aggregates of one Point: what the hub plots and the database stores."""
 
@@ -115,6 +123,9 @@ class PointMetrics(Strict):
     client_queue_ms: Stats = Field(description="Sent minus scheduled: time waiting in the client.")
     interactivity: Stats = Field(
         description="Tokens/s/user = 1000 / TPOT at the same percentile (p90 is the slow tail); no std."
+    )
+    goodput: float | None = Field(
+        None, description="Requests per second in the window that met every SLO (None when no SLO was given)."
     )
     token_disagreement: float = Field(description="Relative gap of server vs client output-token counts.")
     window: MeasuredWindow = Field(description="The measured window.")

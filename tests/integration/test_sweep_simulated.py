@@ -16,7 +16,7 @@ from db import queries
 from db.models import JobRow, PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.process import pick_free_port, running_engines
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, processes_of_runs, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -120,12 +120,13 @@ def test_sigint_mid_sweep_leaves_no_engine_and_no_half_point(write_recipe) -> No
         time.sleep(0.5)
     assert results_of("sim-sigint"), "the first point never finished"
     assert running_engines(), "the engine should be running while the sweep goes on"
+    assert processes_of_runs("sim-test-"), "the engine process carries its run id"
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stdout + stderr
     assert "run the same command again to resume" in stdout
     assert running_engines() == []
-    assert subprocess.run(["pgrep", "-f", "runners.engines.simulated_server"], check=False).returncode == 1
+    assert processes_of_runs("sim-test-") == []
 
     engine = make_engine()
     with open_session(engine) as session:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from db import queries
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.process import running_engines
-from tests.conftest import run_cli
+from tests.conftest import processes_of_runs, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.vllm]
 
@@ -76,4 +75,4 @@ def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
     logs = list((isolated_home / "logs" / "vllm-real").glob("*/engine.log"))
     assert logs and "Application startup complete" in logs[0].read_text()
     assert running_engines() == []
-    assert subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server"], check=False).returncode == 1
+    assert processes_of_runs("tiny-llama-cpu-test-") == []

@@ -1,0 +1,206 @@
+"""`infersweep bench`: one measured load level against any OpenAI-compatible endpoint.
+
+The same code measures recipe Points; this module adds the standalone settings, the versioned JSON
+result (with the exact settings and the client's own CPU use), and partial results on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import resource
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from recipes.errors import ConfigurationError
+from recipes.schema import ValidityThresholds
+from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop, run_open_loop
+from runners.loadgen.fixed_length import Vocabulary, build_requests
+from runners.loadgen.metrics import compute_point_metrics
+from runners.loadgen.records import FixedLengthPoint, GoodputSlo, PointMetrics, RequestRecord
+
+BENCH_SCHEMA_VERSION = 1
+# Without a tokenizer, prompts use ids in [10, 1000): ordinary tokens in every common vocabulary
+# (special tokens sit at the start or far past 1000: Llama 3 at 128000+, Qwen at 151643+).
+DEFAULT_ID_RANGE = (10, 1000)
+
+
+class BenchSettings(BaseModel):
+    """Everything that defines a bench run; stored verbatim in its result."""
+
+    # JSON has no infinity: a closed loop's request_rate is written as the string "Infinity".
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+
+    base_url: str = Field(description="Server root, e.g. http://127.0.0.1:8000 (no /v1).")
+    model: str = Field(description="Model name sent in each request.")
+    endpoint: Literal["completions", "chat"] = Field("completions", description="API to drive.")
+    isl: int = Field(gt=0, description="Input length upper bound (tokens).")
+    osl: int = Field(gt=0, description="Output length upper bound (tokens).")
+    range_ratio: float = Field(1.0, ge=0, le=1, description="Lengths uniform in [r*L, L] (InferenceX meaning).")
+    concurrency: int = Field(gt=0, description="Max requests in flight (closed loop when request_rate is inf).")
+    num_prompts: int = Field(gt=0, description="Measured requests.")
+    warmup: int = Field(0, ge=0, description="Warmup requests sent first at the same concurrency, not measured.")
+    request_rate: float = Field(math.inf, gt=0, description="Open-loop arrivals per second; inf = closed loop.")
+    burstiness: float = Field(1.0, gt=0, description="Gamma shape of inter-arrivals (1.0 = Poisson).")
+    seed: int = Field(0, description="Seed of prompts, lengths and arrivals.")
+    timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+    tokenizer: str | None = Field(None, description="Tokenizer directory (tokenizer.json) for ids and chat text.")
+    goodput: GoodputSlo | None = Field(None, description="SLOs for the goodput figure.")
+    api_key_env: str | None = Field(None, description="Environment variable holding the API key (never stored).")
+
+    @model_validator(mode="after")
+    def _chat_needs_text(self) -> BenchSettings:
+        if self.endpoint == "chat" and self.tokenizer is None:
+            raise ValueError("--endpoint chat needs --tokenizer DIR to turn random token ids into prompt text")
+        return self
+
+    @property
+    def open_loop(self) -> bool:
+        return math.isfinite(self.request_rate)
+
+
+class ClientUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cpu_seconds: float = Field(description="User + system CPU time of the client process during the run.")
+    cpu_seconds_per_request: float = Field(description="cpu_seconds / requests sent (warmup included).")
+    cpu_utilisation: float = Field(description="cpu_seconds / wall time: near 1.0 means the client was saturated.")
+
+
+class BenchResult(PointMetrics):
+    """The JSON written by `infersweep bench --output`: PointMetrics plus provenance."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+
+    bench_schema_version: int = Field(BENCH_SCHEMA_VERSION, description="Version of this JSON schema.")
+    complete: bool = Field(description="False when the run was interrupted; figures cover what finished.")
+    started_at: datetime = Field(description="Wall-clock start (UTC).")
+    settings: BenchSettings = Field(description="The exact settings used.")
+    client: ClientUsage = Field(description="The client's own resource use.")
+
+
+def parse_goodput(text: str) -> GoodputSlo:
+    """`ttft:MS,tpot:MS,e2el:MS` (any subset) -> GoodputSlo; errors quote the bad part."""
+    values: dict[str, float] = {}
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        name, _, number = part.partition(":")
+        if name not in {"ttft", "tpot", "e2el"}:
+            raise ConfigurationError(f"--goodput: got {part!r}; expected ttft:MS, tpot:MS or e2el:MS")
+        try:
+            values[f"{name}_ms"] = float(number)
+        except ValueError as error:
+            raise ConfigurationError(f"--goodput: got {part!r}; {number!r} is not a number of milliseconds") from error
+    return GoodputSlo(**values)
+
+
+def _vocabulary(settings: BenchSettings) -> tuple[Vocabulary, object | None]:
+    if settings.tokenizer is None:
+        low, high = DEFAULT_ID_RANGE
+        return Vocabulary(size=high, excluded=frozenset(range(low))), None
+    from tokenizers import Tokenizer
+
+    directory = Path(settings.tokenizer)
+    vocabulary = Vocabulary.from_model_dir(directory)
+    return vocabulary, Tokenizer.from_file(str(directory / "tokenizer.json"))
+
+
+def prepare_requests(settings: BenchSettings) -> list[PreparedRequest]:
+    vocabulary, tokenizer = _vocabulary(settings)
+    point = FixedLengthPoint(
+        isl=settings.isl,
+        osl=settings.osl,
+        range_ratio=settings.range_ratio,
+        concurrency=settings.concurrency,
+        num_prompts=settings.num_prompts,
+        num_warmup=settings.warmup,
+        seed=settings.seed,
+        request_timeout_s=settings.timeout_s,
+    )
+    requests = build_requests(point, vocabulary)
+    if settings.endpoint == "chat" and tokenizer is not None:
+        requests = [
+            PreparedRequest(
+                index=r.index,
+                prompt_token_ids=r.prompt_token_ids,
+                max_tokens=r.max_tokens,
+                warmup=r.warmup,
+                prompt_text=tokenizer.decode(r.prompt_token_ids),  # type: ignore[attr-defined]
+            )
+            for r in requests
+        ]
+    return requests
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _drive(
+    settings: BenchSettings, endpoint: Endpoint, requests: list[PreparedRequest], sink: list[RequestRecord]
+) -> None:
+    warmup = [r for r in requests if r.warmup]
+    measured = [r for r in requests if not r.warmup]
+    if warmup:
+        await run_closed_loop(endpoint, warmup, settings.concurrency, settings.timeout_s, sink.append)
+    if settings.open_loop:
+        await run_open_loop(
+            endpoint, measured, settings.request_rate, settings.burstiness, settings.concurrency,
+            settings.timeout_s, settings.seed, sink.append,
+        )  # fmt: skip
+    else:
+        await run_closed_loop(endpoint, measured, settings.concurrency, settings.timeout_s, sink.append)
+
+
+def run_bench(
+    settings: BenchSettings, thresholds: ValidityThresholds | None = None
+) -> tuple[BenchResult, list[RequestRecord]]:
+    """Run the benchmark; on Ctrl-C return what finished, marked incomplete."""
+    api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+    if settings.api_key_env and api_key is None:
+        raise ConfigurationError(f"--api-key-env: environment variable {settings.api_key_env!r} is not set")
+    endpoint = Endpoint(base_url=settings.base_url, model=settings.model, api_key=api_key, kind=settings.endpoint)
+    requests = prepare_requests(settings)
+    records: list[RequestRecord] = []
+    started_at = datetime.now(UTC)
+    cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
+    complete = True
+    try:
+        asyncio.run(_drive(settings, endpoint, requests, records))
+    except KeyboardInterrupt:
+        complete = False
+    cpu = _cpu_seconds() - cpu_before
+    wall = time.perf_counter() - wall_before
+    records.sort(key=lambda record: record.index)
+    metrics = compute_point_metrics(
+        records, settings.concurrency, 1, thresholds or ValidityThresholds(), settings.open_loop, settings.goodput
+    )
+    if not complete:
+        metrics.validity.valid = False
+        metrics.validity.reasons.append("interrupted before every request finished")
+    result = BenchResult(
+        **metrics.model_dump(),
+        complete=complete,
+        started_at=started_at,
+        settings=settings,
+        client=ClientUsage(
+            cpu_seconds=cpu,
+            cpu_seconds_per_request=cpu / max(len(records), 1),
+            cpu_utilisation=cpu / wall if wall > 0 else 0.0,
+        ),
+    )
+    return result, records
+
+
+def save_requests(records: list[RequestRecord], path: Path) -> None:
+    """Every request record as one Parquet row (lists stay lists)."""
+    import pandas as pd
+
+    frame = pd.DataFrame([record.model_dump() for record in records])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=False)
