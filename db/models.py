@@ -104,6 +104,7 @@ class PointResultRow(SQLModel, table=True):
     interactivity_p90: float | None = None
     metrics: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False), description="Full PointMetrics.")
     records_path: str | None = Field(default=None, description="Artifact with every request record.")
+    source: str | None = Field(default=None, description="Where an imported result came from (tool and file).")
     started_at: datetime
     finished_at: datetime
     retracted: bool = Field(default=False)

@@ -17,10 +17,12 @@ recipe_app = typer.Typer(help="Recipe files: validate them before spending GPU h
 engine_app = typer.Typer(help="Engine environments on this host.", no_args_is_help=True)
 model_app = typer.Typer(help="Models the project generates locally.", no_args_is_help=True)
 db_app = typer.Typer(help="The results database.", no_args_is_help=True)
+import_app = typer.Typer(help="Import results measured by other tools (origin `imported`).", no_args_is_help=True)
 app.add_typer(recipe_app, name="recipe")
 app.add_typer(engine_app, name="engine")
 app.add_typer(model_app, name="model")
 app.add_typer(db_app, name="db")
+app.add_typer(import_app, name="import")
 
 # Tables are wide: when output is not a terminal (CI logs, pipes) do not squeeze them to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 180)
@@ -184,6 +186,53 @@ def _print_bench(result: object) -> None:
     )
     verdict = "valid" if result.validity.valid else "INVALID: " + "; ".join(result.validity.reasons)
     console.print(verdict)
+
+
+@import_app.command("vllm-bench")
+def import_vllm_bench(
+    files: Annotated[list[Path], typer.Argument(help="`vllm bench serve --save-result` JSON files.")],
+    recipe: Annotated[Path, typer.Option(help="Recipe describing the hardware, model and engine measured.")],
+    isl: Annotated[int, typer.Option(min=1, help="Input length the run used.")],
+    osl: Annotated[int, typer.Option(min=1, help="Output length the run used.")],
+    sweep: Annotated[str, typer.Option(help="Sweep to store the results in.")] = "imported",
+) -> None:
+    """Store vLLM benchmark results as points with origin `imported` (their source is kept)."""
+    from datetime import UTC, datetime
+
+    from db.session import make_engine, migrate
+    from orchestrator.importers.vllm_bench import load_vllm_bench
+    from orchestrator.plan import point_key
+    from orchestrator.recorder import Recorder
+    from recipes.loader import load_recipe
+    from runners.job import PointRequest
+    from runners.loadgen.records import FixedLengthPoint
+
+    try:
+        loaded = load_recipe(recipe)
+        engine = make_engine()
+        migrate(engine)
+        recorder = Recorder(engine, sweep)
+        recorder.sync_hardware()
+        recorder.register_recipe(loaded)
+        for file in files:
+            parsed, metrics = load_vllm_bench(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)
+            workload = FixedLengthPoint(
+                isl=isl, osl=osl, range_ratio=1.0, concurrency=parsed.max_concurrency or 1,
+                num_prompts=max(parsed.completed + parsed.failed, 1), num_warmup=0, seed=0, request_timeout_s=600,
+            )  # fmt: skip
+            point = PointRequest(
+                point_key="import-" + point_key(loaded.fingerprint, workload, 0), repeat_index=0, workload=workload
+            )
+            stored = recorder.point_imported(
+                loaded, point, metrics, f"vllm bench serve: {file.resolve()}", datetime.now(UTC)
+            )
+            state = "imported" if stored else "already imported"
+            console.print(
+                f"{file}: {state} into sweep {sweep} (c={workload.concurrency}, valid={metrics.validity.valid})"
+            )
+        recorder.close()
+    except InferSweepError as error:
+        _fail(error)
 
 
 @app.command()

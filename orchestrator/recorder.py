@@ -9,6 +9,8 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+import uuid
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -19,6 +21,7 @@ from db.session import open_session
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from runners.job import JobEvent, PointOutcome, PointRequest
+from runners.loadgen.records import PointMetrics
 from runners.paths import data_dir
 
 log = logging.getLogger(__name__)
@@ -101,7 +104,24 @@ class Recorder:
             retryable=error.retryable if error else None,
         )
 
-    def point_finished(self, job_id: str, loaded: LoadedRecipe, point: PointRequest, outcome: PointOutcome) -> bool:
+    def point_imported(
+        self, loaded: LoadedRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime
+    ) -> bool:
+        """Store a result measured by another tool: its own job row, origin `imported`, and its source."""
+        if point.point_key in self.finished_points():
+            return False
+        job_id = f"import-{uuid.uuid4().hex[:12]}"
+        self.job_created(job_id, loaded, attempt=1, points=1, log_dir="")
+        queries.update_job(self.session, job_id, "imported")
+        outcome = PointOutcome(
+            point_key=point.point_key, origin="imported", metrics=metrics, records=[],
+            started_at=measured_at, finished_at=measured_at,
+        )  # fmt: skip
+        return self.point_finished(job_id, loaded, point, outcome, source=source)
+
+    def point_finished(
+        self, job_id: str, loaded: LoadedRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
+    ) -> bool:
         metrics = outcome.metrics
         row = PointResultRow(
             sweep_id=self.sweep_id,
@@ -133,7 +153,8 @@ class Recorder:
             interactivity_p50=metrics.interactivity.p50,
             interactivity_p90=metrics.interactivity.p90,
             metrics=metrics.model_dump(mode="json"),
-            records_path=_write_records(self.sweep.name, outcome),
+            records_path=_write_records(self.sweep.name, outcome) if outcome.records else None,
+            source=source,
             started_at=outcome.started_at,
             finished_at=outcome.finished_at,
         )

@@ -93,6 +93,7 @@ class SimulatedEngine:
         self.received = 0
         self.served = 0
         self.cache = PrefixCache(args.block_size, args.cache_blocks) if args.prefix_caching else None
+        self.record = open(args.record_file, "a") if args.record_file else None  # noqa: SIM115 - open for the server's life
         self.counters = {
             "vllm:prompt_tokens_total": 0,
             "vllm:generation_tokens_total": 0,
@@ -167,6 +168,7 @@ class SimulatedEngine:
         if body.get("model") != self.args.model:
             return self._error(f"model {body.get('model')!r} not served", 404)
 
+        arrived = time.monotonic()
         self.received += 1
         fault = self._fault_for(self.received)
         if fault and fault.kind == "http-error":
@@ -205,6 +207,7 @@ class SimulatedEngine:
             await asyncio.sleep(prefill_ms / 1000)
             started = time.monotonic()
             halfway = max(1, max_tokens // 2)
+            first_sent = last_sent = 0.0
             for produced in range(1, max_tokens + 1):
                 if produced > 1:
                     # Sleep until this token's due time, so timer overshoot does not accumulate.
@@ -228,11 +231,18 @@ class SimulatedEngine:
                 if continuous:
                     chunk["usage"] = _usage(usage_base, produced)
                 await send(chunk)
+                last_sent = time.monotonic()
+                first_sent = first_sent or last_sent
                 self.counters["vllm:generation_tokens_total"] += 1
         await send({"object": kind, "model": self.args.model, "choices": [], "usage": _usage(usage_base, max_tokens)})
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         self.counters["vllm:request_success_total"] += 1
+        if self.record is not None:
+            # The server's own account of what it sent: benchmarks compare client timings against it.
+            entry = {"arrived": arrived, "first_token": first_sent, "last_token": last_sent, "tokens": max_tokens}
+            self.record.write(json.dumps(entry) + "\n")
+            self.record.flush()
         return response
 
 
@@ -268,6 +278,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fault", choices=["none", "never-healthy", "exit-after-requests"], default="none")
     parser.add_argument("--fault-after", type=int, default=0)
     parser.add_argument("--fault-once-file", default=None)
+    parser.add_argument("--record-file", default=None, help="Append one JSON line per served request.")
     parser.add_argument("--inject", type=RequestFault.parse, action="append", default=[], help="KIND:EVERY[:MS]")
     return parser.parse_args(argv)
 

