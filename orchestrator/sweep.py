@@ -7,6 +7,7 @@ skipped. A crash or Ctrl-C loses nothing that finished, because each Point is co
 from __future__ import annotations
 
 import queue
+import signal
 import uuid
 from dataclasses import dataclass, field
 
@@ -20,6 +21,10 @@ from orchestrator.recorder import Recorder
 from recipes.loader import LoadedRecipe
 from runners.job import JobEvent, JobSpec, PointRequest
 from runners.paths import data_dir
+
+
+def _raise_keyboard_interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @dataclass
@@ -107,6 +112,9 @@ class SweepRunner:
         try:
             with progress:
                 self.dispatcher.start()
+                # After ray.init, which installs its own SIGTERM handler (exit at once): a scheduler's
+                # SIGTERM (cron, systemd, a CI timeout) must stop the sweep as cleanly as Ctrl-C does.
+                signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
                 for loaded, points in work:
                     self._submit(loaded, points, attempt=1, progress=progress, summary=summary)
                 self._drain(progress, summary)
@@ -167,7 +175,9 @@ class SweepRunner:
             if event is None:
                 self._stream_ended(job, progress, summary)
                 continue
-            if event.kind == "engine_launching":
+            if event.kind == "engine_preparing":
+                progress.update(job.progress_task, description=f"{label}: preparing {event.message}")
+            elif event.kind == "engine_launching":
                 progress.update(job.progress_task, description=f"{label}: launching engine ({event.message})")
             elif event.kind == "engine_ready":
                 progress.update(job.progress_task, description=f"{label}: engine {event.message}")

@@ -52,7 +52,15 @@ class PointOutcome(Strict):
 
 
 class JobEvent(Strict):
-    kind: Literal["engine_launching", "engine_ready", "point_started", "point_finished", "job_failed", "job_finished"]
+    kind: Literal[
+        "engine_preparing",
+        "engine_launching",
+        "engine_ready",
+        "point_started",
+        "point_finished",
+        "job_failed",
+        "job_finished",
+    ]
     job_id: str
     point_key: str | None = None
     message: str = ""

@@ -50,6 +50,7 @@ class LocalRunner(Runner):
         recipe: Recipe = job.recipe
         reap_orphaned_engines()
         adapter = engine_adapter(recipe.engine.kind)
+        yield JobEvent(kind="engine_preparing", job_id=job.job_id, message="engine environment and model")
         python = ensure_environment(recipe.engine.environment)
         model_dir = resolve_model_dir(recipe.model)
         vocabulary = Vocabulary.from_model_dir(model_dir)

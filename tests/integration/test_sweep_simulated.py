@@ -107,21 +107,23 @@ def test_engine_crash_mid_sweep_keeps_finished_points_and_retries(write_recipe, 
     assert jobs[1].points_planned == 1
 
 
-def test_sigint_mid_sweep_leaves_no_engine_and_no_half_point(write_recipe) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_stopping_mid_sweep_leaves_no_engine_and_no_half_point(write_recipe, stop_signal: signal.Signals) -> None:
+    sweep = f"sim-{stop_signal.name.lower()}"
     recipe = write_recipe(
         {"engine": {"simulated": {"ttft_ms": 10, "itl_ms": 20}}, "workload": {"concurrency": [1, 2, 4]}}
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", "sim-sigint"],
+        [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", sweep],
         cwd=ROOT, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and not results_of("sim-sigint"):
+    while time.monotonic() < deadline and not results_of(sweep):
         time.sleep(0.5)
-    assert results_of("sim-sigint"), "the first point never finished"
+    assert results_of(sweep), "the first point never finished"
     assert running_engines(), "the engine should be running while the sweep goes on"
     assert processes_of_runs("sim-test-"), "the engine process carries its run id"
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop_signal)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stdout + stderr
     assert "run the same command again to resume" in stdout
@@ -130,7 +132,7 @@ def test_sigint_mid_sweep_leaves_no_engine_and_no_half_point(write_recipe) -> No
 
     engine = make_engine()
     with open_session(engine) as session:
-        sweep_row, _ = queries.get_or_create_sweep(session, "sim-sigint")
+        sweep_row, _ = queries.get_or_create_sweep(session, sweep)
         points = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep_row.id)).all()
         statuses = {job.status for job in queries.jobs_of_sweep(session, sweep_row.id)}
     assert statuses == {"interrupted"}
@@ -138,10 +140,10 @@ def test_sigint_mid_sweep_leaves_no_engine_and_no_half_point(write_recipe) -> No
     assert points and all(row.completed > 0 and "validity" in row.metrics for row in points)
     kept = {(row.point_key, row.finished_at) for row in points}
 
-    resumed = run_cli("run", str(recipe), "--sweep", "sim-sigint")
+    resumed = run_cli("run", str(recipe), "--sweep", sweep)
     assert resumed.returncode == 0, resumed.stderr
     assert f"skipping {len(kept)} finished point(s)" in resumed.stdout
-    assert {row.concurrency for row in results_of("sim-sigint")} == {1, 2, 4}
+    assert {row.concurrency for row in results_of(sweep)} == {1, 2, 4}
     with open_session(engine) as session:
         after = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep_row.id)).all()
     assert kept <= {(row.point_key, row.finished_at) for row in after}
