@@ -142,6 +142,7 @@ class SimulatedEngine:
         return web.json_response({"error": {"message": message, "code": status}}, status=status)
 
     async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        arrived = time.monotonic()  # as early as the server can see the request
         try:
             body = await request.json()
         except json.JSONDecodeError:
@@ -168,7 +169,6 @@ class SimulatedEngine:
         if body.get("model") != self.args.model:
             return self._error(f"model {body.get('model')!r} not served", 404)
 
-        arrived = time.monotonic()
         self.received += 1
         fault = self._fault_for(self.received)
         if fault and fault.kind == "http-error":

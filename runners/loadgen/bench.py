@@ -6,7 +6,6 @@ result (with the exact settings and the client's own CPU use), and partial resul
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import resource
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ValidityThresholds
+from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop, run_open_loop
 from runners.loadgen.fixed_length import Vocabulary, build_requests
 from runners.loadgen.metrics import compute_point_metrics
@@ -171,7 +171,7 @@ def run_bench(
     cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
     complete = True
     try:
-        asyncio.run(_drive(settings, endpoint, requests, records))
+        loop.run(_drive(settings, endpoint, requests, records))
     except KeyboardInterrupt:
         complete = False
     cpu = _cpu_seconds() - cpu_before

@@ -12,6 +12,7 @@ import numpy as np
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ValidityThresholds
+from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop
 from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, RequestRecord
@@ -73,7 +74,7 @@ def run_fixed_length_point(
     measured = [request for request in requests if not request.warmup]
     records: list[RequestRecord] = []
     if warmup:
-        records += asyncio.run(
+        records += loop.run(
             run_closed_loop(endpoint, warmup, point.concurrency, point.request_timeout_s, on_request_done)
         )
     records += asyncio.run(
