@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -109,3 +109,24 @@ class PointResultRow(SQLModel, table=True):
     finished_at: datetime
     retracted: bool = Field(default=False)
     retraction_reason: str | None = None
+
+
+class ArtifactRow(SQLModel, table=True):
+    """A file kept outside the database (request records, engine logs, snapshots) and where it is."""
+
+    __tablename__ = "artifact"
+
+    id: int | None = Field(default=None, primary_key=True)
+    sweep_id: int | None = Field(default=None, foreign_key="sweep.id", index=True)
+    job_id: str | None = Field(default=None, foreign_key="job.id", index=True)
+    point_key: str | None = Field(default=None, index=True)
+    kind: str = Field(description="records|engine-log|snapshot")
+    key: str = Field(description="Content-addressed key in the store: <kind>/<sha256><suffix>.")
+    local_path: str = Field(description="Staged copy on the orchestrator host (kept until stored).")
+    sha256: str
+    size_bytes: int = Field(sa_type=BigInteger, description="File size (files can exceed 2 GiB).")
+    status: str = Field(default="pending", index=True, description="pending|stored")
+    uri: str | None = Field(default=None, description="Where the store has it, once stored.")
+    error: str | None = Field(default=None, description="Last upload error while pending.")
+    created_at: datetime = Field(default_factory=utcnow)
+    stored_at: datetime | None = None

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from db.models import HardwareRow, JobRow, PointResultRow, RecipeRow, SweepRow, utcnow
+from db.models import ArtifactRow, HardwareRow, JobRow, PointResultRow, RecipeRow, SweepRow, utcnow
 
 # --- writes ----------------------------------------------------------------------------------------
 
@@ -118,6 +118,49 @@ def record_point(session: Session, row: PointResultRow) -> bool:
         session.rollback()
         return False
     return True
+
+
+def record_point_with_artifacts(session: Session, row: PointResultRow, artifacts: list[ArtifactRow]) -> bool:
+    """The Point and its artifact rows in one transaction; False when the Point was already recorded."""
+    session.add(row)
+    for artifact in artifacts:
+        session.add(artifact)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
+
+
+def add_artifact(session: Session, artifact: ArtifactRow) -> ArtifactRow:
+    session.add(artifact)
+    session.commit()
+    session.refresh(artifact)
+    return artifact
+
+
+def mark_artifact_stored(session: Session, artifact: ArtifactRow, uri: str) -> None:
+    artifact.status, artifact.uri, artifact.error, artifact.stored_at = "stored", uri, None, utcnow()
+    session.add(artifact)
+    session.commit()
+
+
+def mark_artifact_failed(session: Session, artifact: ArtifactRow, error: str) -> None:
+    artifact.error = error[:2000]
+    session.add(artifact)
+    session.commit()
+
+
+def pending_artifacts(session: Session) -> list[ArtifactRow]:
+    return list(
+        session.exec(select(ArtifactRow).where(ArtifactRow.status == "pending").order_by(col(ArtifactRow.id))).all()
+    )
+
+
+def artifacts_of_point(session: Session, sweep_id: int, point_key: str) -> list[ArtifactRow]:
+    query = select(ArtifactRow).where(ArtifactRow.sweep_id == sweep_id, ArtifactRow.point_key == point_key)
+    return list(session.exec(query).all())
 
 
 def mark_interrupted_jobs(session: Session, sweep_id: int) -> int:

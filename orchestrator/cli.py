@@ -236,6 +236,30 @@ def import_vllm_bench(
 
 
 @app.command()
+def publish(
+    snapshot: Annotated[bool, typer.Option(help="Also write a read-only snapshot of the public results.")] = False,
+) -> None:
+    """Finish pending artifact uploads (and publish a snapshot for a public hub)."""
+    from db.session import make_engine, migrate
+    from orchestrator.artifacts import store_from_environment
+    from orchestrator.publish import publish_pending, publish_snapshot
+
+    try:
+        engine = make_engine()
+        migrate(engine)
+        store = store_from_environment()
+        stored, pending = publish_pending(engine, store)
+        console.print(f"artifacts: {stored} uploaded, {pending} still pending")
+        if snapshot:
+            uri, count = publish_snapshot(engine, store)
+            console.print(f"snapshot of {count} point(s) published: {uri}")
+    except InferSweepError as error:
+        _fail(error, code=1)
+    if pending:
+        raise typer.Exit(1)
+
+
+@app.command()
 def results(sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None) -> None:
     """Show stored results (retracted ones are hidden)."""
     if _print_results(sweep) == 0:

@@ -1,12 +1,13 @@
 """The driver's single writer: turns runner events into database rows and artifacts.
 
-A finished Point is written in one transaction after its per-request records are stored as an
-artifact; an artifact failure never blocks the database write (the row just lacks the path).
+A finished Point's per-request records are staged as Parquet on this host, then the Point row and its
+artifact rows (status `pending`) are committed in one transaction, and only then is the artifact
+uploaded to the store. A failed upload leaves the artifact pending (the staged file stays) for
+`infersweep publish`; the database write never waits on the store.
 """
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 import uuid
@@ -16,39 +17,38 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from db import queries
-from db.models import PointResultRow
+from db.models import ArtifactRow, PointResultRow
 from db.session import open_session
+from orchestrator.artifacts import ArtifactStore, content_key, sha256_of, staging_dir, store_from_environment
+from orchestrator.publish import upload_artifacts
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from runners.job import JobEvent, PointOutcome, PointRequest
 from runners.loadgen.records import PointMetrics
-from runners.paths import data_dir
 
 log = logging.getLogger(__name__)
 
 
-def artifacts_dir() -> Path:
-    return data_dir() / "artifacts"
+def _stage_records(outcome: PointOutcome) -> Path | None:
+    """Write the Point's request records as Parquet in the staging directory (atomically)."""
+    import pandas as pd
 
-
-def _write_records(sweep: str, outcome: PointOutcome) -> str | None:
-    target = artifacts_dir() / sweep / f"{outcome.point_key}.jsonl.gz"
+    target = staging_dir() / f"records-{outcome.point_key}.parquet"
+    partial = target.with_name(target.name + ".partial")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".partial")
-        with gzip.open(partial, "wt", encoding="utf-8") as handle:
-            for record in outcome.records:
-                handle.write(record.model_dump_json() + "\n")
+        frame = pd.DataFrame([record.model_dump() for record in outcome.records])
+        frame.to_parquet(partial, index=False)
         os.replace(partial, target)
     except OSError as error:
-        log.warning("could not store request records of %s: %s", outcome.point_key, error)
+        log.warning("could not stage request records of %s: %s", outcome.point_key, error)
         return None
-    return str(target)
+    return target
 
 
 class Recorder:
-    def __init__(self, engine: Engine, sweep_name: str) -> None:
+    def __init__(self, engine: Engine, sweep_name: str, store: ArtifactStore | None = None) -> None:
         self.engine = engine
+        self.store = store or store_from_environment()
         self.session = open_session(engine)
         self.sweep, self.resumed = queries.get_or_create_sweep(self.session, sweep_name)
         self.recipe_ids: dict[str, int] = {}
@@ -123,6 +123,8 @@ class Recorder:
         self, job_id: str, loaded: LoadedRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
     ) -> bool:
         metrics = outcome.metrics
+        staged = _stage_records(outcome) if outcome.records else None
+        artifacts = [self._artifact(staged, "records", job_id, outcome.point_key)] if staged else []
         row = PointResultRow(
             sweep_id=self.sweep_id,
             job_id=job_id,
@@ -153,12 +155,39 @@ class Recorder:
             interactivity_p50=metrics.interactivity.p50,
             interactivity_p90=metrics.interactivity.p90,
             metrics=metrics.model_dump(mode="json"),
-            records_path=_write_records(self.sweep.name, outcome) if outcome.records else None,
+            records_path=str(staged) if staged else None,
             source=source,
             started_at=outcome.started_at,
             finished_at=outcome.finished_at,
         )
-        return queries.record_point(self.session, row)
+        if not queries.record_point_with_artifacts(self.session, row, artifacts):
+            return False
+        self.upload(artifacts)
+        return True
+
+    def _artifact(self, path: Path, kind: str, job_id: str | None, point_key: str | None) -> ArtifactRow:
+        digest = sha256_of(path)
+        return ArtifactRow(
+            sweep_id=self.sweep_id,
+            job_id=job_id,
+            point_key=point_key,
+            kind=kind,
+            key=content_key(kind, digest, "".join(path.suffixes[-1:])),
+            local_path=str(path),
+            sha256=digest,
+            size_bytes=path.stat().st_size,
+        )
+
+    def store_file(self, path: Path, kind: str, job_id: str | None = None) -> ArtifactRow | None:
+        """Register and upload a file that belongs to the sweep (an engine log, say)."""
+        if not path.is_file():
+            return None
+        artifact = queries.add_artifact(self.session, self._artifact(path, kind, job_id, None))
+        self.upload([artifact])
+        return artifact
+
+    def upload(self, artifacts: list[ArtifactRow]) -> tuple[int, int]:
+        return upload_artifacts(self.session, self.store, artifacts)
 
     def close(self) -> None:
         self.session.close()

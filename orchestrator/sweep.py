@@ -10,6 +10,7 @@ import queue
 import signal
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -192,13 +193,18 @@ class SweepRunner:
                 job.last_error = event
             elif event.kind == "job_finished":
                 self.recorder.job_status(job.spec.job_id, "succeeded")
+                self._store_engine_log(job)
                 progress.update(job.progress_task, description=f"{label}: [green]done")
                 job.finished = True
+
+    def _store_engine_log(self, job: _ActiveJob) -> None:
+        self.recorder.store_file(Path(job.spec.log_dir) / "engine.log", "engine-log", job.spec.job_id)
 
     def _stream_ended(self, job: _ActiveJob, progress: Progress, summary: SweepSummary) -> None:
         if job.finished:
             return
         job.finished = True
+        self._store_engine_log(job)  # the log of a failed job is what explains it
         event = job.last_error or JobEvent(kind="job_failed", job_id=job.spec.job_id, message="job stream ended early")
         self.recorder.job_status(job.spec.job_id, "failed", event)
         error = event.error

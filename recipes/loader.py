@@ -148,7 +148,7 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
 
 
 # Data files that live beside recipes but are not recipes.
-REGISTRY_FILES = frozenset({"hardware.yaml"})
+REGISTRY_FILES = frozenset({"hardware.yaml", "prices.yaml"})
 
 
 def recipe_files_in(directory: Path) -> list[Path]:

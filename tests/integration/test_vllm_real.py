@@ -6,10 +6,9 @@ can from that one run: results, origin, per-request artifacts, the engine log, a
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from sqlmodel import select
 
@@ -56,14 +55,16 @@ def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
     for view in views:
         assert view.completed == 10 * view.concurrency and view.failed == 0
         assert view.ttft_p50_ms is not None and 0 < view.ttft_p50_ms < 10_000
-        assert view.tpot_p50_ms is not None and 0 < view.tpot_p50_ms < 1_000
+        # vLLM on a loaded 2-core machine sometimes streams a whole response in one burst at the end
+        # (its API server process starved of CPU): TPOT is then ~0 for those requests, truly measured.
+        assert view.tpot_p50_ms is not None and 0 <= view.tpot_p50_ms < 1_000
         assert view.output_throughput_per_gpu > 0
-        assert view.interactivity_p50 == pytest.approx(1000 / view.tpot_p50_ms)
+        if view.tpot_p50_ms > 0:
+            assert view.interactivity_p50 == pytest.approx(1000 / view.tpot_p50_ms)
 
-    # Per-request records are stored as artifacts, with server usage for every request.
+    # Per-request records are stored as Parquet artifacts, with server usage for every request.
     for row in rows:
-        with gzip.open(row.records_path, "rt") as handle:
-            records = [json.loads(line) for line in handle]
+        records = pd.read_parquet(row.records_path).to_dict("records")
         measured = [r for r in records if not r["warmup"]]
         assert len(measured) == 10 * row.concurrency
         assert all(r["completion_tokens"] == r["max_tokens"] for r in measured)

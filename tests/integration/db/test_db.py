@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, inspect, text
 from sqlmodel import select
 
 from db import queries
@@ -93,3 +93,53 @@ def test_write_and_read_a_sweep(database: Engine) -> None:
         session.commit()
         assert len(queries.list_results(session, sweep="nightly")) == 1
         assert len(queries.list_results(session, sweep="nightly", include_retracted=True)) == 2
+
+
+def test_upgrade_from_the_first_revision_keeps_rows(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    for url in (f"sqlite:///{tmp_path / 'old.db'}", request.getfixturevalue("postgres_url")):
+        engine = make_engine(url)
+        if engine.dialect.name == "postgresql":
+            with engine.begin() as connection:
+                connection.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        migrate(engine, "0001")
+        now = datetime.now(UTC)
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO sweep (id, name, status, created_at, updated_at) VALUES (1, 'old', 'finished', :t, :t)"
+                ),
+                {"t": now},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO recipe (id, fingerprint, name, path, schema_version, hardware_key, engine_kind, snapshot,"
+                    " created_at) VALUES (1, 'fp', 'r', 'r.yaml', 1, 'cpu-local', 'vllm', :snapshot, :t)"
+                ),
+                {"snapshot": "{}", "t": now},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO job (id, sweep_id, recipe_id, attempt, status, points_planned, log_dir, created_at)"
+                    " VALUES ('j1', 1, 1, 1, 'succeeded', 1, '', :t)"
+                ),
+                {"t": now},
+            )
+        old_row = _point(1, 1, "j1", "k-old", 2)
+        # Column names come from the model (not from input); every value is a bound parameter.
+        columns = {c.name for c in PointResultRow.__table__.columns} - {"source", "id"}
+        values = {name: getattr(old_row, name) for name in columns}
+        values["validity_reasons"] = "[]"
+        values["metrics"] = "{}"
+        names = sorted(values)
+        statement = text(
+            "INSERT INTO point_result (" + ", ".join(names) + ") VALUES (" + ", ".join(":" + n for n in names) + ")"
+        )
+        with engine.begin() as connection:
+            connection.execute(statement, values)
+        migrate(engine)
+        with open_session(engine) as session:
+            views = queries.list_results(session, sweep="old")
+            assert [(v.concurrency, v.recipe) for v in views] == [(2, "r")]
+            assert session.exec(select(PointResultRow)).one().source is None
+        assert "artifact" in inspect(engine).get_table_names()
+        engine.dispose()

@@ -1,0 +1,145 @@
+"""Artifact store: per-request records, engine logs and snapshots, in a local directory or on S3.
+
+Keys are content hashes (`<kind>/<sha256><suffix>`), so uploading the same file twice is a no-op and a
+retry can never produce a second copy. The database never waits on the store: the recorder commits a
+row with the artifact marked `pending`, then uploads; a failed upload stays pending and
+`infersweep publish` finishes it later.
+
+`INFERSWEEP_ARTIFACTS` picks the store: a directory path (default `~/.infersweep/artifacts`) or
+`s3://bucket/prefix`. For S3, `INFERSWEEP_S3_ENDPOINT_URL`, `INFERSWEEP_S3_REGION` and
+`INFERSWEEP_S3_ADDRESSING` (`path` or `virtual`) configure the client; credentials come from the usual
+AWS environment variables or profiles, never from recipes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from recipes.errors import ConfigurationError, InfrastructureError
+from runners.paths import data_dir
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def content_key(kind: str, digest: str, suffix: str) -> str:
+    return f"{kind}/{digest}{suffix}"
+
+
+class ArtifactStore(Protocol):
+    def put(self, local_path: Path, key: str, overwrite: bool = False) -> str:
+        """Store the file under `key` and return its URI. Content keys never need `overwrite`: an
+        existing key already holds the same bytes. Raises InfrastructureError."""
+        ...
+
+    def get(self, key: str, target: Path) -> Path:
+        """Fetch `key` into `target`."""
+        ...
+
+
+@dataclass
+class LocalArtifactStore:
+    root: Path
+
+    def put(self, local_path: Path, key: str, overwrite: bool = False) -> str:
+        target = self.root / key
+        if overwrite or not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".partial")
+            shutil.copyfile(local_path, partial)
+            os.replace(partial, target)
+        return target.as_uri()
+
+    def get(self, key: str, target: Path) -> Path:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.root / key, target)
+        return target
+
+
+class S3ArtifactStore:
+    def __init__(self, bucket: str, prefix: str = "") -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        addressing = os.environ.get("INFERSWEEP_S3_ADDRESSING", "path")
+        if addressing not in {"path", "virtual"}:
+            raise ConfigurationError(f"INFERSWEEP_S3_ADDRESSING: got {addressing!r}; expected 'path' or 'virtual'")
+        config = Config(
+            s3={"addressing_style": addressing},
+            retries={"max_attempts": 3, "mode": "standard"},
+            connect_timeout=5,
+            read_timeout=30,
+        )
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=os.environ.get("INFERSWEEP_S3_ENDPOINT_URL") or None,
+            region_name=os.environ.get("INFERSWEEP_S3_REGION") or "us-east-1",
+            config=config,
+        )
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def put(self, local_path: Path, key: str, overwrite: bool = False) -> str:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        full_key = self._key(key)
+        try:
+            if overwrite or not self._exists(full_key):
+                self.client.upload_file(str(local_path), self.bucket, full_key)
+        except (BotoCoreError, ClientError) as error:
+            raise InfrastructureError(
+                f"upload of {local_path} to s3://{self.bucket}/{full_key} failed: {error}"
+            ) from error
+        return f"s3://{self.bucket}/{full_key}"
+
+    def _exists(self, full_key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=full_key)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
+                return False
+            raise
+        return True
+
+    def get(self, key: str, target: Path) -> Path:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.client.download_file(self.bucket, self._key(key), str(target))
+        except (BotoCoreError, ClientError) as error:
+            raise InfrastructureError(f"download of s3://{self.bucket}/{self._key(key)} failed: {error}") from error
+        return target
+
+
+def store_from_environment() -> ArtifactStore:
+    location = os.environ.get("INFERSWEEP_ARTIFACTS", "")
+    if location.startswith("s3://"):
+        bucket, _, prefix = location.removeprefix("s3://").partition("/")
+        if not bucket:
+            raise ConfigurationError(f"INFERSWEEP_ARTIFACTS: got {location!r}; expected s3://BUCKET[/PREFIX]")
+        return S3ArtifactStore(bucket, prefix)
+    root = Path(location) if location else data_dir() / "artifacts"
+    return LocalArtifactStore(root)
+
+
+def staging_dir() -> Path:
+    """Where artifacts are written before they are stored (they stay until the store has them)."""
+    path = data_dir() / "staging"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

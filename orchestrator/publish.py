@@ -1,0 +1,91 @@
+"""Publishing: finish pending uploads, and write a read-only snapshot of the public results.
+
+A snapshot is a SQLite file with the same schema (migrated to head) holding only what the public may
+see: non-retracted points and the rows they refer to. A public hub reads it with no access to the
+production database (`INFERSWEEP_DATABASE_URL=sqlite:///snapshot.db`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from db import queries
+from db.models import ArtifactRow, HardwareRow, JobRow, PointResultRow, RecipeRow, SweepRow
+from db.session import make_engine, migrate, open_session
+from orchestrator.artifacts import ArtifactStore, content_key, sha256_of
+from recipes.errors import InfrastructureError
+
+log = logging.getLogger(__name__)
+LATEST_SNAPSHOT_KEY = "snapshot/latest.json"
+
+
+def upload_artifacts(session: Session, store: ArtifactStore, artifacts: list[ArtifactRow]) -> tuple[int, int]:
+    """Try to store each artifact; return (stored, still pending). A store fault never propagates."""
+    stored = failed = 0
+    for artifact in artifacts:
+        try:
+            uri = store.put(Path(artifact.local_path), artifact.key)
+        except (InfrastructureError, OSError) as error:
+            queries.mark_artifact_failed(session, artifact, str(error))
+            log.warning("artifact %s stays pending: %s", artifact.key, error)
+            failed += 1
+            continue
+        queries.mark_artifact_stored(session, artifact, uri)
+        stored += 1
+    return stored, failed
+
+
+def publish_pending(engine: Engine, store: ArtifactStore) -> tuple[int, int]:
+    with open_session(engine) as session:
+        return upload_artifacts(session, store, queries.pending_artifacts(session))
+
+
+def _copy(source: Session, target: Session, rows: list) -> None:  # type: ignore[type-arg]
+    for row in rows:
+        target.add(type(row).model_validate(row.model_dump()))
+    target.commit()
+
+
+def write_snapshot(engine: Engine, path: Path) -> int:
+    """Write the public results into a new SQLite file at `path`; return the number of points."""
+    snapshot = make_engine(f"sqlite:///{path}")
+    migrate(snapshot)
+    with open_session(engine) as source, open_session(snapshot) as target:
+        points = source.exec(select(PointResultRow).where(col(PointResultRow.retracted).is_(False))).all()
+        job_ids = {p.job_id for p in points}
+        recipe_ids = {p.recipe_id for p in points}
+        sweep_ids = {p.sweep_id for p in points}
+        _copy(source, target, list(source.exec(select(HardwareRow)).all()))
+        _copy(source, target, list(source.exec(select(SweepRow).where(col(SweepRow.id).in_(sweep_ids))).all()))
+        _copy(source, target, list(source.exec(select(RecipeRow).where(col(RecipeRow.id).in_(recipe_ids))).all()))
+        _copy(source, target, list(source.exec(select(JobRow).where(col(JobRow.id).in_(job_ids))).all()))
+        _copy(source, target, list(points))
+    snapshot.dispose()
+    return len(points)
+
+
+def publish_snapshot(engine: Engine, store: ArtifactStore) -> tuple[str, int]:
+    """Write, store (content-addressed) and point `snapshot/latest.json` at a new snapshot."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "snapshot.db"
+        count = write_snapshot(engine, path)
+        key = content_key("snapshot", sha256_of(path), ".db")
+        uri = store.put(path, key)
+        pointer = Path(directory) / "latest.json"
+        pointer.write_text(json.dumps({"key": key, "points": count}))
+        store.put(pointer, LATEST_SNAPSHOT_KEY, overwrite=True)
+    return uri, count
+
+
+def fetch_latest_snapshot(store: ArtifactStore, target: Path) -> Path:
+    """Download the newest published snapshot to `target` (for a public hub)."""
+    with tempfile.TemporaryDirectory() as directory:
+        pointer = store.get(LATEST_SNAPSHOT_KEY, Path(directory) / "latest.json")
+        key = json.loads(pointer.read_text())["key"]
+    return store.get(key, target)

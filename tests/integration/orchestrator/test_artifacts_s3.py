@@ -1,0 +1,135 @@
+"""Artifacts on a real S3 endpoint (moto in server mode, started here): uploads, outages, snapshots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+
+from db import queries
+from db.session import make_engine, migrate, open_session
+from orchestrator.artifacts import S3ArtifactStore
+from orchestrator.publish import fetch_latest_snapshot
+from runners.process import pick_free_port
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.integration
+BUCKET = "infersweep-artifacts"
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    port = pick_free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(url + "/moto-api/", timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    previous = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = "testing", "testing"
+    boto3.client("s3", endpoint_url=url, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    yield url
+    server.terminate()
+    server.wait(timeout=10)
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def s3_env(endpoint: str, prefix: str) -> dict[str, str]:
+    return {"INFERSWEEP_ARTIFACTS": f"s3://{BUCKET}/{prefix}", "INFERSWEEP_S3_ENDPOINT_URL": endpoint}
+
+
+def objects(endpoint: str, prefix: str) -> list[str]:
+    listing = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").list_objects_v2(
+        Bucket=BUCKET, Prefix=prefix
+    )
+    return sorted(item["Key"] for item in listing.get("Contents", []))
+
+
+def test_upload_is_idempotent(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFERSWEEP_S3_ENDPOINT_URL", s3_endpoint)
+    store = S3ArtifactStore(BUCKET, "idem")
+    file = tmp_path / "a.txt"
+    file.write_text("hello")
+    first = store.put(file, "records/abc.txt")
+    second = store.put(file, "records/abc.txt")
+    assert first == second == f"s3://{BUCKET}/idem/records/abc.txt"
+    assert objects(s3_endpoint, "idem/") == ["idem/records/abc.txt"]
+    assert store.get("records/abc.txt", tmp_path / "back.txt").read_text() == "hello"
+
+
+def test_sweep_uploads_records_and_logs(s3_endpoint: str, write_recipe) -> None:
+    result = run_cli("run", str(write_recipe()), "--sweep", "s3-sweep", env=s3_env(s3_endpoint, "sweep"))
+    assert result.returncode == 0, result.stderr
+    keys = objects(s3_endpoint, "sweep/")
+    assert sum(key.startswith("sweep/records/") and key.endswith(".parquet") for key in keys) == 2
+    assert sum(key.startswith("sweep/engine-log/") for key in keys) == 1
+    engine = make_engine()
+    with open_session(engine) as session:
+        assert queries.pending_artifacts(session) == []
+
+
+def test_endpoint_down_keeps_rows_and_publish_finishes(s3_endpoint: str, write_recipe) -> None:
+    down = s3_env(f"http://127.0.0.1:{pick_free_port()}", "outage")  # nothing listens there
+    result = run_cli("run", str(write_recipe()), "--sweep", "s3-outage", env=down)
+    assert result.returncode == 0, result.stderr  # the sweep itself succeeded
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        assert len(queries.list_results(session, sweep="s3-outage")) == 2
+        pending = queries.pending_artifacts(session)
+    assert len(pending) == 3 and all(item.error and "failed" in item.error for item in pending)
+    assert all(Path(item.local_path).exists() for item in pending)
+
+    still_down = run_cli("publish", env=down)
+    assert still_down.returncode == 1 and "3 still pending" in still_down.stdout
+    published = run_cli("publish", env=s3_env(s3_endpoint, "outage"))
+    assert published.returncode == 0, published.stderr
+    assert "3 uploaded, 0 still pending" in published.stdout
+    assert len(objects(s3_endpoint, "outage/")) == 3
+
+
+def test_snapshot_serves_a_hub_without_the_database(
+    s3_endpoint: str, write_recipe, tmp_path: Path, monkeypatch
+) -> None:
+    run = run_cli("run", str(write_recipe()), "--sweep", "s3-snapshot", env=s3_env(s3_endpoint, "snap"))
+    assert run.returncode == 0, run.stderr
+    engine = make_engine()
+    with open_session(engine) as session:
+        views = queries.list_results(session)
+        sweep, _ = queries.get_or_create_sweep(session, "s3-snapshot")
+        from sqlmodel import select
+
+        from db.models import PointResultRow
+
+        retracted = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep.id)).first()
+        retracted.retracted, retracted.retraction_reason = True, "test retraction"
+        session.add(retracted)
+        session.commit()
+    published = run_cli("publish", "--snapshot", env=s3_env(s3_endpoint, "snap"))
+    assert published.returncode == 0, published.stderr
+    assert f"snapshot of {len(views) - 1} point(s) published" in published.stdout
+
+    monkeypatch.setenv("INFERSWEEP_S3_ENDPOINT_URL", s3_endpoint)
+    snapshot = fetch_latest_snapshot(S3ArtifactStore(BUCKET, "snap"), tmp_path / "public.db")
+    public = make_engine(f"sqlite:///{snapshot}")
+    with open_session(public) as session:
+        public_views = queries.list_results(session)
+    assert len(public_views) == len(views) - 1
+    assert all(view.sweep != "s3-snapshot" or view.concurrency != retracted.concurrency for view in public_views)
