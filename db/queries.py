@@ -213,6 +213,12 @@ class ResultView:
     interactivity_p50: float | None
     e2el_p50_ms: float | None
     finished_at: datetime
+    point_key: str = ""
+    interactivity_p90: float | None = None
+    total_token_throughput: float = 0.0
+    request_throughput: float = 0.0
+    duration_s: float = 0.0
+    source: str | None = None
 
 
 def list_results(session: Session, sweep: str | None = None, include_retracted: bool = False) -> list[ResultView]:
@@ -255,9 +261,32 @@ def list_results(session: Session, sweep: str | None = None, include_retracted: 
                 interactivity_p50=point.interactivity_p50,
                 e2el_p50_ms=point.e2el_p50_ms,
                 finished_at=point.finished_at,
+                point_key=point.point_key,
+                interactivity_p90=point.interactivity_p90,
+                total_token_throughput=point.total_token_throughput,
+                request_throughput=point.request_throughput,
+                duration_s=point.duration_s,
+                source=point.source,
             )
         )
     return views
+
+
+def retract(session: Session, reason: str, sweep: str, point_key: str | None = None) -> int:
+    """Hide a sweep's results (or one Point's) from readers; rows stay, with the reason. Returns rows changed."""
+    query = (
+        select(PointResultRow)
+        .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+        .where(SweepRow.name == sweep, col(PointResultRow.retracted).is_(False))
+    )
+    if point_key is not None:
+        query = query.where(PointResultRow.point_key == point_key)
+    rows = session.exec(query).all()
+    for row in rows:
+        row.retracted, row.retraction_reason = True, reason
+        session.add(row)
+    session.commit()
+    return len(rows)
 
 
 def list_sweeps(session: Session) -> list[SweepRow]:

@@ -259,6 +259,134 @@ def publish(
         raise typer.Exit(1)
 
 
+@import_app.command("inferencex")
+def import_inferencex(
+    files: Annotated[list[Path], typer.Argument(help="InferenceX aggregated rows, as a JSON list or CSV.")],
+    sweep: Annotated[str, typer.Option(help="Sweep to store the rows in.")] = "inferencex",
+) -> None:
+    """Store InferenceX rows as points with origin `imported`, next to native results of the same hardware."""
+    from datetime import UTC, datetime
+
+    from db.session import make_engine, migrate
+    from orchestrator.importers.inferencex import read_rows, to_point_metrics
+    from orchestrator.plan import point_key
+    from orchestrator.recorder import RecipeIdentity, Recorder
+    from runners.job import PointRequest
+    from runners.loadgen.records import FixedLengthPoint
+
+    try:
+        engine = make_engine()
+        migrate(engine)
+        recorder = Recorder(engine, sweep)
+        recorder.sync_hardware()
+        imported = 0
+        for file in files:
+            for row in read_rows(file):
+                identity = RecipeIdentity(
+                    fingerprint=row.fingerprint, name=row.recipe_name, path=str(file.resolve()),
+                    hardware=row.hardware_key or row.hw, engine_kind=row.framework, workload_kind="fixed-length",
+                    snapshot={"source": "inferencex", **row.configuration()},
+                )  # fmt: skip
+                recorder.register_recipe(identity)
+                workload = FixedLengthPoint(
+                    isl=row.isl, osl=row.osl, range_ratio=0.8, concurrency=row.conc, num_prompts=10 * row.conc,
+                    num_warmup=2 * row.conc, seed=0, request_timeout_s=600,
+                )  # fmt: skip
+                key = "inferencex-" + point_key(row.fingerprint, workload, 0)
+                point = PointRequest(point_key=key, repeat_index=0, workload=workload)
+                source = f"InferenceX row: {file.resolve()}"
+                imported += recorder.point_imported(identity, point, to_point_metrics(row), source, datetime.now(UTC))
+        recorder.close()
+    except InferSweepError as error:
+        _fail(error)
+    console.print(f"{imported} InferenceX row(s) imported into sweep {sweep}")
+
+
+@app.command()
+def compare(
+    at_interactivity: Annotated[float, typer.Option(help="Target tokens/s/user to read every curve at.")],
+    sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None,
+    tier: Annotated[
+        str, typer.Option(help="TCO tier: owning_hyperscaler, rental_3yr or neocloud.")
+    ] = "owning_hyperscaler",
+    include_simulated: Annotated[
+        bool, typer.Option(help="Also compare simulated results (never measurements).")
+    ] = False,
+) -> None:
+    """Throughput per GPU (95 % interval over repeats) and $/M output tokens at one interactivity."""
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.analysis.compare import compare_at_interactivity
+    from recipes.hardware import load_hardware_registry
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        rows = queries.list_results(session, sweep=sweep)
+    shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
+    rows = [row for row in rows if row.origin in shown]
+    table = Table(title=f"At {at_interactivity:g} tok/s/user ({tier} TCO)")
+    for column in ("recipe", "hw", "engine", "origin", "out tok/s/gpu", "95 % interval", "$/GPU-h", "$/M out", "note"):
+        table.add_column(column, justify="right" if column[0] in "o9$" else "left")
+    for item in compare_at_interactivity(rows, at_interactivity, load_hardware_registry(), tier):
+        interval = item.throughput
+        mean = "-" if interval is None else f"{interval.mean:,.1f}"
+        bounds = "-" if interval is None or interval.low is None else f"{interval.low:,.1f} – {interval.high:,.1f}"
+        table.add_row(
+            item.recipe, item.hardware, item.engine, ",".join(item.origins), mean, bounds,
+            "-" if item.usd_per_gpu_hour is None else f"{item.usd_per_gpu_hour:.2f}",
+            "-" if item.usd_per_million_output is None else f"{item.usd_per_million_output:.3f}",
+            item.note,
+        )  # fmt: skip
+    console.print(table)
+
+
+@app.command()
+def retract(
+    sweep: Annotated[str, typer.Option(help="Sweep whose results to retract.")],
+    reason: Annotated[str, typer.Option(help="Why (kept with the rows; shown to maintainers).")],
+    point: Annotated[str | None, typer.Option(help="Only this point key.")] = None,
+) -> None:
+    """Hide results from the hub and from comparisons; they stay in the database with the reason."""
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        changed = queries.retract(session, reason, sweep, point)
+    console.print(f"{changed} point(s) of sweep {sweep} retracted")
+    if changed == 0:
+        raise typer.Exit(1)
+
+
+@app.command()
+def export(
+    output: Annotated[Path, typer.Argument(help="File to write (.csv or .parquet).")],
+    sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None,
+) -> None:
+    """Write the (non-retracted) results as CSV or Parquet, one row per point."""
+    import dataclasses
+
+    import pandas as pd
+
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+
+    if output.suffix not in {".csv", ".parquet"}:
+        _fail(InferSweepError(f"output: got {str(output)!r}; expected a .csv or .parquet file name"))
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        frame = pd.DataFrame([dataclasses.asdict(row) for row in queries.list_results(session, sweep=sweep)])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if output.suffix == ".csv":
+        frame.to_csv(output, index=False)
+    else:
+        frame.to_parquet(output, index=False)
+    console.print(f"{len(frame)} point(s) written to {output}")
+
+
 @app.command()
 def results(sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None) -> None:
     """Show stored results (retracted ones are hidden)."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -24,25 +26,52 @@ from orchestrator.publish import upload_artifacts
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from runners.job import JobEvent, PointOutcome, PointRequest
-from runners.loadgen.records import PointMetrics
+from runners.loadgen.records import PointMetrics, records_frame
 
 log = logging.getLogger(__name__)
 
 
 def _stage_records(outcome: PointOutcome) -> Path | None:
     """Write the Point's request records as Parquet in the staging directory (atomically)."""
-    import pandas as pd
-
     target = staging_dir() / f"records-{outcome.point_key}.parquet"
     partial = target.with_name(target.name + ".partial")
     try:
-        frame = pd.DataFrame([record.model_dump() for record in outcome.records])
-        frame.to_parquet(partial, index=False)
+        records_frame(outcome.records).to_parquet(partial, index=False)
         os.replace(partial, target)
     except OSError as error:
         log.warning("could not stage request records of %s: %s", outcome.point_key, error)
         return None
     return target
+
+
+@dataclass(frozen=True)
+class RecipeIdentity:
+    """What the database keeps of a recipe: native (from a LoadedRecipe) or imported (another tool's)."""
+
+    fingerprint: str
+    name: str
+    path: str
+    hardware: str
+    engine_kind: str
+    workload_kind: str
+    snapshot: dict[str, Any]
+
+    @classmethod
+    def of(cls, recipe: LoadedRecipe | RecipeIdentity) -> RecipeIdentity:
+        if isinstance(recipe, RecipeIdentity):
+            return recipe
+        return cls(
+            fingerprint=recipe.fingerprint,
+            name=recipe.name,
+            path=recipe.path,
+            hardware=recipe.recipe.hardware,
+            engine_kind=recipe.recipe.engine.kind,
+            workload_kind=recipe.recipe.workload.kind,
+            snapshot=recipe.recipe.model_dump(mode="json"),
+        )
+
+
+AnyRecipe = LoadedRecipe | RecipeIdentity
 
 
 class Recorder:
@@ -65,15 +94,16 @@ class Recorder:
         ]
         queries.upsert_hardware(self.session, entries)
 
-    def register_recipe(self, loaded: LoadedRecipe) -> int:
+    def register_recipe(self, recipe: AnyRecipe) -> int:
+        loaded = RecipeIdentity.of(recipe)
         row = queries.upsert_recipe(
             self.session,
             fingerprint=loaded.fingerprint,
             name=loaded.name,
             path=loaded.path,
-            hardware_key=loaded.recipe.hardware,
-            engine_kind=loaded.recipe.engine.kind,
-            snapshot=loaded.recipe.model_dump(mode="json"),
+            hardware_key=loaded.hardware,
+            engine_kind=loaded.engine_kind,
+            snapshot=loaded.snapshot,
         )
         assert row.id is not None
         self.recipe_ids[loaded.fingerprint] = row.id
@@ -88,7 +118,7 @@ class Recorder:
     def clean_stale_jobs(self) -> int:
         return queries.mark_interrupted_jobs(self.session, self.sweep_id)
 
-    def job_created(self, job_id: str, loaded: LoadedRecipe, attempt: int, points: int, log_dir: str) -> None:
+    def job_created(self, job_id: str, loaded: AnyRecipe, attempt: int, points: int, log_dir: str) -> None:
         queries.create_job(
             self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir
         )
@@ -105,7 +135,7 @@ class Recorder:
         )
 
     def point_imported(
-        self, loaded: LoadedRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime
+        self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime
     ) -> bool:
         """Store a result measured by another tool: its own job row, origin `imported`, and its source."""
         if point.point_key in self.finished_points():
@@ -120,7 +150,7 @@ class Recorder:
         return self.point_finished(job_id, loaded, point, outcome, source=source)
 
     def point_finished(
-        self, job_id: str, loaded: LoadedRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
+        self, job_id: str, loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
     ) -> bool:
         metrics = outcome.metrics
         staged = _stage_records(outcome) if outcome.records else None
@@ -131,7 +161,7 @@ class Recorder:
             recipe_id=self.recipe_ids[loaded.fingerprint],
             point_key=outcome.point_key,
             repeat_index=point.repeat_index,
-            workload_kind=loaded.recipe.workload.kind,
+            workload_kind=RecipeIdentity.of(loaded).workload_kind,
             isl=point.workload.isl,
             osl=point.workload.osl,
             concurrency=point.workload.concurrency,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import queue
 import signal
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from orchestrator.recorder import Recorder
 from recipes.loader import LoadedRecipe
 from runners.job import JobEvent, JobSpec, PointRequest
 from runners.paths import data_dir
+from runners.process import reap_orphaned_engines, running_engines
 
 
 def _raise_keyboard_interrupt(_signum: int, _frame: object) -> None:
@@ -123,6 +125,10 @@ class SweepRunner:
             summary.interrupted = True
             self.console.print("[yellow]Interrupted: stopping jobs and their engines (finished points are kept)...")
             self.dispatcher.cancel_all()
+            # Give cancelled runners time to stop their engines gracefully before Ray goes away.
+            deadline = time.monotonic() + 30
+            while running_engines() and time.monotonic() < deadline:
+                time.sleep(0.2)
             for job in self.active.values():
                 if not job.finished:
                     self.recorder.job_status(job.spec.job_id, "interrupted")
@@ -130,6 +136,9 @@ class SweepRunner:
         finally:
             self.dispatcher.shutdown()
             self.recorder.close()
+            if summary.interrupted:
+                # The Ray workers that owned local engines are gone now: stop anything they left running.
+                reap_orphaned_engines(log=lambda line: self.console.print(f"[yellow]{line}"))
         if not summary.interrupted:
             self.recorder = Recorder(self.engine, self.options.name)
             self.recorder.sweep_status("failed" if summary.failures else "finished")

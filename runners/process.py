@@ -57,21 +57,32 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM the group, wait up to `grace_s` for it to vanish, then SIGKILL what is left."""
+def _group_gone(pgid: int, leader: subprocess.Popen[bytes] | None) -> bool:
+    if leader is not None:
+        leader.poll()  # reap our child: a zombie leader would keep the group "alive" forever
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | None = None) -> bool:
+    """SIGTERM the group, wait up to `grace_s` for it to vanish, then SIGKILL; True once it is gone."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        if leader is not None:
-            leader.poll()  # reap our child: a zombie leader would keep the group "alive" forever
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
+        if _group_gone(pgid, leader):
+            return True
         time.sleep(0.2)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
+    for _ in range(50):
+        if _group_gone(pgid, leader):
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
@@ -86,8 +97,8 @@ def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
         if _alive(int(info["owner_pid"])):
             continue
         log(f"reaping engine of dead run {info['run_id']} (process group {info['pgid']})")
-        _kill_group(int(info["pgid"]), grace_s=5.0)
-        pidfile.unlink(missing_ok=True)
+        if _kill_group(int(info["pgid"]), grace_s=5.0):
+            pidfile.unlink(missing_ok=True)
         reaped.append(str(info["run_id"]))
     return reaped
 
@@ -183,11 +194,12 @@ class EngineProcess:
             time.sleep(poll_s)
 
     def stop(self) -> None:
+        gone = True
         if self.process is not None:
-            _kill_group(self.process.pid, self.stop_grace_s, self.process)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
-        self._pidfile.unlink(missing_ok=True)
+            gone = _kill_group(self.process.pid, self.stop_grace_s, self.process)
+        if gone:
+            # Only a confirmed-dead engine loses its pidfile: otherwise the next run's reaper needs it.
+            self._pidfile.unlink(missing_ok=True)
 
     def __enter__(self) -> EngineProcess:
         self.start()

@@ -4,7 +4,8 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
 
 - `pareto`: the non-dominated (interactivity, throughput) points of a sweep.
 - `interpolate`: monotone cubic reads along a frontier at a target interactivity; never extrapolates.
-- `intervals`: the mean of repeats with a 95 % interval (Student-t for n < 20, BCa bootstrap beyond).
+- `intervals`: the mean of repeats with a 95 % interval (Student-t for n < 50, BCa bootstrap beyond),
+  and prediction intervals for one new run.
 - `cost`: $/Mtok, tokens per all-in MW, revenue, profit and margin (DESIGN.md §7).
 - `regression`: is the latest sweep worse than its history's interval?
 """
@@ -31,6 +32,7 @@ from orchestrator.analysis.intervals import (
     bca_interval,
     interval_of_interpolated,
     mean_interval,
+    prediction_interval,
     student_t_cdf,
     student_t_interval,
     student_t_quantile,
@@ -60,6 +62,7 @@ __all__ = [
     "mean_interval",
     "pareto_frontier",
     "pchip_evaluate",
+    "prediction_interval",
     "profit",
     "revenue_usd_per_gpu_hour",
     "student_t_cdf",

@@ -22,7 +22,7 @@ from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop, run_open_loop
 from runners.loadgen.fixed_length import Vocabulary, build_requests
 from runners.loadgen.metrics import compute_point_metrics
-from runners.loadgen.records import FixedLengthPoint, GoodputSlo, PointMetrics, RequestRecord
+from runners.loadgen.records import FixedLengthPoint, GoodputSlo, PointMetrics, RequestRecord, records_frame
 
 BENCH_SCHEMA_VERSION = 1
 # Without a tokenizer, prompts use ids in [10, 1000): ordinary tokens in every common vocabulary
@@ -199,8 +199,5 @@ def run_bench(
 
 def save_requests(records: list[RequestRecord], path: Path) -> None:
     """Every request record as one Parquet row (lists stay lists)."""
-    import pandas as pd
-
-    frame = pd.DataFrame([record.model_dump() for record in records])
     path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(path, index=False)
+    records_frame(records).to_parquet(path, index=False)
