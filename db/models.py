@@ -109,6 +109,9 @@ class PointResultRow(SQLModel, table=True):
     finished_at: datetime
     retracted: bool = Field(default=False)
     retraction_reason: str | None = None
+    embargo_until: datetime | None = Field(
+        default=None, description="Hidden from public readers (hub, snapshots) until this time (UTC)."
+    )
 
 
 class ArtifactRow(SQLModel, table=True):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -221,7 +222,10 @@ class ResultView:
     source: str | None = None
 
 
-def list_results(session: Session, sweep: str | None = None, include_retracted: bool = False) -> list[ResultView]:
+def list_results(
+    session: Session, sweep: str | None = None, include_retracted: bool = False, public: bool = False
+) -> list[ResultView]:
+    """Results with names attached. `public` leaves out embargoed points (for the hub and snapshots)."""
     query = (
         select(PointResultRow, SweepRow, RecipeRow)
         .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
@@ -231,6 +235,8 @@ def list_results(session: Session, sweep: str | None = None, include_retracted: 
         query = query.where(SweepRow.name == sweep)
     if not include_retracted:
         query = query.where(col(PointResultRow.retracted).is_(False))
+    if public:
+        query = query.where(not_embargoed())
     query = query.order_by(
         col(SweepRow.name), col(RecipeRow.name), col(PointResultRow.isl), col(PointResultRow.osl),
         col(PointResultRow.concurrency), col(PointResultRow.repeat_index),
@@ -270,6 +276,22 @@ def list_results(session: Session, sweep: str | None = None, include_retracted: 
             )
         )
     return views
+
+
+def not_embargoed() -> Any:
+    """SQL condition: the point is not under an embargo that is still running."""
+    return or_(col(PointResultRow.embargo_until).is_(None), col(PointResultRow.embargo_until) <= utcnow())
+
+
+def embargo(session: Session, sweep: str, until: datetime) -> int:
+    """Keep a sweep's results from public readers until `until` (e.g. before a vendor's launch date)."""
+    query = select(PointResultRow).join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+    rows = session.exec(query.where(SweepRow.name == sweep)).all()
+    for row in rows:
+        row.embargo_until = until
+        session.add(row)
+    session.commit()
+    return len(rows)
 
 
 def retract(session: Session, reason: str, sweep: str, point_key: str | None = None) -> int:

@@ -361,6 +361,31 @@ def retract(
 
 
 @app.command()
+def embargo(
+    sweep: Annotated[str, typer.Option(help="Sweep whose results to hold back from the public.")],
+    until: Annotated[str, typer.Option(help="UTC date or time the embargo ends, e.g. 2027-03-18.")],
+) -> None:
+    """Hide a sweep from public readers (hub, snapshots) until a date; maintainers still see it."""
+    from datetime import UTC, datetime
+
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+
+    try:
+        moment = datetime.fromisoformat(until)
+    except ValueError:
+        _fail(InferSweepError(f"--until: got {until!r}; expected an ISO date such as 2027-03-18"))
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        changed = queries.embargo(session, sweep, moment)
+    console.print(f"{changed} point(s) of sweep {sweep} embargoed until {moment.isoformat()}")
+    if changed == 0:
+        raise typer.Exit(1)
+
+
+@app.command()
 def export(
     output: Annotated[Path, typer.Argument(help="File to write (.csv or .parquet).")],
     sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None,

@@ -1,8 +1,8 @@
 """Publishing: finish pending uploads, and write a read-only snapshot of the public results.
 
-A snapshot is a SQLite file with the same schema (migrated to head) holding only what the public may
-see: non-retracted points and the rows they refer to. A public hub reads it with no access to the
-production database (`INFERSWEEP_DATABASE_URL=sqlite:///snapshot.db`).
+A snapshot is a SQLite file with the same schema (migrated to head) holding only what the public
+may see: points neither retracted nor under a running embargo, and the rows they refer to. A public
+hub reads it with no access to the production database (`INFERSWEEP_DATABASE_URL=sqlite:///snapshot.db`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def write_snapshot(engine: Engine, path: Path) -> int:
     snapshot = make_engine(f"sqlite:///{path}")
     migrate(snapshot)
     with open_session(engine) as source, open_session(snapshot) as target:
-        points = source.exec(select(PointResultRow).where(col(PointResultRow.retracted).is_(False))).all()
+        public = select(PointResultRow).where(col(PointResultRow.retracted).is_(False), queries.not_embargoed())
+        points = source.exec(public).all()
         job_ids = {p.job_id for p in points}
         recipe_ids = {p.recipe_id for p in points}
         sweep_ids = {p.sweep_id for p in points}

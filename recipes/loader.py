@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from recipes.errors import MISSING, RecipeError
+from recipes.errors import RecipeError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import FixedLengthWorkload, Recipe, methodology_knob_of
-from recipes.yamlio import read_yaml
+from recipes.yamlio import read_yaml, validation_problems
 
 
 @dataclass(frozen=True)
@@ -33,45 +33,6 @@ def fingerprint_of(recipe: Recipe) -> str:
     """Hash of the normalised recipe (defaults filled in, keys sorted): same content, same identity."""
     canonical = json.dumps(recipe.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
-    """Dotted path of a pydantic error location, e.g. `workload.concurrency[0]`.
-
-    Pydantic puts a discriminated union's tag (the `kind` value) into the location; it is not a
-    key of the file, so it is skipped when the data at that point carries that `kind`.
-    """
-    parts: list[str] = []
-    node = data
-    for element in loc:
-        if isinstance(element, int):
-            parts.append(f"[{element}]")
-            node = node[element] if isinstance(node, list) and element < len(node) else None
-        elif isinstance(node, dict) and element in node:
-            parts.append(f".{element}")
-            node = node[element]
-        elif isinstance(node, dict) and node.get("kind") == element:
-            continue
-        else:
-            parts.append(f".{element}")
-            node = None
-    return "".join(parts).lstrip(".") or "<root>"
-
-
-def _problems_from_validation(error: ValidationError, data: Any) -> list[tuple[str, Any, str]]:
-    problems: list[tuple[str, Any, str]] = []
-    for item in error.errors(include_url=False):
-        field = _field_path(tuple(item["loc"]), data)
-        kind = item["type"]
-        if kind == "extra_forbidden":
-            expected = "unknown key (not in recipe schema v1; check the spelling)"
-        elif kind == "missing":
-            expected = "missing (required)"
-        else:
-            expected = f"expected: {item['msg']}"
-        value = item.get("input") if kind != "missing" else MISSING
-        problems.append((field, value, expected))
-    return problems
 
 
 def check_rules(recipe: Recipe, path: str) -> None:
@@ -136,7 +97,7 @@ def parse_recipe(data: Any, path: str) -> LoadedRecipe:
     try:
         recipe = Recipe.model_validate(data)
     except ValidationError as error:
-        raise RecipeError(path, _problems_from_validation(error, data)) from error
+        raise RecipeError(path, validation_problems(error, data)) from error
     check_rules(recipe, path)
     return LoadedRecipe(recipe=recipe, path=path, fingerprint=fingerprint_of(recipe))
 

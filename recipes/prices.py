@@ -18,12 +18,11 @@ import functools
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from recipes.errors import RecipeError
-from recipes.yamlio import read_yaml
+from recipes.yamlio import load_validated
 
 SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(__file__).with_name("prices.yaml")
@@ -109,24 +108,5 @@ def _load_default() -> dict[str, ModelPrice]:
 
 
 def _load(path: Path) -> dict[str, ModelPrice]:
-    data = read_yaml(path, what="price table")
-    try:
-        table = PriceTableFile.model_validate(data)
-    except ValidationError as error:
-        raise RecipeError(str(path), _problems(error), what="price table") from error
+    table = load_validated(path, PriceTableFile, "price table")
     return {key: ModelPrice.model_validate({"model": key, **dict(spec)}) for key, spec in table.models.items()}
-
-
-def _problems(error: ValidationError) -> list[tuple[str, Any, str]]:
-    problems: list[tuple[str, Any, str]] = []
-    for item in error.errors(include_url=False):
-        parts: list[str] = []
-        for element in item["loc"]:
-            if isinstance(element, int):
-                parts.append(f"[{element}]")
-            else:
-                parts.append(f".{element}")
-        field = "".join(parts).lstrip(".") or "<root>"
-        value = None if item["type"] == "missing" else item.get("input")
-        problems.append((field, value, f"expected: {item['msg']}"))
-    return problems

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
-from recipes.errors import RecipeError
+from recipes.errors import MISSING, RecipeError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -42,3 +45,51 @@ def read_yaml(path: Path, what: str = "recipe") -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<document>"
         problem = getattr(error, "problem", None) or str(error)
         raise RecipeError(str(path), [(where, problem, "expected valid YAML")], what) from error
+
+
+def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
+    """Dotted path of a pydantic error location, e.g. `workload.concurrency[0]`.
+
+    Pydantic puts a discriminated union's tag (the `kind` value) into the location; it is not a
+    key of the file, so it is skipped when the data at that point carries that `kind`.
+    """
+    parts: list[str] = []
+    node = data
+    for element in loc:
+        if isinstance(element, int):
+            parts.append(f"[{element}]")
+            node = node[element] if isinstance(node, list) and element < len(node) else None
+        elif isinstance(node, dict) and element in node:
+            parts.append(f".{element}")
+            node = node[element]
+        elif isinstance(node, dict) and node.get("kind") == element:
+            continue
+        else:
+            parts.append(f".{element}")
+            node = None
+    return "".join(parts).lstrip(".") or "<root>"
+
+
+def validation_problems(error: ValidationError, data: Any) -> list[tuple[str, Any, str]]:
+    problems: list[tuple[str, Any, str]] = []
+    for item in error.errors(include_url=False):
+        field = _field_path(tuple(item["loc"]), data)
+        kind = item["type"]
+        if kind == "extra_forbidden":
+            expected = "unknown key (not in recipe schema v1; check the spelling)"
+        elif kind == "missing":
+            expected = "missing (required)"
+        else:
+            expected = f"expected: {item['msg']}"
+        value = item.get("input") if kind != "missing" else MISSING
+        problems.append((field, value, expected))
+    return problems
+
+
+def load_validated(path: Path, model: type[M], what: str) -> M:
+    """Read a YAML data file and validate it as `model`; every problem names its field path."""
+    data = read_yaml(path, what=what)
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise RecipeError(str(path), validation_problems(error, data), what=what) from error

@@ -24,7 +24,7 @@ def _engine(url: str):  # a SQLAlchemy Engine, cached per server process and URL
 
 def load_results() -> pd.DataFrame:
     with open_session(_engine(default_database_url())) as session:
-        rows = queries.list_results(session)
+        rows = queries.list_results(session, public=True)
     return pd.DataFrame([row.__dict__ for row in rows])
 
 

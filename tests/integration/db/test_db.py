@@ -125,8 +125,8 @@ def test_upgrade_from_the_first_revision_keeps_rows(tmp_path: Path, request: pyt
                 {"t": now},
             )
         old_row = _point(1, 1, "j1", "k-old", 2)
-        # Column names come from the model (not from input); every value is a bound parameter.
-        columns = {c.name for c in PointResultRow.__table__.columns} - {"source", "id"}
+        # The columns revision 0001 created (read from the database, not from input); values are bound.
+        columns = {column["name"] for column in inspect(engine).get_columns("point_result")} - {"id"}
         values = {name: getattr(old_row, name) for name in columns}
         values["validity_reasons"] = "[]"
         values["metrics"] = "{}"

@@ -84,3 +84,24 @@ def test_retract_and_export(tmp_path: Path) -> None:
     parquet_path = tmp_path / "out.parquet"
     assert "0 point(s) written" in run_cli("export", str(parquet_path), "--sweep", "to-retract").stdout
     assert run_cli("export", str(tmp_path / "out.xlsx")).returncode == 2
+
+
+def test_embargo_hides_from_public_readers_until_the_date(tmp_path: Path) -> None:
+    from orchestrator.publish import write_snapshot
+
+    rows_file = tmp_path / "rows.json"
+    rows_file.write_text(json.dumps(ROWS))
+    assert run_cli("import", "inferencex", str(rows_file), "--sweep", "launch").returncode == 0
+    assert run_cli("embargo", "--sweep", "launch", "--until", "not-a-date").returncode == 2
+    assert run_cli("embargo", "--sweep", "launch", "--until", "2999-01-01").returncode == 0
+    engine = make_engine()
+    with open_session(engine) as session:
+        assert queries.list_results(session, sweep="launch", public=True) == []
+        assert len(queries.list_results(session, sweep="launch")) == 3  # maintainers still see them
+    snapshot = tmp_path / "public.db"
+    write_snapshot(engine, snapshot)
+    with open_session(make_engine(f"sqlite:///{snapshot}")) as session:
+        assert queries.list_results(session, sweep="launch") == []
+    assert run_cli("embargo", "--sweep", "launch", "--until", "2000-01-01").returncode == 0  # lifted: date passed
+    with open_session(engine) as session:
+        assert len(queries.list_results(session, sweep="launch", public=True)) == 3
