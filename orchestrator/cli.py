@@ -128,6 +128,7 @@ def bench(
     output: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
     save_requests: Annotated[Path | None, typer.Option(help="Write every request record as Parquet.")] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
+    workers: Annotated[int, typer.Option(help="Client processes sharing the schedule (high rates).")] = 1,
 ) -> None:
     """Measure one load level against any OpenAI-compatible endpoint (definitions: docs/METRICS.md)."""
     from pydantic import ValidationError
@@ -140,7 +141,7 @@ def bench(
             base_url=base_url, model=model, endpoint=endpoint, isl=isl, osl=osl, range_ratio=range_ratio,
             concurrency=concurrency, num_prompts=num_prompts, warmup=warmup, request_rate=request_rate,
             burstiness=burstiness, seed=seed, timeout_s=timeout, tokenizer=tokenizer,
-            goodput=parse_goodput(goodput) if goodput else None, api_key_env=api_key_env,
+            goodput=parse_goodput(goodput) if goodput else None, api_key_env=api_key_env, workers=workers,
         )  # fmt: skip
         result, records = run_bench(settings)
     except ValidationError as error:

@@ -6,10 +6,13 @@ result (with the exact settings and the client's own CPU use), and partial resul
 
 from __future__ import annotations
 
+import asyncio
 import math
+import multiprocessing
 import os
 import resource
 import time
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -19,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from recipes.errors import ConfigurationError
 from recipes.schema import ValidityThresholds
 from runners.loadgen import loop
-from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop, run_open_loop
+from runners.loadgen.client import Endpoint, PreparedRequest, arrival_offsets, run_closed_loop, run_open_loop
 from runners.loadgen.fixed_length import Vocabulary, build_requests
 from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, GoodputSlo, PointMetrics, RequestRecord, records_frame
@@ -52,11 +55,20 @@ class BenchSettings(BaseModel):
     tokenizer: str | None = Field(None, description="Tokenizer directory (tokenizer.json) for ids and chat text.")
     goodput: GoodputSlo | None = Field(None, description="SLOs for the goodput figure.")
     api_key_env: str | None = Field(None, description="Environment variable holding the API key (never stored).")
+    workers: int = Field(
+        1, ge=1, le=64, description="Client processes sharing the schedule, for rates one process cannot drive."
+    )
 
     @model_validator(mode="after")
     def _chat_needs_text(self) -> BenchSettings:
         if self.endpoint == "chat" and self.tokenizer is None:
             raise ValueError("--endpoint chat needs --tokenizer DIR to turn random token ids into prompt text")
+        return self
+
+    @model_validator(mode="after")
+    def _lanes_for_every_worker(self) -> BenchSettings:
+        if self.workers > self.concurrency:
+            raise ValueError(f"--workers ({self.workers}) cannot exceed --concurrency ({self.concurrency})")
         return self
 
     @property
@@ -67,9 +79,11 @@ class BenchSettings(BaseModel):
 class ClientUsage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cpu_seconds: float = Field(description="User + system CPU time of the client process during the run.")
+    cpu_seconds: float = Field(description="User + system CPU time of the client (all its processes) during the run.")
     cpu_seconds_per_request: float = Field(description="cpu_seconds / requests sent (warmup included).")
-    cpu_utilisation: float = Field(description="cpu_seconds / wall time: near 1.0 means the client was saturated.")
+    cpu_utilisation: float = Field(
+        description="cpu_seconds / wall time / workers: near 1.0 means the client processes were saturated."
+    )
 
 
 class BenchResult(PointMetrics):
@@ -157,6 +171,71 @@ async def _drive(
         await run_closed_loop(endpoint, measured, settings.concurrency, settings.timeout_s, sink.append)
 
 
+def _worker_main(
+    settings: BenchSettings, endpoint: Endpoint, requests: list[PreparedRequest], lanes: int,
+    offsets: list[float] | None, start_at: float,
+) -> tuple[list[RequestRecord], float, bool]:  # fmt: skip
+    """One client process: its share of the measured requests, from the shared start time."""
+    sink: list[RequestRecord] = []
+    cpu_before = _cpu_seconds()
+
+    async def drive() -> None:
+        if offsets is not None:
+            await run_open_loop(
+                endpoint, requests, settings.request_rate, settings.burstiness, lanes,
+                settings.timeout_s, on_done=sink.append, offsets=offsets, start_at=start_at,
+            )  # fmt: skip
+        else:
+            await asyncio.sleep(max(0.0, start_at - time.perf_counter()))
+            await run_closed_loop(endpoint, requests, lanes, settings.timeout_s, sink.append)
+
+    complete = True
+    try:
+        loop.run(drive())
+    except KeyboardInterrupt:
+        complete = False
+    return sink, _cpu_seconds() - cpu_before, complete
+
+
+def _run_workers(
+    settings: BenchSettings, endpoint: Endpoint, measured: list[PreparedRequest], sink: list[RequestRecord]
+) -> tuple[float, bool]:
+    """Split the measured requests over `settings.workers` processes; return their CPU seconds."""
+    workers = settings.workers
+    offsets = (
+        arrival_offsets(len(measured), settings.request_rate, settings.burstiness, settings.seed)
+        if settings.open_loop
+        else None
+    )
+    # Every process starts from one instant on the shared monotonic clock; spawning takes about a second.
+    start_at = time.perf_counter() + 3.0
+    context = multiprocessing.get_context("spawn")
+    cpu, complete = 0.0, True
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [
+            pool.submit(
+                _worker_main,
+                settings,
+                endpoint,
+                measured[w::workers],
+                settings.concurrency // workers + (1 if w < settings.concurrency % workers else 0),
+                offsets[w::workers] if offsets is not None else None,
+                start_at,
+            )
+            for w in range(workers)
+        ]
+        for future in futures:
+            try:
+                records, seconds, finished = future.result()
+            except KeyboardInterrupt:
+                # Ctrl-C reached every process: each returns what it finished; collect those.
+                records, seconds, finished = future.result(timeout=60)
+            sink.extend(records)
+            cpu += seconds
+            complete = complete and finished
+    return cpu, complete
+
+
 def run_bench(
     settings: BenchSettings, thresholds: ValidityThresholds | None = None
 ) -> tuple[BenchResult, list[RequestRecord]]:
@@ -170,11 +249,18 @@ def run_bench(
     started_at = datetime.now(UTC)
     cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
     complete = True
+    worker_cpu = 0.0
     try:
-        loop.run(_drive(settings, endpoint, requests, records))
+        if settings.workers == 1:
+            loop.run(_drive(settings, endpoint, requests, records))
+        else:
+            warmup = [r for r in requests if r.warmup]
+            if warmup:  # warm up from this process, then measure from all workers
+                loop.run(run_closed_loop(endpoint, warmup, settings.concurrency, settings.timeout_s, records.append))
+            worker_cpu, complete = _run_workers(settings, endpoint, [r for r in requests if not r.warmup], records)
     except KeyboardInterrupt:
         complete = False
-    cpu = _cpu_seconds() - cpu_before
+    cpu = _cpu_seconds() - cpu_before + worker_cpu
     wall = time.perf_counter() - wall_before
     records.sort(key=lambda record: record.index)
     metrics = compute_point_metrics(
@@ -191,7 +277,7 @@ def run_bench(
         client=ClientUsage(
             cpu_seconds=cpu,
             cpu_seconds_per_request=cpu / max(len(records), 1),
-            cpu_utilisation=cpu / wall if wall > 0 else 0.0,
+            cpu_utilisation=cpu / wall / settings.workers if wall > 0 else 0.0,
         ),
     )
     return result, records

@@ -235,14 +235,20 @@ async def run_open_loop(
     timeout_s: float,
     seed: int = 0,
     on_done: Callable[[RequestRecord], None] | None = None,
+    offsets: Sequence[float] | None = None,
+    start_at: float | None = None,
 ) -> list[RequestRecord]:
-    """Send each request at its scheduled time; with a cap, late ones wait (their queue time is recorded)."""
-    offsets = arrival_offsets(len(requests), rate, burstiness, seed)
+    """Send each request at its scheduled time; with a cap, late ones wait (their queue time is recorded).
+
+    `offsets` and `start_at` (a perf_counter time, the same clock in every process on Linux) let several
+    worker processes share one schedule: each gets its own requests with their offsets from one start.
+    """
+    offsets = list(offsets) if offsets is not None else arrival_offsets(len(requests), rate, burstiness, seed)
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     records: list[RequestRecord] = []
     connector = aiohttp.TCPConnector(limit=max_concurrency or 0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        start = time.perf_counter()
+        start = start_at if start_at is not None else time.perf_counter()
 
         async def one(request: PreparedRequest, scheduled: float) -> None:
             if slots is None:

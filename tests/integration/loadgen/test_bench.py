@@ -209,3 +209,23 @@ def test_simulated_prefix_cache_reports_hits() -> None:
     assert cached == [0, 96]  # 6 full blocks of 16 hit; the 4-token tail is computed
     assert metrics["vllm:prefix_cache_queries_total"] == "200"
     assert metrics["vllm:prefix_cache_hits_total"] == "96"
+
+
+@pytest.mark.parametrize("rate", [math.inf, 30.0], ids=["closed-loop", "open-loop"])
+def test_worker_processes_share_one_schedule(server: str, rate: float) -> None:
+    result, records = run_bench(settings(server, concurrency=4, num_prompts=24, warmup=4, workers=2, request_rate=rate))
+    assert result.completed == 24 and result.failed == 0 and len(records) == 28
+    assert sorted(r.index for r in records) == list(range(28))
+    assert TTFT_MS <= result.ttft_ms.p50 < TTFT_MS + 60
+    assert result.client.cpu_seconds > 0
+    measured = [r for r in records if not r.warmup]
+    # Both processes worked from one start: the first sends of the measured phase are close together.
+    first_sends = sorted(r.sent for r in measured)[:2]
+    assert first_sends[1] - first_sends[0] < 0.5
+    if rate == math.inf:
+        assert result.validity.valid, result.validity.reasons  # in-flight reached 4 across the 2 processes
+
+
+def test_more_workers_than_concurrency_is_refused(server: str) -> None:
+    with pytest.raises(ValueError, match="cannot exceed --concurrency"):
+        settings(server, concurrency=2, workers=3)
