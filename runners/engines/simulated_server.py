@@ -176,7 +176,7 @@ class SimulatedEngine:
         if fault and fault.kind == "slow-first-byte":
             await asyncio.sleep(fault.ms / 1000)
         options = body.get("stream_options") or {}
-        continuous = bool(options.get("continuous_usage_stats"))
+        continuous = bool(options.get("continuous_usage_stats")) and not self.args.no_usage
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         kind = "chat.completion.chunk" if chat else "text_completion"
@@ -234,7 +234,10 @@ class SimulatedEngine:
                 last_sent = time.monotonic()
                 first_sent = first_sent or last_sent
                 self.counters["vllm:generation_tokens_total"] += 1
-        await send({"object": kind, "model": self.args.model, "choices": [], "usage": _usage(usage_base, max_tokens)})
+        if not self.args.no_usage:
+            await send(
+                {"object": kind, "model": self.args.model, "choices": [], "usage": _usage(usage_base, max_tokens)}
+            )
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         self.counters["vllm:request_success_total"] += 1
@@ -278,6 +281,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fault", choices=["none", "never-healthy", "exit-after-requests"], default="none")
     parser.add_argument("--fault-after", type=int, default=0)
     parser.add_argument("--fault-once-file", default=None)
+    parser.add_argument("--no-usage", action="store_true", help="Never report usage (as some servers do).")
     parser.add_argument("--record-file", default=None, help="Append one JSON line per served request.")
     parser.add_argument("--inject", type=RequestFault.parse, action="append", default=[], help="KIND:EVERY[:MS]")
     return parser.parse_args(argv)

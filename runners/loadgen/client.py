@@ -41,6 +41,7 @@ class Endpoint:
     api_key: str | None = None
     continuous_usage_stats: bool = True
     kind: str = "completions"  # or "chat"
+    keep_text: bool = False  # keep the streamed text, for a tokenizer to count afterwards
 
     @property
     def url(self) -> str:
@@ -83,8 +84,9 @@ class _StreamError(Exception):
 class _SseReader:
     """Parses the SSE lines of one streamed response into the request's record."""
 
-    def __init__(self, continuous_usage: bool) -> None:
+    def __init__(self, continuous_usage: bool, keep_text: bool = False) -> None:
         self.continuous_usage = continuous_usage
+        self.text_parts: list[str] | None = [] if keep_text else None
         self.last_usage_tokens = 0
         self.done = False
         # Plain attributes while streaming (the hot path); copied into the record once, at the end.
@@ -100,6 +102,8 @@ class _SseReader:
         record.completion_tokens = self.completion_tokens
         record.prompt_tokens = self.prompt_tokens
         record.cached_tokens = self.cached_tokens
+        if self.text_parts is not None:
+            record.output_text = "".join(self.text_parts)
 
     def line(self, raw: bytes, now: float) -> None:
         line = raw.strip()
@@ -132,6 +136,8 @@ class _SseReader:
         )
         # A role-only or usage-only chunk is not a token (DESIGN.md §4). A choice whose text is
         # empty while usage grew is one: the server withholds incomplete UTF-8 until it completes.
+        if text and self.text_parts is not None:
+            self.text_parts.append(text)
         if text or (choices and new_tokens):
             self.chunk_times.append(now)
             self.chunk_tokens.append(new_tokens if new_tokens else 1)
@@ -164,7 +170,7 @@ async def _send_one(
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
     # Serialised before the clock starts: `sent` is when the request is handed to the connection.
     body = json.dumps(_body(endpoint, request)).encode()
-    reader = _SseReader(endpoint.continuous_usage_stats)
+    reader = _SseReader(endpoint.continuous_usage_stats, endpoint.keep_text)
     try:
         record.sent = time.perf_counter()
         async with session.post(

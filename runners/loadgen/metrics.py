@@ -169,7 +169,7 @@ def compute_point_metrics(
     series = _latencies(succeeded)
     tpot = summarize(series["tpot"])
     server_tokens = sum(r.completion_tokens for r in succeeded if r.completion_tokens is not None)
-    client_tokens = sum(sum(r.chunk_tokens) for r in succeeded if r.completion_tokens is not None)
+    client_tokens = sum(r.client_tokens for r in succeeded if r.completion_tokens is not None)
     disagreement = abs(server_tokens - client_tokens) / server_tokens if server_tokens else 0.0
 
     reasons: list[str] = []

@@ -37,6 +37,8 @@ class RequestRecord(Strict):
     prompt_tokens: int | None = Field(None, description="Server-reported prompt tokens (usage).")
     completion_tokens: int | None = Field(None, description="Server-reported output tokens (usage).")
     cached_tokens: int | None = Field(None, description="Server-reported prompt tokens served from cache.")
+    output_text: str | None = Field(None, description="Streamed text, kept only when a tokenizer will count it.")
+    tokenizer_tokens: int | None = Field(None, description="Output tokens counted by re-tokenising output_text.")
     http_status: int | None = Field(None, description="HTTP status of the response.")
     error: str | None = Field(None, description="Why the request failed; None when it succeeded.")
 
@@ -46,10 +48,17 @@ class RequestRecord(Strict):
 
     @property
     def output_tokens(self) -> int:
-        """Output tokens: server usage when present, else the client's count of streamed tokens."""
+        """Output tokens: server usage when present, else the tokenizer's count, else streamed chunks."""
         if self.completion_tokens is not None:
             return self.completion_tokens
+        if self.tokenizer_tokens is not None:
+            return self.tokenizer_tokens
         return sum(self.chunk_tokens)
+
+    @property
+    def client_tokens(self) -> int:
+        """The client's own count, to check usage against: the tokenizer's when it ran, else chunks."""
+        return self.tokenizer_tokens if self.tokenizer_tokens is not None else sum(self.chunk_tokens)
 
 
 class Stats(Strict):

@@ -229,3 +229,29 @@ def test_worker_processes_share_one_schedule(server: str, rate: float) -> None:
 def test_more_workers_than_concurrency_is_refused(server: str) -> None:
     with pytest.raises(ValueError, match="cannot exceed --concurrency"):
         settings(server, concurrency=2, workers=3)
+
+
+def test_tokenizer_counts_when_the_server_sends_no_usage() -> None:
+    tokenizer = ensure_generated_model("tiny-llama")
+    process, url = start_simulated("--ttft-ms", "5", "--itl-ms", "1", "--no-usage")
+    try:
+        blind, blind_records = run_bench(settings(url, num_prompts=10, osl=8))
+        counted, records = run_bench(settings(url, num_prompts=10, osl=8, tokenizer=str(tokenizer)))
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert all(r.completion_tokens is None for r in blind_records + records)
+    # Without usage or tokenizer, the count is the number of streamed chunks (8 per request here).
+    assert blind.total_output_tokens == 10 * 8
+    # With a tokenizer, the streamed text is re-tokenised: each simulated " t123" piece is several tokens.
+    assert all(r.tokenizer_tokens is not None and r.tokenizer_tokens > 8 for r in records)
+    assert counted.total_output_tokens == sum(r.tokenizer_tokens for r in records)
+
+
+def test_usage_and_tokenizer_disagreement_is_flagged(server: str) -> None:
+    tokenizer = ensure_generated_model("tiny-llama")
+    result, records = run_bench(settings(server, num_prompts=10, osl=8, tokenizer=str(tokenizer)))
+    assert all(r.completion_tokens == 8 and r.tokenizer_tokens > 8 for r in records)
+    assert result.token_disagreement > 0.10
+    assert not result.validity.valid
+    assert any("output-token counts differ" in reason for reason in result.validity.reasons)
