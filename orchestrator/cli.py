@@ -414,6 +414,69 @@ def export(
 
 
 @app.command()
+def replay(
+    trace: Annotated[Path, typer.Argument(help="Trace file (Weka JSON or Mooncake JSONL).")],
+    base_url: Annotated[str, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")],
+    model: Annotated[str, typer.Option(help="Model name to send.")],
+    duration: Annotated[float, typer.Option(help="Measured window, seconds.")] = 60.0,
+    concurrency: Annotated[int, typer.Option(help="Live session trees (in-flight cap for timeline mode).")] = 1,
+    mode: Annotated[str, typer.Option(help="sessions (closed loop) or timeline (open loop on timestamps).")] = "",
+    time_scale: Annotated[float, typer.Option(help="Multiplies recorded gaps.")] = 1.0,
+    length_scale: Annotated[float, typer.Option(help="Multiplies input, output and block lengths (<= 1).")] = 1.0,
+    max_output_tokens: Annotated[int | None, typer.Option(help="Cap recorded output lengths.")] = None,
+    warmup: Annotated[bool, typer.Option(help="Start lanes at a 25-75 % turn, history primed.")] = True,
+    engine_block_size: Annotated[int, typer.Option(help="Engine KV block size for the theoretical rate.")] = 128,
+    seed: Annotated[int, typer.Option(help="Seed of start points and salts.")] = 0,
+    output: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+) -> None:
+    """Replay an agentic trace (AgentX-style) and compare realized with theoretical prefix-cache hits."""
+    import json
+
+    from pydantic import ValidationError
+
+    from runners.loadgen.client import Endpoint
+    from runners.loadgen.replay import ReplaySettings
+    from runners.loadgen.replay import replay as run_replay
+    from runners.traces.formats import load_trace
+    from runners.traces.hit_rate import theoretical_hit_rate
+
+    try:
+        loaded = load_trace(trace)
+        chosen = mode or ("timeline" if loaded.kind == "mooncake" else "sessions")
+        settings = ReplaySettings(
+            mode=chosen, concurrency=concurrency, duration_s=duration, warmup=warmup, time_scale=time_scale,
+            length_scale=length_scale, max_output_tokens=max_output_tokens, seed=seed,
+        )  # fmt: skip
+        stats, records = run_replay(loaded, Endpoint(base_url=base_url, model=model), settings)
+    except ValidationError as error:
+        problems = [
+            ("--" + "-".join(map(str, e["loc"])).replace("_", "-"), e.get("input"), e["msg"]) for e in error.errors()
+        ]
+        _fail(RecipeError("infersweep replay", problems, what="flags"))
+    except InferSweepError as error:
+        _fail(error)
+    theoretical = theoretical_hit_rate(loaded).rebase(engine_block_size).rate
+    failed = sum(1 for item in records if not item.record.ok)
+    console.print(
+        f"trace {loaded.id} ({loaded.kind}, version {loaded.content_hash[:12]}): {stats.requests_measured} measured "
+        f"requests, {failed} failed, {stats.sessions_completed} session trees completed"
+    )
+    realized = (
+        "n/a (server reports no cached tokens)" if stats.realized_hit_rate is None else f"{stats.realized_hit_rate:.1%}"
+    )
+    console.print(
+        f"prefix-cache hit rate: realized {realized}, theoretical {theoretical:.1%} at {engine_block_size}-token blocks"
+    )
+    console.print(f"schedule lag p50/p99: {stats.schedule_lag_ms.p50} / {stats.schedule_lag_ms.p99} ms")
+    if output is not None:
+        document = {"trace": {"id": loaded.id, "kind": loaded.kind, "version": loaded.content_hash},
+                    "settings": settings.model_dump(), "theoretical_hit_rate": theoretical,
+                    "failed": failed, "stats": stats.model_dump()}  # fmt: skip
+        output.write_text(json.dumps(document, indent=2) + "\n")
+        console.print(f"result written to {output}")
+
+
+@app.command()
 def results(sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None) -> None:
     """Show stored results (retracted ones are hidden)."""
     if _print_results(sweep) == 0:

@@ -151,12 +151,13 @@ class _SseReader:
             self.cached_tokens = details["cached_tokens"]
 
 
-async def _send_one(
+async def send_one(
     session: aiohttp.ClientSession,
     endpoint: Endpoint,
     request: PreparedRequest,
     scheduled: float,
     timeout_s: float,
+    extra_headers: dict[str, str] | None = None,
 ) -> RequestRecord:
     record = RequestRecord(
         index=request.index,
@@ -168,6 +169,8 @@ async def _send_one(
     headers = {"Content-Type": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
+    if extra_headers:
+        headers.update(extra_headers)  # e.g. a session id, so KV-aware routers keep a session on one worker
     # Serialised before the clock starts: `sent` is when the request is handed to the connection.
     body = json.dumps(_body(endpoint, request)).encode()
     reader = _SseReader(endpoint.continuous_usage_stats, endpoint.keep_text)
@@ -258,10 +261,10 @@ async def run_open_loop(
 
         async def one(request: PreparedRequest, scheduled: float) -> None:
             if slots is None:
-                record = await _send_one(session, endpoint, request, scheduled, timeout_s)
+                record = await send_one(session, endpoint, request, scheduled, timeout_s)
             else:
                 async with slots:
-                    record = await _send_one(session, endpoint, request, scheduled, timeout_s)
+                    record = await send_one(session, endpoint, request, scheduled, timeout_s)
             records.append(record)
             if on_done is not None:
                 on_done(record)
@@ -299,7 +302,7 @@ async def run_closed_loop(
                     request = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                record = await _send_one(session, endpoint, request, time.perf_counter(), timeout_s)
+                record = await send_one(session, endpoint, request, time.perf_counter(), timeout_s)
                 records.append(record)
                 if on_done is not None:
                     on_done(record)

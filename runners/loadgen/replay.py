@@ -1,0 +1,259 @@
+"""Agentic trace replay (AgentX-style), v0: closed-loop session trees and open-loop timelines.
+
+Closed loop (session traces, e.g. Weka/Claude Code): `concurrency` lanes, each running one live session
+tree (a root session with its subagents) at a time. A session sends its next request when the previous
+answer ends plus its recorded think time (capped per gap, and compressed when nothing at all is in
+flight, as AgentX does), scaled by `time_scale`. Subagents spawn at their recorded offset after the
+parent request they follow. When a tree ends, the lane takes the next copy of a root session with a new
+salt, so copies never share cache the real traffic would not have shared (runners/traces/synthesis.py).
+Warmup: each lane's first tree starts at a random turn in [25 %, 75 %] of its root session, with the
+history primed by one unmeasured request carrying the previous turn's prompt.
+
+Open loop (`mode="timeline"`, e.g. Mooncake): every request is sent at its recorded time x time_scale.
+
+Lengths can be scaled (`length_scale`) for small engines: inputs, outputs and the trace's block size are
+multiplied alike, which keeps the sharing structure (which blocks repeat) intact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import random
+import time
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import aiohttp
+from pydantic import BaseModel, ConfigDict, Field
+
+from runners.loadgen.client import Endpoint, PreparedRequest, send_one
+from runners.loadgen.metrics import summarize
+from runners.loadgen.records import RequestRecord, Stats
+from runners.traces.models import Session, Trace, TraceRequest
+from runners.traces.synthesis import BlockCache, scope_key, synthesize
+
+SESSION_HEADER = "X-Session-ID"
+
+
+class ReplaySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["sessions", "timeline"] = Field("sessions", description="Closed-loop sessions or open-loop timeline.")
+    concurrency: int = Field(1, ge=1, description="Live session trees (closed loop); in-flight cap (timeline).")
+    duration_s: float = Field(gt=0, description="Measured window length after warmup.")
+    warmup: bool = Field(True, description="Start each lane at a random 25-75 % turn with its history primed.")
+    time_scale: float = Field(1.0, gt=0, description="Multiplies every recorded gap (think times, timestamps).")
+    think_cap_s: float = Field(300.0, gt=0, description="Cap on one recorded think time (before scaling).")
+    idle_cap_s: float = Field(10.0, gt=0, description="Cap on a gap while nothing at all is in flight.")
+    length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
+    max_output_tokens: int | None = Field(None, gt=0, description="Optional cap on recorded output lengths.")
+    vocabulary: tuple[int, int] = Field((10, 1000), description="Token ids [lo, hi) used for synthesized blocks.")
+    seed: int = Field(0, description="Seed of start points and salts.")
+    timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+
+
+class ReplayStats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    requests_measured: int = Field(description="Requests sent inside the measured window.")
+    sessions_completed: int = Field(description="Session trees that started and ended inside the window.")
+    session_time_s: Stats = Field(description="Wall time of completed session trees.")
+    schedule_lag_ms: Stats = Field(description="How late requests were sent against their schedule.")
+    prompt_tokens: int = Field(description="Prompt tokens of measured requests (server usage).")
+    cached_tokens: int = Field(description="Of those, served from the prefix cache (usage cached_tokens).")
+    realized_hit_rate: float | None = Field(description="cached / prompt tokens; None without usage details.")
+    e2e_interactivity_p90: float | None = Field(
+        description="Output tokens per second of E2E latency at the slow tail: 1 / P90(E2EL / OSL)."
+    )
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    lane: int
+    session: str
+    turn: int
+    record: RequestRecord
+
+
+def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) -> tuple[TraceRequest, int]:
+    if settings.length_scale == 1.0:
+        out = request.output_tokens
+    else:
+        out = max(1, round(request.output_tokens * settings.length_scale))
+    scaled_block = max(1, round(block_size * settings.length_scale))
+    inputs = max(1, math.ceil(request.input_tokens * settings.length_scale))
+    if settings.max_output_tokens is not None:
+        out = min(out, settings.max_output_tokens)
+    return replace(request, input_tokens=inputs, output_tokens=out), scaled_block
+
+
+class Replayer:
+    def __init__(self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings) -> None:
+        self.trace = trace
+        self.endpoint = endpoint
+        self.settings = settings
+        self.blocks = BlockCache()
+        self.records: list[ReplayRequest] = []
+        self.in_flight = 0
+        self.index = itertools.count()
+        self.copies = itertools.count()
+        self.random = random.Random(settings.seed)
+        self.window_start = math.inf
+        self.window_end = math.inf
+        self.session_times: list[float] = []
+        self.lags: list[float] = []
+
+    # --- one request -----------------------------------------------------------------------------
+
+    async def _send(
+        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, session: Session, turn: int,
+        scheduled: float, max_tokens: int | None = None, warmup: bool = False,
+    ) -> RequestRecord:  # fmt: skip
+        request, block = _scaled(session.requests[turn], self.settings, self.trace.block_size)
+        scope = scope_key(self.trace, f"{self.settings.seed}-{copy}", root)
+        prompt = synthesize(request, block, scope, self.settings.vocabulary, cache=self.blocks)
+        prepared = PreparedRequest(
+            index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,
+            warmup=warmup or time.perf_counter() < self.window_start,
+        )  # fmt: skip
+        session_id = f"{self.settings.seed}-{copy}-{session.path}"
+        self.in_flight += 1
+        try:
+            record = await send_one(
+                http, self.endpoint, prepared, scheduled, self.settings.timeout_s, {SESSION_HEADER: session_id}
+            )
+        finally:
+            self.in_flight -= 1
+        if not record.warmup and record.sent is not None:
+            self.lags.append((record.sent - scheduled) * 1000)
+        self.records.append(ReplayRequest(lane, session_id, turn, record))
+        return record
+
+    def _gap(self, seconds: float) -> float:
+        gap = min(seconds, self.settings.think_cap_s)
+        if self.in_flight == 0:
+            gap = min(gap, self.settings.idle_cap_s)  # nothing in flight anywhere: compress idle time
+        return gap * self.settings.time_scale
+
+    # --- closed loop -------------------------------------------------------------------------------
+
+    async def _session(
+        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, session: Session, first_turn: int
+    ) -> None:
+        children: list[asyncio.Task[None]] = []
+        for child in session.subagents_after(first_turn - 1) if first_turn == 0 else ():
+            children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child)))
+        for turn in range(first_turn, len(session.requests)):
+            if time.perf_counter() >= self.window_end:
+                break
+            scheduled = time.perf_counter()
+            record = await self._send(http, lane, copy, root, session, turn, scheduled)
+            for child in session.subagents_after(turn):
+                children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child)))
+            if turn + 1 < len(session.requests) and record.end is not None:
+                upcoming = session.requests[turn + 1]
+                recorded = upcoming.think_time
+                if recorded is None:
+                    current = session.requests[turn]
+                    recorded = max(0.0, upcoming.t - current.t - (current.api_time or 0.0))
+                await asyncio.sleep(self._gap(recorded))
+        if children:
+            await asyncio.gather(*children)
+
+    async def _spawn(
+        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, parent: Session, child: Session
+    ) -> None:
+        await asyncio.sleep(self._gap(max(0.0, parent.spawn_delay(child))))
+        await self._session(http, lane, copy, root, child, 0)
+
+    async def _lane(self, http: aiohttp.ClientSession, lane: int, primed: asyncio.Event) -> None:
+        first = True
+        while time.perf_counter() < self.window_end:
+            copy = next(self.copies)
+            root = copy % len(self.trace.sessions)
+            session = self.trace.sessions[root]
+            start_turn = 0
+            if first and self.settings.warmup and len(session.requests) > 1:
+                low = max(1, int(0.25 * len(session.requests)))
+                high = max(low, int(0.75 * len(session.requests)))
+                start_turn = self.random.randint(low, high)
+                # Prime the history: the previous turn's prompt, one token out, never measured.
+                await self._send(http, lane, copy, root, session, start_turn - 1, time.perf_counter(), 1, warmup=True)
+            if first:
+                first = False
+                primed.set()
+                await self._all_primed.wait()
+            started = time.perf_counter()
+            await self._session(http, lane, copy, root, session, start_turn)
+            ended = time.perf_counter()
+            if started >= self.window_start and ended <= self.window_end:
+                self.session_times.append(ended - started)
+
+    async def run_sessions(self) -> None:
+        lanes = self.settings.concurrency
+        events = [asyncio.Event() for _ in range(lanes)]
+        self._all_primed = asyncio.Event()
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as http:
+            tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
+            await asyncio.gather(*(event.wait() for event in events))
+            self.window_start = time.perf_counter()
+            self.window_end = self.window_start + self.settings.duration_s
+            self._all_primed.set()
+            await asyncio.gather(*tasks)
+
+    # --- open loop ---------------------------------------------------------------------------------
+
+    async def run_timeline(self) -> None:
+        slots = asyncio.Semaphore(self.settings.concurrency)
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as http:
+            self.window_start = start = time.perf_counter()
+            self.window_end = start + self.settings.duration_s
+            tasks = []
+            for item in self.trace.timeline():
+                due = start + item.time * self.settings.time_scale
+                if due >= self.window_end:
+                    break
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+
+                async def one(item=item, due=due) -> None:
+                    async with slots:
+                        await self._send(http, 0, 0, item.root, item.session, item.index, due)
+
+                tasks.append(asyncio.create_task(one()))
+            await asyncio.gather(*tasks)
+
+    # --- results -----------------------------------------------------------------------------------
+
+    def stats(self) -> ReplayStats:
+        measured = [item.record for item in self.records if not item.record.warmup and item.record.ok]
+        prompt = sum(r.prompt_tokens or r.prompt_tokens_sent for r in measured)
+        with_details = [r for r in measured if r.cached_tokens is not None]
+        cached = sum(r.cached_tokens or 0 for r in with_details)
+        ratios = [
+            (r.end - r.sent) / r.output_tokens
+            for r in measured
+            if r.end is not None and r.sent is not None and r.output_tokens > 0
+        ]
+        p90 = float(sorted(ratios)[min(len(ratios) - 1, math.ceil(0.9 * len(ratios)) - 1)]) if ratios else None
+        return ReplayStats(
+            requests_measured=len([item for item in self.records if not item.record.warmup]),
+            sessions_completed=len(self.session_times),
+            session_time_s=summarize(self.session_times),
+            schedule_lag_ms=summarize(self.lags),
+            prompt_tokens=prompt,
+            cached_tokens=cached,
+            realized_hit_rate=(cached / sum(r.prompt_tokens or 0 for r in with_details)) if with_details else None,
+            e2e_interactivity_p90=(1 / p90) if p90 else None,
+        )
+
+
+def replay(trace: Trace, endpoint: Endpoint, settings: ReplaySettings) -> tuple[ReplayStats, list[ReplayRequest]]:
+    from runners.loadgen import loop
+
+    replayer = Replayer(trace, endpoint, settings)
+    loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
+    return replayer.stats(), replayer.records

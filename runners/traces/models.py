@@ -1,0 +1,284 @@
+"""Trace file models (strict, one per on-disk format) and the normalized in-memory `Trace` replay works on.
+
+File models mirror the formats exactly and reject unknown keys (`extra="forbid"`), so a typo in a
+hand-edited trace is an error rather than a silently ignored field:
+
+- `WekaTrace` / `WekaRequest` / `WekaSubagent`: the Claude Code trace format of
+  callanjfox/agentic-coding-analysis (`/work/shared/traces/claude-code-weka/TRACE_FORMAT.md`). Every
+  documented field is modelled, including the build metadata (`_analysis`, `totals`) and two fields the
+  published samples carry beyond the document (`hash_id_scope`, `_start_ts`).
+- `MooncakeRequest`: one line of a Mooncake FAST'25 trace (`timestamp` ms, `input_length`,
+  `output_length`, `hash_ids` of 512-token blocks). Large files are checked line by line without building
+  this model per line (see `formats.py`); the model is the reference for what a valid line is and
+  produces the error messages when a line fails the fast check.
+
+The normalized form (`Trace` -> `Session` -> `TraceRequest`) is what synthesis, hit-rate analysis and the
+replayer use. It is made of frozen slotted dataclasses (cheap to build for 12k-line Mooncake files):
+
+- A `Trace` is a tuple of root `Session`s. A Weka file is one root session (the conversation); a Mooncake
+  file has one root session per line (Mooncake requests are independent: the format links no turns), whose
+  `start` is the line's timestamp in seconds.
+- A `Session` is an ordered tuple of `TraceRequest`s plus its subagents, which are sessions themselves
+  (nested to any depth). A subagent's `start` is its spawn offset on its parent's clock (seconds from the
+  parent session's start, as recorded) and `spawned_after` is the index of the parent request it follows in
+  the file, so a closed-loop replayer can spawn it `spawn_delay` seconds after sending that request.
+- A `TraceRequest`'s `t` is seconds from its own session's start; `Trace.timeline()` turns those into
+  absolute trace times and orders every request of every session (subagents at their offsets): that is the
+  order hit-rate analysis walks and open-loop replay sends in.
+- Cache scope: `hash_id_scope == "global"` means equal hash ids are the same content in every session of
+  the trace; `"session"` means ids only mean something within one root session and its subagents (the
+  Weka document's default: ids are assigned per conversation). A root session and its subagents always
+  share one id space (one conversation's ids), whichever the scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+
+TraceKind = Literal["weka", "mooncake"]  # built-in kinds; formats.register_trace_format may add others
+HashIdScope = Literal["global", "session"]
+
+
+class _StrictFile(BaseModel):
+    """A record of a trace file: exact types (no "12" for 12), unknown keys rejected, immutable."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
+
+# --- Weka (Claude Code) ------------------------------------------------------------------------------
+
+
+class WekaRequest(_StrictFile):
+    """One API request of a Claude Code conversation (`type` "s" streaming or "n" non-streaming)."""
+
+    t: float = Field(ge=0, description="Seconds from the start of the (sub)conversation when it was sent.")
+    type: Literal["s", "n"] = Field(
+        description='"s" = streaming (fixed proxy), "n" = non-streaming (older proxy, complete metadata).'
+    )
+    model: str | None = Field(None, description="Model id that served this request.")
+    input_tokens: int = Field(alias="in", ge=1, description="Input (prompt) token count, from the API usage.")
+    output_tokens: int = Field(alias="out", ge=0, description="Output token count, from the API usage.")
+    hash_ids: list[NonNegativeInt] = Field(
+        description="Chained hash ids of the prompt's full `block_size`-token blocks, in order (partial tail "
+        "block discarded); equal ids at the same position = reusable prefix."
+    )
+    input_types: list[str] | None = Field(
+        None, description='Content types the client added this turn, e.g. ["text"] or ["tool_result"].'
+    )
+    output_types: list[str] | None = Field(
+        None, description='Content types of the response: "text", "thinking", "tool_use".'
+    )
+    stop: str | None = Field(None, description='Stop reason: "", "tool_use", "end_turn", ...')
+    api_time: float | None = Field(None, ge=0, description="Total response time in seconds (proxy responseTime).")
+    ttft: float | None = Field(None, ge=0, description="Time to first token in seconds (Server-Timing header).")
+    think_time: float | None = Field(
+        None, ge=0, description="Client delay before this request: seconds since the previous response completed."
+    )
+
+
+class WekaSubagent(_StrictFile):
+    """A nested sub-agent conversation (`type` "subagent") spawned by the enclosing conversation."""
+
+    type: Literal["subagent"] = Field(description='Always "subagent".')
+    t: float = Field(ge=0, description="Spawn time: seconds from the parent conversation's start.")
+    agent_id: str | None = Field(None, description="Sub-agent identifier.")
+    subagent_type: str | None = Field(None, description='"Explore", "general-purpose", "Plan", ... (may be null).')
+    duration_ms: float | None = Field(None, ge=0, description="Total execution time in milliseconds.")
+    total_tokens: int | None = Field(None, ge=0, description="Total tokens the sub-agent consumed.")
+    tool_use_count: int | None = Field(None, ge=0, description="Number of tool calls it made.")
+    status: str | None = Field(None, description='"completed", "failed" or "timeout".')
+    models: list[str] | None = Field(None, description="Models the sub-agent used.")
+    tool_tokens: int | None = Field(None, ge=0, description="Token count of the sub-agent's tool definitions.")
+    system_tokens: int | None = Field(None, ge=0, description="Token count of the sub-agent's system prompt.")
+    requests: list[WekaEntry] = Field(description="The sub-agent's own requests (same schema as the parent's).")
+
+
+WekaEntry = Annotated[WekaRequest | WekaSubagent, Field(discriminator="type")]
+WekaSubagent.model_rebuild()
+
+
+class WekaAnalysis(_StrictFile):
+    """`_analysis`: build metadata of the trace generator (not used by replay)."""
+
+    indexed: int | None = Field(None, ge=0, description="Requests indexed by the generator.")
+    total: int | None = Field(None, ge=0, description="Total requests in the source conversation.")
+    unique_blocks: int | None = Field(None, ge=0, description="Distinct hash ids in the trace.")
+
+
+class WekaTokenPair(_StrictFile):
+    """Input and output token totals."""
+
+    input: int = Field(ge=0, description="Input tokens.")
+    output: int = Field(ge=0, description="Output tokens.")
+
+
+class WekaTotals(_StrictFile):
+    """`totals`: aggregate token counts, present in traces generated with sub-agents."""
+
+    parent_tokens: WekaTokenPair = Field(description="Tokens of the parent conversation's own requests.")
+    subagent_tokens: WekaTokenPair = Field(description="Tokens of all sub-agent requests.")
+    combined_tokens: WekaTokenPair = Field(description="Parent plus sub-agents.")
+    subagent_count: int = Field(ge=0, description="Number of sub-agents.")
+
+
+class WekaTrace(_StrictFile):
+    """A Weka-format trace file: one Claude Code conversation (or a `_sN` segment of one)."""
+
+    id: str = Field(description="First 12 chars of the conversation UUID (+ `_s1`, `_s2` if split).")
+    models: list[str] | None = Field(None, description="All model ids used in the conversation.")
+    block_size: int = Field(gt=0, description="Tokens per hash block (64 recommended).")
+    hash_id_scope: HashIdScope | None = Field(
+        None,
+        description='Where equal hash ids mean equal content: "global" (across conversations) or "session" '
+        "(one conversation). Not in TRACE_FORMAT.md, which assigns ids per conversation: absent = session.",
+    )
+    tool_tokens: int | None = Field(None, ge=0, description="Token count of the tools section (shared prefix).")
+    system_tokens: int | None = Field(None, ge=0, description="Token count of the system prompt (shared prefix).")
+    requests: list[WekaEntry] = Field(min_length=1, description="Requests and sub-agents, in conversation order.")
+    analysis: WekaAnalysis | None = Field(None, alias="_analysis", description="Build metadata.")
+    start_ts: str | None = Field(
+        None, alias="_start_ts", description="Wall-clock start of the conversation (ISO 8601; metadata)."
+    )
+    totals: WekaTotals | None = Field(None, description="Aggregate token counts (traces with sub-agents).")
+
+
+# --- Mooncake ----------------------------------------------------------------------------------------
+
+
+class MooncakeRequest(_StrictFile):
+    """One line of a Mooncake trace (JSON Lines)."""
+
+    timestamp: float = Field(ge=0, description="Arrival time in milliseconds from the trace start.")
+    input_length: int = Field(ge=1, description="Input (prompt) token count.")
+    output_length: int = Field(ge=0, description="Output token count.")
+    hash_ids: list[NonNegativeInt] = Field(
+        description="Prefix hash ids of the prompt's 512-token blocks (the last one may be partial); equal ids = "
+        "reusable prefix, ids are global across the trace."
+    )
+
+
+# --- Normalized in-memory form -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRequest:
+    """One request to replay.
+
+    `key` identifies it within its trace (`"<session path>:<index>"`, e.g. `"0/2:5"`); synthesis derives
+    the request's private filler tokens from it.
+    """
+
+    key: str
+    t: float  # seconds from its session's start (as recorded)
+    input_tokens: int
+    output_tokens: int
+    hash_ids: tuple[int, ...]
+    think_time: float | None = None  # recorded client delay before it (Weka); None when the format has none
+    api_time: float | None = None  # recorded response time (Weka), for reference only
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """An ordered run of requests by one agent, with the subagents it spawned.
+
+    `path` is unique within the trace: root sessions are `"0"`, `"1"`, ...; the k-th subagent of a
+    session with path p is `"p/k"`. `start` is seconds from the trace start for a root session, and the
+    spawn offset on the parent's clock (seconds from the parent session's start) for a subagent.
+    `spawned_after` (subagents only) is the index of the parent request that precedes the spawn in the
+    file, -1 when it precedes them all.
+    """
+
+    path: str
+    id: str
+    start: float
+    requests: tuple[TraceRequest, ...]
+    subagents: tuple[Session, ...] = ()
+    spawned_after: int | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.spawned_after is not None
+
+    def subagents_after(self, index: int) -> tuple[Session, ...]:
+        """Subagents spawned between request `index` and request `index + 1` (index -1: before the first)."""
+        return tuple(child for child in self.subagents if child.spawned_after == index)
+
+    def spawn_delay(self, child: Session) -> float:
+        """Seconds from sending the parent request a subagent follows to the subagent's spawn (recorded).
+
+        For a subagent spawned before any parent request this is its offset from the parent's start.
+        """
+        after = child.spawned_after
+        if after is None or after < 0:
+            return child.start
+        return child.start - self.requests[after].t
+
+    def walk(self) -> Iterator[Session]:
+        """This session and every subagent below it, depth first."""
+        yield self
+        for child in self.subagents:
+            yield from child.walk()
+
+
+@dataclass(frozen=True, slots=True)
+class TimedRequest:
+    """A request placed on the trace's clock, as yielded by `Trace.timeline()`."""
+
+    time: float  # seconds from the trace start (recorded): root start + subagent offsets + request t
+    root: int  # index of the root session (the cache scope when hash ids are session-scoped)
+    session: Session
+    index: int  # position in session.requests
+    request: TraceRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A loaded trace, normalized.
+
+    `content_hash` is the sha256 of the file's bytes: the trace's version, recorded with every result and
+    part of the synthesis namespace. `block_size` is the token size of one hash id's block.
+    """
+
+    id: str
+    kind: str  # "weka" | "mooncake" (or a registered format's kind)
+    block_size: int
+    hash_id_scope: HashIdScope
+    content_hash: str
+    sessions: tuple[Session, ...]
+    source: str = ""  # the file it came from
+    meta: Mapping[str, Any] = field(default_factory=dict)  # format metadata (models, tool_tokens, totals, ...)
+
+    def walk_sessions(self) -> Iterator[tuple[int, Session]]:
+        """(root index, session) for every session, subagents included, depth first."""
+        for root, session in enumerate(self.sessions):
+            for node in session.walk():
+                yield root, node
+
+    @property
+    def num_requests(self) -> int:
+        return sum(len(session.requests) for _, session in self.walk_sessions())
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(r.input_tokens for _, session in self.walk_sessions() for r in session.requests)
+
+    def timeline(self) -> list[TimedRequest]:
+        """Every request with its absolute recorded time, in time order (file order breaks ties)."""
+        items: list[TimedRequest] = []
+
+        def add(root: int, session: Session, origin: float) -> None:
+            for index, request in enumerate(session.requests):
+                items.append(TimedRequest(origin + request.t, root, session, index, request))
+            for child in session.subagents:
+                add(root, child, origin + child.start)
+
+        for root, session in enumerate(self.sessions):
+            add(root, session, session.start)
+        ordered = sorted(range(len(items)), key=lambda i: items[i].time)  # stable: file order on ties
+        return [items[i] for i in ordered]

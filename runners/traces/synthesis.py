@@ -1,0 +1,150 @@
+"""Deterministic prompt synthesis from hash ids (DESIGN.md §6).
+
+Every (scope key, hash id) maps to one block of `block_size` token ids; a request's prompt is its blocks
+in order, truncated to `input_tokens` when they cover more (Mooncake's last block is partial), then filler
+tokens up to exactly `input_tokens`. The filler is private to the request (seeded by its `key`), so it never
+produces a cache hit the trace does not record: that matches the formats, whose hash ids cover only the
+blocks that can be reused (Weka drops the partial tail block, which changes every turn).
+
+Scope keys: what may share and what may not
+--------------------------------------------
+The replayer gives each *replayed copy* of a trace a salt (every recycled or parallel copy its own). A copy
+is one pass over the whole trace: all its sessions, and for a corpus replayed as one trace, all its files.
+`scope_key(trace, salt, root)` is the namespace a request's hash ids are resolved in:
+
+- `hash_id_scope == "session"`: `s|<trace content hash>|<root session index>|<salt>`. Ids only mean
+  something within one conversation, so each root session (with its subagents, which share its id space)
+  gets its own namespace in each copy. Two sessions never share a block, even with equal ids.
+- `hash_id_scope == "global"`: `g|<namespace>|<salt>`, with namespace = the trace's content hash unless the
+  caller passes one (a corpus whose files share one global id space passes the corpus name). Within one copy
+  every session resolves an id to the same block, so everything the trace shares across sessions stays
+  shared: Mooncake's block 0 is one block for all 12k requests of a copy.
+
+So with the global scope, blocks are keyed by hash id *within one copy's salt namespace*, and two copies
+share nothing. Why not leave globally shared ids unsalted, so copies also share e.g. Mooncake's block 0 or
+the Claude Code tools+system prefix, as real users of one product do? Because the trace cannot tell a
+universal prefix from any other id that several of its sessions share (in Mooncake, later turns of one
+conversation are separate lines with global ids): unsalting every global id would let a recycled copy hit on
+the whole history of every conversation its previous pass replayed, which is precisely the sharing that
+does not exist in reality and that the salt exists to prevent. Salting every id is conservative and
+cheap: a copy pays one miss for each truly universal prefix (a single block for Mooncake, ~20k tokens once
+per copy for a Claude Code session), then shares it within the copy like the original traffic did.
+
+The generator: each block's seed is the 64-bit BLAKE2b of (scope key, hash id) (the filler's, of
+(scope key, request key)); token k of a block is `lo + splitmix64(seed + (k + 1)·γ) mod (hi − lo)`, the
+counter-based SplitMix64 mix (γ = 0x9E3779B97F4A7C15), computed with numpy uint64 arithmetic for all of a
+request's missing blocks at once. It is deterministic on every platform and ~30× faster than building a
+numpy Philox/PCG generator per block; the modulo bias is below (hi − lo) / 2^64.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from runners.traces.models import Trace, TraceRequest
+
+VocabularyRange = tuple[int, int]  # token ids drawn from [lo, hi)
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def scope_key(trace: Trace, salt: str | int, root: int = 0, *, namespace: str | None = None) -> str:
+    """The namespace a request of root session `root` resolves its hash ids in, for the copy `salt`."""
+    if trace.hash_id_scope == "global":
+        return f"g|{namespace or trace.content_hash}|{salt}"
+    return f"s|{trace.content_hash}|{root}|{salt}"
+
+
+def _seed(*parts: object) -> int:
+    text = "\x1f".join(str(part) for part in parts)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _draw(seeds: Sequence[int], count: int, lo: int, hi: int) -> np.ndarray:
+    """len(seeds) x count token ids (int32): row r is the SplitMix64 stream of seeds[r]."""
+    counters = np.arange(1, count + 1, dtype=np.uint64) * _GAMMA
+    z = np.asarray(seeds, dtype=np.uint64)[:, None] + counters[None, :]
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    z ^= z >> _S31
+    return (z % np.uint64(hi - lo)).astype(np.int32) + np.int32(lo)
+
+
+class BlockCache:
+    """LRU of generated blocks, bounded in tokens (int32 each: the default 2^25 tokens is 128 MiB)."""
+
+    def __init__(self, max_tokens: int = 1 << 25) -> None:
+        self.max_tokens = max_tokens
+        self.tokens = 0
+        self.generated = 0  # blocks generated so far (a block generated twice was evicted in between)
+        self._blocks: OrderedDict[tuple[str, int, int, int, int], np.ndarray] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def blocks(self, scope: str, hash_ids: Sequence[int], block_size: int, lo: int, hi: int) -> list[np.ndarray]:
+        """The blocks of `hash_ids` in order, generating the missing ones in one vectorized draw."""
+        found: list[np.ndarray | None] = []
+        missing: dict[int, list[int]] = {}  # hash id -> positions wanting it
+        for position, hash_id in enumerate(hash_ids):
+            key = (scope, hash_id, block_size, lo, hi)
+            block = self._blocks.get(key)
+            if block is None:
+                missing.setdefault(hash_id, []).append(position)
+            else:
+                self._blocks.move_to_end(key)
+            found.append(block)
+        if missing:
+            ids = list(missing)
+            drawn = _draw([_seed(scope, hash_id) for hash_id in ids], block_size, lo, hi)
+            for hash_id, block in zip(ids, drawn, strict=True):
+                self._blocks[(scope, hash_id, block_size, lo, hi)] = block
+                for position in missing[hash_id]:
+                    found[position] = block
+            self.tokens += len(ids) * block_size
+            self.generated += len(ids)
+            while self.tokens > self.max_tokens and len(self._blocks) > len(ids):
+                _, evicted = self._blocks.popitem(last=False)
+                self.tokens -= len(evicted)
+        return [block for block in found if block is not None]
+
+
+_DEFAULT_CACHE = BlockCache()
+
+
+def synthesize(
+    request: TraceRequest,
+    block_size: int,
+    scope_key: str,
+    vocabulary_range: VocabularyRange,
+    *,
+    cache: BlockCache | None = None,
+) -> list[int]:
+    """The request's prompt: exactly `request.input_tokens` token ids in [lo, hi), deterministic.
+
+    Blocks come from `cache` (a module-wide cache by default); the filler depends on (scope key, request key).
+    """
+    lo, hi = vocabulary_range
+    if not 0 <= lo < hi <= 2**31:
+        raise ValueError(f"vocabulary_range: got {vocabulary_range!r}; expected 0 <= lo < hi <= 2**31")
+    if block_size < 1:
+        raise ValueError(f"block_size: got {block_size}; expected >= 1")
+    length = request.input_tokens
+    needed = min(len(request.hash_ids), -(-length // block_size))
+    blocks = _DEFAULT_CACHE if cache is None else cache
+    parts = blocks.blocks(scope_key, request.hash_ids[:needed], block_size, lo, hi)
+    covered = needed * block_size
+    if covered > length:
+        parts[-1] = parts[-1][: length - (needed - 1) * block_size]  # truncate the partial last block
+    elif covered < length:
+        parts.append(_draw([_seed(scope_key, "filler", request.key)], length - covered, lo, hi)[0])
+    if not parts:
+        return []
+    return np.concatenate(parts).tolist()
