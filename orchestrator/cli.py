@@ -94,7 +94,8 @@ def _print_results(sweep: str | None) -> int:
 
     for row in rows:
         table.add_row(
-            row.sweep, row.recipe, row.hardware, row.origin, f"{row.isl}/{row.osl}", str(row.concurrency),
+            row.sweep, row.recipe, row.hardware, row.origin,
+            f"{row.isl}/{row.osl}" if row.isl is not None else "trace", str(row.concurrency),
             str(row.repeat_index), "yes" if row.valid else "[red]no[/]", f"{row.completed}/{row.failed}",
             number(row.output_throughput_per_gpu), number(row.ttft_p50_ms), number(row.tpot_p50_ms, 2),
             number(row.interactivity_p50),

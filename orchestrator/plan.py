@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass
 
 from recipes.loader import LoadedRecipe
-from recipes.schema import FixedLengthWorkload
+from recipes.schema import AgenticReplayWorkload
 from runners.job import PointRequest
-from runners.loadgen.records import FixedLengthPoint
+from runners.loadgen.records import FixedLengthPoint, ReplayPoint
 
 
 @dataclass(frozen=True)
@@ -22,18 +22,46 @@ class PlannedJob:
     points: list[PointRequest]
 
 
-def point_key(fingerprint: str, workload: FixedLengthPoint, repeat_index: int) -> str:
-    identity = {"recipe": fingerprint, "workload": workload.model_dump(mode="json"), "repeat": repeat_index}
+def point_key(fingerprint: str, workload: FixedLengthPoint | ReplayPoint, repeat_index: int) -> str:
+    if isinstance(workload, ReplayPoint):
+        # The trace's content, not its path on this machine, is part of the identity.
+        fields = workload.model_dump(mode="json", exclude={"trace_path"})
+        label = f"replay-c{workload.concurrency}"
+    else:
+        fields = workload.model_dump(mode="json", exclude={"kind"})  # keys predate the kind field
+        label = f"{workload.isl}x{workload.osl}-c{workload.concurrency}"
+    identity = {"recipe": fingerprint, "workload": fields, "repeat": repeat_index}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
-    return f"{workload.isl}x{workload.osl}-c{workload.concurrency}-r{repeat_index}-{digest}"
+    return f"{label}-r{repeat_index}-{digest}"
+
+
+def _replay_points(loaded: LoadedRecipe, workload: AgenticReplayWorkload) -> list[PointRequest]:
+    from runners.traces.formats import load_trace  # parses (and so validates) the trace once, at plan time
+
+    trace = load_trace(workload.trace)
+    points = []
+    for concurrency in sorted(set(workload.concurrency)):
+        for repeat in range(loaded.recipe.repeats):
+            spec = ReplayPoint(
+                trace_path=workload.trace, trace_version=trace.content_hash, mode=workload.mode,
+                concurrency=concurrency, duration_s=workload.duration_s, warmup=workload.warmup,
+                time_scale=workload.time_scale, think_cap_s=workload.think_cap_s, idle_cap_s=workload.idle_cap_s,
+                length_scale=workload.length_scale, max_output_tokens=workload.max_output_tokens,
+                seed=workload.seed + repeat, request_timeout_s=workload.request_timeout_s,
+                max_schedule_lag_p99_ms=workload.max_schedule_lag_p99_ms,
+            )  # fmt: skip
+            points.append(
+                PointRequest(point_key=point_key(loaded.fingerprint, spec, repeat), repeat_index=repeat, workload=spec)
+            )
+    return points
 
 
 def expand_points(loaded: LoadedRecipe) -> list[PointRequest]:
-    """Points in run order: each ISL/OSL pair, concurrency ascending, repeats of a level together."""
+    """Points in run order: each ISL/OSL pair (or trace), concurrency ascending, repeats of a level together."""
     recipe = loaded.recipe
     workload = recipe.workload
-    if not isinstance(workload, FixedLengthWorkload):
-        raise TypeError(f"no expansion for workload kind {workload.kind!r}")
+    if isinstance(workload, AgenticReplayWorkload):
+        return _replay_points(loaded, workload)
     points = []
     for lengths in workload.sequences:
         for concurrency in sorted(set(workload.concurrency)):

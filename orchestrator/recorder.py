@@ -26,7 +26,7 @@ from orchestrator.publish import upload_artifacts
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from runners.job import JobEvent, PointOutcome, PointRequest
-from runners.loadgen.records import PointMetrics, records_frame
+from runners.loadgen.records import FixedLengthPoint, PointMetrics, records_frame
 
 log = logging.getLogger(__name__)
 
@@ -162,8 +162,8 @@ class Recorder:
             point_key=outcome.point_key,
             repeat_index=point.repeat_index,
             workload_kind=RecipeIdentity.of(loaded).workload_kind,
-            isl=point.workload.isl,
-            osl=point.workload.osl,
+            isl=point.workload.isl if isinstance(point.workload, FixedLengthPoint) else None,
+            osl=point.workload.osl if isinstance(point.workload, FixedLengthPoint) else None,
             concurrency=point.workload.concurrency,
             origin=outcome.origin,
             valid=metrics.validity.valid,

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from recipes.errors import RecipeError
 from recipes.hardware import load_hardware_registry
-from recipes.schema import FixedLengthWorkload, Recipe, methodology_knob_of
+from recipes.schema import AgenticReplayWorkload, FixedLengthWorkload, Recipe, methodology_knob_of
 from recipes.yamlio import read_yaml, validation_problems
 
 
@@ -75,6 +75,9 @@ def check_rules(recipe: Recipe, path: str) -> None:
                     )
                 )
 
+    if isinstance(workload, AgenticReplayWorkload) and not Path(workload.trace).is_file():
+        problems.append(("workload.trace", workload.trace, "expected an existing trace file"))
+
     is_simulated = recipe.engine.kind == "simulated"
     if is_simulated != (recipe.engine.environment.kind == "project"):
         problems.append(
@@ -90,6 +93,15 @@ def check_rules(recipe: Recipe, path: str) -> None:
         raise RecipeError(path, problems)
 
 
+def _resolve_paths(recipe: Recipe, base: Path) -> Recipe:
+    """File references in a recipe are relative to the recipe's own directory."""
+    workload = recipe.workload
+    if isinstance(workload, AgenticReplayWorkload) and not Path(workload.trace).is_absolute():
+        resolved = workload.model_copy(update={"trace": str((base / workload.trace).resolve())})
+        return recipe.model_copy(update={"workload": resolved})
+    return recipe
+
+
 def parse_recipe(data: Any, path: str) -> LoadedRecipe:
     """Validate already-parsed YAML data (a mapping) as a recipe."""
     if not isinstance(data, dict):
@@ -98,8 +110,12 @@ def parse_recipe(data: Any, path: str) -> LoadedRecipe:
         recipe = Recipe.model_validate(data)
     except ValidationError as error:
         raise RecipeError(path, validation_problems(error, data)) from error
+    # The identity is the recipe as written: a trace path resolved on this machine must not change it
+    # (the trace's own content hash is part of every replay Point's identity instead).
+    fingerprint = fingerprint_of(recipe)
+    recipe = _resolve_paths(recipe, Path(path).parent)
     check_rules(recipe, path)
-    return LoadedRecipe(recipe=recipe, path=path, fingerprint=fingerprint_of(recipe))
+    return LoadedRecipe(recipe=recipe, path=path, fingerprint=fingerprint)
 
 
 def load_recipe(path: str | Path) -> LoadedRecipe:

@@ -256,7 +256,30 @@ class FixedLengthWorkload(StrictModel):
     request_timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
 
 
-Workload = Annotated[FixedLengthWorkload, Field(discriminator="kind")]
+class AgenticReplayWorkload(StrictModel):
+    kind: Literal["agentic-replay"] = Field(description="Replay of agentic traces (AgentX-style).")
+    trace: str = Field(description="Trace file (Weka JSON or Mooncake JSONL), relative to the recipe file or absolute.")
+    mode: Literal["sessions", "timeline"] = Field(
+        "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."
+    )
+    concurrency: list[Annotated[int, Field(gt=0)]] = Field(
+        min_length=1, description="Live session trees (closed loop), one Point per value."
+    )
+    duration_s: float = Field(gt=0, description="Measured window per Point, seconds.")
+    warmup: bool = Field(True, description="Start lanes at a random 25-75 % turn with their history primed.")
+    time_scale: float = Field(1.0, gt=0, description="Multiplies recorded think times and timestamps.")
+    think_cap_s: float = Field(300.0, gt=0, description="Cap on one recorded think time (AgentX default).")
+    idle_cap_s: float = Field(10.0, gt=0, description="Cap on a gap while nothing is in flight.")
+    length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
+    max_output_tokens: int | None = Field(None, gt=0, description="Cap on recorded output lengths.")
+    seed: int = Field(0, description="Seed of start points and salts.")
+    request_timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+    max_schedule_lag_p99_ms: float = Field(
+        5000.0, gt=0, description="Validity: requests may be sent at most this late against their schedule (p99)."
+    )
+
+
+Workload = Annotated[FixedLengthWorkload | AgenticReplayWorkload, Field(discriminator="kind")]
 
 
 class ValidityThresholds(StrictModel):

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError
 from recipes.schema import Recipe
-from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, RequestRecord
+from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
+
+PointWorkload = Annotated[FixedLengthPoint | ReplayPoint, Field(discriminator="kind")]
 
 
 class Strict(BaseModel):
@@ -25,7 +27,7 @@ class Strict(BaseModel):
 class PointRequest(Strict):
     point_key: str = Field(description="Identity of the Point within its sweep (see orchestrator.plan).")
     repeat_index: int = Field(ge=0, description="Which repeat of the same Point this is.")
-    workload: FixedLengthPoint = Field(description="What to run for this Point.")
+    workload: PointWorkload = Field(description="What to run for this Point.")
 
 
 class JobSpec(Strict):

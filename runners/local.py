@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.schema import GeneratedModelSource, ModelSpec, PathModelSource, Recipe
@@ -13,6 +15,8 @@ from runners.environments import ensure_environment
 from runners.job import ErrorInfo, JobEvent, JobSpec, PointOutcome, Runner, register_runner
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
+from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord
+from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
 from runners.process import EngineProcess, pick_free_port, reap_orphaned_engines
 
@@ -29,6 +33,38 @@ def resolve_model_dir(model: ModelSpec) -> Path:
     raise ConfigurationError(
         f"model.source.kind: got {source.kind!r}; this host cannot reach a model hub (use 'generated' or 'path')"
     )
+
+
+@dataclass(frozen=True)
+class PointContext:
+    """What every workload needs to measure one Point against the running engine."""
+
+    endpoint: Endpoint
+    vocabulary: Vocabulary
+    recipe: Recipe
+
+
+def _fixed_length(context: PointContext, workload: FixedLengthPoint) -> tuple[PointMetrics, list[RequestRecord]]:
+    recipe = context.recipe
+    return run_fixed_length_point(
+        context.endpoint, workload, context.vocabulary, recipe.parallelism.accelerators, recipe.validity
+    )
+
+
+def _agentic_replay(context: PointContext, workload: ReplayPoint) -> tuple[PointMetrics, list[RequestRecord]]:
+    return run_replay_point(
+        context.endpoint, workload, context.vocabulary, context.recipe.parallelism.accelerators,
+        context.recipe.validity, ENGINE_BLOCK_SIZES.get(context.recipe.engine.kind, 16),
+    )  # fmt: skip
+
+
+# Workload kinds, by the Point's `kind`: a new workload is one entry here, not a branch in the runner.
+WORKLOAD_RUNNERS: dict[str, Callable[[PointContext, Any], tuple[PointMetrics, list[RequestRecord]]]] = {
+    "fixed-length": _fixed_length,
+    "agentic-replay": _agentic_replay,
+}
+# KV-cache block size of each engine as deployed here (vLLM on CPU: 128; the simulated engine: 16).
+ENGINE_BLOCK_SIZES = {"vllm": 128, "simulated": 16}
 
 
 def _error_event(job: JobSpec, error: InferSweepError) -> JobEvent:
@@ -62,12 +98,11 @@ class LocalRunner(Runner):
             waited = engine.wait_healthy(recipe.engine.startup_timeout_s)
             yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s")
             endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model)
+            context = PointContext(endpoint, vocabulary, recipe)
             for point in job.points:
                 yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)
                 started = datetime.now(UTC)
-                metrics, records = run_fixed_length_point(
-                    endpoint, point.workload, vocabulary, recipe.parallelism.accelerators, recipe.validity
-                )
+                metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)
                 code = engine.exited()
                 if code is not None:
                     # A dead engine is an infrastructure fault, not a measurement of the configuration.

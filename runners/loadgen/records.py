@@ -92,6 +92,7 @@ class MeasuredWindow(Strict):
 class FixedLengthPoint(Strict):
     """What to run for one Point of a fixed-length workload."""
 
+    kind: Literal["fixed-length"] = Field("fixed-length", description="Workload kind of this Point.")
     isl: int = Field(gt=0, description="Upper bound of the prompt length.")
     osl: int = Field(gt=0, description="Upper bound of the output length.")
     range_ratio: float = Field(ge=0, le=1, description="Lengths uniform in [r*L, L].")
@@ -108,6 +109,42 @@ class GoodputSlo(Strict):
     ttft_ms: float | None = Field(None, gt=0, description="Largest acceptable TTFT.")
     tpot_ms: float | None = Field(None, gt=0, description="Largest acceptable TPOT.")
     e2el_ms: float | None = Field(None, gt=0, description="Largest acceptable end-to-end latency.")
+
+
+class ReplayPoint(Strict):
+    """What to run for one Point of an agentic trace replay."""
+
+    kind: Literal["agentic-replay"] = Field("agentic-replay", description="Workload kind of this Point.")
+    trace_path: str = Field(description="Trace file on the engine host.")
+    trace_version: str = Field(description="sha256 of the trace file: part of the Point's identity.")
+    mode: Literal["sessions", "timeline"] = Field(description="Closed-loop sessions or open-loop timeline.")
+    concurrency: int = Field(gt=0, description="Live session trees (in-flight cap for timeline).")
+    duration_s: float = Field(gt=0, description="Measured window.")
+    warmup: bool = Field(description="Warm start at a 25-75 % turn with history primed.")
+    time_scale: float = Field(gt=0, description="Multiplies recorded gaps.")
+    think_cap_s: float = Field(gt=0, description="Cap on one think time.")
+    idle_cap_s: float = Field(gt=0, description="Cap on a gap while nothing is in flight.")
+    length_scale: float = Field(gt=0, le=1, description="Multiplies input, output and block lengths.")
+    max_output_tokens: int | None = Field(description="Cap on recorded output lengths.")
+    seed: int = Field(description="Seed of start points and salts.")
+    request_timeout_s: float = Field(gt=0, description="Per-request deadline.")
+    max_schedule_lag_p99_ms: float = Field(gt=0, description="Validity bound on schedule lag.")
+
+
+class ReplayStats(Strict):
+    requests_measured: int = Field(description="Requests sent inside the measured window.")
+    sessions_completed: int = Field(description="Session trees that started and ended inside the window.")
+    session_time_s: Stats = Field(description="Wall time of completed session trees.")
+    schedule_lag_ms: Stats = Field(description="How late requests were sent against their schedule.")
+    prompt_tokens: int = Field(description="Prompt tokens of measured requests (server usage).")
+    cached_tokens: int = Field(description="Of those, served from the prefix cache (usage cached_tokens).")
+    realized_hit_rate: float | None = Field(description="cached / prompt tokens; None without usage details.")
+    theoretical_hit_rate: float | None = Field(
+        None, description="The trace's own prefix reuse at the engine's block size (runners/traces/hit_rate.py)."
+    )
+    e2e_interactivity_p90: float | None = Field(
+        description="Output tokens per second of E2E latency at the slow tail: 1 / P90(E2EL / OSL)."
+    )
 
 
 class PointMetrics(Strict):
@@ -139,6 +176,7 @@ class PointMetrics(Strict):
     token_disagreement: float = Field(description="Relative gap of server vs client output-token counts.")
     window: MeasuredWindow = Field(description="The measured window.")
     validity: Validity = Field(description="Validity verdict with reasons.")
+    replay: ReplayStats | None = Field(None, description="Agentic replay figures (replay Points only).")
 
 
 def records_frame(records: list[RequestRecord]):  # -> pandas.DataFrame (pandas is imported lazily)

@@ -28,9 +28,14 @@ from typing import Literal
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field
 
+from recipes.errors import ConfigurationError
+from recipes.schema import ValidityThresholds
 from runners.loadgen.client import Endpoint, PreparedRequest, send_one
-from runners.loadgen.metrics import summarize
-from runners.loadgen.records import RequestRecord, Stats
+from runners.loadgen.fixed_length import Vocabulary
+from runners.loadgen.metrics import compute_point_metrics, summarize
+from runners.loadgen.records import PointMetrics, ReplayPoint, ReplayStats, RequestRecord
+from runners.traces.formats import load_trace
+from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
 from runners.traces.synthesis import BlockCache, scope_key, synthesize
 
@@ -52,21 +57,6 @@ class ReplaySettings(BaseModel):
     vocabulary: tuple[int, int] = Field((10, 1000), description="Token ids [lo, hi) used for synthesized blocks.")
     seed: int = Field(0, description="Seed of start points and salts.")
     timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
-
-
-class ReplayStats(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    requests_measured: int = Field(description="Requests sent inside the measured window.")
-    sessions_completed: int = Field(description="Session trees that started and ended inside the window.")
-    session_time_s: Stats = Field(description="Wall time of completed session trees.")
-    schedule_lag_ms: Stats = Field(description="How late requests were sent against their schedule.")
-    prompt_tokens: int = Field(description="Prompt tokens of measured requests (server usage).")
-    cached_tokens: int = Field(description="Of those, served from the prefix cache (usage cached_tokens).")
-    realized_hit_rate: float | None = Field(description="cached / prompt tokens; None without usage details.")
-    e2e_interactivity_p90: float | None = Field(
-        description="Output tokens per second of E2E latency at the slow tail: 1 / P90(E2EL / OSL)."
-    )
 
 
 @dataclass(frozen=True)
@@ -257,3 +247,40 @@ def replay(trace: Trace, endpoint: Endpoint, settings: ReplaySettings) -> tuple[
     replayer = Replayer(trace, endpoint, settings)
     loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
     return replayer.stats(), replayer.records
+
+
+def run_replay_point(
+    endpoint: Endpoint,
+    point: ReplayPoint,
+    vocabulary: Vocabulary,
+    accelerators: int,
+    thresholds: ValidityThresholds,
+    engine_block_size: int,
+) -> tuple[PointMetrics, list[RequestRecord]]:
+    """One replay Point of a recipe: replay, then the usual aggregates plus the replay figures."""
+    trace = load_trace(point.trace_path)
+    if trace.content_hash != point.trace_version:
+        raise ConfigurationError(
+            f"workload.trace: {point.trace_path} changed since the sweep was planned "
+            f"(version {trace.content_hash[:12]}, planned {point.trace_version[:12]}); plan a new sweep"
+        )
+    low = max(vocabulary.excluded, default=-1) + 1
+    settings = ReplaySettings(
+        mode=point.mode, concurrency=point.concurrency, duration_s=point.duration_s, warmup=point.warmup,
+        time_scale=point.time_scale, think_cap_s=point.think_cap_s, idle_cap_s=point.idle_cap_s,
+        length_scale=point.length_scale, max_output_tokens=point.max_output_tokens,
+        vocabulary=(low, vocabulary.size), seed=point.seed, timeout_s=point.request_timeout_s,
+    )  # fmt: skip
+    stats, items = replay(trace, endpoint, settings)
+    records = [item.record for item in items]
+    metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
+    # The engine sees lengths scaled by length_scale: its block covers engine_block / scale trace tokens.
+    theoretical = theoretical_hit_rate(trace).rebase(max(1, round(engine_block_size / point.length_scale))).rate
+    metrics.replay = stats.model_copy(update={"theoretical_hit_rate": theoretical})
+    lag = stats.schedule_lag_ms.p99
+    if lag is not None and lag > point.max_schedule_lag_p99_ms:
+        metrics.validity.valid = False
+        metrics.validity.reasons.append(
+            f"schedule lag p99 {lag:.0f} ms above {point.max_schedule_lag_p99_ms:.0f} ms (client or server fell behind)"
+        )
+    return metrics, records
