@@ -19,6 +19,7 @@ from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint,
 from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
 from runners.process import EngineProcess, pick_free_port, reap_orphaned_engines
+from runners.server_metrics import counter_deltas, scrape
 
 
 def resolve_model_dir(model: ModelSpec) -> Path:
@@ -102,7 +103,9 @@ class LocalRunner(Runner):
             for point in job.points:
                 yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)
                 started = datetime.now(UTC)
+                before = scrape(engine.base_url + plan.metrics_path)
                 metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)
+                metrics.server = counter_deltas(before, scrape(engine.base_url + plan.metrics_path))
                 code = engine.exited()
                 if code is not None:
                     # A dead engine is an infrastructure fault, not a measurement of the configuration.

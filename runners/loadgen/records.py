@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runners.server_metrics import ServerCounters
+
 RESULT_SCHEMA_VERSION = 1
 
 Origin = Literal["measured", "simulated", "dry-run", "imported"]
@@ -177,6 +179,9 @@ class PointMetrics(Strict):
     window: MeasuredWindow = Field(description="The measured window.")
     validity: Validity = Field(description="Validity verdict with reasons.")
     replay: ReplayStats | None = Field(None, description="Agentic replay figures (replay Points only).")
+    server: ServerCounters | None = Field(
+        None, description="Deltas of the engine's own counters over the Point (None when /metrics was unreadable)."
+    )
 
 
 def records_frame(records: list[RequestRecord]):  # -> pandas.DataFrame (pandas is imported lazily)

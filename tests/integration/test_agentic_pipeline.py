@@ -46,6 +46,12 @@ def test_simulated_replay_realizes_the_theoretical_rate(write_recipe) -> None:
     # One lane, warm start at one turn of the root session: realized within a few points of theoretical.
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.05)
     assert row.records_path is not None
+    # The engine's own counters over the Point agree with the usage the client saw (warmup included there).
+    server = row.metrics["server"]
+    assert server["prefix_cache_queries"] > 0
+    assert server["prefix_cache_hits"] / server["prefix_cache_queries"] == pytest.approx(
+        replay["realized_hit_rate"], abs=0.05
+    )
 
     again = run_cli("run", str(recipe), "--sweep", "agentic-sim")
     assert again.returncode == 0 and "skipping 1 finished point(s)" in again.stdout
@@ -63,4 +69,9 @@ def test_real_vllm_prefix_cache_on_an_agentic_trace(write_recipe) -> None:
     # vLLM's own cached_tokens (prefix caching on, 128-token blocks) track the trace's reuse.
     assert replay["realized_hit_rate"] is not None
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.1)
+    server = row.metrics["server"]  # vLLM's prefix_cache_* counters over the Point
+    assert server["prefix_cache_queries"] > 0
+    assert server["prefix_cache_hits"] / server["prefix_cache_queries"] == pytest.approx(
+        replay["realized_hit_rate"], abs=0.1
+    )
     assert running_engines() == [] and processes_of_runs("agentic-tiny-llama-cpu-") == []

@@ -1,0 +1,106 @@
+"""Server-side counters: scrape an engine's Prometheus `/metrics` before and after a Point, keep the deltas.
+
+Realized prefix-cache hits come from the server's own counters over the measured Point (DESIGN.md §6),
+cross-checked with the per-request `cached_tokens` the client saw. Only counters are differenced; a
+counter that is missing (another engine, an older version) stays None rather than being guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.error
+import urllib.request
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')  # values may hold commas and escapes
+
+
+def parse_prometheus(text: str) -> Samples:
+    """Prometheus text exposition -> {metric name: {sorted label pairs: value}}. Comments are skipped.
+
+    A line is `name{labels} value [timestamp]` or `name value [timestamp]`; label values may hold spaces.
+    """
+    samples: Samples = defaultdict(dict)
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "{" in line:
+            name, _, remainder = line.partition("{")
+            label_text, _, rest = remainder.rpartition("}")
+        else:
+            name, _, rest = line.partition(" ")
+            label_text = ""
+        fields = rest.split()
+        if not fields:
+            continue
+        try:
+            value = float(fields[0])
+        except ValueError:
+            continue  # not a sample line we understand
+        labels = [(key, value_text.replace('\\"', '"')) for key, value_text in _LABEL.findall(label_text)]
+        samples[name.strip()][tuple(sorted(labels))] = value
+    return dict(samples)
+
+
+def scrape(url: str, timeout_s: float = 5.0) -> Samples | None:
+    """The server's samples, or None when /metrics cannot be read (the Point is still measured)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - the engine's own URL
+            return parse_prometheus(response.read().decode("utf-8", errors="replace"))
+    except (urllib.error.URLError, OSError, TimeoutError):
+        return None
+
+
+class ServerCounters(BaseModel):
+    """Deltas of the engine's counters over one Point (vLLM names; None where the engine has none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: float | None = Field(None, description="vllm:prompt_tokens_total.")
+    generation_tokens: float | None = Field(None, description="vllm:generation_tokens_total.")
+    prefix_cache_queries: float | None = Field(None, description="vllm:prefix_cache_queries_total (tokens).")
+    prefix_cache_hits: float | None = Field(None, description="vllm:prefix_cache_hits_total (tokens).")
+    prompt_tokens_local_compute: float | None = Field(None, description="prompt_tokens_by_source{local_compute}.")
+    prompt_tokens_local_cache_hit: float | None = Field(None, description="prompt_tokens_by_source{local_cache_hit}.")
+    prompt_tokens_external: float | None = Field(None, description="prompt_tokens_by_source{external_kv_transfer}.")
+    preemptions: float | None = Field(None, description="vllm:num_preemptions_total.")
+
+    @property
+    def prefix_hit_rate(self) -> float | None:
+        if self.prefix_cache_queries and self.prefix_cache_hits is not None:
+            return self.prefix_cache_hits / self.prefix_cache_queries
+        return None
+
+
+def _total(samples: Samples, name: str, **labels: str) -> float | None:
+    series = samples.get(name) or samples.get(name.removesuffix("_total"))
+    if not series:
+        return None
+    wanted = set(labels.items())
+    values = [value for key, value in series.items() if wanted <= set(key) and math.isfinite(value)]
+    return sum(values) if values else None
+
+
+def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCounters | None:
+    if before is None or after is None:
+        return None
+
+    def delta(name: str, **labels: str) -> float | None:
+        start, end = _total(before, name, **labels), _total(after, name, **labels)
+        return None if start is None or end is None else end - start
+
+    return ServerCounters(
+        prompt_tokens=delta("vllm:prompt_tokens_total"),
+        generation_tokens=delta("vllm:generation_tokens_total"),
+        prefix_cache_queries=delta("vllm:prefix_cache_queries_total"),
+        prefix_cache_hits=delta("vllm:prefix_cache_hits_total"),
+        prompt_tokens_local_compute=delta("vllm:prompt_tokens_by_source_total", source="local_compute"),
+        prompt_tokens_local_cache_hit=delta("vllm:prompt_tokens_by_source_total", source="local_cache_hit"),
+        prompt_tokens_external=delta("vllm:prompt_tokens_by_source_total", source="external_kv_transfer"),
+        preemptions=delta("vllm:num_preemptions_total"),
+    )
