@@ -220,6 +220,9 @@ class ResultView:
     request_throughput: float = 0.0
     duration_s: float = 0.0
     source: str | None = None
+    workload_kind: str = "fixed-length"
+    realized_hit_rate: float | None = None
+    theoretical_hit_rate: float | None = None
 
 
 def list_results(
@@ -273,6 +276,9 @@ def list_results(
                 request_throughput=point.request_throughput,
                 duration_s=point.duration_s,
                 source=point.source,
+                workload_kind=point.workload_kind,
+                realized_hit_rate=(point.metrics.get("replay") or {}).get("realized_hit_rate"),
+                theoretical_hit_rate=(point.metrics.get("replay") or {}).get("theoretical_hit_rate"),
             )
         )
     return views
