@@ -344,6 +344,44 @@ def compare(
 
 
 @app.command()
+def regressions(
+    at_interactivity: Annotated[float, typer.Option(help="Target tokens/s/user every sweep is read at.")],
+    min_drop: Annotated[float, typer.Option(help="Smallest relative drop worth flagging.")] = 0.05,
+) -> None:
+    """Compare each configuration's latest sweep with its history; exit 1 when any regressed."""
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.analysis.trends import trends_at
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        rows = [row for row in queries.list_results(session) if row.origin in {"measured", "imported"}]
+    table = Table(title=f"Output tok/s/GPU at {at_interactivity:g} tok/s/user, sweep by sweep")
+    for column in ("recipe", "hw", "history", "latest", "verdict"):
+        table.add_column(column)
+    regressed = 0
+    for trend in trends_at(rows, at_interactivity, min_drop):
+        history = ", ".join(f"{name}={'-' if value is None else f'{value:,.1f}'}" for name, value in trend.points[:-1])
+        name, latest = trend.points[-1]
+        verdict = trend.verdict.reason if trend.verdict else "fewer than two sweeps read at this interactivity"
+        if trend.verdict is not None and trend.verdict.regressed:
+            regressed += 1
+            verdict = f"[red]{verdict}[/]"
+        table.add_row(
+            trend.recipe,
+            trend.hardware,
+            history or "-",
+            f"{name}={'-' if latest is None else f'{latest:,.1f}'}",
+            verdict,
+        )
+    console.print(table)
+    if regressed:
+        errors.print(f"{regressed} configuration(s) regressed")
+        raise typer.Exit(1)
+
+
+@app.command()
 def retract(
     sweep: Annotated[str, typer.Option(help="Sweep whose results to retract.")],
     reason: Annotated[str, typer.Option(help="Why (kept with the rows; shown to maintainers).")],

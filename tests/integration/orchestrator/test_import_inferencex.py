@@ -105,3 +105,30 @@ def test_embargo_hides_from_public_readers_until_the_date(tmp_path: Path) -> Non
     assert run_cli("embargo", "--sweep", "launch", "--until", "2000-01-01").returncode == 0  # lifted: date passed
     with open_session(engine) as session:
         assert len(queries.list_results(session, sweep="launch", public=True)) == 3
+
+
+def _rows_scaled(factor: float) -> list[dict]:
+    return [dict(row, tput_per_gpu=row["tput_per_gpu"] * factor, output_tput_per_gpu=row["output_tput_per_gpu"] * factor)
+            for row in ROWS]  # fmt: skip
+
+
+def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> None:
+    # Four nightly sweeps of one configuration (throughput at 50 tok/s/user ≈ 1500 ± 1 %), then a fifth.
+    for night, factor in enumerate([1.0, 1.01, 0.99, 1.005]):
+        path = tmp_path / f"night{night}.json"
+        path.write_text(json.dumps(_rows_scaled(factor)))
+        assert run_cli("import", "inferencex", str(path), "--sweep", f"nightly-{night}").returncode == 0
+    steady = tmp_path / "steady.json"
+    steady.write_text(json.dumps(_rows_scaled(0.995)))
+    assert run_cli("import", "inferencex", str(steady), "--sweep", "nightly-4").returncode == 0
+    quiet = run_cli("regressions", "--at-interactivity", "50")
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert "nightly-4=1,492.5" in quiet.stdout
+
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(_rows_scaled(0.8)))
+    assert run_cli("import", "inferencex", str(slow), "--sweep", "nightly-5").returncode == 0
+    flagged = run_cli("regressions", "--at-interactivity", "50")
+    assert flagged.returncode == 1
+    assert "nightly-5=1,200.0" in flagged.stdout and "regression" in flagged.stdout
+    assert "1 configuration(s) regressed" in flagged.stderr
