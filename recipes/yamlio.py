@@ -47,7 +47,7 @@ def read_yaml(path: Path, what: str = "recipe") -> Any:
         raise RecipeError(str(path), [(where, problem, "expected valid YAML")], what) from error
 
 
-def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
+def field_path(loc: tuple[int | str, ...], data: Any, tag_key: str = "kind") -> str:
     """Dotted path of a pydantic error location, e.g. `workload.concurrency[0]`.
 
     Pydantic puts a discriminated union's tag (the `kind` value) into the location; it is not a
@@ -62,7 +62,7 @@ def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
         elif isinstance(node, dict) and element in node:
             parts.append(f".{element}")
             node = node[element]
-        elif isinstance(node, dict) and node.get("kind") == element:
+        elif isinstance(node, dict) and node.get(tag_key) == element:
             continue
         else:
             parts.append(f".{element}")
@@ -73,7 +73,7 @@ def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
 def validation_problems(error: ValidationError, data: Any) -> list[tuple[str, Any, str]]:
     problems: list[tuple[str, Any, str]] = []
     for item in error.errors(include_url=False):
-        field = _field_path(tuple(item["loc"]), data)
+        field = field_path(tuple(item["loc"]), data)
         kind = item["type"]
         if kind == "extra_forbidden":
             expected = "unknown key (not in recipe schema v1; check the spelling)"

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from recipes.errors import MISSING, ConfigurationError, RecipeError
+from recipes.yamlio import field_path
 from runners.traces.models import (
     MooncakeRequest,
     Session,
@@ -93,29 +94,10 @@ def detect_trace_kind(content: bytes, path: str = "<trace>") -> str:
 # --- error locations ----------------------------------------------------------------------------------
 
 
-def _field_path(loc: tuple[int | str, ...], data: Any) -> str:
-    """`requests[3].hash_ids[2]` from a pydantic location; the union tag (`type` value) is not a key."""
-    parts: list[str] = []
-    node = data
-    for element in loc:
-        if isinstance(element, int):
-            parts.append(f"[{element}]")
-            node = node[element] if isinstance(node, list) and element < len(node) else None
-        elif isinstance(node, dict) and element in node:
-            parts.append(f".{element}")
-            node = node[element]
-        elif isinstance(node, dict) and node.get("type") == element:
-            continue
-        else:
-            parts.append(f".{element}")
-            node = None
-    return "".join(parts).lstrip(".")
-
-
 def _problems(error: ValidationError, data: Any, prefix: str = "") -> list[Problem]:
     problems: list[Problem] = []
     for item in error.errors(include_url=False):
-        field = _field_path(tuple(item["loc"]), data)
+        field = field_path(tuple(item["loc"]), data, tag_key="type")  # Weka entries are tagged by `type`
         kind = item["type"]
         value = item.get("input", MISSING)
         if kind in ("union_tag_invalid", "union_tag_not_found"):
