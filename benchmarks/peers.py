@@ -7,37 +7,23 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from runners.engines.simulated_server import spawn
 from runners.environments import setup_environment
 from runners.models import ensure_generated_model
-from runners.process import pick_free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
 def simulated_server(*arguments: str) -> Iterator[str]:
-    """A simulated engine process on a free loopback port; yields its base URL."""
-    port = pick_free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runners.engines.simulated_server", "--port", str(port), "--model", "sim", *arguments],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    """A simulated engine process on a free loopback port for the duration of the block; yields its URL."""
+    process, url = spawn(*arguments)
     try:
-        for _ in range(200):
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.1)
         yield url
     finally:
         process.terminate()

@@ -19,7 +19,10 @@ import hashlib
 import json
 import os
 import random
+import subprocess
+import sys
 import time
+import urllib.request
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +288,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--record-file", default=None, help="Append one JSON line per served request.")
     parser.add_argument("--inject", type=RequestFault.parse, action="append", default=[], help="KIND:EVERY[:MS]")
     return parser.parse_args(argv)
+
+
+def spawn(*arguments: str, model: str = "sim") -> tuple[subprocess.Popen[bytes], str]:
+    """Start a simulated engine process on a free loopback port, wait for /health; (process, base URL).
+
+    For tests and benchmarks; the caller terminates the process. (Sweeps launch it through the runner.)
+    """
+    from runners.process import pick_free_port
+
+    port = pick_free_port()
+    command = [sys.executable, "-m", "runners.engines.simulated_server", "--port", str(port), "--model", model]
+    process = subprocess.Popen([*command, *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1):  # noqa: S310 - loopback URL
+                return process, url
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"simulated server did not become healthy (arguments {arguments!r})")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from recipes.errors import ConfigurationError
+from runners.engines.simulated_server import spawn
 from runners.loadgen.bench import BenchResult, BenchSettings, parse_goodput, run_bench
 from runners.models import ensure_generated_model
-from runners.process import pick_free_port
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration
@@ -27,21 +27,7 @@ pytestmark = pytest.mark.integration
 TTFT_MS, ITL_MS = 40.0, 5.0
 
 
-def start_simulated(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = pick_free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runners.engines.simulated_server", "--port", str(port), "--model", "sim", *extra],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1):
-                return process, url
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("simulated server did not start")
+start_simulated = spawn  # (process, url) of a simulated engine; each test stops what it starts
 
 
 @pytest.fixture(scope="module")
