@@ -46,9 +46,13 @@ class SweepRow(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
-    status: str = Field(default="pending", description="pending|running|finished|failed|interrupted")
+    status: str = Field(default="planned", description="A db.lifecycle.SweepState value.")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    cancel_requested_at: datetime | None = Field(
+        default=None, description="Set by `infersweep cancel`; the running driver stops the sweep when it sees it."
+    )
+    gpu_hour_budget: float | None = Field(default=None, description="GPU-hours the sweep may plan, when capped.")
 
 
 class JobRow(SQLModel, table=True):
@@ -58,8 +62,9 @@ class JobRow(SQLModel, table=True):
     sweep_id: int = Field(foreign_key="sweep.id", index=True)
     recipe_id: int = Field(foreign_key="recipe.id", index=True)
     attempt: int = Field(default=1)
-    status: str = Field(default="pending", description="pending|running|succeeded|failed|interrupted")
+    status: str = Field(default="queued", description="A db.lifecycle.JobState value.")
     points_planned: int = Field(default=0)
+    host: str | None = Field(default=None, description="Where the job was placed (Ray node, SSH host, Slurm job).")
     error_kind: str | None = None
     error_message: str | None = None
     retryable: bool | None = None
@@ -67,6 +72,21 @@ class JobRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class TransitionRow(SQLModel, table=True):
+    """One change of state of a sweep, a job or a Point, with when and why (append-only)."""
+
+    __tablename__ = "transition"
+
+    id: int | None = Field(default=None, primary_key=True)
+    sweep_id: int = Field(foreign_key="sweep.id", index=True)
+    job_id: str | None = Field(default=None, foreign_key="job.id", index=True)
+    point_key: str | None = Field(default=None, description="Set for a Point's transitions.")
+    subject: str = Field(description="sweep|job|point")
+    state: str = Field(description="A db.lifecycle state value.")
+    reason: str = Field(default="", description="Why: the event message, error or request that caused it.")
+    at: datetime = Field(default_factory=utcnow, index=True)
 
 
 class PointResultRow(SQLModel, table=True):

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_
+from sqlalchemy import func, or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from db.models import ArtifactRow, HardwareRow, JobRow, PointResultRow, RecipeRow, SweepRow, utcnow
+from db.lifecycle import TERMINAL_JOB_STATES, JobState, PointState, SweepState
+from db.models import ArtifactRow, HardwareRow, JobRow, PointResultRow, RecipeRow, SweepRow, TransitionRow, utcnow
 
 # --- writes ----------------------------------------------------------------------------------------
 
@@ -43,11 +44,34 @@ def get_or_create_sweep(session: Session, name: str) -> tuple[SweepRow, bool]:
     return sweep, False
 
 
-def set_sweep_status(session: Session, sweep: SweepRow, status: str) -> None:
-    sweep.status = status
+def set_sweep_status(session: Session, sweep: SweepRow, status: SweepState, reason: str = "") -> None:
+    """Move the sweep to `status` and record the transition, in one transaction."""
+    sweep.status = status.value
     sweep.updated_at = utcnow()
+    if status is not SweepState.CANCELLING and status is not SweepState.RUNNING:
+        sweep.cancel_requested_at = None  # a request is spent once the sweep ends
     session.add(sweep)
+    session.add(TransitionRow(sweep_id=sweep.id, subject="sweep", state=status.value, reason=reason))
     session.commit()
+
+
+def request_cancel(session: Session, name: str) -> SweepRow | None:
+    """Ask the driver running sweep `name` to stop it; None when no such sweep exists."""
+    sweep = session.exec(select(SweepRow).where(SweepRow.name == name)).first()
+    if sweep is None:
+        return None
+    sweep.cancel_requested_at = utcnow()
+    session.add(sweep)
+    session.add(TransitionRow(sweep_id=sweep.id, subject="sweep", state=SweepState.CANCELLING.value,
+                              reason="infersweep cancel"))  # fmt: skip
+    session.commit()
+    return sweep
+
+
+def cancel_requested(session: Session, sweep_id: int) -> bool:
+    """Fresh read (no cached row) of whether someone asked to cancel the sweep."""
+    requested = session.exec(select(SweepRow.cancel_requested_at).where(SweepRow.id == sweep_id)).first()
+    return requested is not None
 
 
 def upsert_recipe(
@@ -84,6 +108,8 @@ def create_job(
         id=job_id, sweep_id=sweep_id, recipe_id=recipe_id, attempt=attempt, points_planned=points, log_dir=log_dir
     )
     session.add(job)
+    session.add(TransitionRow(sweep_id=sweep_id, job_id=job_id, subject="job", state=JobState.QUEUED.value,
+                              reason=f"attempt {attempt}, {points} point(s)"))  # fmt: skip
     session.commit()
     return job
 
@@ -91,22 +117,34 @@ def create_job(
 def update_job(
     session: Session,
     job_id: str,
-    status: str,
+    status: JobState,
     *,
+    reason: str = "",
+    host: str | None = None,
     error_kind: str | None = None,
     error_message: str | None = None,
     retryable: bool | None = None,
 ) -> None:
+    """Move the job to `status` and record the transition (time and reason) in one transaction."""
     job = session.get(JobRow, job_id)
     if job is None:
         raise LookupError(f"job {job_id!r} not in the database")
-    job.status = status
-    if status == "running" and job.started_at is None:
+    job.status = status.value
+    if status is JobState.PLACED and job.started_at is None:
         job.started_at = utcnow()
-    if status in {"succeeded", "failed", "interrupted"}:
+    if host is not None:
+        job.host = host
+    if status in TERMINAL_JOB_STATES:
         job.finished_at = utcnow()
-    job.error_kind, job.error_message, job.retryable = error_kind, error_message, retryable
+        job.error_kind, job.error_message, job.retryable = error_kind, error_message, retryable
     session.add(job)
+    session.add(TransitionRow(sweep_id=job.sweep_id, job_id=job_id, subject="job", state=status.value,
+                              reason=reason or (error_message or "")[:2000]))  # fmt: skip
+    session.commit()
+
+
+def record_point_transition(session: Session, sweep_id: int, job_id: str, point_key: str, state: str) -> None:
+    session.add(TransitionRow(sweep_id=sweep_id, job_id=job_id, point_key=point_key, subject="point", state=state))
     session.commit()
 
 
@@ -122,10 +160,12 @@ def record_point(session: Session, row: PointResultRow) -> bool:
 
 
 def record_point_with_artifacts(session: Session, row: PointResultRow, artifacts: list[ArtifactRow]) -> bool:
-    """The Point and its artifact rows in one transaction; False when the Point was already recorded."""
+    """The Point, its artifact rows and its 'recorded' transition in one transaction; False if already there."""
     session.add(row)
     for artifact in artifacts:
         session.add(artifact)
+    session.add(TransitionRow(sweep_id=row.sweep_id, job_id=row.job_id, point_key=row.point_key, subject="point",
+                              state=PointState.RECORDED.value, reason="valid" if row.valid else "invalid"))  # fmt: skip
     try:
         session.commit()
     except IntegrityError:
@@ -165,14 +205,15 @@ def artifacts_of_point(session: Session, sweep_id: int, point_key: str) -> list[
 
 
 def mark_interrupted_jobs(session: Session, sweep_id: int) -> int:
-    """Jobs left 'running' by a crashed orchestrator become 'interrupted' (their finished Points stay)."""
-    stale = session.exec(
-        select(JobRow).where(JobRow.sweep_id == sweep_id, col(JobRow.status).in_(["pending", "running"]))
-    ).all()
+    """Jobs a crashed orchestrator left unfinished become 'interrupted' (their finished Points stay)."""
+    terminal = [state.value for state in TERMINAL_JOB_STATES]
+    stale = session.exec(select(JobRow).where(JobRow.sweep_id == sweep_id, col(JobRow.status).not_in(terminal))).all()
     for job in stale:
-        job.status = "interrupted"
+        job.status = JobState.INTERRUPTED.value
         job.finished_at = utcnow()
         session.add(job)
+        session.add(TransitionRow(sweep_id=sweep_id, job_id=job.id, subject="job", state=job.status,
+                                  reason="found unfinished when the sweep was started again"))  # fmt: skip
     session.commit()
     return len(stale)
 
@@ -319,3 +360,24 @@ def retract(session: Session, reason: str, sweep: str, point_key: str | None = N
 
 def list_sweeps(session: Session) -> list[SweepRow]:
     return list(session.exec(select(SweepRow).order_by(col(SweepRow.created_at))).all())
+
+
+def transitions_of_sweep(session: Session, sweep_id: int, subject: str | None = None) -> list[TransitionRow]:
+    query = select(TransitionRow).where(TransitionRow.sweep_id == sweep_id)
+    if subject is not None:
+        query = query.where(TransitionRow.subject == subject)
+    return list(session.exec(query.order_by(col(TransitionRow.id))).all())
+
+
+def sweep_by_name(session: Session, name: str) -> SweepRow | None:
+    return session.exec(select(SweepRow).where(SweepRow.name == name)).first()
+
+
+def points_per_job(session: Session, sweep_id: int) -> dict[str, int]:
+    """Recorded Points of each job of the sweep."""
+    query = (
+        select(PointResultRow.job_id, func.count())
+        .where(PointResultRow.sweep_id == sweep_id)
+        .group_by(col(PointResultRow.job_id))
+    )
+    return {job_id: count for job_id, count in session.exec(query).all()}

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator import fleet_cli, schedule_cli
 from recipes.errors import MISSING, InferSweepError, RecipeError
 
 app = typer.Typer(help="InferSweep: reproducible cross-vendor LLM inference benchmarks.", no_args_is_help=True)
@@ -23,6 +24,8 @@ app.add_typer(engine_app, name="engine")
 app.add_typer(model_app, name="model")
 app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
+fleet_app = typer.Typer(help="The fleet: inventory targets and the Ray resources they need.", no_args_is_help=True)
+app.add_typer(fleet_app, name="fleet")
 
 # Tables are wide: when output is not a terminal (CI logs, pipes) do not squeeze them to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 180)
@@ -41,24 +44,38 @@ def run(
     sweep: Annotated[str | None, typer.Option(help="Sweep name; re-using a name resumes that sweep.")] = None,
     max_attempts: Annotated[int, typer.Option(min=1, max=10, help="Attempts per job for infrastructure faults.")] = 2,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster to join (default: start a local one).")] = None,
+    inventory: Annotated[
+        Path | None,
+        typer.Option(help="Fleet inventory (SSH hosts, TPU VMs, Slurm clusters); default $INFERSWEEP_INVENTORY."),
+    ] = None,
+    retry_backoff: Annotated[
+        float, typer.Option(min=0, help="Seconds before the first retry of a job; doubles with each attempt.")
+    ] = 2.0,
 ) -> None:
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
     from orchestrator.sweep import SweepOptions, SweepRunner
     from recipes.loader import load_recipes
+    from runners.inventory import inventory_from_environment
 
     try:
         loaded = load_recipes(list(recipes))
+        fleet = inventory_from_environment(inventory)
     except RecipeError as error:
         _fail(error)
     name = sweep or "-".join(item.name for item in loaded)
+    options = SweepOptions(
+        name=name, max_attempts=max_attempts, ray_address=ray_address, inventory=fleet, retry_backoff_s=retry_backoff
+    )
     try:
-        runner = SweepRunner(SweepOptions(name=name, max_attempts=max_attempts, ray_address=ray_address), console)
-        summary = runner.run(loaded)
+        summary = SweepRunner(options, console).run(loaded)
     except InferSweepError as error:
         _fail(error, code=1)
     if summary.interrupted:
         console.print(f"[yellow]Sweep {name} interrupted; run the same command again to resume.")
         raise typer.Exit(130)
+    if summary.cancelled:
+        console.print(f"[yellow]Sweep {name} cancelled; finished points are kept. Run it again to resume.")
+        raise typer.Exit(1)
     _print_results(name)
     for failure in summary.failures:
         errors.print(
@@ -579,6 +596,13 @@ def db_upgrade() -> None:
 
     migrate(make_engine())
     console.print(f"database at head: {default_database_url()}")
+
+
+# Commands that live in their own modules, registered here so `infersweep --help` lists them all.
+app.command("status")(fleet_cli.status)
+app.command("cancel")(fleet_cli.cancel)
+app.command("schedule")(schedule_cli.schedule)
+fleet_app.command("resources")(fleet_cli.resources)
 
 
 def main() -> None:

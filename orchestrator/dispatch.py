@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import queue
+import socket
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ray
 from ray.exceptions import (
@@ -30,10 +32,22 @@ from runners.job import ErrorInfo, JobEvent, JobSpec, runner_for
 _RETRYABLE_RAY_ERRORS = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
 
 
+# Ray's built-in node label carrying the node id: lets a retry avoid the node an attempt failed on.
+NODE_ID_LABEL = "ray.io/node-id"
+
+
 @ray.remote(max_retries=0, num_cpus=0)
 def _run_job_remote(job_json: str) -> Iterator[str]:
     """Runs on a node of the job's pool. Idempotent per run id; events travel as JSON."""
     job = JobSpec.model_validate_json(job_json)
+    node_id = ray.get_runtime_context().get_node_id()
+    placed = JobEvent(
+        kind="job_placed",
+        job_id=job.job_id,
+        node_id=node_id,
+        message=f"{socket.gethostname()} (ray node {node_id[:12]})",
+    )
+    yield placed.model_dump_json()
     for event in runner_for(job.recipe.runner.kind).run_job(job):
         yield event.model_dump_json()
 
@@ -46,14 +60,27 @@ class Delivery:
     event: JobEvent | None
 
 
+@dataclass
+class _CapacityCache:
+    """Pool capacities read from the cluster at most once a second (a GCS round trip each time)."""
+
+    read_at: float = -1.0
+    capacity: dict[str, float] = field(default_factory=dict)
+
+
 class Dispatcher:
-    def __init__(self, address: str | None = None, local_pool: str = "cpu-local") -> None:
+    def __init__(
+        self, address: str | None = None, local_pool: str = "cpu-local", extra_slots: dict[str, int] | None = None
+    ) -> None:
         self.address = address or os.environ.get("RAY_ADDRESS")
         self.local_pool = local_pool
+        # Pools this driver's node serves through inventory targets (SSH hosts, Slurm clusters).
+        self.extra_slots = extra_slots or {}
         self.deliveries: queue.Queue[Delivery] = queue.Queue()
         self._running: dict[str, ray.ObjectRefGenerator] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._started_here = False
+        self._capacity = _CapacityCache()
 
     def start(self) -> None:
         if ray.is_initialized():
@@ -61,9 +88,14 @@ class Dispatcher:
         if self.address:
             ray.init(address=self.address, configure_logging=False, log_to_driver=False)
         else:
-            # A one-node cluster for this machine: its pool slot lets one job run at a time here.
+            # A one-node cluster for this machine: its pool slot lets one job run at a time here, plus
+            # one slot per inventory target, whose jobs run here and reach their machines remotely.
+            resources = {pool_resource_name(self.local_pool): 1.0}
+            for hardware, slots in self.extra_slots.items():
+                name = pool_resource_name(hardware)
+                resources[name] = resources.get(name, 0.0) + slots
             ray.init(
-                resources={pool_resource_name(self.local_pool): 1},
+                resources=resources,
                 include_dashboard=False,
                 configure_logging=False,
                 log_to_driver=False,
@@ -71,12 +103,22 @@ class Dispatcher:
             self._started_here = True
 
     def pool_capacity(self, hardware: str) -> float:
-        return float(ray.cluster_resources().get(pool_resource_name(hardware), 0.0))
+        """Jobs the live cluster can run at once on this hardware pool."""
+        now = time.monotonic()
+        if now - self._capacity.read_at > 1.0:
+            self._capacity = _CapacityCache(now, dict(ray.cluster_resources()))
+        return float(self._capacity.capacity.get(pool_resource_name(hardware), 0.0))
 
-    def submit(self, job: JobSpec) -> None:
-        generator = _run_job_remote.options(resources={pool_resource_name(job.recipe.hardware): 1}).remote(
-            job.model_dump_json()
-        )
+    def _nodes_offering(self, hardware: str) -> set[str]:
+        name = pool_resource_name(hardware)
+        return {node["NodeID"] for node in ray.nodes() if node.get("Alive") and node["Resources"].get(name, 0) > 0}
+
+    def submit(self, job: JobSpec, avoid_nodes: list[str] | None = None) -> None:
+        """Start the job on its pool; on a retry, off the nodes an earlier attempt failed on when others exist."""
+        options: dict[str, object] = {"resources": {pool_resource_name(job.recipe.hardware): 1}}
+        if avoid_nodes and self._nodes_offering(job.recipe.hardware) - set(avoid_nodes):
+            options["label_selector"] = {NODE_ID_LABEL: f"!in({','.join(avoid_nodes)})"}
+        generator = _run_job_remote.options(**options).remote(job.model_dump_json())
         self._running[job.job_id] = generator
         thread = threading.Thread(target=self._consume, args=(job.job_id, generator), daemon=True)
         self._threads[job.job_id] = thread
@@ -91,6 +133,12 @@ class Dispatcher:
         finally:
             self._running.pop(job_id, None)
             self.deliveries.put(Delivery(job_id, None))
+
+    def cancel(self, job_id: str) -> None:
+        """Ask a running job to stop; its stream then ends with a cancelled failure."""
+        generator = self._running.get(job_id)
+        if generator is not None:
+            ray.cancel(generator)
 
     def cancel_all(self, wait_s: float = 60.0) -> None:
         """Cancel running jobs; their runners stop the engines in `finally`. Waits for the streams to end."""

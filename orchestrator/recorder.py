@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from db import queries
+from db.lifecycle import JobState, PointState, SweepState
 from db.models import ArtifactRow, PointResultRow
 from db.session import open_session
 from orchestrator.artifacts import ArtifactStore, content_key, sha256_of, staging_dir, store_from_environment
@@ -112,8 +113,11 @@ class Recorder:
     def finished_points(self) -> set[str]:
         return queries.finished_point_keys(self.session, self.sweep_id)
 
-    def sweep_status(self, status: str) -> None:
-        queries.set_sweep_status(self.session, self.sweep, status)
+    def sweep_status(self, status: SweepState, reason: str = "") -> None:
+        queries.set_sweep_status(self.session, self.sweep, status, reason)
+
+    def cancel_requested(self) -> bool:
+        return queries.cancel_requested(self.session, self.sweep_id)
 
     def clean_stale_jobs(self) -> int:
         return queries.mark_interrupted_jobs(self.session, self.sweep_id)
@@ -123,16 +127,23 @@ class Recorder:
             self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir
         )
 
-    def job_status(self, job_id: str, status: str, event: JobEvent | None = None) -> None:
+    def job_status(
+        self, job_id: str, status: JobState, event: JobEvent | None = None, reason: str = "", host: str | None = None
+    ) -> None:
         error = event.error if event is not None else None
         queries.update_job(
             self.session,
             job_id,
             status,
+            reason=reason or (event.message if event is not None else ""),
+            host=host,
             error_kind=error.kind if error else None,
             error_message=error.message if error else None,
             retryable=error.retryable if error else None,
         )
+
+    def point_started(self, job_id: str, point_key: str) -> None:
+        queries.record_point_transition(self.session, self.sweep_id, job_id, point_key, PointState.MEASURING.value)
 
     def point_imported(
         self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime
@@ -142,7 +153,7 @@ class Recorder:
             return False
         job_id = f"import-{uuid.uuid4().hex[:12]}"
         self.job_created(job_id, loaded, attempt=1, points=1, log_dir="")
-        queries.update_job(self.session, job_id, "imported")
+        queries.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
         outcome = PointOutcome(
             point_key=point.point_key, origin="imported", metrics=metrics, records=[],
             started_at=measured_at, finished_at=measured_at,

@@ -1,7 +1,11 @@
-"""Sweep lifecycle: plan, skip what is done, dispatch jobs, persist every event, retry infra faults.
+"""Sweep lifecycle: plan, skip what is done, queue and dispatch jobs, persist every event, retry infra faults.
 
 Resuming is the default: a sweep name identifies the run; Points already recorded under it are
 skipped. A crash or Ctrl-C loses nothing that finished, because each Point is committed as it arrives.
+
+The driver keeps the queue itself and submits a job only when its hardware pool has a free slot, so
+a job's state says truthfully whether it is waiting (`queued`) or running somewhere (`placed` and
+after). Every change of state is written with its reason (db/lifecycle.py).
 """
 
 from __future__ import annotations
@@ -10,18 +14,21 @@ import queue
 import signal
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from db.lifecycle import JobState, SweepState
 from db.session import make_engine, migrate
 from orchestrator.dispatch import Dispatcher
 from orchestrator.plan import plan_jobs
 from orchestrator.recorder import Recorder
 from recipes.loader import LoadedRecipe
-from runners.job import JobEvent, JobSpec, PointRequest
+from runners.inventory import Inventory
+from runners.job import ErrorInfo, JobEvent, JobSpec, PointRequest, runner_class
 from runners.paths import data_dir
 from runners.process import reap_orphaned_engines, running_engines
 
@@ -30,12 +37,33 @@ def _raise_keyboard_interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+# Events that move a job forward, and the state each one means.
+EVENT_STATES = {
+    "job_placed": JobState.PLACED,
+    "engine_preparing": JobState.PREPARING,
+    "engine_launching": JobState.LAUNCHING,
+    "engine_ready": JobState.WARMING,
+    "point_started": JobState.MEASURING,
+    "job_collecting": JobState.COLLECTING,
+}
+CANCEL_POLL_S = 1.0
+
+
+def _wait_for_local_engines(limit_s: float) -> None:
+    """Wait (bounded) until engines started on this host by this orchestrator's jobs have stopped."""
+    deadline = time.monotonic() + limit_s
+    while running_engines() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 @dataclass
 class SweepOptions:
     name: str
     max_attempts: int = 2
     ray_address: str | None = None
     database_url: str | None = None
+    inventory: Inventory = field(default_factory=Inventory)
+    retry_backoff_s: float = 2.0  # first retry waits this long, each further one twice as long
 
 
 @dataclass
@@ -56,20 +84,38 @@ class SweepSummary:
     recorded_points: int = 0
     failures: list[JobFailure] = field(default_factory=list)
     interrupted: bool = False
+    cancelled: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.interrupted
+        return not self.failures and not self.interrupted and not self.cancelled
+
+
+@dataclass
+class _Attempt:
+    """One attempt of a job: what to run and what earlier attempts learned about where not to run it."""
+
+    recipe: LoadedRecipe
+    points: list[PointRequest]
+    attempt: int
+    avoid_nodes: list[str] = field(default_factory=list)
+    avoid_targets: list[str] = field(default_factory=list)
+    not_before: float = 0.0  # monotonic time before which a retry must not start (backoff)
 
 
 @dataclass
 class _ActiveJob:
     spec: JobSpec
-    recipe: LoadedRecipe
-    attempt: int
+    plan: _Attempt
     points: dict[str, PointRequest]
     progress_task: int
+    submitted: bool = False
+    placed_at: float | None = None
+    point_started_at: float | None = None
+    node_id: str | None = None
+    target: str | None = None
     last_error: JobEvent | None = None
+    timeout: ErrorInfo | None = None
     finished: bool = False
 
 
@@ -80,8 +126,10 @@ class SweepRunner:
         self.engine = make_engine(options.database_url)
         migrate(self.engine)
         self.recorder = Recorder(self.engine, options.name)
-        self.dispatcher = Dispatcher(options.ray_address)
+        self.dispatcher = Dispatcher(options.ray_address, extra_slots=options.inventory.slots())
         self.active: dict[str, _ActiveJob] = {}
+        self.waiting: deque[_ActiveJob] = deque()
+        self._next_cancel_poll = 0.0
 
     def run(self, recipes: list[LoadedRecipe]) -> SweepSummary:
         summary = SweepSummary(sweep=self.options.name, resumed=self.recorder.resumed)
@@ -104,10 +152,10 @@ class SweepRunner:
             )
         if not work:
             self.console.print(f"Sweep [bold]{self.options.name}[/]: nothing left to measure")
-            self.recorder.sweep_status("finished")
+            self.recorder.sweep_status(SweepState.FINISHED, "nothing left to measure")
             return summary
 
-        self.recorder.sweep_status("running")
+        self.recorder.sweep_status(SweepState.RUNNING, f"{len(work)} job(s) to run")
         progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=self.console,
@@ -119,92 +167,191 @@ class SweepRunner:
                 # SIGTERM (cron, systemd, a CI timeout) must stop the sweep as cleanly as Ctrl-C does.
                 signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
                 for loaded, points in work:
-                    self._submit(loaded, points, attempt=1, progress=progress, summary=summary)
+                    self._enqueue(_Attempt(loaded, points, attempt=1), progress, summary)
                 self._drain(progress, summary)
         except KeyboardInterrupt:
             summary.interrupted = True
             self.console.print("[yellow]Interrupted: stopping jobs and their engines (finished points are kept)...")
-            self.dispatcher.cancel_all()
-            # Give cancelled runners time to stop their engines gracefully before Ray goes away.
-            deadline = time.monotonic() + 30
-            while running_engines() and time.monotonic() < deadline:
-                time.sleep(0.2)
-            for job in self.active.values():
-                if not job.finished:
-                    self.recorder.job_status(job.spec.job_id, "interrupted")
-            self.recorder.sweep_status("interrupted")
+            self._stop_everything(JobState.INTERRUPTED, "the orchestrator was stopped (Ctrl-C or SIGTERM)")
+            self.recorder.sweep_status(SweepState.INTERRUPTED, "the orchestrator was stopped")
         finally:
+            # Cancelled jobs (Ctrl-C, `cancel`, a deadline) stop their engines in their own time: give
+            # them that time before Ray's workers go away, then stop whatever they left running.
+            _wait_for_local_engines(30.0)
             self.dispatcher.shutdown()
             self.recorder.close()
-            if summary.interrupted:
-                # The Ray workers that owned local engines are gone now: stop anything they left running.
-                reap_orphaned_engines(log=lambda line: self.console.print(f"[yellow]{line}"))
-        if not summary.interrupted:
+            reap_orphaned_engines(log=lambda line: self.console.print(f"[yellow]{line}"))
+        if not summary.interrupted and not summary.cancelled:
             self.recorder = Recorder(self.engine, self.options.name)
-            self.recorder.sweep_status("failed" if summary.failures else "finished")
+            failed = len(summary.failures)
+            self.recorder.sweep_status(
+                SweepState.FAILED if failed else SweepState.FINISHED,
+                f"{failed} job(s) failed" if failed else f"{summary.recorded_points} point(s) recorded",
+            )
             self.recorder.close()
         return summary
 
-    def _submit(
-        self, loaded: LoadedRecipe, points: list[PointRequest], attempt: int, progress: Progress, summary: SweepSummary
-    ) -> None:
+    def _stop_everything(self, state: JobState, reason: str) -> None:
+        self.dispatcher.cancel_all()
+        _wait_for_local_engines(30.0)
+        for job in self.active.values():
+            if not job.finished:
+                job.finished = True
+                self.recorder.job_status(job.spec.job_id, state, reason=reason)
+
+    # --- queueing ---------------------------------------------------------------------------------
+
+    def _enqueue(self, plan: _Attempt, progress: Progress, summary: SweepSummary) -> None:
+        loaded = plan.recipe
         job_id = f"{loaded.name}-{uuid.uuid4().hex[:8]}"
         log_dir = data_dir() / "logs" / self.options.name / job_id
+        runner_kind = loaded.recipe.runner.kind
+        targets = self.options.inventory.for_job(runner_kind, loaded.recipe.hardware)
         spec = JobSpec(
-            job_id=job_id, sweep=self.options.name, recipe=loaded.recipe, points=points, log_dir=str(log_dir)
-        )
-        self.recorder.job_created(job_id, loaded, attempt, len(points), str(log_dir))
-        label = f"{loaded.name} (attempt {attempt})" if attempt > 1 else loaded.name
-        task = progress.add_task(f"{label}: queued", total=len(points))
-        self.active[job_id] = _ActiveJob(spec, loaded, attempt, {p.point_key: p for p in points}, task)
-        capacity = self.dispatcher.pool_capacity(loaded.recipe.hardware)
-        if capacity < 1:
+            job_id=job_id, sweep=self.options.name, recipe=loaded.recipe, points=plan.points, log_dir=str(log_dir),
+            targets=targets, avoid_targets=plan.avoid_targets,
+        )  # fmt: skip
+        self.recorder.job_created(job_id, loaded, plan.attempt, len(plan.points), str(log_dir))
+        label = f"{loaded.name} (attempt {plan.attempt})" if plan.attempt > 1 else loaded.name
+        task = progress.add_task(f"{label}: queued", total=len(plan.points))
+        job = _ActiveJob(spec, plan, {p.point_key: p for p in plan.points}, task)
+        self.active[job_id] = job
+        problem = self._cannot_run(loaded, targets)
+        if problem is not None:
+            kind, message = problem
+            info = ErrorInfo(kind=kind, message=message, retryable=False)
+            event = JobEvent(kind="job_failed", job_id=job_id, message=message, error=info)
+            self.recorder.job_status(job_id, JobState.FAILED, event)
+            summary.failures.append(JobFailure(loaded.name, job_id, plan.attempt, kind, message, False))
+            job.finished = True
+            progress.update(task, description=f"{label}: [red]{kind}")
+            return
+        self.waiting.append(job)
+
+    def _cannot_run(self, loaded: LoadedRecipe, targets: list[object]) -> tuple[str, str] | None:
+        """Why this job can never start here, checked before anything is reserved; None when it can."""
+        recipe = loaded.recipe
+        limits = runner_class(recipe.runner.kind).limitations(recipe)
+        if limits:
+            reasons = "\n  ".join(limits)
+            return "RunnerLimitation", f"{loaded.path}: runner kind {recipe.runner.kind!r} cannot run it:\n  {reasons}"
+        if recipe.runner.kind in {"ssh", "tpu-vm", "slurm"} and not targets:
+            return "NoCapacity", (
+                f"{loaded.path}: runner.kind {recipe.runner.kind!r} with hardware {recipe.hardware!r}: the inventory "
+                f"has no {recipe.runner.kind} target for that hardware (pass --inventory or set INFERSWEEP_INVENTORY)"
+            )
+        if self.dispatcher.pool_capacity(recipe.hardware) < 1:
             # Ray would wait forever for a resource nobody offers: refuse now, with the reason.
-            message = (
-                f"hardware: no node of the Ray cluster offers pool {loaded.recipe.hardware!r} "
+            return "NoCapacity", (
+                f"hardware: no node of the Ray cluster offers pool {recipe.hardware!r} "
                 f"(recipe {loaded.path}); start a host with that pool or run against a cluster that has one"
             )
-            event = JobEvent(kind="job_failed", job_id=job_id, message=message)
-            self.recorder.job_status(job_id, "failed", event)
-            summary.failures.append(JobFailure(loaded.name, job_id, attempt, "NoCapacity", message, False))
-            self.active[job_id].finished = True
-            progress.update(task, description=f"{label}: [red]no capacity")
-            return
-        self.recorder.job_status(job_id, "running")
-        self.dispatcher.submit(spec)
+        return None
+
+    def _submit_ready(self, progress: Progress) -> None:
+        """Submit waiting jobs whose pool has a free slot and whose backoff has passed, in order."""
+        now = time.monotonic()
+        busy: dict[str, int] = {}
+        for job in self.active.values():
+            if job.submitted and not job.finished:
+                busy[job.spec.recipe.hardware] = busy.get(job.spec.recipe.hardware, 0) + 1
+        still_waiting: deque[_ActiveJob] = deque()
+        while self.waiting:
+            job = self.waiting.popleft()
+            hardware = job.spec.recipe.hardware
+            if job.plan.not_before > now or busy.get(hardware, 0) >= self.dispatcher.pool_capacity(hardware):
+                still_waiting.append(job)
+                continue
+            busy[hardware] = busy.get(hardware, 0) + 1
+            job.submitted = True
+            self.dispatcher.submit(job.spec, avoid_nodes=job.plan.avoid_nodes)
+            progress.update(job.progress_task, description=f"{job.plan.recipe.name}: submitted")
+        self.waiting = still_waiting
+
+    # --- events -----------------------------------------------------------------------------------
 
     def _drain(self, progress: Progress, summary: SweepSummary) -> None:
         while any(not job.finished for job in self.active.values()):
+            self._submit_ready(progress)
+            self._check_deadlines()
+            if self._cancel_requested():
+                summary.cancelled = True
+                self.console.print("[yellow]Cancel requested: stopping jobs and their engines...")
+                self.waiting.clear()
+                self._stop_everything(JobState.CANCELLED, "infersweep cancel")
+                self.recorder.sweep_status(SweepState.CANCELLED, "infersweep cancel")
+                return
             try:
-                delivery = self.dispatcher.deliveries.get(timeout=0.5)
+                delivery = self.dispatcher.deliveries.get(timeout=0.2)
             except queue.Empty:
-                continue  # wake up regularly so Ctrl-C is handled promptly
+                continue  # wake up regularly so Ctrl-C, cancels and deadlines are handled promptly
             job = self.active[delivery.job_id]
-            label = job.recipe.name
-            event = delivery.event
-            if event is None:
+            if delivery.event is None:
                 self._stream_ended(job, progress, summary)
+            else:
+                self._on_event(job, delivery.event, progress, summary)
+
+    def _cancel_requested(self) -> bool:
+        now = time.monotonic()
+        if now < self._next_cancel_poll:
+            return False
+        self._next_cancel_poll = now + CANCEL_POLL_S
+        return self.recorder.cancel_requested()
+
+    def _check_deadlines(self) -> None:
+        now = time.monotonic()
+        for job in self.active.values():
+            if job.finished or job.timeout is not None or job.placed_at is None:
                 continue
-            if event.kind == "engine_preparing":
-                progress.update(job.progress_task, description=f"{label}: preparing {event.message}")
-            elif event.kind == "engine_launching":
-                progress.update(job.progress_task, description=f"{label}: launching engine ({event.message})")
-            elif event.kind == "engine_ready":
-                progress.update(job.progress_task, description=f"{label}: engine {event.message}")
-            elif event.kind == "point_started" and event.point_key:
-                progress.update(job.progress_task, description=f"{label}: {event.point_key.rsplit('-', 1)[0]}")
-            elif event.kind == "point_finished" and event.outcome is not None:
-                point = job.points[event.outcome.point_key]
-                if self.recorder.point_finished(job.spec.job_id, job.recipe, point, event.outcome):
-                    summary.recorded_points += 1
-                progress.advance(job.progress_task)
-            elif event.kind == "job_failed":
-                job.last_error = event
-            elif event.kind == "job_finished":
-                self.recorder.job_status(job.spec.job_id, "succeeded")
-                self._store_engine_log(job)
-                progress.update(job.progress_task, description=f"{label}: [green]done")
-                job.finished = True
+            limits = job.spec.recipe.runner
+            if now - job.placed_at > limits.job_timeout_s:
+                job.timeout = ErrorInfo(
+                    kind="JobTimeout", retryable=False,
+                    message=f"runner.job_timeout_s: the job ran longer than {limits.job_timeout_s:g} s; stopped",
+                )  # fmt: skip
+            elif job.point_started_at is not None and now - job.point_started_at > limits.point_timeout_s:
+                # A Point that never ends is a wedged engine or host, not a property of the configuration.
+                job.timeout = ErrorInfo(
+                    kind="PointTimeout", retryable=True,
+                    message=f"runner.point_timeout_s: a Point ran longer than {limits.point_timeout_s:g} s; stopped",
+                )  # fmt: skip
+            if job.timeout is not None:
+                self.dispatcher.cancel(job.spec.job_id)
+
+    def _on_event(self, job: _ActiveJob, event: JobEvent, progress: Progress, summary: SweepSummary) -> None:
+        label = job.plan.recipe.name
+        job_id = job.spec.job_id
+        state = EVENT_STATES.get(event.kind)
+        if event.kind == "job_placed":
+            job.placed_at = job.placed_at or time.monotonic()
+            if event.node_id is not None:
+                job.node_id = event.node_id
+            else:
+                job.target = event.message.split(" ", 1)[0]  # a runner placed it on an inventory target
+            self.recorder.job_status(job_id, JobState.PLACED, reason=event.message, host=event.message)
+            progress.update(job.progress_task, description=f"{label}: placed on {event.message}")
+            return
+        if event.kind == "point_started" and event.point_key:
+            job.point_started_at = time.monotonic()
+            self.recorder.job_status(job_id, JobState.MEASURING, reason=event.point_key)
+            self.recorder.point_started(job_id, event.point_key)
+            progress.update(job.progress_task, description=f"{label}: {event.point_key.rsplit('-', 1)[0]}")
+        elif state is not None:
+            self.recorder.job_status(job_id, state, reason=event.message)
+            progress.update(job.progress_task, description=f"{label}: {state.value} {event.message}")
+        elif event.kind == "point_finished" and event.outcome is not None:
+            job.point_started_at = None
+            point = job.points[event.outcome.point_key]
+            if self.recorder.point_finished(job_id, job.plan.recipe, point, event.outcome):
+                summary.recorded_points += 1
+            progress.advance(job.progress_task)
+        elif event.kind == "job_failed":
+            job.last_error = event
+        elif event.kind == "job_finished":
+            self._store_engine_log(job)
+            self.recorder.job_status(job_id, JobState.SUCCEEDED, reason="all points measured")
+            progress.update(job.progress_task, description=f"{label}: [green]done")
+            job.finished = True
 
     def _store_engine_log(self, job: _ActiveJob) -> None:
         self.recorder.store_file(Path(job.spec.log_dir) / "engine.log", "engine-log", job.spec.job_id)
@@ -214,24 +361,34 @@ class SweepRunner:
             return
         job.finished = True
         self._store_engine_log(job)  # the log of a failed job is what explains it
-        event = job.last_error or JobEvent(kind="job_failed", job_id=job.spec.job_id, message="job stream ended early")
-        self.recorder.job_status(job.spec.job_id, "failed", event)
+        job_id = job.spec.job_id
+        if job.timeout is not None:
+            event = JobEvent(kind="job_failed", job_id=job_id, message=job.timeout.message, error=job.timeout)
+        else:
+            event = job.last_error or JobEvent(kind="job_failed", job_id=job_id, message="job stream ended early")
         error = event.error
+        cancelled = error is not None and error.kind == "Cancelled"
+        self.recorder.job_status(job_id, JobState.CANCELLED if cancelled else JobState.FAILED, event)
         retryable = bool(error and error.retryable)
         done = self.recorder.finished_points()
         remaining = [point for key, point in job.points.items() if key not in done]
-        if retryable and remaining and job.attempt < self.options.max_attempts:
-            progress.update(job.progress_task, description=f"{job.recipe.name}: [yellow]retrying ({error.kind})")
-            self._submit(job.recipe, remaining, job.attempt + 1, progress, summary)
+        plan = job.plan
+        if retryable and remaining and plan.attempt < self.options.max_attempts:
+            delay = self.options.retry_backoff_s * 2 ** (plan.attempt - 1)
+            progress.update(
+                job.progress_task, description=f"{plan.recipe.name}: [yellow]retrying in {delay:g} s ({error.kind})"
+            )
+            retry = _Attempt(
+                plan.recipe, remaining, plan.attempt + 1,
+                avoid_nodes=plan.avoid_nodes + ([job.node_id] if job.node_id else []),
+                avoid_targets=plan.avoid_targets + ([job.target] if job.target else []),
+                not_before=time.monotonic() + delay,
+            )  # fmt: skip
+            self._enqueue(retry, progress, summary)
             return
-        progress.update(job.progress_task, description=f"{job.recipe.name}: [red]failed")
+        progress.update(job.progress_task, description=f"{plan.recipe.name}: [red]failed")
         summary.failures.append(
             JobFailure(
-                job.recipe.name,
-                job.spec.job_id,
-                job.attempt,
-                error.kind if error else "Unknown",
-                event.message,
-                retryable,
+                plan.recipe.name, job_id, plan.attempt, error.kind if error else "Unknown", event.message, retryable
             )
         )

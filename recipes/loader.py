@@ -30,8 +30,11 @@ class LoadedRecipe:
 
 
 def fingerprint_of(recipe: Recipe) -> str:
-    """Hash of the normalised recipe (defaults filled in, keys sorted): same content, same identity."""
-    canonical = json.dumps(recipe.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """Hash of the normalised recipe (defaults filled in, keys sorted): same content, same identity.
+
+    The `runner` section is left out: how a job reaches its machine, and its deadlines, do not change
+    what is measured, so moving a recipe to another runner kind resumes rather than re-measures."""
+    canonical = json.dumps(recipe.model_dump(mode="json", exclude={"runner"}), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -125,7 +128,7 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
 
 
 # Data files that live beside recipes but are not recipes.
-REGISTRY_FILES = frozenset({"hardware.yaml", "prices.yaml"})
+REGISTRY_FILES = frozenset({"hardware.yaml", "models.yaml", "prices.yaml"})
 
 
 def recipe_files_in(directory: Path) -> list[Path]:

@@ -292,8 +292,18 @@ class ValidityThresholds(StrictModel):
 
 
 class RunnerSpec(StrictModel):
-    kind: Literal["local", "ssh", "slurm", "tpu-vm"] = Field(
-        description="How the job reaches its machine; picks the runner in runners/."
+    """How a job reaches its machine and how long it may take. Not part of the recipe's fingerprint:
+    the same configuration measured through another runner or deadline is the same configuration."""
+
+    kind: Literal["local", "ssh", "slurm", "tpu-vm", "noop"] = Field(
+        description="How the job reaches its machine; picks the runner in runners/ ('noop' runs nothing: "
+        "it measures the orchestrator)."
+    )
+    point_timeout_s: float = Field(
+        3600.0, gt=0, description="Deadline for one Point, from its start; a Point past it fails the job (retryable)."
+    )
+    job_timeout_s: float = Field(
+        6 * 3600.0, gt=0, description="Deadline for the whole job from placement; past it the job fails (final)."
     )
 
 

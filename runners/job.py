@@ -13,8 +13,9 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recipes.errors import ConfigurationError
+from recipes.errors import ConfigurationError, InferSweepError
 from recipes.schema import Recipe
+from runners.inventory import Target
 from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
 
 PointWorkload = Annotated[FixedLengthPoint | ReplayPoint, Field(discriminator="kind")]
@@ -36,6 +37,13 @@ class JobSpec(Strict):
     recipe: Recipe = Field(description="The validated recipe.")
     points: list[PointRequest] = Field(description="Points still to measure, in order.")
     log_dir: str = Field(description="Directory for the engine log and other artifacts of this job.")
+    targets: list[Target] = Field(
+        default_factory=list,
+        description="Inventory targets (SSH hosts, TPU VMs, Slurm clusters) this job may use; empty for `local`.",
+    )
+    avoid_targets: list[str] = Field(
+        default_factory=list, description="Targets an earlier attempt failed on; used only if nothing else is free."
+    )
 
 
 class ErrorInfo(Strict):
@@ -55,19 +63,28 @@ class PointOutcome(Strict):
 
 class JobEvent(Strict):
     kind: Literal[
+        "job_placed",
         "engine_preparing",
         "engine_launching",
         "engine_ready",
         "point_started",
         "point_finished",
+        "job_collecting",
         "job_failed",
         "job_finished",
     ]
     job_id: str
     point_key: str | None = None
     message: str = ""
+    node_id: str | None = Field(None, description="Ray node that ran the job (on job_placed from the dispatcher).")
     outcome: PointOutcome | None = None
     error: ErrorInfo | None = None
+
+
+def error_event(job: JobSpec, error: InferSweepError) -> JobEvent:
+    """The `job_failed` event for a project error: its class name, message and whether a retry may help."""
+    info = ErrorInfo(kind=error.kind, message=str(error), retryable=error.retryable)
+    return JobEvent(kind="job_failed", job_id=job.job_id, message=str(error), error=info)
 
 
 class Runner:
@@ -78,6 +95,11 @@ class Runner:
     def run_job(self, job: JobSpec) -> Iterator[JobEvent]:
         raise NotImplementedError
 
+    @classmethod
+    def limitations(cls, recipe: Recipe) -> list[str]:
+        """What this runner kind cannot do for `recipe`, each with the reason; checked before anything is reserved."""
+        return []
+
 
 RUNNERS: dict[str, type[Runner]] = {}
 
@@ -87,11 +109,15 @@ def register_runner(runner: type[Runner]) -> type[Runner]:
     return runner
 
 
-def runner_for(kind: str) -> Runner:
-    import runners.local  # noqa: F401  (registers the built-in runner kinds)
+def runner_class(kind: str) -> type[Runner]:
+    import runners.builtin  # noqa: F401  (registers the built-in runner kinds)
 
     if kind not in RUNNERS:
         raise ConfigurationError(
             f"runner.kind: got {kind!r}; not available yet (registered: {', '.join(sorted(RUNNERS))})"
         )
-    return RUNNERS[kind]()
+    return RUNNERS[kind]
+
+
+def runner_for(kind: str) -> Runner:
+    return runner_class(kind)()

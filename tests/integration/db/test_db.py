@@ -12,6 +12,7 @@ from sqlalchemy import Engine, inspect, text
 from sqlmodel import select
 
 from db import queries
+from db.lifecycle import JobState
 from db.models import PointResultRow, SQLModel
 from db.session import make_engine, migrate, open_session
 
@@ -70,7 +71,7 @@ def test_write_and_read_a_sweep(database: Engine) -> None:
             queries.upsert_recipe(session, "abc123", "r1", "other.yaml", "cpu-local", "simulated", {}).id == recipe.id
         )
         queries.create_job(session, "job-1", sweep.id, recipe.id, 1, 2, "/tmp/logs")
-        queries.update_job(session, "job-1", "running")
+        queries.update_job(session, "job-1", JobState.MEASURING, reason="k1")
         assert queries.record_point(session, _point(sweep.id, recipe.id, "job-1", "k1", 1)) is True
         assert queries.record_point(session, _point(sweep.id, recipe.id, "job-1", "k2", 4)) is True
         # The same Point twice in a sweep is refused, not duplicated (idempotent writes).
@@ -78,6 +79,13 @@ def test_write_and_read_a_sweep(database: Engine) -> None:
         assert queries.finished_point_keys(session, sweep.id) == {"k1", "k2"}
         assert queries.mark_interrupted_jobs(session, sweep.id) == 1
         assert queries.jobs_of_sweep(session, sweep.id)[0].status == "interrupted"
+        # Every change of state is kept, in order, with its reason.
+        transitions = queries.transitions_of_sweep(session, sweep.id, subject="job")
+        assert [(t.state, t.reason) for t in transitions] == [
+            ("queued", "attempt 1, 2 point(s)"),
+            ("measuring", "k1"),
+            ("interrupted", "found unfinished when the sweep was started again"),
+        ]
 
         views = queries.list_results(session, sweep="nightly")
         assert [(v.concurrency, v.valid, v.recipe, v.hardware) for v in views] == [

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
-from recipes.schema import GeneratedModelSource, ModelSpec, PathModelSource, Recipe
+from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
 from runners.engines.base import engine_adapter
 from runners.environments import ensure_environment
-from runners.job import ErrorInfo, JobEvent, JobSpec, PointOutcome, Runner, register_runner
+from runners.job import JobEvent, JobSpec, PointOutcome, Runner, error_event, register_runner
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord
@@ -68,20 +68,30 @@ WORKLOAD_RUNNERS: dict[str, Callable[[PointContext, Any], tuple[PointMetrics, li
 ENGINE_BLOCK_SIZES = {"vllm": 128, "simulated": 16}
 
 
-def _error_event(job: JobSpec, error: InferSweepError) -> JobEvent:
-    info = ErrorInfo(kind=error.kind, message=str(error), retryable=error.retryable)
-    return JobEvent(kind="job_failed", job_id=job.job_id, message=str(error), error=info)
-
-
 @register_runner
 class LocalRunner(Runner):
     kind = "local"
+
+    @classmethod
+    def limitations(cls, recipe: Recipe) -> list[str]:
+        problems = []
+        if recipe.parallelism.disaggregated is not None:
+            problems.append(
+                "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
+                "local runner cannot reserve together (use the slurm runner)"
+            )
+        if isinstance(recipe.engine.environment, ContainerEnvironment):
+            problems.append(
+                f"engine.environment.image: got {recipe.engine.environment.image!r}; the local runner starts "
+                "engines as processes, not containers (use a venv environment, or the ssh/slurm runner)"
+            )
+        return problems
 
     def run_job(self, job: JobSpec) -> Iterator[JobEvent]:
         try:
             yield from self._run(job)
         except InferSweepError as error:
-            yield _error_event(job, error)
+            yield error_event(job, error)
 
     def _run(self, job: JobSpec) -> Iterator[JobEvent]:
         recipe: Recipe = job.recipe
@@ -121,4 +131,5 @@ class LocalRunner(Runner):
                     finished_at=datetime.now(UTC),
                 )
                 yield JobEvent(kind="point_finished", job_id=job.job_id, point_key=point.point_key, outcome=outcome)
+            yield JobEvent(kind="job_collecting", job_id=job.job_id, message="stopping the engine")
         yield JobEvent(kind="job_finished", job_id=job.job_id)

@@ -1,0 +1,4 @@
+"""Imports every built-in runner kind so each registers itself under its `kind`."""
+
+import runners.local
+import runners.noop  # noqa: F401

@@ -1,0 +1,164 @@
+"""Job lifecycle through the real pipeline (CLI -> Ray -> local runner -> simulated engine -> SQL):
+persisted transitions, `status`, `cancel`, Point and job deadlines, retry backoff."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from db import queries
+from db.session import make_engine, migrate, open_session
+from runners.process import running_engines
+from tests.conftest import ROOT, processes_of_runs, run_cli
+
+pytestmark = pytest.mark.integration
+
+
+def sweep_state(name: str) -> tuple[str, list[tuple[int, str, str | None]], dict[str, list[str]]]:
+    """(sweep state, [(attempt, job state, error kind)], {job id: [job states in order]})."""
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        sweep = queries.sweep_by_name(session, name)
+        assert sweep is not None, f"no sweep {name}"
+        jobs = queries.jobs_of_sweep(session, sweep.id)
+        history: dict[str, list[str]] = {}
+        for transition in queries.transitions_of_sweep(session, sweep.id, subject="job"):
+            history.setdefault(transition.job_id or "", []).append(transition.state)
+        return sweep.status, [(job.attempt, job.status, job.error_kind) for job in jobs], history
+
+
+def point_history(name: str) -> list[tuple[str, str]]:
+    engine = make_engine()
+    with open_session(engine) as session:
+        sweep = queries.sweep_by_name(session, name)
+        assert sweep is not None
+        return [(t.point_key or "", t.state) for t in queries.transitions_of_sweep(session, sweep.id, "point")]
+
+
+def test_every_transition_is_persisted_in_order_and_status_shows_it(write_recipe) -> None:
+    result = run_cli("run", str(write_recipe()), "--sweep", "life-ok")
+    assert result.returncode == 0, result.stderr + result.stdout
+    state, jobs, history = sweep_state("life-ok")
+    assert state == "finished"
+    assert [(attempt, status) for attempt, status, _ in jobs] == [(1, "succeeded")]
+    (states,) = history.values()
+    assert states == [
+        "queued", "placed", "preparing", "launching", "warming", "measuring", "measuring", "collecting", "succeeded",
+    ]  # fmt: skip
+    points = point_history("life-ok")
+    assert [state for _, state in points] == ["measuring", "recorded", "measuring", "recorded"]
+
+    shown = run_cli("status", "life-ok")
+    assert shown.returncode == 0, shown.stderr
+    assert "succeeded" in shown.stdout and "2/2" in shown.stdout and "ray node" in shown.stdout
+    listing = run_cli("status")
+    assert "life-ok" in listing.stdout and "finished" in listing.stdout
+    missing = run_cli("status", "no-such-sweep")
+    assert missing.returncode == 2 and "no sweep named 'no-such-sweep'" in missing.stdout
+
+
+def test_cancel_stops_a_running_sweep_and_keeps_finished_points(write_recipe) -> None:
+    # Slow Points (32 tokens at 25 ms: ~0.8 s a request) so the sweep is surely running when cancelled.
+    recipe = write_recipe(
+        {"name": "life-cancel", "engine": {"simulated": {"itl_ms": 25}}, "workload": {"concurrency": [1, 2, 4]}}
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", "life-cancel"],
+        cwd=ROOT, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if any(state == "recorded" for _, state in _safe_point_history("life-cancel")):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("no point was recorded before the deadline")
+        cancelled = run_cli("cancel", "life-cancel")
+        assert cancelled.returncode == 0 and "Cancel requested" in cancelled.stdout
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, stdout + stderr
+    assert "cancelled; finished points are kept" in stdout
+    state, jobs, _ = sweep_state("life-cancel")
+    assert state == "cancelled"
+    assert [status for _, status, _ in jobs] == ["cancelled"]
+    assert running_engines() == [] and processes_of_runs("life-cancel-") == []
+    assert any(state == "recorded" for _, state in point_history("life-cancel"))
+    again = run_cli("cancel", "life-cancel")
+    assert "not running (state cancelled); nothing to cancel" in again.stdout
+
+
+def _safe_point_history(name: str) -> list[tuple[str, str]]:
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        sweep = queries.sweep_by_name(session, name)
+        if sweep is None:
+            return []
+        return [(t.point_key or "", t.state) for t in queries.transitions_of_sweep(session, sweep.id, "point")]
+
+
+def test_point_past_its_deadline_fails_the_job_and_is_retried_after_backoff(write_recipe) -> None:
+    # One request needs 32 tokens x 200 ms = 6.4 s; the Point may take 2 s.
+    recipe = write_recipe(
+        {
+            "name": "life-point-timeout",
+            "engine": {"simulated": {"itl_ms": 200}},
+            "workload": {"concurrency": [1]},
+            "runner": {"point_timeout_s": 2},
+        }
+    )
+    started = time.monotonic()
+    result = run_cli("run", str(recipe), "--sweep", "life-point-timeout", "--max-attempts", "2", "--retry-backoff", "3")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "runner.point_timeout_s: a Point ran longer than 2 s" in result.stderr
+    state, jobs, _ = sweep_state("life-point-timeout")
+    assert state == "failed"
+    assert jobs == [(1, "failed", "PointTimeout"), (2, "failed", "PointTimeout")]
+    assert elapsed > 3 + 2 * 2, "the retry waited for its backoff"
+    assert running_engines() == [] and processes_of_runs("life-point-timeout-") == []
+
+
+def test_job_past_its_deadline_is_stopped_and_not_retried(write_recipe) -> None:
+    recipe = write_recipe(
+        {
+            "name": "life-job-timeout",
+            "engine": {"startup_timeout_s": 120, "simulated": {"fault": "never-healthy"}},
+            "runner": {"job_timeout_s": 3},
+        }
+    )
+    result = run_cli("run", str(recipe), "--sweep", "life-job-timeout", "--max-attempts", "3")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "runner.job_timeout_s: the job ran longer than 3 s" in result.stderr
+    _, jobs, history = sweep_state("life-job-timeout")
+    assert jobs == [(1, "failed", "JobTimeout")]
+    (states,) = history.values()
+    assert states[-2:] == ["launching", "failed"]
+    assert running_engines() == [] and processes_of_runs("life-job-timeout-") == []
+
+
+def test_a_runner_limitation_is_refused_before_anything_is_reserved(write_recipe) -> None:
+    group = {"num_workers": 1, "tp": 1}
+    recipe = write_recipe({"parallelism": {"disaggregated": {"prefill": group, "decode": group}}})
+    result = run_cli("run", str(recipe), "--sweep", "life-limit")
+    assert result.returncode == 1
+    assert "runner kind 'local' cannot run it" in result.stderr
+    assert "parallelism.disaggregated: separate prefill and decode workers span several hosts" in result.stderr
+    _, jobs, history = sweep_state("life-limit")
+    assert jobs == [(1, "failed", "RunnerLimitation")]
+    assert list(history.values()) == [["queued", "failed"]]
+
+
+def test_ssh_recipe_without_inventory_target_fails_fast(write_recipe) -> None:
+    result = run_cli("run", str(write_recipe({"runner": {"kind": "ssh"}})), "--sweep", "life-no-target")
+    assert result.returncode == 1
+    assert "the inventory has no ssh target for that hardware" in result.stderr
