@@ -26,6 +26,10 @@ def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
     cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")  # readers (the hub) never block the single writer
+    # In WAL mode, NORMAL keeps every committed transaction through a crash or kill of the process
+    # (what a sweep must survive) and skips an fsync per commit; only an OS crash or power cut can
+    # lose the last commits. It makes state writes ~50x cheaper (benchmarks/dispatch_overhead.py).
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
 

@@ -47,6 +47,8 @@ EVENT_STATES = {
     "job_collecting": JobState.COLLECTING,
 }
 CANCEL_POLL_S = 1.0
+# Up to this many jobs every job keeps its progress row; beyond it only jobs in flight are shown.
+ROWS_FOR_EVERY_JOB = 20
 
 
 def _wait_for_local_engines(limit_s: float) -> None:
@@ -130,6 +132,7 @@ class SweepRunner:
         self.active: dict[str, _ActiveJob] = {}
         self.waiting: deque[_ActiveJob] = deque()
         self._next_cancel_poll = 0.0
+        self._rows_for_every_job = True
 
     def run(self, recipes: list[LoadedRecipe]) -> SweepSummary:
         summary = SweepSummary(sweep=self.options.name, resumed=self.recorder.resumed)
@@ -166,6 +169,7 @@ class SweepRunner:
                 # After ray.init, which installs its own SIGTERM handler (exit at once): a scheduler's
                 # SIGTERM (cron, systemd, a CI timeout) must stop the sweep as cleanly as Ctrl-C does.
                 signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+                self._rows_for_every_job = len(work) <= ROWS_FOR_EVERY_JOB
                 for loaded, points in work:
                     self._enqueue(_Attempt(loaded, points, attempt=1), progress, summary)
                 self._drain(progress, summary)
@@ -213,7 +217,7 @@ class SweepRunner:
         )  # fmt: skip
         self.recorder.job_created(job_id, loaded, plan.attempt, len(plan.points), str(log_dir))
         label = f"{loaded.name} (attempt {plan.attempt})" if plan.attempt > 1 else loaded.name
-        task = progress.add_task(f"{label}: queued", total=len(plan.points))
+        task = progress.add_task(f"{label}: queued", total=len(plan.points), visible=self._rows_for_every_job)
         job = _ActiveJob(spec, plan, {p.point_key: p for p in plan.points}, task)
         self.active[job_id] = job
         problem = self._cannot_run(loaded, targets)
@@ -265,7 +269,7 @@ class SweepRunner:
             busy[hardware] = busy.get(hardware, 0) + 1
             job.submitted = True
             self.dispatcher.submit(job.spec, avoid_nodes=job.plan.avoid_nodes)
-            progress.update(job.progress_task, description=f"{job.plan.recipe.name}: submitted")
+            progress.update(job.progress_task, description=f"{job.plan.recipe.name}: submitted", visible=True)
         self.waiting = still_waiting
 
     # --- events -----------------------------------------------------------------------------------
@@ -324,10 +328,8 @@ class SweepRunner:
         state = EVENT_STATES.get(event.kind)
         if event.kind == "job_placed":
             job.placed_at = job.placed_at or time.monotonic()
-            if event.node_id is not None:
-                job.node_id = event.node_id
-            else:
-                job.target = event.message.split(" ", 1)[0]  # a runner placed it on an inventory target
+            job.node_id = event.node_id or job.node_id
+            job.target = event.target or job.target
             self.recorder.job_status(job_id, JobState.PLACED, reason=event.message, host=event.message)
             progress.update(job.progress_task, description=f"{label}: placed on {event.message}")
             return
@@ -350,7 +352,7 @@ class SweepRunner:
         elif event.kind == "job_finished":
             self._store_engine_log(job)
             self.recorder.job_status(job_id, JobState.SUCCEEDED, reason="all points measured")
-            progress.update(job.progress_task, description=f"{label}: [green]done")
+            progress.update(job.progress_task, description=f"{label}: [green]done", visible=self._rows_for_every_job)
             job.finished = True
 
     def _store_engine_log(self, job: _ActiveJob) -> None:

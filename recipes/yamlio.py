@@ -51,32 +51,35 @@ def field_path(loc: tuple[int | str, ...], data: Any, tag_key: str = "kind") -> 
     """Dotted path of a pydantic error location, e.g. `workload.concurrency[0]`.
 
     Pydantic puts a discriminated union's tag (the `kind` value) into the location; it is not a
-    key of the file, so it is skipped when the data at that point carries that `kind`.
+    key of the file, so it is skipped when the data at that point carries that `kind`. The tag is
+    checked first, once per node: a tag may equal a key of its own data (`kind: ssh` with `ssh:`).
     """
     parts: list[str] = []
     node = data
+    tag_skipped_at: object = None
     for element in loc:
         if isinstance(element, int):
             parts.append(f"[{element}]")
             node = node[element] if isinstance(node, list) and element < len(node) else None
+        elif isinstance(node, dict) and node.get(tag_key) == element and tag_skipped_at is not node:
+            tag_skipped_at = node
         elif isinstance(node, dict) and element in node:
             parts.append(f".{element}")
             node = node[element]
-        elif isinstance(node, dict) and node.get(tag_key) == element:
-            continue
         else:
             parts.append(f".{element}")
             node = None
     return "".join(parts).lstrip(".") or "<root>"
 
 
-def validation_problems(error: ValidationError, data: Any) -> list[tuple[str, Any, str]]:
+def validation_problems(error: ValidationError, data: Any, what: str = "recipe") -> list[tuple[str, Any, str]]:
     problems: list[tuple[str, Any, str]] = []
+    schema = "recipe schema v1" if what == "recipe" else f"the {what} schema"
     for item in error.errors(include_url=False):
         field = field_path(tuple(item["loc"]), data)
         kind = item["type"]
         if kind == "extra_forbidden":
-            expected = "unknown key (not in recipe schema v1; check the spelling)"
+            expected = f"unknown key (not in {schema}; check the spelling)"
         elif kind == "missing":
             expected = "missing (required)"
         else:
@@ -92,4 +95,4 @@ def load_validated(path: Path, model: type[M], what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise RecipeError(str(path), validation_problems(error, data), what=what) from error
+        raise RecipeError(str(path), validation_problems(error, data, what), what=what) from error

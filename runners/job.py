@@ -77,6 +77,7 @@ class JobEvent(Strict):
     point_key: str | None = None
     message: str = ""
     node_id: str | None = Field(None, description="Ray node that ran the job (on job_placed from the dispatcher).")
+    target: str | None = Field(None, description="Inventory target a runner placed the job on (on job_placed).")
     outcome: PointOutcome | None = None
     error: ErrorInfo | None = None
 
@@ -93,6 +94,14 @@ class Runner:
     kind: ClassVar[str]
 
     def run_job(self, job: JobSpec) -> Iterator[JobEvent]:
+        """The job's events; a project error ends them with a `job_failed` saying whether to retry."""
+        try:
+            yield from self.execute(job)
+        except InferSweepError as error:
+            yield error_event(job, error)
+
+    def execute(self, job: JobSpec) -> Iterator[JobEvent]:
+        """Run the job, yielding events; raise InferSweepError for what went wrong."""
         raise NotImplementedError
 
     @classmethod

@@ -16,6 +16,6 @@ from runners.job import JobEvent, JobSpec, Runner, register_runner
 class NoopRunner(Runner):
     kind = "noop"
 
-    def run_job(self, job: JobSpec) -> Iterator[JobEvent]:
+    def execute(self, job: JobSpec) -> Iterator[JobEvent]:
         yield JobEvent(kind="job_placed", job_id=job.job_id, message=socket.gethostname())
         yield JobEvent(kind="job_finished", job_id=job.job_id)

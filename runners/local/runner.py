@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
+from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
 from runners.engines.base import engine_adapter
 from runners.environments import ensure_environment
-from runners.job import JobEvent, JobSpec, PointOutcome, Runner, error_event, register_runner
+from runners.job import JobEvent, JobSpec, PointOutcome, Runner, register_runner
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord
@@ -87,13 +87,7 @@ class LocalRunner(Runner):
             )
         return problems
 
-    def run_job(self, job: JobSpec) -> Iterator[JobEvent]:
-        try:
-            yield from self._run(job)
-        except InferSweepError as error:
-            yield error_event(job, error)
-
-    def _run(self, job: JobSpec) -> Iterator[JobEvent]:
+    def execute(self, job: JobSpec) -> Iterator[JobEvent]:
         recipe: Recipe = job.recipe
         reap_orphaned_engines()
         adapter = engine_adapter(recipe.engine.kind)

@@ -131,7 +131,7 @@ def test_unknown_field_names_file_field_and_value(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"{bad}: invalid model registry\n"
         "  field 'models.x.attention.colour': got 'green'; "
-        "unknown key (not in recipe schema v1; check the spelling)"
+        "unknown key (not in the model registry schema; check the spelling)"
     )
     assert caught.value.retryable is False
 

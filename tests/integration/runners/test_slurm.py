@@ -1,0 +1,317 @@
+"""The `slurm` runner against a real single-node Slurm (started by the `slurm_cluster` fixture)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from orchestrator.plan import plan_jobs
+from recipes.loader import parse_recipe
+from runners.inventory import RemoteInstall, SlurmTarget
+from runners.job import JobEvent, JobSpec
+from runners.shell import LocalCommands
+from runners.slurm import SlurmRunner, cancel_stale, stale_jobs
+from runners.slurm.runner import job_comment
+from tests.conftest import SIMULATED_RECIPE, deep_update, processes_of_runs
+from tests.integration.runners.slurm_cluster import SlurmCluster, slurm_cluster
+
+__all__ = ["slurm_cluster"]  # the fixture, imported so pytest finds it
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+NEVER_HEALTHY = {"engine": {"startup_timeout_s": 600, "simulated": {"fault": "never-healthy"}}}
+
+
+@pytest.fixture
+def target(slurm_cluster: SlurmCluster, tmp_path: Path) -> SlurmTarget:
+    return SlurmTarget(
+        kind="slurm",
+        name="test-cluster",
+        hardware="cpu-local",
+        slurm_conf=str(slurm_cluster.conf),
+        install=RemoteInstall(python=sys.executable, workdir=str(tmp_path / "shared")),
+        poll_s=0.5,
+    )
+
+
+def make_job(target: SlurmTarget, tmp_path: Path, changes: dict | None = None, sweep: str = "slurm-test") -> JobSpec:
+    recipe = deep_update(SIMULATED_RECIPE, {"runner": {"kind": "slurm"}})
+    loaded = parse_recipe(deep_update(recipe, changes or {}), str(tmp_path / "recipe.yaml"))
+    planned = plan_jobs([loaded])[0]
+    job_id = f"{loaded.recipe.name}-{uuid.uuid4().hex[:8]}"
+    return JobSpec(
+        job_id=job_id, sweep=sweep, recipe=loaded.recipe, points=planned.points,
+        log_dir=str(tmp_path / "logs" / job_id), targets=[target],
+    )  # fmt: skip
+
+
+def slurm_id_of(placed: JobEvent) -> str:
+    match = re.match(r"slurm job (\d+) on ", placed.message)
+    assert match, placed.message
+    return match.group(1)
+
+
+def sbatch_sleep(cluster: SlurmCluster, name: str, comment: str) -> str:
+    submitted = cluster.run("sbatch", "--parsable", f"--job-name={name}", f"--comment={comment}",
+                            "--output=/dev/null", "--wrap", "sleep 300")  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    return submitted.stdout.strip().split(";")[0]
+
+
+def wait_running(cluster: SlurmCluster, slurm_id: str, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cluster.run("squeue", "-h", "-j", slurm_id, "-o", "%T").stdout.strip() == "RUNNING":
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"slurm job {slurm_id} did not start within {timeout_s:g} s")
+
+
+def wait_no_engines(job_id: str, timeout_s: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (left := processes_of_runs(job_id)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_measures_points_end_to_end(slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path) -> None:
+    job = make_job(target, tmp_path)
+    # A job of a dead run of this sweep and recipe holds the node (our jobs are --exclusive): it must go first.
+    dead = sbatch_sleep(slurm_cluster, f"{job.recipe.name}-dead", job_comment(job))
+    wait_running(slurm_cluster, dead)
+
+    events = list(SlurmRunner().run_job(job))
+
+    kinds = [event.kind for event in events]
+    failed = [event.message for event in events if event.kind == "job_failed"]
+    assert not failed, failed
+    assert kinds[0] == "job_placed" and kinds[-1] == "job_finished", kinds
+    assert kinds.index("engine_ready") < kinds.index("point_finished")
+    outcomes = [event.outcome for event in events if event.kind == "point_finished" and event.outcome]
+    assert [o.point_key for o in outcomes] == [p.point_key for p in job.points]
+    assert all(o.metrics.validity.valid and o.origin == "simulated" for o in outcomes)
+    assert dead not in slurm_cluster.queued(), "the stale job of the dead run still holds the node"
+
+    slurm_id = slurm_id_of(events[0])
+    state = slurm_cluster.run("squeue", "-h", "-t", "all", "-j", slurm_id, "-o", "%T").stdout.strip()
+    assert state == "COMPLETED"
+    # Fetched from the shared filesystem (the simulated engine may log nothing at all when all goes well).
+    shared_log = Path(target.install.workdir) / "jobs" / job.job_id / "engine.log"
+    assert (Path(job.log_dir) / "engine.log").read_bytes() == shared_log.read_bytes()
+    assert wait_no_engines(job.job_id) == []
+
+
+def test_job_timeout_scancels(slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path) -> None:
+    job = make_job(target, tmp_path, {**NEVER_HEALTHY, "runner": {"kind": "slurm", "job_timeout_s": 8}})
+
+    started = time.monotonic()
+    events = list(SlurmRunner().run_job(job))
+
+    last = events[-1]
+    assert last.kind == "job_failed" and last.error is not None, [e.kind for e in events]
+    assert "job timeout" in last.message and "runner.job_timeout_s" in last.message
+    assert last.error.retryable is False
+    assert time.monotonic() - started < 60
+    assert slurm_cluster.wait_gone(slurm_id_of(events[0]), timeout_s=15)
+    assert job.job_id not in slurm_cluster.queued().values()
+    assert wait_no_engines(job.job_id) == []
+
+
+@pytest.mark.parametrize("how", ["close", "keyboard-interrupt"])
+def test_cancelled_stream_scancels(slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path, how: str) -> None:
+    job = make_job(target, tmp_path, NEVER_HEALTHY)
+    stream = SlurmRunner().run_job(job)
+    placed = next(stream)
+    for event in stream:
+        assert event.kind != "job_failed", event.message
+        if event.kind == "engine_launching":
+            break  # the agent runs in the Slurm job and its engine is starting
+
+    assert processes_of_runs(job.job_id), "the engine should be running inside the Slurm job"
+    if how == "close":
+        stream.close()  # what the orchestrator does when it drops the stream
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            stream.throw(KeyboardInterrupt)  # Ray's cancel of the task: cleanup, then re-raise
+
+    assert slurm_cluster.wait_gone(slurm_id_of(placed), timeout_s=15)
+    assert wait_no_engines(job.job_id) == []
+
+
+def test_cancel_stale_only_touches_dead_runs_of_the_same_sweep(
+    slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path
+) -> None:
+    job = make_job(target, tmp_path)
+    prefix = f"{job.recipe.name}-"
+    dead = sbatch_sleep(slurm_cluster, f"{prefix}dead", job_comment(job))
+    other_sweep = sbatch_sleep(slurm_cluster, f"{prefix}other", job_comment(job).replace("slurm-test", "another"))
+    unrelated = sbatch_sleep(slurm_cluster, "someone-else", job_comment(job))
+    commands = LocalCommands()
+    try:
+        listed = {queued.slurm_id for queued in stale_jobs(commands, target, prefix)}
+        assert listed == {dead, other_sweep}
+
+        cancelled = cancel_stale(commands, target, prefix, comment=job_comment(job))
+
+        assert [queued.slurm_id for queued in cancelled] == [dead]
+        assert slurm_cluster.wait_gone(dead, timeout_s=15)
+        assert {other_sweep, unrelated} <= set(slurm_cluster.queued())
+    finally:
+        slurm_cluster.run("scancel", other_sweep, unrelated, dead)
+
+
+def test_through_an_ssh_login_node(slurm_cluster: SlurmCluster, sshd, tmp_path: Path) -> None:
+    """The same job with the login node reached over SSH (the `sshd` fixture of this directory's conftest)."""
+    target = SlurmTarget(
+        kind="slurm", name="ssh-cluster", hardware="cpu-local", login=sshd.access(),
+        slurm_conf=str(slurm_cluster.conf), install=sshd.install(tmp_path / "shared"), poll_s=0.5,
+    )  # fmt: skip
+    job = make_job(target, tmp_path)
+
+    events = list(SlurmRunner().run_job(job))
+
+    assert [e.kind for e in events][-1] == "job_finished", [(e.kind, e.message) for e in events]
+    assert len([e for e in events if e.kind == "point_finished"]) == len(job.points)
+    assert (Path(job.log_dir) / "engine.log").is_file()
+    assert wait_no_engines(job.job_id) == []
+
+
+def test_queue_timeout_cancels_a_pending_job(
+    slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runners.slurm.runner as slurm_runner
+
+    monkeypatch.setattr(slurm_runner, "QUEUE_TIMEOUT_S", 2.0)
+    blocker = sbatch_sleep(slurm_cluster, "someone-elses-job", "not ours")
+    try:
+        wait_running(slurm_cluster, blocker)
+        job = make_job(target, tmp_path)
+        events = list(SlurmRunner().run_job(job))
+    finally:
+        slurm_cluster.run("scancel", blocker)
+
+    last = events[-1]
+    assert last.kind == "job_failed" and last.error is not None, [(e.kind, e.message) for e in events]
+    assert "still PENDING" in last.message and "reason Resources" in last.message
+    assert last.error.retryable
+    assert slurm_cluster.wait_gone(slurm_id_of(events[0]), timeout_s=15)
+
+
+# --- no Slurm needed ---------------------------------------------------------------------------------
+
+
+def test_nodes_and_limitations(tmp_path: Path) -> None:
+    from recipes.schema import ContainerEnvironment, Disaggregation, WorkerGroup
+    from runners.slurm import nodes_for
+
+    recipe = make_job(_offline_target(tmp_path), tmp_path).recipe
+    assert nodes_for(recipe) == 1
+    split = Disaggregation(prefill=WorkerGroup(num_workers=2, tp=4), decode=WorkerGroup(tp=8, dp=2))
+    gb200 = recipe.model_copy(update={"hardware": "gb200-nvl72"})
+    gb200 = gb200.model_copy(update={"parallelism": gb200.parallelism.model_copy(update={"disaggregated": split})})
+    assert nodes_for(gb200) == 2 + 4  # 8 prefill GPUs on 4-GPU trays, 16 decode GPUs
+    assert SlurmRunner.limitations(gb200) == []
+    image = ContainerEnvironment(kind="container", image="vllm/vllm-openai:v0.11.0")
+    contained = recipe.model_copy(update={"engine": recipe.engine.model_copy(update={"environment": image})})
+    assert "pyxis" in SlurmRunner.limitations(contained)[0]
+
+
+def test_batch_script_quotes_every_value(tmp_path: Path) -> None:
+    import subprocess
+
+    from runners.slurm.runner import _batch_script
+
+    pwned = tmp_path / "pwned"
+    hostile = f"a b; touch {pwned}; $(touch {pwned}) `touch {pwned}` 'q' \"d\"\nnext line"
+    workdir = str(tmp_path / "w $x")
+    target = _offline_target(tmp_path).model_copy(
+        update={
+            "install": RemoteInstall(python="/opt/py thon", workdir=workdir, env={"X": hostile}),
+            "container_flags": [f"--container-mounts={hostile}"],
+        }
+    )
+    script = _batch_script(target, f"/s p/{hostile}.json", "/s p/events.jsonl")
+    # Run it with a fake srun that records its argv (NUL-separated).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_srun = bin_dir / "srun"
+    fake_srun.write_text(f'#!/bin/bash\nprintf "%s\\0" "$@" > {tmp_path}/argv\nexit 3\n')
+    fake_srun.chmod(0o755)
+    done = subprocess.run(
+        ["bash", "-c", script],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURMD_NODENAME": "n1"},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr  # srun's status is the job's
+    argv = (tmp_path / "argv").read_text().split("\0")[:-1]
+    assert argv == [
+        "--nodes=1", "--ntasks=1", "--nodelist=n1", f"--container-mounts={hostile}",
+        "env", f"INFERSWEEP_HOME={workdir}/nodes/n1", f"X={hostile}",
+        "/opt/py thon", "-m", "runners.agent", "--spec", f"/s p/{hostile}.json", "--events", "/s p/events.jsonl",
+    ]  # fmt: skip
+    assert not pwned.exists()
+
+
+def test_no_slurm_target_is_a_configuration_error(tmp_path: Path) -> None:
+    job = make_job(_offline_target(tmp_path), tmp_path).model_copy(update={"targets": []})
+    events = list(SlurmRunner().run_job(job))
+    assert [e.kind for e in events] == ["job_failed"]
+    assert events[0].error is not None and events[0].error.kind == "ConfigurationError"
+    assert events[0].error.retryable is False
+
+
+def _offline_target(tmp_path: Path) -> SlurmTarget:
+    return SlurmTarget(
+        kind="slurm", name="offline", hardware="cpu-local",
+        install=RemoteInstall(python=sys.executable, workdir=str(tmp_path / "shared")),
+    )  # fmt: skip
+
+
+def test_job_killed_without_a_word_is_a_retryable_failure(
+    slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path
+) -> None:
+    job = make_job(target, tmp_path, NEVER_HEALTHY)
+    stream = SlurmRunner().run_job(job)
+    placed = next(stream)
+    for event in stream:
+        if event.kind == "engine_launching":
+            break
+    # SIGKILL the agent: it cannot write its last event (like a node that died under it).
+    agents = [
+        pid
+        for pid in _pids_with_argument(job.job_id)
+        if _cmdline(pid).startswith(f"{sys.executable}\0-m\0runners.agent\0".encode())
+    ]
+    assert len(agents) == 1, agents
+    os.kill(agents[0], signal.SIGKILL)
+    rest = list(stream)
+
+    assert [event.kind for event in rest] == ["job_failed"], [(e.kind, e.message) for e in rest]
+    error = rest[0].error
+    assert error is not None and error.kind == "InfrastructureError" and error.retryable
+    assert "ended without reporting the job's end" in error.message
+    assert re.search(r"state (FAILED|CANCELLED)", error.message), error.message
+    assert slurm_cluster.wait_gone(slurm_id_of(placed), timeout_s=15)
+    assert wait_no_engines(job.job_id) == []  # the orphaned engine: Slurm's step cleanup stops it
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _pids_with_argument(fragment: str) -> list[int]:
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and fragment.encode() in _cmdline(int(entry.name))
+    ]
