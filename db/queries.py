@@ -55,6 +55,12 @@ def set_sweep_status(session: Session, sweep: SweepRow, status: SweepState, reas
     session.commit()
 
 
+def set_sweep_budget(session: Session, sweep: SweepRow, gpu_hours: float) -> None:
+    sweep.gpu_hour_budget = gpu_hours
+    session.add(sweep)
+    session.commit()
+
+
 def request_cancel(session: Session, name: str) -> SweepRow | None:
     """Ask the driver running sweep `name` to stop it; None when no such sweep exists."""
     sweep = session.exec(select(SweepRow).where(SweepRow.name == name)).first()

@@ -51,6 +51,10 @@ def run(
     retry_backoff: Annotated[
         float, typer.Option(min=0, help="Seconds before the first retry of a job; doubles with each attempt.")
     ] = 2.0,
+    gpu_hour_budget: Annotated[
+        float | None,
+        typer.Option(min=0, help="Refuse to start when the jobs left are estimated above this many GPU-hours."),
+    ] = None,
 ) -> None:
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
     from orchestrator.sweep import SweepOptions, SweepRunner
@@ -64,7 +68,12 @@ def run(
         _fail(error)
     name = sweep or "-".join(item.name for item in loaded)
     options = SweepOptions(
-        name=name, max_attempts=max_attempts, ray_address=ray_address, inventory=fleet, retry_backoff_s=retry_backoff
+        name=name,
+        max_attempts=max_attempts,
+        ray_address=ray_address,
+        inventory=fleet,
+        retry_backoff_s=retry_backoff,
+        gpu_hour_budget=gpu_hour_budget,
     )
     try:
         summary = SweepRunner(options, console).run(loaded)

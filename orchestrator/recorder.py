@@ -116,6 +116,9 @@ class Recorder:
     def sweep_status(self, status: SweepState, reason: str = "") -> None:
         queries.set_sweep_status(self.session, self.sweep, status, reason)
 
+    def set_budget(self, gpu_hours: float) -> None:
+        queries.set_sweep_budget(self.session, self.sweep, gpu_hours)
+
     def cancel_requested(self) -> bool:
         return queries.cancel_requested(self.session, self.sweep_id)
 

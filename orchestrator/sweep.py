@@ -24,13 +24,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from db.lifecycle import JobState, SweepState
 from db.session import make_engine, migrate
 from orchestrator.dispatch import Dispatcher
+from orchestrator.estimate import estimate_job
 from orchestrator.plan import plan_jobs
 from orchestrator.recorder import Recorder
+from recipes.errors import ConfigurationError
 from recipes.loader import LoadedRecipe
 from runners.inventory import Inventory
 from runners.job import ErrorInfo, JobEvent, JobSpec, PointRequest, runner_class
 from runners.paths import data_dir
 from runners.process import reap_orphaned_engines, running_engines
+
+
+class BudgetError(ConfigurationError):
+    """The sweep's estimated accelerator-hours exceed its budget: nothing was started."""
 
 
 def _raise_keyboard_interrupt(_signum: int, _frame: object) -> None:
@@ -66,6 +72,7 @@ class SweepOptions:
     database_url: str | None = None
     inventory: Inventory = field(default_factory=Inventory)
     retry_backoff_s: float = 2.0  # first retry waits this long, each further one twice as long
+    gpu_hour_budget: float | None = None  # refuse to start when the estimated accelerator-hours exceed it
 
 
 @dataclass
@@ -153,6 +160,19 @@ class SweepRunner:
             self.console.print(
                 f"Resuming sweep [bold]{self.options.name}[/]: skipping {summary.skipped_points} finished point(s)"
             )
+        budget = self.options.gpu_hour_budget
+        if budget is not None and work:
+            planned = sum(estimate_job(loaded, points).accelerator_hours for loaded, points in work)
+            self.recorder.set_budget(budget)
+            if planned > budget:
+                error = BudgetError(
+                    f"--gpu-hour-budget: got {budget:g}; the {len(work)} job(s) left are estimated at "
+                    f"{planned:.2f} accelerator-hours (orchestrator/estimate.py states the assumptions); "
+                    "raise the budget or run fewer recipes"
+                )
+                self.recorder.sweep_status(SweepState.FAILED, str(error))
+                self.recorder.close()
+                raise error
         if not work:
             self.console.print(f"Sweep [bold]{self.options.name}[/]: nothing left to measure")
             self.recorder.sweep_status(SweepState.FINISHED, "nothing left to measure")

@@ -57,6 +57,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _only_zombies_in_group(pgid: int) -> bool:
+    """True when every process left in the group has exited and merely awaits reaping by its parent.
+
+    An orphaned engine's parent is whoever adopted it (init, a container's PID 1, a test process);
+    if that parent never reaps, the dead engine lingers as a zombie and must count as stopped.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return False
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # gone while we looked
+        # Fields after the command name (in parentheses, may hold spaces): state, ppid, pgrp, ...
+        state, _ppid, group = text[text.rindex(")") + 2 :].split()[:3]
+        if int(group) == pgid and state != "Z":
+            return False
+    return True
+
+
 def _group_gone(pgid: int, leader: subprocess.Popen[bytes] | None) -> bool:
     if leader is not None:
         leader.poll()  # reap our child: a zombie leader would keep the group "alive" forever
@@ -64,7 +85,7 @@ def _group_gone(pgid: int, leader: subprocess.Popen[bytes] | None) -> bool:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return True
-    return False
+    return _only_zombies_in_group(pgid)
 
 
 def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | None = None) -> bool:

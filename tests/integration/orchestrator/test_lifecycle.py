@@ -3,6 +3,7 @@ persisted transitions, `status`, `cancel`, Point and job deadlines, retry backof
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -162,3 +163,74 @@ def test_ssh_recipe_without_inventory_target_fails_fast(write_recipe) -> None:
     result = run_cli("run", str(write_recipe({"runner": {"kind": "ssh"}})), "--sweep", "life-no-target")
     assert result.returncode == 1
     assert "the inventory has no ssh target for that hardware" in result.stderr
+
+
+def test_orchestrator_killed_mid_sweep_resumes_without_duplicates(write_recipe) -> None:
+    recipe = write_recipe(
+        {"name": "life-kill", "engine": {"simulated": {"itl_ms": 25}}, "workload": {"concurrency": [1, 2, 4]}}
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", "life-kill"],
+        cwd=ROOT, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not any(s == "recorded" for _, s in _safe_point_history("life-kill")):
+            time.sleep(0.3)
+        process.kill()  # SIGKILL: no handler runs, nothing is cleaned up by the orchestrator itself
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    recorded_before = {key for key, state in point_history("life-kill") if state == "recorded"}
+    assert recorded_before, "no point was recorded before the kill"
+
+    resumed = run_cli("run", str(recipe), "--sweep", "life-kill")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"skipping {len(recorded_before)} finished point(s)" in resumed.stdout
+    assert "left unfinished; marked interrupted" in resumed.stdout
+    recorded = [key for key, state in point_history("life-kill") if state == "recorded"]
+    assert len(recorded) == 3 and len(set(recorded)) == 3, "every Point recorded exactly once"
+    state, jobs, _ = sweep_state("life-kill")
+    assert state == "finished"
+    assert [status for _, status, _ in jobs] == ["interrupted", "succeeded"]
+    deadline = time.monotonic() + 20
+    while processes_of_runs("life-kill-") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_of_runs("life-kill-") == []
+
+
+def test_an_orphaned_engine_of_a_dead_run_is_reaped_before_the_next_job(write_recipe, isolated_home) -> None:
+    # A run whose owner died without cleaning up: its engine still serves, its pidfile names a dead owner.
+    orphan = subprocess.Popen(
+        [sys.executable, "-m", "runners.engines.simulated_server", "--port", "0", "--model", "sim"],
+        env={**os.environ, "INFERSWEEP_RUN_ID": "life-orphan-dead"}, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    dead_owner = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner.wait()
+    pidfile = isolated_home / "engines-running" / "life-orphan-dead.json"
+    pidfile.parent.mkdir(parents=True, exist_ok=True)
+    pidfile.write_text(json.dumps({"run_id": "life-orphan-dead", "pgid": orphan.pid, "owner_pid": dead_owner.pid,
+                                   "port": 0}))  # fmt: skip
+    try:
+        assert processes_of_runs("life-orphan-") == [orphan.pid]
+        result = run_cli("run", str(write_recipe({"name": "life-after-orphan"})), "--sweep", "life-orphan")
+        assert result.returncode == 0, result.stdout + result.stderr
+        orphan.wait(timeout=10)
+        assert processes_of_runs("life-orphan-") == []
+        assert not pidfile.exists()
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+
+
+def test_a_sweep_over_its_gpu_hour_budget_does_not_start(write_recipe) -> None:
+    recipe = write_recipe({"name": "life-budget", "repeats": 3})
+    result = run_cli("run", str(recipe), "--sweep", "life-budget", "--gpu-hour-budget", "0.001")
+    assert result.returncode == 1
+    assert "--gpu-hour-budget: got 0.001; the 1 job(s) left are estimated at" in result.stderr
+    state, jobs, _ = sweep_state("life-budget")
+    assert state == "failed" and jobs == []
+    # The same sweep within its budget runs.
+    assert run_cli("run", str(recipe), "--sweep", "life-budget", "--gpu-hour-budget", "1").returncode == 0
