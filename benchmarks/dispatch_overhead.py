@@ -4,8 +4,9 @@ Each job goes the whole way a real one does (queued in the driver, submitted whe
 slot, a Ray generator task, events streamed back, every state change written to SQL), with the
 `noop` runner behind it instead of an engine. Target (issue 5): at least 100 jobs/s on this machine.
 
-Peer: the same number of bare Ray generator tasks (submit, stream one event, done) with the same
-concurrency, no database: the floor our scheduler adds its bookkeeping to.
+Peer: the same number of bare Ray generator tasks (submit, stream two events, done) with the same
+concurrency, no database: the floor our scheduler adds its bookkeeping to. Both run after a warm-up
+that starts Ray's worker processes (one per slot, about a second each on this machine).
 
 Run: .venv/bin/python -m benchmarks.dispatch_overhead [--jobs 1000] [--slots 8]
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 TARGET_JOBS_PER_S = 100.0
 
 
-def _recipes(count: int) -> list[object]:
+def _recipes(count: int, prefix: str = "noop") -> list[object]:
     from recipes.loader import parse_recipe
 
     base = {
@@ -33,7 +34,7 @@ def _recipes(count: int) -> list[object]:
         "runner": {"kind": "noop"},
         "workload": {"kind": "fixed-length", "sequences": [{"isl": 128, "osl": 8}], "concurrency": [1]},
     }
-    return [parse_recipe({**base, "name": f"noop-{index:05d}"}, f"<generated {index}>") for index in range(count)]
+    return [parse_recipe({**base, "name": f"{prefix}-{index:05d}"}, f"<generated {index}>") for index in range(count)]
 
 
 def ours(jobs: int, slots: int) -> tuple[float, int]:
@@ -45,10 +46,13 @@ def ours(jobs: int, slots: int) -> tuple[float, int]:
     from db.session import make_engine, open_session
     from orchestrator.sweep import SweepOptions, SweepRunner
 
-    recipes = _recipes(jobs)
-    runner = SweepRunner(SweepOptions(name="dispatch-overhead"), Console(file=open(os.devnull, "w")))  # noqa: SIM115
+    quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the process
     ray.init(resources={"pool:cpu-local": slots}, include_dashboard=False, configure_logging=False, log_to_driver=False)
     try:
+        # Warm up: Ray starts a worker process per slot on first use (about a second each here).
+        SweepRunner(SweepOptions(name="dispatch-warmup"), quiet).run(_recipes(4 * slots, "warmup"))  # type: ignore[arg-type]
+        runner = SweepRunner(SweepOptions(name="dispatch-overhead"), quiet)
+        recipes = _recipes(jobs)
         started = time.perf_counter()
         summary = runner.run(recipes)  # type: ignore[arg-type]
         elapsed = time.perf_counter() - started
@@ -72,11 +76,10 @@ def bare_ray(jobs: int, slots: int) -> float:
         yield f"placed {index}"
         yield f"finished {index}"
 
-    ray.init(resources={"slot": slots}, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    try:
+    def run(count: int) -> float:
         started = time.perf_counter()
         in_flight: list[ray.ObjectRefGenerator] = []
-        for index in range(jobs):
+        for index in range(count):
             in_flight.append(job.options(resources={"slot": 1}).remote(index))
             if len(in_flight) >= slots:
                 for reference in in_flight.pop(0):
@@ -85,6 +88,11 @@ def bare_ray(jobs: int, slots: int) -> float:
             for reference in generator:
                 ray.get(reference)
         return time.perf_counter() - started
+
+    ray.init(resources={"slot": slots}, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    try:
+        run(4 * slots)  # the same warm-up as ours
+        return run(jobs)
     finally:
         ray.shutdown()
 

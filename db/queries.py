@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_
+from sqlalchemy import func, insert, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -109,15 +109,23 @@ def upsert_recipe(
 
 def create_job(
     session: Session, job_id: str, sweep_id: int, recipe_id: int, attempt: int, points: int, log_dir: str
-) -> JobRow:
-    job = JobRow(
-        id=job_id, sweep_id=sweep_id, recipe_id=recipe_id, attempt=attempt, points_planned=points, log_dir=log_dir
-    )
-    session.add(job)
-    session.add(TransitionRow(sweep_id=sweep_id, job_id=job_id, subject="job", state=JobState.QUEUED.value,
-                              reason=f"attempt {attempt}, {points} point(s)"))  # fmt: skip
+) -> None:
+    # Core statements, not ORM objects: the driver writes a few of these per job, and at thousands of
+    # jobs the ORM's unit-of-work bookkeeping costs more than SQLite itself.
+    now = utcnow()
+    session.execute(
+        insert(JobRow).values(
+            id=job_id, sweep_id=sweep_id, recipe_id=recipe_id, attempt=attempt, points_planned=points,
+            log_dir=log_dir, status=JobState.QUEUED.value, created_at=now,
+        )
+    )  # fmt: skip
+    session.execute(
+        insert(TransitionRow).values(
+            sweep_id=sweep_id, job_id=job_id, subject="job", state=JobState.QUEUED.value, at=now,
+            reason=f"attempt {attempt}, {points} point(s)",
+        )
+    )  # fmt: skip
     session.commit()
-    return job
 
 
 def update_job(
@@ -132,25 +140,35 @@ def update_job(
     retryable: bool | None = None,
 ) -> None:
     """Move the job to `status` and record the transition (time and reason) in one transaction."""
-    job = session.get(JobRow, job_id)
-    if job is None:
-        raise LookupError(f"job {job_id!r} not in the database")
-    job.status = status.value
-    if status is JobState.PLACED and job.started_at is None:
-        job.started_at = utcnow()
+    now = utcnow()
+    changes: dict[str, Any] = {"status": status.value}
+    if status is JobState.PLACED:
+        changes["started_at"] = func.coalesce(JobRow.started_at, now)
     if host is not None:
-        job.host = host
+        changes["host"] = host
     if status in TERMINAL_JOB_STATES:
-        job.finished_at = utcnow()
-        job.error_kind, job.error_message, job.retryable = error_kind, error_message, retryable
-    session.add(job)
-    session.add(TransitionRow(sweep_id=job.sweep_id, job_id=job_id, subject="job", state=status.value,
-                              reason=reason or (error_message or "")[:2000]))  # fmt: skip
+        changes.update(finished_at=now, error_kind=error_kind, error_message=error_message, retryable=retryable)
+    sweep_id = session.execute(
+        update(JobRow).where(col(JobRow.id) == job_id).values(**changes).returning(JobRow.sweep_id)
+    ).scalar_one_or_none()
+    if sweep_id is None:
+        session.rollback()
+        raise LookupError(f"job {job_id!r} not in the database")
+    session.execute(
+        insert(TransitionRow).values(
+            sweep_id=sweep_id, job_id=job_id, subject="job", state=status.value, at=now,
+            reason=reason or (error_message or "")[:2000],
+        )
+    )  # fmt: skip
     session.commit()
 
 
 def record_point_transition(session: Session, sweep_id: int, job_id: str, point_key: str, state: str) -> None:
-    session.add(TransitionRow(sweep_id=sweep_id, job_id=job_id, point_key=point_key, subject="point", state=state))
+    session.execute(
+        insert(TransitionRow).values(
+            sweep_id=sweep_id, job_id=job_id, point_key=point_key, subject="point", state=state, reason="", at=utcnow()
+        )
+    )
     session.commit()
 
 

@@ -137,7 +137,10 @@ class SweepRunner:
         self.recorder = Recorder(self.engine, options.name)
         self.dispatcher = Dispatcher(options.ray_address, extra_slots=options.inventory.slots())
         self.active: dict[str, _ActiveJob] = {}
-        self.waiting: deque[_ActiveJob] = deque()
+        self.waiting: dict[str, deque[_ActiveJob]] = {}  # per hardware pool, in submission order
+        self.in_flight: dict[str, int] = {}  # submitted and not yet ended, per hardware pool
+        self.running: dict[str, _ActiveJob] = {}  # submitted jobs whose Ray task has not ended
+        self._unfinished = 0
         self._next_cancel_poll = 0.0
         self._rows_for_every_job = True
 
@@ -220,8 +223,13 @@ class SweepRunner:
         _wait_for_local_engines(30.0)
         for job in self.active.values():
             if not job.finished:
-                job.finished = True
+                self._mark_finished(job)
                 self.recorder.job_status(job.spec.job_id, state, reason=reason)
+
+    def _mark_finished(self, job: _ActiveJob) -> None:
+        if not job.finished:
+            job.finished = True
+            self._unfinished -= 1
 
     # --- queueing ---------------------------------------------------------------------------------
 
@@ -240,6 +248,7 @@ class SweepRunner:
         task = progress.add_task(f"{label}: queued", total=len(plan.points), visible=self._rows_for_every_job)
         job = _ActiveJob(spec, plan, {p.point_key: p for p in plan.points}, task)
         self.active[job_id] = job
+        self._unfinished += 1
         problem = self._cannot_run(loaded, targets)
         if problem is not None:
             kind, message = problem
@@ -247,10 +256,10 @@ class SweepRunner:
             event = JobEvent(kind="job_failed", job_id=job_id, message=message, error=info)
             self.recorder.job_status(job_id, JobState.FAILED, event)
             summary.failures.append(JobFailure(loaded.name, job_id, plan.attempt, kind, message, False))
-            job.finished = True
+            self._mark_finished(job)
             progress.update(task, description=f"{label}: [red]{kind}")
             return
-        self.waiting.append(job)
+        self.waiting.setdefault(loaded.recipe.hardware, deque()).append(job)
 
     def _cannot_run(self, loaded: LoadedRecipe, targets: list[object]) -> tuple[str, str] | None:
         """Why this job can never start here, checked before anything is reserved; None when it can."""
@@ -273,29 +282,30 @@ class SweepRunner:
         return None
 
     def _submit_ready(self, progress: Progress) -> None:
-        """Submit waiting jobs whose pool has a free slot and whose backoff has passed, in order."""
+        """Submit waiting jobs whose pool has a free slot and whose backoff has passed, in order per pool."""
         now = time.monotonic()
-        busy: dict[str, int] = {}
-        for job in self.active.values():
-            if job.submitted and not job.finished:
-                busy[job.spec.recipe.hardware] = busy.get(job.spec.recipe.hardware, 0) + 1
-        still_waiting: deque[_ActiveJob] = deque()
-        while self.waiting:
-            job = self.waiting.popleft()
-            hardware = job.spec.recipe.hardware
-            if job.plan.not_before > now or busy.get(hardware, 0) >= self.dispatcher.pool_capacity(hardware):
-                still_waiting.append(job)
+        for hardware, waiting in self.waiting.items():
+            free = self.dispatcher.pool_capacity(hardware) - self.in_flight.get(hardware, 0)
+            if free < 1 or not waiting:
                 continue
-            busy[hardware] = busy.get(hardware, 0) + 1
-            job.submitted = True
-            self.dispatcher.submit(job.spec, avoid_nodes=job.plan.avoid_nodes)
-            progress.update(job.progress_task, description=f"{job.plan.recipe.name}: submitted", visible=True)
-        self.waiting = still_waiting
+            held: deque[_ActiveJob] = deque()
+            while waiting and free >= 1:
+                job = waiting.popleft()
+                if job.plan.not_before > now:
+                    held.append(job)  # a retry in its backoff keeps its place; later jobs may go first
+                    continue
+                free -= 1
+                self.in_flight[hardware] = self.in_flight.get(hardware, 0) + 1
+                self.running[job.spec.job_id] = job
+                job.submitted = True
+                self.dispatcher.submit(job.spec, avoid_nodes=job.plan.avoid_nodes)
+                progress.update(job.progress_task, description=f"{job.plan.recipe.name}: submitted", visible=True)
+            waiting.extendleft(reversed(held))
 
     # --- events -----------------------------------------------------------------------------------
 
     def _drain(self, progress: Progress, summary: SweepSummary) -> None:
-        while any(not job.finished for job in self.active.values()):
+        while self._unfinished > 0:
             self._submit_ready(progress)
             self._check_deadlines()
             if self._cancel_requested():
@@ -324,7 +334,7 @@ class SweepRunner:
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
-        for job in self.active.values():
+        for job in self.running.values():
             if job.finished or job.timeout is not None or job.placed_at is None:
                 continue
             limits = job.spec.recipe.runner
@@ -373,15 +383,18 @@ class SweepRunner:
             self._store_engine_log(job)
             self.recorder.job_status(job_id, JobState.SUCCEEDED, reason="all points measured")
             progress.update(job.progress_task, description=f"{label}: [green]done", visible=self._rows_for_every_job)
-            job.finished = True
+            self._mark_finished(job)
 
     def _store_engine_log(self, job: _ActiveJob) -> None:
         self.recorder.store_file(Path(job.spec.log_dir) / "engine.log", "engine-log", job.spec.job_id)
 
     def _stream_ended(self, job: _ActiveJob, progress: Progress, summary: SweepSummary) -> None:
+        if self.running.pop(job.spec.job_id, None) is not None:
+            hardware = job.spec.recipe.hardware
+            self.in_flight[hardware] -= 1  # the Ray task has ended: its pool slot is free again
         if job.finished:
             return
-        job.finished = True
+        self._mark_finished(job)
         self._store_engine_log(job)  # the log of a failed job is what explains it
         job_id = job.spec.job_id
         if job.timeout is not None:

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runners.server_metrics import ServerCounters
+from runners.telemetry import HostReport
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -181,6 +182,9 @@ class PointMetrics(Strict):
     replay: ReplayStats | None = Field(None, description="Agentic replay figures (replay Points only).")
     server: ServerCounters | None = Field(
         None, description="Deltas of the engine's own counters over the Point (None when /metrics was unreadable)."
+    )
+    host: HostReport | None = Field(
+        None, description="Pre-flight checks and power/utilisation during the Point (None for imported results)."
     )
 
 

@@ -18,8 +18,10 @@ from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord
 from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
+from runners.paths import data_dir
 from runners.process import EngineProcess, pick_free_port, reap_orphaned_engines
 from runners.server_metrics import counter_deltas, scrape
+from runners.telemetry import HostReport, TelemetrySampler, run_preflight
 
 
 def resolve_model_dir(model: ModelSpec) -> Path:
@@ -89,8 +91,9 @@ class LocalRunner(Runner):
 
     def execute(self, job: JobSpec) -> Iterator[JobEvent]:
         recipe: Recipe = job.recipe
-        reap_orphaned_engines()
+        reaped = reap_orphaned_engines()
         adapter = engine_adapter(recipe.engine.kind)
+        preflight = run_preflight(data_dir(), leftover_engines=len(reaped))
         yield JobEvent(kind="engine_preparing", job_id=job.job_id, message="engine environment and model")
         python = ensure_environment(recipe.engine.environment)
         model_dir = resolve_model_dir(recipe.model)
@@ -108,8 +111,11 @@ class LocalRunner(Runner):
                 yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)
                 started = datetime.now(UTC)
                 before = scrape(engine.base_url + plan.metrics_path)
-                metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)
+                sampler = TelemetrySampler()
+                with sampler.running():
+                    metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)
                 metrics.server = counter_deltas(before, scrape(engine.base_url + plan.metrics_path))
+                metrics.host = HostReport(preflight=preflight, telemetry=sampler.summary())
                 code = engine.exited()
                 if code is not None:
                     # A dead engine is an infrastructure fault, not a measurement of the configuration.

@@ -10,8 +10,10 @@ import sys
 import time
 
 import pytest
+from sqlmodel import select
 
 from db import queries
+from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.process import running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
@@ -53,6 +55,15 @@ def test_every_transition_is_persisted_in_order_and_status_shows_it(write_recipe
     ]  # fmt: skip
     points = point_history("life-ok")
     assert [state for _, state in points] == ["measuring", "recorded", "measuring", "recorded"]
+    # Each result carries the host's pre-flight checks and what it could sample during the Point.
+    engine = make_engine()
+    with open_session(engine) as session:
+        sweep = queries.sweep_by_name(session, "life-ok")
+        rows = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep.id)).all()
+    for row in rows:
+        host = row.metrics["host"]
+        assert host["preflight"]["free_disk_gb"] > 0 and host["preflight"]["leftover_engines"] == 0
+        assert host["telemetry"]["source"] in {"/proc/stat", "nvidia-smi"}
 
     shown = run_cli("status", "life-ok")
     assert shown.returncode == 0, shown.stderr

@@ -1,0 +1,197 @@
+"""What the host was doing: pre-flight checks before a job, power and utilisation during each Point.
+
+Both are stored with every result (`PointMetrics.host`), so a reader can tell a measurement taken on
+a busy or thermally limited machine from a clean one. Where the host has no way to report a figure
+(no `nvidia-smi`, say) the result says so and why, rather than leaving a silent gap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from recipes.errors import InfrastructureError
+
+MIN_FREE_DISK_GB = 2.0  # engine logs, request records and staged artifacts of one job fit in far less
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Preflight(Strict):
+    checked_at: float = Field(description="Unix time of the checks.")
+    free_disk_gb: float = Field(description="Free space where logs and artifacts are written.")
+    accelerators_idle: bool | None = Field(
+        description="No foreign process on the accelerators (None when the host cannot tell)."
+    )
+    accelerator_processes: list[str] = Field(default_factory=list, description="What was found running on them.")
+    leftover_engines: int = Field(description="Engines of dead runs reaped before this job.")
+    notes: list[str] = Field(default_factory=list, description="Checks that could not run here, and why.")
+
+
+class TelemetrySummary(Strict):
+    source: str = Field(description="Where figures came from: nvidia-smi, /proc/stat, or 'unavailable'.")
+    samples: int = Field(description="Samples taken during the Point.")
+    interval_s: float = Field(description="Seconds between samples.")
+    power_w_mean: float | None = Field(None, description="Mean total accelerator power draw (W).")
+    power_w_max: float | None = Field(None, description="Highest total accelerator power draw (W).")
+    utilization_pct_mean: float | None = Field(None, description="Mean accelerator (or CPU) utilisation, %.")
+    memory_used_gb_max: float | None = Field(None, description="Highest accelerator memory in use (GB).")
+    unavailable: list[str] = Field(default_factory=list, description="Figures this host could not report, and why.")
+
+
+class HostReport(Strict):
+    """The host side of one Point's result."""
+
+    preflight: Preflight | None = Field(None, description="Checks made before the engine started.")
+    telemetry: TelemetrySummary | None = Field(None, description="Power and utilisation during the Point.")
+
+
+def _run(argv: list[str]) -> str | None:
+    try:
+        completed = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return completed.stdout if completed.returncode == 0 else None
+
+
+def accelerator_processes() -> tuple[bool | None, list[str], list[str]]:
+    """(idle?, processes found, notes) from nvidia-smi; (None, [], [why]) where it is missing."""
+    if shutil.which("nvidia-smi") is None:
+        return None, [], ["accelerator idleness not checked: no nvidia-smi on this host"]
+    output = _run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"])
+    if output is None:
+        return None, [], ["accelerator idleness not checked: nvidia-smi failed"]
+    found = [line.strip() for line in output.splitlines() if line.strip()]
+    return not found, found, []
+
+
+def run_preflight(work_dir: Path, leftover_engines: int) -> Preflight:
+    """Checks before an engine starts; raises a retryable error when the host is not fit to measure on."""
+    free_gb = shutil.disk_usage(work_dir).free / 1e9
+    idle, processes, notes = accelerator_processes()
+    report = Preflight(
+        checked_at=time.time(), free_disk_gb=round(free_gb, 2), accelerators_idle=idle,
+        accelerator_processes=processes, leftover_engines=leftover_engines, notes=notes,
+    )  # fmt: skip
+    if free_gb < MIN_FREE_DISK_GB:
+        raise InfrastructureError(
+            f"pre-flight: only {free_gb:.2f} GB free in {work_dir} (need {MIN_FREE_DISK_GB:g} GB); free space or "
+            "use another host"
+        )
+    if idle is False:
+        raise InfrastructureError(
+            f"pre-flight: the accelerators are busy with processes this job did not start: {'; '.join(processes)}"
+        )
+    return report
+
+
+# --- sampling during a Point -----------------------------------------------------------------------
+
+
+def parse_nvidia_smi(output: str) -> tuple[float, float, float] | None:
+    """(total power W, mean utilisation %, total memory used GB) from
+    `nvidia-smi --query-gpu=power.draw,utilization.gpu,memory.used --format=csv,noheader,nounits`."""
+    power = utilization = memory = 0.0
+    rows = 0
+    for line in output.strip().splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != 3:
+            continue
+        try:
+            watts, percent, mebibytes = (float(field) for field in fields)
+        except ValueError:
+            continue  # "[N/A]" on GPUs that do not report a figure
+        power, utilization, memory, rows = power + watts, utilization + percent, memory + mebibytes, rows + 1
+    if rows == 0:
+        return None
+    return power, utilization / rows, memory * 1.048576 / 1000
+
+
+def _cpu_times() -> tuple[float, float] | None:
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    values = [float(value) for value in fields]
+    idle = values[3] + (values[4] if len(values) > 4 else 0.0)
+    return sum(values), idle
+
+
+class TelemetrySampler:
+    """Samples in a thread while a Point runs: GPU power/utilisation via nvidia-smi, else host CPU use."""
+
+    def __init__(self, interval_s: float = 1.0, accelerator_unit: str = "gpu") -> None:
+        self.interval_s = interval_s
+        self.accelerator_unit = accelerator_unit
+        self._stop = threading.Event()
+        self._gpu_samples: list[tuple[float, float, float]] = []
+        self._cpu_samples: list[float] = []
+        self._thread: threading.Thread | None = None
+        self.source = "nvidia-smi" if shutil.which("nvidia-smi") else ("/proc/stat" if _cpu_times() else "unavailable")
+
+    def _sample_gpu(self) -> None:
+        output = _run(["nvidia-smi", "--query-gpu=power.draw,utilization.gpu,memory.used",
+                       "--format=csv,noheader,nounits"])  # fmt: skip
+        parsed = parse_nvidia_smi(output) if output else None
+        if parsed is not None:
+            self._gpu_samples.append(parsed)
+
+    def _loop(self, sample: Callable[[], None]) -> None:
+        while not self._stop.wait(self.interval_s):
+            sample()
+
+    def _cpu_sampler(self) -> Callable[[], None]:
+        previous = _cpu_times()
+
+        def sample() -> None:
+            nonlocal previous
+            current = _cpu_times()
+            if previous is not None and current is not None and current[0] > previous[0]:
+                busy = 1 - (current[1] - previous[1]) / (current[0] - previous[0])
+                self._cpu_samples.append(100.0 * busy)
+            previous = current
+
+        return sample
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[TelemetrySampler]:
+        sample = self._sample_gpu if self.source == "nvidia-smi" else self._cpu_sampler()
+        if self.source != "unavailable":
+            self._thread = threading.Thread(target=self._loop, args=(sample,), name="telemetry", daemon=True)
+            self._thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join(timeout=self.interval_s + 11)
+
+    def summary(self) -> TelemetrySummary:
+        if self.source == "nvidia-smi":
+            powers = [power for power, _, _ in self._gpu_samples]
+            return TelemetrySummary(
+                source=self.source, samples=len(self._gpu_samples), interval_s=self.interval_s,
+                power_w_mean=sum(powers) / len(powers) if powers else None, power_w_max=max(powers, default=None),
+                utilization_pct_mean=(sum(u for _, u, _ in self._gpu_samples) / len(powers)) if powers else None,
+                memory_used_gb_max=max((m for _, _, m in self._gpu_samples), default=None),
+            )  # fmt: skip
+        unavailable = [f"power: no nvidia-smi on this host (accelerator unit {self.accelerator_unit!r})"]
+        if self.source == "/proc/stat":
+            mean = sum(self._cpu_samples) / len(self._cpu_samples) if self._cpu_samples else None
+            return TelemetrySummary(
+                source=self.source, samples=len(self._cpu_samples), interval_s=self.interval_s,
+                utilization_pct_mean=mean, unavailable=[*unavailable, "utilisation is the host CPU's"],
+            )  # fmt: skip
+        return TelemetrySummary(
+            source="unavailable", samples=0, interval_s=self.interval_s,
+            unavailable=[*unavailable, "utilisation: no /proc/stat"],
+        )  # fmt: skip
