@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import ray
 from ray.exceptions import (
@@ -86,6 +87,7 @@ class Dispatcher:
         if ray.is_initialized():
             return
         if self.address:
+            _use_token_auth_when_available()
             ray.init(address=self.address, configure_logging=False, log_to_driver=False)
         else:
             # A one-node cluster for this machine: its pool slot lets one job run at a time here, plus
@@ -150,6 +152,16 @@ class Dispatcher:
     def shutdown(self) -> None:
         if self._started_here and ray.is_initialized():
             ray.shutdown()
+
+
+def _use_token_auth_when_available() -> None:
+    """Ray 2.60 clusters started with `ray start --head` require token auth, but a driver given an explicit
+    address only uses it when told to: do so when a token is at hand and the user chose nothing."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    token_file = Path(os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token"))
+    if os.environ.get("RAY_AUTH_TOKEN") or token_file.is_file():
+        os.environ["RAY_AUTH_MODE"] = "token"
 
 
 def _failure_event(job_id: str, error: Exception) -> JobEvent:
