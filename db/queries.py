@@ -293,7 +293,7 @@ class ResultView:
 def list_results(
     session: Session, sweep: str | None = None, include_retracted: bool = False, public: bool = False
 ) -> list[ResultView]:
-    """Results with names attached. `public` leaves out embargoed points (for the hub and snapshots)."""
+    """Results with names attached. `public` leaves out embargoed points and dry runs (hub and snapshots)."""
     query = (
         select(PointResultRow, SweepRow, RecipeRow)
         .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
@@ -304,7 +304,7 @@ def list_results(
     if not include_retracted:
         query = query.where(col(PointResultRow.retracted).is_(False))
     if public:
-        query = query.where(not_embargoed())
+        query = query.where(not_embargoed(), not_dry_run())
     query = query.order_by(
         col(SweepRow.name), col(RecipeRow.name), col(PointResultRow.isl), col(PointResultRow.osl),
         col(PointResultRow.concurrency), col(PointResultRow.repeat_index),
@@ -347,6 +347,11 @@ def list_results(
             )
         )
     return views
+
+
+def not_dry_run() -> Any:
+    """SQL condition: the point was not a dry run (plumbing checks on a stand-in engine are never published)."""
+    return col(PointResultRow.origin) != "dry-run"
 
 
 def not_embargoed() -> Any:

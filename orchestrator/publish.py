@@ -57,7 +57,9 @@ def write_snapshot(engine: Engine, path: Path) -> int:
     snapshot = make_engine(f"sqlite:///{path}")
     migrate(snapshot)
     with open_session(engine) as source, open_session(snapshot) as target:
-        public = select(PointResultRow).where(col(PointResultRow.retracted).is_(False), queries.not_embargoed())
+        public = select(PointResultRow).where(
+            col(PointResultRow.retracted).is_(False), queries.not_embargoed(), queries.not_dry_run()
+        )
         points = source.exec(public).all()
         job_ids = {p.job_id for p in points}
         recipe_ids = {p.recipe_id for p in points}

@@ -7,6 +7,7 @@ meaningless text, but every serving code path (prefill, decode, KV cache, stream
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -155,11 +156,23 @@ def ensure_generated_model(preset: str) -> Path:
     if preset not in GENERATORS:
         raise ConfigurationError(f"model.source.preset: got {preset!r}; expected one of {sorted(GENERATORS)}")
     target = cache_dir() / "models" / preset
+    if _current(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{preset}.lock", "w") as lock:
+        # Parallel jobs on one host (several Ray nodes, or a retry beside a dying attempt) wait for the
+        # first build instead of racing it: staging happens before the engine-start timer runs.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _current(target):
+            return target
+        return GENERATORS[preset](target)
+
+
+def _current(target: Path) -> bool:
     marker = target / "infersweep-model.json"
-    if marker.exists():
-        try:
-            if json.loads(marker.read_text()).get("revision") == TINY_LLAMA_REVISION:
-                return target
-        except json.JSONDecodeError:
-            pass  # a damaged marker means a damaged model: rebuild below
-    return GENERATORS[preset](target)
+    if not marker.exists():
+        return False
+    try:
+        return json.loads(marker.read_text()).get("revision") == TINY_LLAMA_REVISION
+    except json.JSONDecodeError:
+        return False  # a damaged marker means a damaged model: rebuild

@@ -24,7 +24,10 @@ def _seed(url: str, agentic: bool = False) -> None:
         sweep, _ = queries.get_or_create_sweep(session, "nightly")
         recipe = queries.upsert_recipe(session, "fp1", "tiny", "tiny.yaml", "cpu-local", "vllm", {"schema_version": 1})
         queries.create_job(session, "job-1", sweep.id, recipe.id, 1, 3, "")
-        rows = [("a", "measured", 1, True), ("b", "measured", 2, False), ("c", "simulated", 4, True)]
+        rows = [
+            ("a", "measured", 1, True), ("b", "measured", 2, False), ("c", "simulated", 4, True),
+            ("e", "dry-run", 8, True),
+        ]  # fmt: skip
         if agentic:
             rows.append(("d", "measured", 3, True))
         for key, origin, concurrency, valid in rows:
@@ -72,6 +75,8 @@ def test_results_hide_simulated_and_invalid_by_default(database: str) -> None:
 
     app.multiselect[1].set_value(["measured", "simulated"]).run()
     assert sorted(app.dataframe[-1].value["origin"]) == ["measured", "measured", "simulated"]
+    # Dry runs (plumbing checks on a stand-in engine) are not even offered.
+    assert "dry-run" not in app.multiselect[1].options
 
 
 def test_agentic_section_says_when_there_is_nothing_and_charts_hits(database: str, tmp_path: Path, monkeypatch) -> None:
