@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator import fleet_cli, schedule_cli
-from recipes.errors import MISSING, InferSweepError, RecipeError
+from orchestrator import fleet_cli, recipe_cli, schedule_cli
+from recipes.errors import MISSING, ConfigurationError, InferSweepError, RecipeError
 
 app = typer.Typer(help="InferSweep: reproducible cross-vendor LLM inference benchmarks.", no_args_is_help=True)
 recipe_app = typer.Typer(help="Recipe files: validate them before spending GPU hours.", no_args_is_help=True)
@@ -55,6 +55,16 @@ def run(
         float | None,
         typer.Option(min=0, help="Refuse to start when the jobs left are estimated above this many GPU-hours."),
     ] = None,
+    dry_run_local: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run-local",
+            help="Check any recipe's plumbing here: scaled-down workload on a stand-in engine; origin 'dry-run'.",
+        ),
+    ] = False,
+    dry_run_engine: Annotated[
+        str, typer.Option(help="Stand-in engine of a dry run: simulated, or vllm-cpu (real vLLM on this CPU).")
+    ] = "simulated",
 ) -> None:
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
     from orchestrator.sweep import SweepOptions, SweepRunner
@@ -66,7 +76,11 @@ def run(
         fleet = inventory_from_environment(inventory)
     except RecipeError as error:
         _fail(error)
-    name = sweep or "-".join(item.name for item in loaded)
+    attachments: dict[str, dict[str, str]] = {}
+    if dry_run_local:
+        loaded, attachments = _prepare_dry_runs(loaded, dry_run_engine)
+    prefix = "dry-run-" if dry_run_local else ""
+    name = sweep or prefix + "-".join(item.name for item in loaded)
     options = SweepOptions(
         name=name,
         max_attempts=max_attempts,
@@ -74,6 +88,8 @@ def run(
         inventory=fleet,
         retry_backoff_s=retry_backoff,
         gpu_hour_budget=gpu_hour_budget,
+        dry_run=dry_run_local,
+        job_attachments=attachments,
     )
     try:
         summary = SweepRunner(options, console).run(loaded)
@@ -99,6 +115,25 @@ def run(
     )
     if not summary.ok:
         raise typer.Exit(1)
+
+
+def _prepare_dry_runs(loaded: list, engine: str) -> tuple[list, dict[str, dict[str, str]]]:
+    from orchestrator.dry_run import prepare_dry_run
+
+    if engine not in ("simulated", "vllm-cpu"):
+        _fail(ConfigurationError(f"--dry-run-engine: got {engine!r}; expected 'simulated' or 'vllm-cpu'"))
+    stand_ins, attachments = [], {}
+    for item in loaded:
+        try:
+            prepared = prepare_dry_run(item, engine)  # type: ignore[arg-type]
+        except InferSweepError as error:
+            _fail(error)
+        console.print(f"[bold]{item.name}[/] ({item.path}) would run on {item.recipe.hardware}:")
+        for line in prepared.target_command_lines:
+            console.print(f"  $ {line}", highlight=False, markup=False, soft_wrap=True)
+        stand_ins.append(prepared.stand_in)
+        attachments[item.name] = {"target-engine-command": "\n".join(prepared.target_command_lines) + "\n"}
+    return stand_ins, attachments
 
 
 def _print_results(sweep: str | None) -> int:
@@ -611,6 +646,9 @@ def db_upgrade() -> None:
 app.command("status")(fleet_cli.status)
 app.command("cancel")(fleet_cli.cancel)
 app.command("schedule")(schedule_cli.schedule)
+recipe_app.command("plan")(recipe_cli.plan)
+recipe_app.command("diff")(recipe_cli.diff)
+recipe_app.command("changelog-check")(recipe_cli.changelog_check)
 fleet_app.command("resources")(fleet_cli.resources)
 
 

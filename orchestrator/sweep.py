@@ -73,6 +73,9 @@ class SweepOptions:
     inventory: Inventory = field(default_factory=Inventory)
     retry_backoff_s: float = 2.0  # first retry waits this long, each further one twice as long
     gpu_hour_budget: float | None = None  # refuse to start when the estimated accelerator-hours exceed it
+    dry_run: bool = False  # stand-in recipes: results are labelled origin 'dry-run'
+    # Text files stored with each job of a recipe (by recipe name), e.g. a dry run's target command lines.
+    job_attachments: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -241,9 +244,14 @@ class SweepRunner:
         targets = self.options.inventory.for_job(runner_kind, loaded.recipe.hardware)
         spec = JobSpec(
             job_id=job_id, sweep=self.options.name, recipe=loaded.recipe, points=plan.points, log_dir=str(log_dir),
-            targets=targets, avoid_targets=plan.avoid_targets,
+            targets=targets, avoid_targets=plan.avoid_targets, dry_run=self.options.dry_run,
         )  # fmt: skip
         self.recorder.job_created(job_id, loaded, plan.attempt, len(plan.points), str(log_dir))
+        for kind, text in self.options.job_attachments.get(loaded.name, {}).items():
+            log_dir.mkdir(parents=True, exist_ok=True)
+            attachment = log_dir / f"{kind}.txt"
+            attachment.write_text(text, encoding="utf-8")
+            self.recorder.store_file(attachment, kind, job_id)
         label = f"{loaded.name} (attempt {plan.attempt})" if plan.attempt > 1 else loaded.name
         task = progress.add_task(f"{label}: queued", total=len(plan.points), visible=self._rows_for_every_job)
         job = _ActiveJob(spec, plan, {p.point_key: p for p in plan.points}, task)

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from recipes.errors import RecipeError
 from recipes.hardware import load_hardware_registry
-from recipes.schema import AgenticReplayWorkload, FixedLengthWorkload, Recipe, methodology_knob_of
+from recipes.rules import check_recipe
+from recipes.schema import ACCURACY_QUESTION_SETS, AgenticReplayWorkload, Recipe
 from recipes.yamlio import read_yaml, validation_problems
 
 
@@ -39,61 +40,9 @@ def fingerprint_of(recipe: Recipe) -> str:
 
 
 def check_rules(recipe: Recipe, path: str) -> None:
-    """Methodology and consistency rules that span several fields; raise one RecipeError listing all."""
-    problems: list[tuple[str, Any, str]] = []
-    registry = load_hardware_registry()
-    if recipe.hardware not in registry:
-        known = ", ".join(sorted(registry))
-        problems.append(("hardware", recipe.hardware, f"expected a key of recipes/hardware.yaml: {known}"))
-
-    for index, argument in enumerate(recipe.engine.extra_args):
-        knob = methodology_knob_of(argument)
-        if knob is not None:
-            problems.append(
-                (
-                    f"engine.extra_args[{index}]",
-                    argument,
-                    f"methodology settings are typed fields: set methodology.{knob} instead of a raw argument",
-                )
-            )
-
-    workload = recipe.workload
-    if isinstance(workload, FixedLengthWorkload):
-        if recipe.methodology.prefix_caching:
-            problems.append(
-                (
-                    "methodology.prefix_caching",
-                    True,
-                    "random-token workloads (workload.kind 'fixed-length') require prefix caching off",
-                )
-            )
-        for index, lengths in enumerate(workload.sequences):
-            if lengths.isl + lengths.osl > recipe.engine.max_model_len:
-                problems.append(
-                    (
-                        f"workload.sequences[{index}].isl",
-                        lengths.isl,
-                        f"isl + osl ({lengths.isl} + {lengths.osl}) must fit in "
-                        f"engine.max_model_len ({recipe.engine.max_model_len})",
-                    )
-                )
-
-    if isinstance(workload, AgenticReplayWorkload) and not Path(workload.trace).is_file():
-        problems.append(("workload.trace", workload.trace, "expected an existing trace file"))
-
-    is_simulated = recipe.engine.kind == "simulated"
-    if is_simulated != (recipe.engine.environment.kind == "project"):
-        problems.append(
-            (
-                "engine.environment.kind",
-                recipe.engine.environment.kind,
-                "the simulated engine (and only it) runs in environment kind 'project'",
-            )
-        )
-    if recipe.engine.simulated is not None and not is_simulated:
-        problems.append(("engine.simulated", "...", "only allowed when engine.kind is 'simulated'"))
-    if problems:
-        raise RecipeError(path, problems)
+    """Methodology and consistency rules that span several fields (recipes/rules.py, each named and
+    documented in docs/METHODOLOGY.md); raise one RecipeError listing every problem."""
+    check_recipe(recipe, path, load_hardware_registry())
 
 
 def _resolve_paths(recipe: Recipe, base: Path) -> Recipe:
@@ -101,7 +50,13 @@ def _resolve_paths(recipe: Recipe, base: Path) -> Recipe:
     workload = recipe.workload
     if isinstance(workload, AgenticReplayWorkload) and not Path(workload.trace).is_absolute():
         resolved = workload.model_copy(update={"trace": str((base / workload.trace).resolve())})
-        return recipe.model_copy(update={"workload": resolved})
+        recipe = recipe.model_copy(update={"workload": resolved})
+    gate = recipe.methodology.accuracy_gate
+    if gate.prompts not in ACCURACY_QUESTION_SETS and not Path(gate.prompts).is_absolute():
+        # A question file (anything but a built-in set's name) is relative to the recipe file too.
+        resolved_gate = gate.model_copy(update={"prompts": str((base / gate.prompts).resolve())})
+        methodology = recipe.methodology.model_copy(update={"accuracy_gate": resolved_gate})
+        recipe = recipe.model_copy(update={"methodology": methodology})
     return recipe
 
 
@@ -128,7 +83,7 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
 
 
 # Data files that live beside recipes but are not recipes.
-REGISTRY_FILES = frozenset({"hardware.yaml", "models.yaml", "prices.yaml"})
+REGISTRY_FILES = frozenset({"hardware.yaml", "models.yaml", "prices.yaml", "CHANGES.yaml"})
 
 
 def recipe_files_in(directory: Path) -> list[Path]:

@@ -8,9 +8,16 @@ through raw engine arguments is rejected, so the methodology rules below can be 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -78,9 +85,61 @@ class KvOffload(StrictModel):
 
 
 class Routing(StrictModel):
-    kind: Literal["none", "round-robin", "kv-aware"] = Field(
-        "none", description="How requests are spread over several engine workers."
+    kind: Literal["none", "round-robin", "kv-aware", "session-affinity"] = Field(
+        "none",
+        description="How requests are spread over several engine workers: 'kv-aware' routes by cached "
+        "prefix overlap, 'session-affinity' keeps every request of a session on one worker.",
     )
+
+
+# Built-in question sets of the accuracy gate (their questions live in runners/accuracy.py).
+ACCURACY_QUESTION_SETS: tuple[str, ...] = ("basic",)
+DUMMY_WEIGHTS_REASON = "dummy weights: answers are random, so accuracy cannot be judged"
+
+
+class AccuracyQuestion(StrictModel):
+    prompt: str = Field(min_length=1, description="The question, sent as one chat message.")
+    answers: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1, description="Accepted answers, compared with the reply after normalisation."
+    )
+
+
+class AccuracyQuestionFile(StrictModel):
+    """A question file of the accuracy gate (YAML): `questions: [{prompt, answers}, ...]`."""
+
+    questions: list[AccuracyQuestion] = Field(min_length=1, description="The questions, asked in order.")
+
+
+class AccuracyGate(StrictModel):
+    """A quick correctness check sent through the endpoint before the first Point (runners/accuracy.py)."""
+
+    enabled: bool = Field(True, description="Run the gate (skipped anyway, with the reason, for dummy weights).")
+    prompts: str = Field(
+        "basic",
+        min_length=1,
+        description="A built-in question set ('basic'), or a YAML question file relative to the recipe file.",
+    )
+    min_accuracy: float = Field(0.8, ge=0, le=1, description="Share of correct answers needed to pass.")
+    max_tokens: int = Field(
+        16, ge=1, le=32768, description="Output cap per answer (raise it for reasoning models that think first)."
+    )
+    request_timeout_s: float = Field(120.0, gt=0, description="Deadline of one question.")
+    reason: str | None = Field(
+        None, min_length=1, description="Why the gate is disabled (required to disable it for real weights)."
+    )
+
+
+def serves_dummy_weights(source: GeneratedModelSource | HubModelSource | PathModelSource, args: list[str]) -> bool:
+    """True when the engine serves random weights: a generated model, or `--load-format dummy` in its argv."""
+    if source.kind == "generated":
+        return True
+    for index, argument in enumerate(args):
+        flag, _, value = argument.partition("=")
+        if flag.replace("_", "-") == "--load-format":
+            value = value or (args[index + 1] if index + 1 < len(args) else "")
+            if value == "dummy":
+                return True
+    return False
 
 
 class Methodology(StrictModel):
@@ -90,6 +149,18 @@ class Methodology(StrictModel):
     speculative_decoding: SpeculativeDecoding | None = Field(None, description="Off when absent.")
     kv_offload: KvOffload = Field(default_factory=KvOffload, description="KV-cache offload tier.")
     routing: Routing = Field(default_factory=Routing, description="Multi-worker routing policy.")
+    accuracy_gate: AccuracyGate = Field(
+        default_factory=AccuracyGate, description="Quick correctness check through the endpoint before measuring."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_gate(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Added after recipes were first fingerprinted: left out of the dump while it holds its default, so
+        # every existing recipe keeps its fingerprint (loader.fingerprint_of dumps the recipe).
+        data = handler(self)
+        if self.accuracy_gate == AccuracyGate():
+            data.pop("accuracy_gate", None)
+        return data
 
 
 # Raw-argument spellings of the methodology knobs, per knob, across engines. A raw argument that
@@ -174,6 +245,34 @@ class SimulatedEngineSettings(StrictModel):
     )
 
 
+def _without_defaults(model: BaseModel, data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """`data` (a dump of `model`) without those of `names` whose value is still the field's default."""
+    fields = type(model).model_fields
+    return {
+        key: value
+        for key, value in data.items()
+        if key not in names or getattr(model, key) != fields[key].get_default(call_default_factory=True)
+    }
+
+
+# Engine fields added after schema v1 recipes existed; dumped only when set (see EngineSpec serializer).
+_ENGINE_FIELDS_SINCE_V1 = (
+    "kv_cache_dtype",
+    "max_num_seqs",
+    "gpu_memory_utilization",
+    "max_num_batched_tokens",
+    "dynamo",
+)
+
+
+class DynamoSettings(StrictModel):
+    """NVIDIA Dynamo: an OpenAI frontend (with its router) in front of engine workers of one backend."""
+
+    backend: Literal["vllm", "sglang", "trtllm"] = Field(
+        description="Engine the workers run (python -m dynamo.vllm, dynamo.sglang or dynamo.trtllm)."
+    )
+
+
 class EngineSpec(StrictModel):
     kind: Literal["vllm", "sglang", "trtllm", "dynamo", "vllm-tpu", "simulated"] = Field(
         description="Serving engine; picks the engine adapter in runners/engines."
@@ -195,6 +294,50 @@ class EngineSpec(StrictModel):
     simulated: SimulatedEngineSettings | None = Field(
         None, description="Settings of the simulated engine (only for kind 'simulated')."
     )
+    kv_cache_dtype: Literal["auto", "fp8"] = Field(
+        "auto",
+        description="KV-cache element type: 'auto' (the checkpoint's activation dtype) or 'fp8' (half the bytes "
+        "per cached token, so about twice the cache capacity; changes hit rates and batch sizes).",
+    )
+    max_num_seqs: int | None = Field(
+        None,
+        ge=1,
+        description="Most requests the engine runs at once (vLLM --max-num-seqs, SGLang --max-running-requests, "
+        "TensorRT-LLM --max_batch_size); the engine's default when absent.",
+    )
+    gpu_memory_utilization: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Share of accelerator memory the engine may use for weights, activations and KV cache "
+        "(vLLM --gpu-memory-utilization, SGLang --mem-fraction-static; TensorRT-LLM's "
+        "kv_cache_config.free_gpu_memory_fraction is the share of memory left after the weights); the "
+        "engine's default when absent.",
+    )
+    max_num_batched_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Token budget of one scheduler step, i.e. the chunked-prefill chunk (vLLM "
+        "--max-num-batched-tokens, SGLang --chunked-prefill-size, TensorRT-LLM --max_num_tokens); the "
+        "engine's default when absent.",
+    )
+    dynamo: DynamoSettings | None = Field(
+        None, description="Settings of NVIDIA Dynamo (required for kind 'dynamo', and only allowed there)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_tuning(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Fields added after recipes were first fingerprinted are left out of the dump while they hold their
+        # default, so every existing recipe keeps its fingerprint (loader.fingerprint_of dumps the recipe).
+        return _without_defaults(self, handler(self), _ENGINE_FIELDS_SINCE_V1)
+
+    @model_validator(mode="after")
+    def _dynamo_settings(self) -> EngineSpec:
+        if self.kind == "dynamo" and self.dynamo is None:
+            raise ValueError("engine.kind 'dynamo' needs engine.dynamo.backend (vllm, sglang or trtllm)")
+        if self.kind != "dynamo" and self.dynamo is not None:
+            raise ValueError("engine.dynamo is only allowed when engine.kind is 'dynamo'")
+        return self
 
 
 class WorkerGroup(StrictModel):
@@ -213,6 +356,15 @@ class WorkerGroup(StrictModel):
 class Disaggregation(StrictModel):
     prefill: WorkerGroup = Field(description="Prefill worker group.")
     decode: WorkerGroup = Field(description="Decode worker group.")
+    kv_transfer: Literal["nixl", "mooncake"] = Field(
+        "nixl",
+        description="How the KV cache moves from prefill to decode workers: NIXL (every Dynamo backend) or the "
+        "Mooncake transfer engine (SGLang only).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_transfer(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(self, handler(self), ("kv_transfer",))  # fingerprints of older recipes hold
 
 
 class Parallelism(StrictModel):

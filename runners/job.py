@@ -44,6 +44,9 @@ class JobSpec(Strict):
     avoid_targets: list[str] = Field(
         default_factory=list, description="Targets an earlier attempt failed on; used only if nothing else is free."
     )
+    dry_run: bool = Field(
+        False, description="A dry run on a stand-in engine: every result is labelled origin 'dry-run'."
+    )
 
 
 class ErrorInfo(Strict):

@@ -145,13 +145,21 @@ class EngineProcess:
         run_id: str,
         health_path: str = "/health",
         stop_grace_s: float = 20.0,
+        ready_model: str | None = None,
+        files: dict[str, str] | None = None,
     ) -> None:
         self.argv = argv
+        # Config files the engine reads by relative path (LaunchPlan.files): written into its working
+        # directory, the log's directory, before launch.
+        self.files = files or {}
         self.env = env
         self.port = port
         self.log_path = log_path
         self.run_id = run_id
         self.health_url = f"http://127.0.0.1:{port}{health_path}"
+        # When set (LaunchPlan.ready_model), ready means this model is listed by the health URL (an OpenAI
+        # /v1/models answer), not just a 200: Dynamo's frontend answers before any worker has registered.
+        self.ready_model = ready_model
         self.stop_grace_s = stop_grace_s
         self.process: subprocess.Popen[bytes] | None = None
         self._pidfile = pid_dir() / f"{run_id}.json"
@@ -168,8 +176,13 @@ class EngineProcess:
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
+            for relative, content in self.files.items():
+                target = self.log_path.parent / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(content, encoding="utf-8")
             self.process = subprocess.Popen(
                 self.argv,
+                cwd=self.log_path.parent,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -191,7 +204,8 @@ class EngineProcess:
         return None if self.process is None else self.process.poll()
 
     def wait_healthy(self, timeout_s: float, poll_s: float = 0.5) -> float:
-        """Block until /health answers 200; return seconds waited. Raises with the log tail on failure."""
+        """Block until the health URL answers 200 (and lists `ready_model` when set); return seconds waited.
+        Raises with the log tail on failure."""
         started = time.monotonic()
         deadline = started + timeout_s
         while True:
@@ -203,7 +217,7 @@ class EngineProcess:
                 )
             try:
                 with urllib.request.urlopen(self.health_url, timeout=2) as response:  # noqa: S310 - loopback URL
-                    if response.status == 200:
+                    if response.status == 200 and (self.ready_model is None or self._lists_model(response.read())):
                         return time.monotonic() - started
             except (urllib.error.URLError, OSError, TimeoutError):
                 pass  # not up yet
@@ -213,6 +227,17 @@ class EngineProcess:
                     f"log tail ({self.log_path}):\n{self.log_tail()}"
                 )
             time.sleep(poll_s)
+
+    def _lists_model(self, body: bytes) -> bool:
+        """True when `body` is an OpenAI model list (`{"data": [{"id": ...}, ...]}`) naming `ready_model`."""
+        try:
+            listed = json.loads(body)
+        except ValueError:
+            return False
+        models = listed.get("data") if isinstance(listed, dict) else None
+        return isinstance(models, list) and any(
+            isinstance(model, dict) and model.get("id") == self.ready_model for model in models
+        )
 
     def stop(self) -> None:
         gone = True

@@ -6,18 +6,58 @@ serving stack is one new module, not a branch in the runner.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 from recipes.errors import ConfigurationError
-from recipes.schema import Recipe
+from recipes.schema import ContainerEnvironment, Recipe
 from runners.loadgen.records import Origin
+
+# Placeholders in the argv and environment of a process that spans several hosts (see ProcessSpec):
+# the runner that starts it fills them per host with str.format-style replacement.
+NODE_RANK = "{node_rank}"  # 0 .. nodes-1: which node of the process this copy runs on
+DIST_INIT_ADDR = "{dist_init_addr}"  # host:port of node 0 of the process (its rendezvous)
+LEADER_HOST = "{leader_host}"  # host running the plan's entry process (frontend, etcd, NATS)
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One process of a multi-process launch (Dynamo: etcd, NATS, frontend, prefill and decode workers).
+
+    `argv` runs inside the recipe's environment (the container image, when there is one). A process with
+    `nodes` > 1 is started once per node, with NODE_RANK / DIST_INIT_ADDR / LEADER_HOST filled in; a
+    process on a host other than the entry process's gets LEADER_HOST filled too.
+    """
+
+    role: str  # "etcd", "nats", "frontend", "prefill", "decode"
+    index: int  # which worker of its role (0 for singletons)
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    accelerators: int = 0  # accelerators this process uses (TP x PP x DP of one worker)
+    nodes: int = 1  # hosts the process spans (one copy per host)
+    files: dict[str, str] = field(default_factory=dict)  # config files it reads: relative path -> content
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}-{self.index}"
 
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """How to start one engine server process and how to know it is ready."""
+    """How to start one engine server process and how to know it is ready.
+
+    The fields after `extra` are optional additions (older adapters leave them at their defaults):
+    - `ready_model`: when set, readiness is `GET health_path` answering 200 with this model id among the
+      OpenAI `/v1/models` list (`data[].id`), not a bare 200 (Dynamo's frontend answers before workers join).
+    - `processes`: every process of a multi-process launch, in start order; `argv`/`env` above are then
+      those of the entry process (the one listening on `port`), which is also one of `processes`.
+    - `files`: config files the entry process reads, relative path -> content; argv names them by that
+      relative path, so the runner writes them into the engine's working directory before launch.
+    - `image`: the container image the argv runs in (the recipe's engine.environment), or None.
+    """
 
     argv: list[str]
     env: dict[str, str]
@@ -27,13 +67,44 @@ class LaunchPlan:
     health_path: str = "/health"
     metrics_path: str = "/metrics"
     extra: dict[str, str] = field(default_factory=dict)
+    ready_model: str | None = None
+    processes: list[ProcessSpec] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    image: str | None = None
+
+
+# Typed engine fields an adapter must turn into flags, or refuse. A recipe that sets one of them (to a
+# non-default value) for an adapter that does not list it in `honoured_fields` is refused: a silently
+# ignored setting would measure another configuration than the recipe says.
+TUNING_FIELDS: tuple[str, ...] = ("kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "max_num_batched_tokens")
+
+
+def unhonoured_fields(recipe: Recipe, honoured: frozenset[str]) -> list[str]:
+    """`engine.<field>: got <value>` for every tuning field set in `recipe` but not in `honoured`."""
+    engine = recipe.engine
+    fields = type(engine).model_fields
+    return [
+        f"engine.{name}: got {getattr(engine, name)!r}"
+        for name in TUNING_FIELDS
+        if name not in honoured and getattr(engine, name) != fields[name].get_default()
+    ]
 
 
 class EngineAdapter:
-    """Base of engine adapters. Subclasses set `kind` and `origin` and build the launch plan."""
+    """Base of engine adapters. Subclasses set `kind` and `origin` and build the launch plan.
+
+    Every subclass's `launch_plan` first refuses typed tuning fields it does not honour (`honoured_fields`),
+    so an adapter written before a field existed can never ignore it silently.
+    """
 
     kind: ClassVar[str]
     origin: ClassVar[Origin] = "measured"
+    honoured_fields: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "launch_plan" in cls.__dict__:
+            cls.launch_plan = _guarded(cls.launch_plan)  # type: ignore[method-assign]
 
     def launch_plan(self, recipe: Recipe, port: int, python: Path, model_dir: Path | None) -> LaunchPlan:
         raise NotImplementedError
@@ -41,6 +112,26 @@ class EngineAdapter:
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         """Flags for the typed methodology knobs; unsupported combinations raise ConfigurationError."""
         raise NotImplementedError
+
+
+def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan]:
+    @functools.wraps(launch_plan)
+    def checked(self: EngineAdapter, recipe: Recipe, *args: object, **kwargs: object) -> LaunchPlan:
+        problems = unhonoured_fields(recipe, self.honoured_fields)
+        if problems:
+            raise ConfigurationError(
+                f"{'; '.join(problems)}; the {self.kind} adapter does not turn this setting into engine flags yet "
+                "(leave it at its default or use an engine that supports it)"
+            )
+        return launch_plan(self, recipe, *args, **kwargs)
+
+    return checked
+
+
+def container_image(recipe: Recipe) -> str | None:
+    """The image the engine runs in, when its environment is a container (recorded in the launch plan)."""
+    environment = recipe.engine.environment
+    return environment.image if isinstance(environment, ContainerEnvironment) else None
 
 
 ENGINE_ADAPTERS: dict[str, type[EngineAdapter]] = {}

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runners.accuracy import AccuracyResult
 from runners.server_metrics import ServerCounters
 from runners.telemetry import HostReport
 
@@ -185,6 +186,11 @@ class PointMetrics(Strict):
     )
     host: HostReport | None = Field(
         None, description="Pre-flight checks and power/utilisation during the Point (None for imported results)."
+    )
+    accuracy: AccuracyResult | None = Field(
+        None,
+        description="The job's accuracy gate, run once before its first Point (None when no gate was run, "
+        "e.g. imported results); a gate that ran and failed makes the Point invalid.",
     )
 
 

@@ -10,12 +10,13 @@ from typing import Any
 
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
+from runners.accuracy import run_accuracy_gate
 from runners.engines.base import engine_adapter
 from runners.environments import ensure_environment
 from runners.job import JobEvent, JobSpec, PointOutcome, Runner, register_runner
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
-from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord
+from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord, Validity
 from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
 from runners.paths import data_dir
@@ -82,6 +83,11 @@ class LocalRunner(Runner):
                 "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
                 "local runner cannot reserve together (use the slurm runner)"
             )
+        if recipe.engine.kind == "dynamo":
+            problems.append(
+                "engine.kind: got 'dynamo'; its frontend, etcd, NATS and workers are several processes across "
+                "hosts, which only the slurm runner starts"
+            )
         if isinstance(recipe.engine.environment, ContainerEnvironment):
             problems.append(
                 f"engine.environment.image: got {recipe.engine.environment.image!r}; the local runner starts "
@@ -102,11 +108,16 @@ class LocalRunner(Runner):
         plan = adapter.launch_plan(recipe, port, python, model_dir)
         log_path = Path(job.log_dir) / "engine.log"
         yield JobEvent(kind="engine_launching", job_id=job.job_id, message=f"{recipe.engine.kind} on port {port}")
-        with EngineProcess(plan.argv, plan.env, port, log_path, job.job_id, plan.health_path) as engine:
+        with EngineProcess(
+            plan.argv, plan.env, port, log_path, job.job_id, plan.health_path,
+            ready_model=plan.ready_model, files=plan.files,
+        ) as engine:  # fmt: skip
             waited = engine.wait_healthy(recipe.engine.startup_timeout_s)
             yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s")
             endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model)
             context = PointContext(endpoint, vocabulary, recipe)
+            # Once per job, before the first Point: a failed gate marks every Point invalid (runners/accuracy.py).
+            accuracy = run_accuracy_gate(endpoint, recipe.methodology.accuracy_gate, recipe.model.source, plan.argv)
             for point in job.points:
                 yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)
                 started = datetime.now(UTC)
@@ -116,6 +127,10 @@ class LocalRunner(Runner):
                     metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)
                 metrics.server = counter_deltas(before, scrape(engine.base_url + plan.metrics_path))
                 metrics.host = HostReport(preflight=preflight, telemetry=sampler.summary())
+                metrics.accuracy = accuracy
+                if accuracy.invalid_reason is not None:
+                    reasons = [*metrics.validity.reasons, accuracy.invalid_reason]
+                    metrics.validity = Validity(valid=False, reasons=reasons)
                 code = engine.exited()
                 if code is not None:
                     # A dead engine is an infrastructure fault, not a measurement of the configuration.
@@ -124,7 +139,7 @@ class LocalRunner(Runner):
                     )
                 outcome = PointOutcome(
                     point_key=point.point_key,
-                    origin=adapter.origin,
+                    origin="dry-run" if job.dry_run else adapter.origin,
                     metrics=metrics,
                     records=records,
                     started_at=started,

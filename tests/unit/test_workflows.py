@@ -26,23 +26,36 @@ def makefile_targets() -> set[str]:
     return {match.group(1) for match in re.finditer(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", text, re.MULTILINE)}
 
 
-def cli_commands() -> dict[str, set[str] | None]:
-    """`infersweep` subcommands with their option names (None for groups, whose subcommands vary)."""
-    from orchestrator import schedule_cli
+def options_of(callback: Any) -> set[str]:
+    probe = typer.Typer()
+    probe.command()(callback)
+    return {opt for param in typer.main.get_command(probe).params for opt in param.opts if opt.startswith("-")}
+
+
+def cli_commands() -> dict[str, set[str] | dict[str, set[str]]]:
+    """`infersweep` subcommands with their option names; a group maps its subcommands to theirs."""
+    from orchestrator import recipe_cli, schedule_cli
     from orchestrator.cli import app
 
-    def options_of(callback: Any) -> set[str]:
-        probe = typer.Typer()
-        probe.command()(callback)
-        return {opt for param in typer.main.get_command(probe).params for opt in param.opts if opt.startswith("-")}
-
-    commands: dict[str, set[str] | None] = {
+    commands: dict[str, set[str] | dict[str, set[str]]] = {
         info.name or info.callback.__name__.replace("_", "-"): options_of(info.callback)
         for info in app.registered_commands
     }
-    commands.update({group.name: None for group in app.registered_groups})
-    # Until orchestrator/cli.py registers it: the function the workflow's command runs.
+    for group in app.registered_groups:
+        commands[group.name] = {
+            info.name or info.callback.__name__.replace("_", "-"): options_of(info.callback)
+            for info in group.typer_instance.registered_commands
+        }
+    # Until orchestrator/cli.py registers them: the functions the workflows' commands run.
     commands.setdefault("schedule", options_of(schedule_cli.schedule))
+    recipe = commands.setdefault("recipe", {})
+    assert isinstance(recipe, dict)
+    for name, callback in (
+        ("plan", recipe_cli.plan),
+        ("diff", recipe_cli.diff),
+        ("changelog-check", recipe_cli.changelog_check),
+    ):
+        recipe.setdefault(name, options_of(callback))
     return commands
 
 
@@ -55,7 +68,7 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def test_there_are_workflows() -> None:
-    assert {path.name for path in WORKFLOWS} >= {"ci.yml", "sweep.yml"}
+    assert {path.name for path in WORKFLOWS} >= {"ci.yml", "sweep.yml", "recipes.yml", "recipes-comment.yml"}
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda path: path.name)
@@ -74,10 +87,16 @@ def test_workflow_parses_and_runs_only_commands_that_exist(path: Path) -> None:
         for call in INFERSWEEP_CALL.finditer(script):
             words = shlex.split(call.group(1))
             assert words and words[0] in commands, f"{path.name}: `infersweep {words[:1]}` is not a subcommand"
-            options = commands[words[0]]
-            if options is not None:
-                used = {word.split("=", 1)[0] for word in words[1:] if word.startswith("--")}
-                assert used <= options, f"{path.name}: `infersweep {words[0]}` has no option {sorted(used - options)}"
+            command, options = words[:1], commands[words[0]]
+            if isinstance(options, dict):
+                assert len(words) > 1 and words[1] in options, (
+                    f"{path.name}: `infersweep {' '.join(words[:2])}` is not a subcommand of {sorted(options)}"
+                )
+                command, options = words[:2], options[words[1]]
+            used = {word.split("=", 1)[0] for word in words[len(command) :] if word.startswith("--")}
+            assert used <= options, (
+                f"{path.name}: `infersweep {' '.join(command)}` has no option {sorted(used - options)}"
+            )
 
 
 def test_sweep_workflow_fires_the_schedule_through_env_on_the_self_hosted_runner() -> None:
@@ -97,3 +116,67 @@ def test_sweep_workflow_fires_the_schedule_through_env_on_the_self_hosted_runner
     nightly = load_schedule_file(ROOT / "schedules" / "nightly.yaml").entry("nightly")
     assert nightly.timezone == "UTC"
     assert [entry["cron"] for entry in triggers["schedule"]] == [nightly.cron]
+
+
+def test_recipe_workflow_keeps_contributor_code_away_from_secrets_and_write_tokens() -> None:
+    """recipes.yml: `check` runs the pull request's code unprivileged; `hardware` runs only for a labelled,
+    exact head commit, with the base branch's tooling and the approved commit checked out as data."""
+    workflow = load(ROOT / ".github" / "workflows" / "recipes.yml")
+    triggers = workflow[True]
+    assert triggers["pull_request"]["paths"] == ["recipes/**"]
+    assert triggers["pull_request_target"]["types"] == ["labeled", "synchronize"]
+    assert workflow["permissions"] == {"contents": "read"}
+    jobs = workflow["jobs"]
+    assert set(jobs) == {"check", "hardware", "unlabel"}
+
+    check = jobs["check"]
+    assert check["if"] == "github.event_name == 'pull_request'"
+    assert check["runs-on"] == "ubuntu-latest" and check["permissions"] == {"contents": "read"}
+    assert "secrets." not in yaml.safe_dump(check)
+    checkout = check["steps"][0]
+    assert checkout["with"] == {"fetch-depth": 0, "persist-credentials": False}
+    scripts = "\n".join(step.get("run", "") for step in check["steps"])
+    for command in ("recipe validate recipes/", "recipe plan recipes/", 'recipe diff --base-ref "origin/$BASE_REF"',
+                    'recipe changelog-check --base-ref "origin/$BASE_REF"', "infersweep run --dry-run-local"):  # fmt: skip
+        assert command in scripts, command
+    assert any(step.get("uses", "").startswith("actions/upload-artifact") for step in check["steps"])
+
+    hardware = jobs["hardware"]
+    assert "github.event_name == 'pull_request_target'" in hardware["if"]
+    assert "github.event.label.name == 'run-on-hardware'" in hardware["if"]
+    assert hardware["runs-on"] == ["self-hosted", "infersweep"]
+    assert hardware["permissions"] == {"contents": "read", "pull-requests": "read"}
+    steps = hardware["steps"]
+    gate = steps[0]
+    assert gate["env"]["LABELLED_SHA"] == "${{ github.event.pull_request.head.sha }}"
+    assert '"$head" != "$LABELLED_SHA"' in gate["run"] and "role_name" in gate["run"]
+    checkouts = [step for step in steps if step.get("uses", "").startswith("actions/checkout")]
+    # The tooling comes from the base branch; the approved commit (that exact SHA) only as data under pr/.
+    assert checkouts[0]["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    assert checkouts[1]["with"]["ref"] == "${{ github.event.pull_request.head.sha }}"
+    assert checkouts[1]["with"]["path"] == "pr"
+    assert all(step["with"]["persist-credentials"] is False for step in checkouts)
+    assert steps.index(gate) < steps.index(checkouts[0])
+    with_secrets = [step for step in steps if "secrets." in yaml.safe_dump(step)]
+    assert len(with_secrets) == 1 and with_secrets[0]["run"].startswith(
+        "xargs --no-run-if-empty .venv/bin/infersweep run"
+    )
+    # Every command runs the base branch's tooling (the root .venv), never a program from pr/.
+    scripts = "\n".join(step.get("run", "") for step in steps)
+    assert set(re.findall(r"(\S*)infersweep\s", scripts)) == {".venv/bin/"}
+    assert not re.search(r"cd pr|make -C pr|pr/\.venv|pr/\S*\.(sh|py)\b", scripts)
+
+    unlabel = jobs["unlabel"]
+    assert "synchronize" in unlabel["if"] and "uses" not in yaml.safe_dump(unlabel["steps"])
+    assert unlabel["permissions"] == {"pull-requests": "write"}
+
+
+def test_recipe_comment_workflow_posts_without_running_pull_request_code() -> None:
+    workflow = load(ROOT / ".github" / "workflows" / "recipes-comment.yml")
+    assert workflow[True] == {"workflow_run": {"workflows": ["recipes"], "types": ["completed"]}}
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    uses = [step["uses"] for step in job["steps"] if "uses" in step]
+    assert uses == ["actions/download-artifact@v4"]  # no checkout: nothing of the pull request is run
+    post = job["steps"][-1]["run"]
+    assert '"$head" != "$RUN_HEAD_SHA"' in post and "^[0-9]+$" in post

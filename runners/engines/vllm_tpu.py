@@ -1,0 +1,131 @@
+"""vLLM-TPU adapter: vLLM's OpenAI server on Google TPUs through the tpu-inference (JAX) backend.
+
+Same command line as vLLM on GPUs (`python3 -m vllm.entrypoints.openai.api_server`, as the `vllm/vllm-tpu`
+images run it), with TPU specifics:
+
+- Accelerators are counted in chips (DESIGN.md §4), but vLLM counts JAX devices. A TPU7x (Ironwood) chip
+  has two TensorCores, each its own device, so one 4-chip host is `--tensor-parallel-size 8`: the
+  recipe's `parallelism.tp` (chips) is multiplied by the devices per chip of its hardware.
+- The first start compiles XLA graphs for every batch shape: give `engine.startup_timeout_s` an hour.
+- No host-DRAM KV tier, disaggregation or router is mapped (refused with the field named).
+
+`vllm_engine_args` (vLLM's tuning flags from the typed fields) is shared with the Dynamo adapter's
+`dynamo.vllm` workers, which take vLLM's engine arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from recipes.errors import ConfigurationError
+from recipes.hardware import load_hardware_registry
+from recipes.schema import GeneratedModelSource, Recipe, SpeculativeDecoding
+from runners.engines.base import TUNING_FIELDS, EngineAdapter, LaunchPlan, container_image, register_engine
+
+# JAX devices per chip, by hardware key (TPU7x exposes each of its two TensorCores as a device).
+DEVICES_PER_CHIP = {"tpu-v7": 2}
+TPU_VENDOR = "Google"
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def vllm_engine_args(recipe: Recipe) -> list[str]:
+    """vLLM's flags for the typed tuning fields (kv_cache_dtype, max_num_seqs, memory share, step budget)."""
+    engine = recipe.engine
+    args: list[str] = []
+    if engine.kv_cache_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8"]
+    if engine.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(engine.max_num_seqs)]
+    if engine.gpu_memory_utilization is not None:
+        args += ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
+    if engine.max_num_batched_tokens is not None:
+        args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
+    return args
+
+
+def vllm_speculative_args(spec: SpeculativeDecoding | None) -> list[str]:
+    """vLLM's `--speculative-config` JSON (the same mapping as the GPU vLLM adapter)."""
+    if spec is None:
+        return []
+    config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
+    if spec.draft_model:
+        config["model"] = spec.draft_model
+    return ["--speculative-config", json.dumps(config, sort_keys=True)]
+
+
+def vllm_prefix_args(recipe: Recipe) -> list[str]:
+    if recipe.methodology.prefix_caching:
+        return ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
+    return ["--no-enable-prefix-caching"]
+
+
+@register_engine
+class VllmTpuAdapter(EngineAdapter):
+    kind = "vllm-tpu"
+    origin = "measured"
+    honoured_fields = frozenset(TUNING_FIELDS)
+
+    def methodology_flags(self, recipe: Recipe) -> list[str]:
+        knobs = recipe.methodology
+        if knobs.kv_offload.backend != "none":
+            raise ConfigurationError(
+                f"methodology.kv_offload.backend: got {knobs.kv_offload.backend!r}; the vllm-tpu adapter maps no "
+                "host-DRAM KV tier (expected 'none')"
+            )
+        if knobs.routing.kind != "none":
+            raise ConfigurationError(
+                f"methodology.routing.kind: got {knobs.routing.kind!r}; a single vLLM-TPU server has no router"
+            )
+        return vllm_prefix_args(recipe) + vllm_speculative_args(knobs.speculative_decoding)
+
+    def launch_plan(self, recipe: Recipe, port: int, python: Path, model_dir: Path | None) -> LaunchPlan:
+        parallel = recipe.parallelism
+        hardware = load_hardware_registry().get(recipe.hardware)
+        if hardware is None or hardware.vendor != TPU_VENDOR:
+            raise ConfigurationError(
+                f"hardware: got {recipe.hardware!r}; the vllm-tpu engine runs on Google TPUs only (e.g. 'tpu-v7')"
+            )
+        if parallel.disaggregated is not None:
+            raise ConfigurationError("parallelism.disaggregated: the vllm-tpu adapter serves one engine, not split")
+        if parallel.dp_attention:
+            raise ConfigurationError("parallelism.dp_attention: got True; not mapped for vLLM-TPU (expected false)")
+        if parallel.pp > 1:
+            raise ConfigurationError(f"parallelism.pp: got {parallel.pp}; vLLM-TPU serves without pipeline stages")
+        if model_dir is None:
+            raise ConfigurationError(f"model.source: {recipe.model.source.kind!r} needs a model directory for vLLM")
+        if recipe.precision in _DTYPES:
+            precision = ["--dtype", _DTYPES[recipe.precision]]
+        elif recipe.precision == "fp8":
+            precision = ["--quantization", "fp8"]
+        else:
+            raise ConfigurationError(
+                f"precision: got {recipe.precision!r}; the vllm-tpu adapter maps bf16, fp16, fp32 and fp8"
+            )
+        devices = DEVICES_PER_CHIP.get(recipe.hardware, 1)
+        argv = [
+            str(python), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(model_dir),
+            "--served-model-name", recipe.model.name,
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "--max-model-len", str(recipe.engine.max_model_len),
+            "--tensor-parallel-size", str(parallel.tp * devices),
+        ]  # fmt: skip
+        if parallel.dp > 1:
+            argv += ["--data-parallel-size", str(parallel.dp)]
+        if parallel.ep > 1:
+            argv += ["--enable-expert-parallel"]
+        argv += precision + vllm_engine_args(recipe)
+        if isinstance(recipe.model.source, GeneratedModelSource):
+            argv += ["--load-format", "dummy"]
+        argv += self.methodology_flags(recipe) + recipe.engine.extra_args
+        env = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **recipe.engine.env}
+        return LaunchPlan(
+            argv=argv,
+            env=env,
+            port=port,
+            served_model=recipe.model.name,
+            model_dir=model_dir,
+            image=container_image(recipe),
+        )

@@ -1,0 +1,66 @@
+"""`infersweep run --dry-run-local`: catalogue recipes for B200, GB300 (disaggregated) and TPU v7, scaled
+down onto the simulated engine; results stored with origin `dry-run`, never public; the target engine's
+command lines printed and stored with the job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from db import queries
+from db.models import ArtifactRow
+from db.session import make_engine, migrate, open_session
+from orchestrator.dry_run import prepare_dry_run
+from recipes.loader import load_recipe
+from tests.conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.integration
+
+CATALOGUE = ROOT / "recipes" / "catalogue"
+RECIPES = [
+    CATALOGUE / "b200" / "b200-dsr1-fp8-sglang-8k1k.yaml",
+    CATALOGUE / "gb300-nvl72" / "gb300-dsr1-fp4-dynamo-sglang-8k1k-disagg.yaml",
+    CATALOGUE / "tpu-v7" / "tpu-v7-llama33-70b-vllm-tpu-8k1k.yaml",
+]
+
+
+def test_stand_in_keeps_what_the_recipe_is_and_changes_where_it_runs() -> None:
+    original = load_recipe(RECIPES[1])
+    dry = prepare_dry_run(original)
+    recipe = dry.stand_in.recipe
+    assert (recipe.hardware, recipe.engine.kind, recipe.runner.kind) == ("cpu-local", "simulated", "local")
+    assert recipe.methodology == original.recipe.methodology
+    assert recipe.workload.kind == original.recipe.workload.kind
+    (lengths,) = recipe.workload.sequences
+    (target,) = original.recipe.workload.sequences
+    # Scaled down with one factor: the ISL:OSL proportion survives where both fit.
+    assert lengths.osl <= 64 and lengths.isl <= 1024
+    assert abs(lengths.isl / lengths.osl - target.isl / target.osl) < 0.2
+    assert dry.stand_in.fingerprint != original.fingerprint
+    assert any("dynamo.frontend" in line for line in dry.target_command_lines)
+    assert any("--disaggregation-mode prefill" in line for line in dry.target_command_lines)
+
+
+def test_dry_run_of_b200_gb300_and_tpu_recipes() -> None:
+    result = run_cli("run", "--dry-run-local", *map(str, RECIPES), "--sweep", "dry-catalogue")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "would run on gb300-nvl72:" in result.stdout and "would run on tpu-v7:" in result.stdout
+    assert "python3 -m dynamo.frontend" in result.stdout
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        rows = queries.list_results(session, sweep="dry-catalogue")
+        public = queries.list_results(session, sweep="dry-catalogue", public=True)
+        sweep = queries.sweep_by_name(session, "dry-catalogue")
+        commands = session.exec(
+            select(ArtifactRow).where(ArtifactRow.sweep_id == sweep.id, ArtifactRow.kind == "target-engine-command")
+        ).all()
+    names = {load_recipe(path).name for path in RECIPES}
+    assert {row.recipe for row in rows} == names
+    assert {row.origin for row in rows} == {"dry-run"} and all(row.valid for row in rows)
+    assert public == [], "dry runs are never public"
+    assert len(commands) == 3
+    texts = [Path(artifact.local_path).read_text() for artifact in commands]
+    assert any("vllm/vllm-tpu" in text for text in texts)

@@ -1,0 +1,354 @@
+"""Engine command lines: the catalogue's rendered commands are pinned by golden files, and each adapter turns
+the typed recipe fields into its engine's flags or refuses, naming the field and the value.
+
+Golden files live in tests/golden/engine_commands/<recipe name>.txt. After an intended change, rewrite them
+with `INFERSWEEP_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/runners/test_engine_commands.py` and
+review the diff (docs/RECIPES.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from recipes.errors import ConfigurationError, InfrastructureError
+from recipes.loader import load_recipe, recipe_files_in
+from recipes.schema import Recipe
+from runners.engines.base import LaunchPlan, engine_adapter
+from runners.engines.render import render_command_lines
+from runners.process import EngineProcess
+
+ROOT = Path(__file__).resolve().parents[3]
+CATALOGUE = ROOT / "recipes" / "catalogue"
+GOLDEN = ROOT / "tests" / "golden" / "engine_commands"
+UPDATE = os.environ.get("INFERSWEEP_UPDATE_GOLDEN") == "1"
+CATALOGUE_FILES = recipe_files_in(CATALOGUE)
+
+
+# --- golden files ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", CATALOGUE_FILES, ids=[path.stem for path in CATALOGUE_FILES])
+def test_catalogue_command_lines_match_golden_files(path: Path) -> None:
+    recipe = load_recipe(path).recipe
+    rendered = "\n".join(render_command_lines(recipe)) + "\n"
+    golden = GOLDEN / f"{recipe.name}.txt"
+    if UPDATE:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(rendered)
+    assert golden.is_file(), f"no golden file {golden}; create it with INFERSWEEP_UPDATE_GOLDEN=1"
+    assert rendered == golden.read_text(), (
+        f"{path}: rendered command lines differ from {golden}; if the change is intended, rerun with "
+        "INFERSWEEP_UPDATE_GOLDEN=1 and review the diff"
+    )
+
+
+def test_every_golden_file_belongs_to_a_catalogue_recipe() -> None:
+    names = {load_recipe(path).name for path in CATALOGUE_FILES}
+    orphans = sorted(golden.stem for golden in GOLDEN.glob("*.txt") if golden.stem not in names)
+    assert not orphans, f"golden files without a catalogue recipe (delete them): {orphans}"
+
+
+def test_rendering_uses_placeholders_not_host_values() -> None:
+    lines = render_command_lines(load_recipe(ROOT / "recipes/local/tiny-llama-cpu.yaml").recipe)
+    command = lines[-1]
+    assert "--model {model_dir}" in command and "--port {port}" in command
+    assert command.split(" python3 ", 1)[0].startswith("env ")  # environment first, through env(1)
+
+
+# --- recipes built in code (schema-valid; the loader's methodology rules are not the adapters' concern) ----
+
+
+BASE: dict[str, Any] = {
+    "name": "adapter-test",
+    "hardware": "b200",
+    "model": {"name": "deepseek-r1", "source": {"kind": "hub", "repo": "deepseek-ai/DeepSeek-R1-0528"}},
+    "engine": {"kind": "sglang", "environment": {"kind": "container", "image": "img:1"}, "max_model_len": 10240},
+    "precision": "fp8",
+    "parallelism": {"tp": 8, "ep": 8},
+    "methodology": {"prefix_caching": True},
+    "runner": {"kind": "ssh"},
+    "workload": {"kind": "agentic-replay", "trace": "trace.json", "concurrency": [4], "duration_s": 60},
+}
+
+
+def make(**changes: Any) -> Recipe:
+    """BASE with top-level sections replaced; `engine` and `methodology` changes are merged into BASE's."""
+    data = copy.deepcopy(BASE)
+    for key, value in changes.items():
+        if key in ("engine", "methodology"):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return Recipe.model_validate(data)
+
+
+def argv_of(recipe: Recipe) -> list[str]:
+    return engine_adapter(recipe.engine.kind).launch_plan(recipe, 8000, Path("python3"), Path("/m")).argv
+
+
+def value_after(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+# --- sglang ----------------------------------------------------------------------------------------
+
+
+def test_sglang_prefix_caching_on_keeps_the_radix_cache_and_off_disables_it() -> None:
+    assert "--disable-radix-cache" not in argv_of(make())
+    assert "--disable-radix-cache" in argv_of(make(methodology={"prefix_caching": False}))
+
+
+def test_sglang_dp_attention_makes_tp_the_world_and_dp_split_it() -> None:
+    argv = argv_of(make(parallelism={"tp": 1, "dp": 8, "ep": 8, "dp_attention": True}))
+    assert value_after(argv, "--tp-size") == "8" and value_after(argv, "--dp-size") == "8"
+    assert "--enable-dp-attention" in argv and value_after(argv, "--ep-size") == "8"
+
+
+def test_sglang_dram_tier_is_hicache_per_rank_in_decimal_gb() -> None:
+    argv = argv_of(make(methodology={"kv_offload": {"backend": "dram", "dram_gib": 1024}}))
+    assert "--enable-hierarchical-cache" in argv
+    assert value_after(argv, "--hicache-size") == str(int(1024 * 2**30 / 1e9 / 8))  # 137 GB on each of 8 ranks
+
+
+def test_sglang_typed_tuning_fields_become_flags() -> None:
+    engine = {
+        "kv_cache_dtype": "fp8",
+        "max_num_seqs": 256,
+        "gpu_memory_utilization": 0.85,
+        "max_num_batched_tokens": 8192,
+    }
+    argv = argv_of(make(engine=engine))
+    assert value_after(argv, "--kv-cache-dtype") == "fp8_e4m3"
+    assert value_after(argv, "--max-running-requests") == "256"
+    assert value_after(argv, "--mem-fraction-static") == "0.85"
+    assert value_after(argv, "--chunked-prefill-size") == "8192"
+
+
+def test_sglang_speculative_mtp_is_an_eagle_chain() -> None:
+    spec = {"method": "mtp", "num_speculative_tokens": 3, "golden_acceptance_length": 2.5}
+    argv = argv_of(make(methodology={"speculative_decoding": spec}))
+    assert value_after(argv, "--speculative-algorithm") == "EAGLE"
+    assert value_after(argv, "--speculative-num-steps") == "3"
+    assert value_after(argv, "--speculative-num-draft-tokens") == "4"
+
+
+@pytest.mark.parametrize("routing", ["kv-aware", "session-affinity"])
+def test_sglang_refuses_prefix_aware_routing_naming_field_and_value(routing: str) -> None:
+    recipe = make(methodology={"routing": {"kind": routing}})
+    with pytest.raises(ConfigurationError, match=rf"methodology\.routing\.kind: got '{routing}'"):
+        argv_of(recipe)
+
+
+def test_sglang_refuses_int8_precision() -> None:
+    with pytest.raises(ConfigurationError, match=r"precision: got 'int8'"):
+        argv_of(make(precision="int8"))
+
+
+# --- trtllm ----------------------------------------------------------------------------------------
+
+
+def trtllm(**changes: Any) -> Recipe:
+    return make(engine={"kind": "trtllm", **changes.pop("engine", {})}, **changes)
+
+
+def options_of(recipe: Recipe) -> dict[str, Any]:
+    plan = engine_adapter("trtllm").launch_plan(recipe, 8000, Path("python3"), Path("/m"))
+    assert value_after(plan.argv, "--extra_llm_api_options") in plan.files
+    return yaml.safe_load(plan.files[value_after(plan.argv, "--extra_llm_api_options")])
+
+
+def test_trtllm_prefix_caching_is_block_reuse_in_the_options_file() -> None:
+    assert options_of(trtllm())["kv_cache_config"]["enable_block_reuse"] is True
+    assert options_of(trtllm(methodology={"prefix_caching": False}))["kv_cache_config"]["enable_block_reuse"] is False
+
+
+def test_trtllm_attention_dp_and_dram_tier() -> None:
+    recipe = trtllm(
+        parallelism={"tp": 1, "dp": 8, "ep": 8, "dp_attention": True},
+        methodology={"kv_offload": {"backend": "dram", "dram_gib": 64}},
+    )
+    argv = argv_of(recipe)
+    assert value_after(argv, "--tp_size") == "8" and value_after(argv, "--ep_size") == "8"
+    options = options_of(recipe)
+    assert options["enable_attention_dp"] is True
+    assert options["kv_cache_config"]["host_cache_size"] == 64 * 2**30 // 8
+
+
+def test_trtllm_speculative_mtp_and_refused_eagle() -> None:
+    mtp = {"method": "mtp", "num_speculative_tokens": 3, "golden_acceptance_length": 2.5}
+    config = options_of(trtllm(methodology={"speculative_decoding": mtp}))["speculative_config"]
+    assert config == {"decoding_type": "MTP", "num_nextn_predict_layers": 3}
+    eagle = {**mtp, "method": "eagle", "draft_model": "org/draft"}
+    with pytest.raises(ConfigurationError, match=r"methodology\.speculative_decoding\.method: got 'eagle'"):
+        argv_of(trtllm(methodology={"speculative_decoding": eagle}))
+
+
+def test_trtllm_refuses_data_parallel_replicas_without_attention_dp() -> None:
+    with pytest.raises(ConfigurationError, match=r"parallelism\.dp: got 2 without parallelism\.dp_attention"):
+        argv_of(trtllm(parallelism={"tp": 4, "dp": 2}))
+
+
+# --- dynamo ----------------------------------------------------------------------------------------
+
+DISAGGREGATED = {
+    "disaggregated": {
+        "prefill": {"num_workers": 2, "tp": 4, "ep": 4},
+        "decode": {"num_workers": 1, "tp": 1, "dp": 16, "ep": 16, "dp_attention": True},
+    }
+}
+
+
+def dynamo(backend: str, **changes: Any) -> Recipe:
+    engine = {"kind": "dynamo", "dynamo": {"backend": backend}, **changes.pop("engine", {})}
+    changes.setdefault("parallelism", DISAGGREGATED)
+    changes.setdefault("hardware", "gb300-nvl72")
+    return make(
+        engine=engine, methodology={"routing": {"kind": "kv-aware"}, **changes.pop("methodology", {})}, **changes
+    )
+
+
+def plan_of(recipe: Recipe) -> LaunchPlan:
+    return engine_adapter("dynamo").launch_plan(recipe, 8000, Path("python3"), Path("/m"))
+
+
+def test_dynamo_disaggregated_plan_is_frontend_prefill_and_decode_with_kv_router_and_nixl() -> None:
+    plan = plan_of(dynamo("sglang"))
+    names = [process.name for process in plan.processes]
+    assert names == ["etcd-0", "nats-0", "frontend-0", "prefill-0", "prefill-1", "decode-0"]
+    frontend = plan.processes[2]
+    assert plan.argv == frontend.argv and frontend.argv[:3] == ["python3", "-m", "dynamo.frontend"]
+    assert value_after(frontend.argv, "--router-mode") == "kv" and value_after(frontend.argv, "--http-port") == "8000"
+    assert (plan.health_path, plan.ready_model) == ("/v1/models", "deepseek-r1")
+    prefill, decode = plan.processes[3], plan.processes[5]
+    assert prefill.argv[:3] == ["python3", "-m", "dynamo.sglang"] and prefill.accelerators == 4
+    assert value_after(prefill.argv, "--disaggregation-mode") == "prefill"
+    assert value_after(decode.argv, "--disaggregation-mode") == "decode"
+    assert value_after(decode.argv, "--disaggregation-transfer-backend") == "nixl"
+    assert decode.nodes == 4 and value_after(decode.argv, "--node-rank") == "{node_rank}"  # 16 GPUs, 4 per tray
+    ports = {json.loads(value_after(p.argv, "--kv-events-config"))["endpoint"] for p in plan.processes[3:]}
+    assert len(ports) == 3  # one KV-event publisher per worker
+
+
+def test_dynamo_vllm_workers_use_the_nixl_connector_and_trtllm_the_nixl_transceiver() -> None:
+    single_host = {"disaggregated": {"prefill": {"tp": 4}, "decode": {"tp": 4}}}
+    vllm = plan_of(dynamo("vllm", parallelism=single_host))
+    prefill = vllm.processes[3]
+    assert prefill.argv[:3] == ["python3", "-m", "dynamo.vllm"]
+    assert json.loads(value_after(prefill.argv, "--kv-transfer-config"))["kv_connector"] == "NixlConnector"
+    assert json.loads(value_after(prefill.argv, "--kv-events-config"))["enable_kv_cache_events"] is True
+    trt = plan_of(dynamo("trtllm", parallelism=single_host))
+    decode = trt.processes[4]
+    options = yaml.safe_load(decode.files[value_after(decode.argv, "--extra-engine-args")])
+    assert options["cache_transceiver_config"] == {"backend": "NIXL"}
+    assert options["kv_cache_config"]["enable_block_reuse"] is True
+    assert "--publish-events-and-metrics" in decode.argv
+
+
+def test_dynamo_refuses_mooncake_for_vllm_workers() -> None:
+    parallelism = {"disaggregated": {"prefill": {"tp": 4}, "decode": {"tp": 4}, "kv_transfer": "mooncake"}}
+    with pytest.raises(ConfigurationError, match=r"parallelism\.disaggregated\.kv_transfer: got 'mooncake'"):
+        plan_of(dynamo("vllm", parallelism=parallelism))
+
+
+def test_dynamo_kv_router_needs_prefix_caching() -> None:
+    with pytest.raises(ConfigurationError, match=r"methodology\.routing\.kind: got 'kv-aware'"):
+        plan_of(dynamo("sglang", methodology={"prefix_caching": False}))
+
+
+def test_dynamo_aggregated_replicas_are_separate_workers() -> None:
+    recipe = dynamo("sglang", hardware="b200", parallelism={"tp": 2, "dp": 4})
+    workers = [process for process in plan_of(recipe).processes if process.role == "worker"]
+    assert len(workers) == 4 and all(value_after(w.argv, "--tp-size") == "2" for w in workers)
+    assert all("--disaggregation-mode" not in w.argv for w in workers)
+
+
+def test_dynamo_settings_are_required_for_dynamo_and_refused_elsewhere() -> None:
+    data = copy.deepcopy(BASE)
+    data["engine"]["kind"] = "dynamo"
+    with pytest.raises(ValueError, match=r"engine\.kind 'dynamo' needs engine\.dynamo\.backend"):
+        Recipe.model_validate(data)
+    data["engine"].update(kind="sglang", dynamo={"backend": "vllm"})
+    with pytest.raises(ValueError, match=r"engine\.dynamo is only allowed"):
+        Recipe.model_validate(data)
+
+
+# --- vllm-tpu and the field guard ------------------------------------------------------------------
+
+
+def tpu(**changes: Any) -> Recipe:
+    engine = {"kind": "vllm-tpu", **changes.pop("engine", {})}
+    changes.setdefault("parallelism", {"tp": 4})
+    return make(engine=engine, hardware="tpu-v7", precision="bf16", **changes)
+
+
+def test_vllm_tpu_counts_chips_in_the_recipe_and_tensorcores_on_the_command_line() -> None:
+    argv = argv_of(tpu())
+    assert argv[:3] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    assert value_after(argv, "--tensor-parallel-size") == "8"  # 4 TPU7x chips x 2 TensorCores
+    assert "--enable-prefix-caching" in argv and value_after(argv, "--dtype") == "bfloat16"
+
+
+def test_vllm_tpu_refuses_a_dram_tier_and_gpu_hardware() -> None:
+    with pytest.raises(ConfigurationError, match=r"methodology\.kv_offload\.backend: got 'dram'"):
+        argv_of(tpu(methodology={"kv_offload": {"backend": "dram", "dram_gib": 64}}))
+    with pytest.raises(ConfigurationError, match=r"hardware: got 'b200'"):
+        argv_of(make(engine={"kind": "vllm-tpu"}, precision="bf16"))
+
+
+def test_an_adapter_never_ignores_a_typed_field_it_does_not_map() -> None:
+    recipe = make(engine={"kind": "vllm", "kv_cache_dtype": "fp8"})
+    with pytest.raises(ConfigurationError, match=r"engine\.kv_cache_dtype: got 'fp8'; the vllm adapter"):
+        argv_of(recipe)
+
+
+def test_new_engine_fields_at_their_defaults_leave_the_dump_and_so_the_fingerprint_alone() -> None:
+    dumped = make().model_dump(mode="json")
+    assert not {"kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "dynamo"} & set(dumped["engine"])
+    assert "kv_transfer" not in dynamo("sglang").model_dump(mode="json")["parallelism"]["disaggregated"]
+    assert make(engine={"kv_cache_dtype": "fp8"}).model_dump()["engine"]["kv_cache_dtype"] == "fp8"
+
+
+# --- readiness by model list -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def models_server() -> Iterator[tuple[int, list[str]]]:
+    """A loopback server answering /v1/models with the ids in the yielded list (mutable) and /health 200."""
+    listed: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"object": "list", "data": [{"id": name} for name in listed]}).encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body if self.path == "/v1/models" else b"ok")
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], listed
+    server.shutdown()
+
+
+def test_ready_model_waits_until_the_model_is_listed(models_server: tuple[int, list[str]], tmp_path: Path) -> None:
+    port, listed = models_server
+    engine = EngineProcess(["true"], {}, port, tmp_path / "log", "run", health_path="/v1/models", ready_model="m")
+    with pytest.raises(InfrastructureError, match="not healthy"):
+        engine.wait_healthy(timeout_s=0.3, poll_s=0.05)  # 200, but the model is not listed yet
+    listed.append("m")
+    assert engine.wait_healthy(timeout_s=2, poll_s=0.05) < 2
+    plain = EngineProcess(["true"], {}, port, tmp_path / "log", "run2")  # default: /health answering 200 is enough
+    assert plain.wait_healthy(timeout_s=2, poll_s=0.05) < 2
