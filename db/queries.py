@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, or_, update
+from sqlalchemy import bindparam, func, insert, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -107,25 +107,49 @@ def upsert_recipe(
     return row
 
 
+# The driver writes a few of these per job; at thousands of jobs the ORM's unit of work and the
+# building of statements cost more than SQLite itself, so they are prepared once, as Core statements on
+# the tables, and executed with parameters (benchmarks/dispatch_overhead.py measures it).
+_JOB = JobRow.__table__  # type: ignore[attr-defined]
+_TRANSITION = TransitionRow.__table__  # type: ignore[attr-defined]
+_INSERT_JOB = insert(_JOB)
+_INSERT_TRANSITION = insert(_TRANSITION)
+_KEEP_HOST = func.coalesce(bindparam("new_host"), _JOB.c.host)
+_SET_STATUS = (
+    update(_JOB).where(_JOB.c.id == bindparam("job_id")).values(status=bindparam("new_status"), host=_KEEP_HOST)
+)
+_SET_PLACED = _SET_STATUS.values(started_at=func.coalesce(_JOB.c.started_at, bindparam("now")))
+_SET_ENDED = _SET_STATUS.values(
+    finished_at=bindparam("now"), error_kind=bindparam("new_error_kind"),
+    error_message=bindparam("new_error_message"), retryable=bindparam("new_retryable"),
+)  # fmt: skip
+
+
 def create_job(
-    session: Session, job_id: str, sweep_id: int, recipe_id: int, attempt: int, points: int, log_dir: str
+    session: Session,
+    job_id: str,
+    sweep_id: int,
+    recipe_id: int,
+    attempt: int,
+    points: int,
+    log_dir: str,
+    *,
+    commit: bool = True,
 ) -> None:
-    # Core statements, not ORM objects: the driver writes a few of these per job, and at thousands of
-    # jobs the ORM's unit-of-work bookkeeping costs more than SQLite itself.
     now = utcnow()
-    session.execute(
-        insert(JobRow).values(
-            id=job_id, sweep_id=sweep_id, recipe_id=recipe_id, attempt=attempt, points_planned=points,
-            log_dir=log_dir, status=JobState.QUEUED.value, created_at=now,
-        )
+    connection = session.connection()
+    connection.execute(
+        _INSERT_JOB,
+        {"id": job_id, "sweep_id": sweep_id, "recipe_id": recipe_id, "attempt": attempt, "points_planned": points,
+         "log_dir": log_dir, "status": JobState.QUEUED.value, "created_at": now},
     )  # fmt: skip
-    session.execute(
-        insert(TransitionRow).values(
-            sweep_id=sweep_id, job_id=job_id, subject="job", state=JobState.QUEUED.value, at=now,
-            reason=f"attempt {attempt}, {points} point(s)",
-        )
+    connection.execute(
+        _INSERT_TRANSITION,
+        {"sweep_id": sweep_id, "job_id": job_id, "point_key": None, "subject": "job", "state": JobState.QUEUED.value,
+         "at": now, "reason": f"attempt {attempt}, {points} point(s)"},
     )  # fmt: skip
-    session.commit()
+    if commit:
+        session.commit()
 
 
 def update_job(
@@ -133,43 +157,49 @@ def update_job(
     job_id: str,
     status: JobState,
     *,
+    sweep_id: int | None = None,
     reason: str = "",
     host: str | None = None,
     error_kind: str | None = None,
     error_message: str | None = None,
     retryable: bool | None = None,
+    commit: bool = True,
 ) -> None:
-    """Move the job to `status` and record the transition (time and reason) in one transaction."""
+    """Move the job to `status` and record the transition (time and reason) in one transaction.
+
+    With `commit=False` the caller commits, e.g. several state changes at once (Recorder.batch)."""
     now = utcnow()
-    changes: dict[str, Any] = {"status": status.value}
-    if status is JobState.PLACED:
-        changes["started_at"] = func.coalesce(JobRow.started_at, now)
-    if host is not None:
-        changes["host"] = host
-    if status in TERMINAL_JOB_STATES:
-        changes.update(finished_at=now, error_kind=error_kind, error_message=error_message, retryable=retryable)
-    sweep_id = session.execute(
-        update(JobRow).where(col(JobRow.id) == job_id).values(**changes).returning(JobRow.sweep_id)
-    ).scalar_one_or_none()
+    connection = session.connection()
     if sweep_id is None:
+        sweep_id = connection.execute(select(_JOB.c.sweep_id).where(_JOB.c.id == job_id)).scalar_one_or_none()
+    parameters: dict[str, Any] = {"job_id": job_id, "new_status": status.value, "new_host": host, "now": now}
+    if status in TERMINAL_JOB_STATES:
+        statement = _SET_ENDED
+        parameters.update(new_error_kind=error_kind, new_error_message=error_message, new_retryable=retryable)
+    else:
+        statement = _SET_PLACED if status is JobState.PLACED else _SET_STATUS
+    if sweep_id is None or connection.execute(statement, parameters).rowcount == 0:
         session.rollback()
         raise LookupError(f"job {job_id!r} not in the database")
-    session.execute(
-        insert(TransitionRow).values(
-            sweep_id=sweep_id, job_id=job_id, subject="job", state=status.value, at=now,
-            reason=reason or (error_message or "")[:2000],
-        )
+    connection.execute(
+        _INSERT_TRANSITION,
+        {"sweep_id": sweep_id, "job_id": job_id, "point_key": None, "subject": "job", "state": status.value,
+         "at": now, "reason": reason or (error_message or "")[:2000]},
     )  # fmt: skip
-    session.commit()
+    if commit:
+        session.commit()
 
 
-def record_point_transition(session: Session, sweep_id: int, job_id: str, point_key: str, state: str) -> None:
-    session.execute(
-        insert(TransitionRow).values(
-            sweep_id=sweep_id, job_id=job_id, point_key=point_key, subject="point", state=state, reason="", at=utcnow()
-        )
-    )
-    session.commit()
+def record_point_transition(
+    session: Session, sweep_id: int, job_id: str, point_key: str, state: str, *, commit: bool = True
+) -> None:
+    session.connection().execute(
+        _INSERT_TRANSITION,
+        {"sweep_id": sweep_id, "job_id": job_id, "point_key": point_key, "subject": "point", "state": state,
+         "reason": "", "at": utcnow()},
+    )  # fmt: skip
+    if commit:
+        session.commit()
 
 
 def record_point(session: Session, row: PointResultRow) -> bool:

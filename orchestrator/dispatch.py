@@ -1,16 +1,14 @@
 """Ray dispatch: each Job runs as a Ray generator task on a node of its hardware pool.
 
-The remote side is thin (it calls the runner and forwards its events); the driver consumes each job's
-event stream in a thread and hands events to the single DB writer through a queue. Ray is imported
+The remote side is thin (it calls the runner and forwards its events); the driver polls every job's
+event stream with one `ray.wait` and hands the events to the single DB writer. Ray is imported
 only here, so the hub and the analysis library never need it.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -77,9 +75,8 @@ class Dispatcher:
         self.local_pool = local_pool
         # Pools this driver's node serves through inventory targets (SSH hosts, Slurm clusters).
         self.extra_slots = extra_slots or {}
-        self.deliveries: queue.Queue[Delivery] = queue.Queue()
         self._running: dict[str, ray.ObjectRefGenerator] = {}
-        self._threads: dict[str, threading.Thread] = {}
+        self._job_of: dict[int, str] = {}  # id() of a job's stream -> its job id
         self._started_here = False
         self._capacity = _CapacityCache()
 
@@ -122,19 +119,38 @@ class Dispatcher:
             options["label_selector"] = {NODE_ID_LABEL: f"!in({','.join(avoid_nodes)})"}
         generator = _run_job_remote.options(**options).remote(job.model_dump_json())
         self._running[job.job_id] = generator
-        thread = threading.Thread(target=self._consume, args=(job.job_id, generator), daemon=True)
-        self._threads[job.job_id] = thread
-        thread.start()
+        self._job_of[id(generator)] = job.job_id
 
-    def _consume(self, job_id: str, generator: ray.ObjectRefGenerator) -> None:
+    def poll(self, timeout_s: float) -> list[Delivery]:
+        """Events that have arrived from running jobs, waiting up to `timeout_s` for the first one.
+
+        One `ray.wait` over every job's stream, in the caller's thread: no thread per job, so the driver
+        scales to thousands of jobs and nothing competes with it for the interpreter."""
+        if not self._running:
+            time.sleep(timeout_s)
+            return []
+        streams = list(self._running.values())
+        ready, _ = ray.wait(streams, num_returns=1, timeout=timeout_s, fetch_local=False)
+        if ready:
+            ready, _ = ray.wait(streams, num_returns=len(streams), timeout=0, fetch_local=False)
+        deliveries: list[Delivery] = []
+        for generator in ready:
+            deliveries.extend(self._take(generator))
+        return deliveries
+
+    def _take(self, generator: ray.ObjectRefGenerator) -> list[Delivery]:
+        """The next event of a ready stream, or its end (with the failure that ended it, if any)."""
+        job_id = self._job_of[id(generator)]
         try:
-            for reference in generator:
-                self.deliveries.put(Delivery(job_id, JobEvent.model_validate_json(ray.get(reference))))
+            reference = next(generator)
+            return [Delivery(job_id, JobEvent.model_validate_json(ray.get(reference)))]
+        except StopIteration:
+            ended: list[Delivery] = []
         except (TaskCancelledError, RayTaskError, *_RETRYABLE_RAY_ERRORS) as error:
-            self.deliveries.put(Delivery(job_id, _failure_event(job_id, error)))
-        finally:
-            self._running.pop(job_id, None)
-            self.deliveries.put(Delivery(job_id, None))
+            ended = [Delivery(job_id, _failure_event(job_id, error))]
+        self._running.pop(job_id, None)
+        self._job_of.pop(id(generator), None)
+        return [*ended, Delivery(job_id, None)]
 
     def cancel(self, job_id: str) -> None:
         """Ask a running job to stop; its stream then ends with a cancelled failure."""
@@ -142,12 +158,17 @@ class Dispatcher:
         if generator is not None:
             ray.cancel(generator)
 
-    def cancel_all(self, wait_s: float = 60.0) -> None:
-        """Cancel running jobs; their runners stop the engines in `finally`. Waits for the streams to end."""
+    def cancel_all(self, wait_s: float = 60.0) -> list[Delivery]:
+        """Cancel running jobs (their runners stop the engines in `finally`); wait for the streams to end.
+
+        Returns what arrived meanwhile, for the caller to record (a Point may finish as it is cancelled)."""
         for generator in list(self._running.values()):
             ray.cancel(generator)
-        for thread in list(self._threads.values()):
-            thread.join(timeout=wait_s)
+        deadline = time.monotonic() + wait_s
+        arrived: list[Delivery] = []
+        while self._running and time.monotonic() < deadline:
+            arrived.extend(self.poll(0.2))
+        return arrived
 
     def shutdown(self) -> None:
         if self._started_here and ray.is_initialized():

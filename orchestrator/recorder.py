@@ -8,9 +8,11 @@ uploaded to the store. A failed upload leaves the artifact pending (the staged f
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -80,6 +82,7 @@ class Recorder:
         self.engine = engine
         self.store = store or store_from_environment()
         self.session = open_session(engine)
+        self._deferred = False
         self.sweep, self.resumed = queries.get_or_create_sweep(self.session, sweep_name)
         self.recipe_ids: dict[str, int] = {}
 
@@ -125,10 +128,25 @@ class Recorder:
     def clean_stale_jobs(self) -> int:
         return queries.mark_interrupted_jobs(self.session, self.sweep_id)
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group the state changes made inside into one transaction (one commit instead of one each).
+
+        Only lifecycle states wait for the commit; a Point result is always committed on its own at once
+        (and takes pending states with it). A crash inside a batch loses at most those state changes,
+        which the next run rebuilds (unfinished jobs are marked interrupted)."""
+        self._deferred = True
+        try:
+            yield
+        finally:
+            self._deferred = False
+            self.session.commit()
+
     def job_created(self, job_id: str, loaded: AnyRecipe, attempt: int, points: int, log_dir: str) -> None:
         queries.create_job(
-            self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir
-        )
+            self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir,
+            commit=not self._deferred,
+        )  # fmt: skip
 
     def job_status(
         self, job_id: str, status: JobState, event: JobEvent | None = None, reason: str = "", host: str | None = None
@@ -138,15 +156,19 @@ class Recorder:
             self.session,
             job_id,
             status,
+            sweep_id=self.sweep_id,
             reason=reason or (event.message if event is not None else ""),
             host=host,
             error_kind=error.kind if error else None,
             error_message=error.message if error else None,
             retryable=error.retryable if error else None,
+            commit=not self._deferred,
         )
 
     def point_started(self, job_id: str, point_key: str) -> None:
-        queries.record_point_transition(self.session, self.sweep_id, job_id, point_key, PointState.MEASURING.value)
+        queries.record_point_transition(
+            self.session, self.sweep_id, job_id, point_key, PointState.MEASURING.value, commit=not self._deferred
+        )
 
     def point_imported(
         self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime

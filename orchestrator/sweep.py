@@ -10,7 +10,6 @@ after). Every change of state is written with its reason (db/lifecycle.py).
 
 from __future__ import annotations
 
-import queue
 import signal
 import time
 import uuid
@@ -19,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from db.lifecycle import JobState, SweepState
 from db.session import make_engine, migrate
 from orchestrator.dispatch import Dispatcher
 from orchestrator.estimate import estimate_job
 from orchestrator.plan import plan_jobs
+from orchestrator.progress import SweepProgress
 from orchestrator.recorder import Recorder
 from recipes.errors import ConfigurationError
 from recipes.loader import LoadedRecipe
@@ -53,8 +52,6 @@ EVENT_STATES = {
     "job_collecting": JobState.COLLECTING,
 }
 CANCEL_POLL_S = 1.0
-# Up to this many jobs every job keeps its progress row; beyond it only jobs in flight are shown.
-ROWS_FOR_EVERY_JOB = 20
 
 
 def _wait_for_local_engines(limit_s: float) -> None:
@@ -120,7 +117,7 @@ class _ActiveJob:
     spec: JobSpec
     plan: _Attempt
     points: dict[str, PointRequest]
-    progress_task: int
+    label: str
     submitted: bool = False
     placed_at: float | None = None
     point_started_at: float | None = None
@@ -145,7 +142,6 @@ class SweepRunner:
         self.running: dict[str, _ActiveJob] = {}  # submitted jobs whose Ray task has not ended
         self._unfinished = 0
         self._next_cancel_poll = 0.0
-        self._rows_for_every_job = True
 
     def run(self, recipes: list[LoadedRecipe]) -> SweepSummary:
         summary = SweepSummary(sweep=self.options.name, resumed=self.recorder.resumed)
@@ -185,19 +181,16 @@ class SweepRunner:
             return summary
 
         self.recorder.sweep_status(SweepState.RUNNING, f"{len(work)} job(s) to run")
-        progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=self.console,
-        )  # fmt: skip
+        progress = SweepProgress(self.console, len(work))
         try:
             with progress:
                 self.dispatcher.start()
                 # After ray.init, which installs its own SIGTERM handler (exit at once): a scheduler's
                 # SIGTERM (cron, systemd, a CI timeout) must stop the sweep as cleanly as Ctrl-C does.
                 signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-                self._rows_for_every_job = len(work) <= ROWS_FOR_EVERY_JOB
-                for loaded, points in work:
-                    self._enqueue(_Attempt(loaded, points, attempt=1), progress, summary)
+                with self.recorder.batch():
+                    for loaded, points in work:
+                        self._enqueue(_Attempt(loaded, points, attempt=1), progress, summary)
                 self._drain(progress, summary)
         except KeyboardInterrupt:
             summary.interrupted = True
@@ -222,7 +215,14 @@ class SweepRunner:
         return summary
 
     def _stop_everything(self, state: JobState, reason: str) -> None:
-        self.dispatcher.cancel_all()
+        for delivery in self.dispatcher.cancel_all():
+            event = delivery.event
+            if event is not None and event.kind == "point_finished" and event.outcome is not None:
+                # A Point that finished while its job was being stopped is a result: keep it.
+                job = self.active[delivery.job_id]
+                self.recorder.point_finished(
+                    job.spec.job_id, job.plan.recipe, job.points[event.outcome.point_key], event.outcome
+                )
         _wait_for_local_engines(30.0)
         for job in self.active.values():
             if not job.finished:
@@ -236,7 +236,7 @@ class SweepRunner:
 
     # --- queueing ---------------------------------------------------------------------------------
 
-    def _enqueue(self, plan: _Attempt, progress: Progress, summary: SweepSummary) -> None:
+    def _enqueue(self, plan: _Attempt, progress: SweepProgress, summary: SweepSummary) -> None:
         loaded = plan.recipe
         job_id = f"{loaded.name}-{uuid.uuid4().hex[:8]}"
         log_dir = data_dir() / "logs" / self.options.name / job_id
@@ -253,8 +253,8 @@ class SweepRunner:
             attachment.write_text(text, encoding="utf-8")
             self.recorder.store_file(attachment, kind, job_id)
         label = f"{loaded.name} (attempt {plan.attempt})" if plan.attempt > 1 else loaded.name
-        task = progress.add_task(f"{label}: queued", total=len(plan.points), visible=self._rows_for_every_job)
-        job = _ActiveJob(spec, plan, {p.point_key: p for p in plan.points}, task)
+        progress.queued(job_id, label, len(plan.points))
+        job = _ActiveJob(spec, plan, {p.point_key: p for p in plan.points}, label)
         self.active[job_id] = job
         self._unfinished += 1
         problem = self._cannot_run(loaded, targets)
@@ -265,7 +265,7 @@ class SweepRunner:
             self.recorder.job_status(job_id, JobState.FAILED, event)
             summary.failures.append(JobFailure(loaded.name, job_id, plan.attempt, kind, message, False))
             self._mark_finished(job)
-            progress.update(task, description=f"{label}: [red]{kind}")
+            progress.ended(job_id, f"{label}: [red]{kind}", ok=False, ran=False)
             return
         self.waiting.setdefault(loaded.recipe.hardware, deque()).append(job)
 
@@ -289,7 +289,7 @@ class SweepRunner:
             )
         return None
 
-    def _submit_ready(self, progress: Progress) -> None:
+    def _submit_ready(self, progress: SweepProgress) -> None:
         """Submit waiting jobs whose pool has a free slot and whose backoff has passed, in order per pool."""
         now = time.monotonic()
         for hardware, waiting in self.waiting.items():
@@ -307,12 +307,12 @@ class SweepRunner:
                 self.running[job.spec.job_id] = job
                 job.submitted = True
                 self.dispatcher.submit(job.spec, avoid_nodes=job.plan.avoid_nodes)
-                progress.update(job.progress_task, description=f"{job.plan.recipe.name}: submitted", visible=True)
+                progress.submitted(job.spec.job_id, job.label)
             waiting.extendleft(reversed(held))
 
     # --- events -----------------------------------------------------------------------------------
 
-    def _drain(self, progress: Progress, summary: SweepSummary) -> None:
+    def _drain(self, progress: SweepProgress, summary: SweepSummary) -> None:
         while self._unfinished > 0:
             self._submit_ready(progress)
             self._check_deadlines()
@@ -323,15 +323,16 @@ class SweepRunner:
                 self._stop_everything(JobState.CANCELLED, "infersweep cancel")
                 self.recorder.sweep_status(SweepState.CANCELLED, "infersweep cancel")
                 return
-            try:
-                delivery = self.dispatcher.deliveries.get(timeout=0.2)
-            except queue.Empty:
-                continue  # wake up regularly so Ctrl-C, cancels and deadlines are handled promptly
-            job = self.active[delivery.job_id]
-            if delivery.event is None:
-                self._stream_ended(job, progress, summary)
-            else:
-                self._on_event(job, delivery.event, progress, summary)
+            # Wake up at least every 0.2 s so Ctrl-C, cancels and deadlines are handled promptly. What has
+            # arrived is handled together, its state changes in one transaction.
+            deliveries = self.dispatcher.poll(timeout_s=0.2)
+            with self.recorder.batch():
+                for delivery in deliveries:
+                    job = self.active[delivery.job_id]
+                    if delivery.event is None:
+                        self._stream_ended(job, progress, summary)
+                    else:
+                        self._on_event(job, delivery.event, progress, summary)
 
     def _cancel_requested(self) -> bool:
         now = time.monotonic()
@@ -360,8 +361,8 @@ class SweepRunner:
             if job.timeout is not None:
                 self.dispatcher.cancel(job.spec.job_id)
 
-    def _on_event(self, job: _ActiveJob, event: JobEvent, progress: Progress, summary: SweepSummary) -> None:
-        label = job.plan.recipe.name
+    def _on_event(self, job: _ActiveJob, event: JobEvent, progress: SweepProgress, summary: SweepSummary) -> None:
+        label = job.label
         job_id = job.spec.job_id
         state = EVENT_STATES.get(event.kind)
         if event.kind == "job_placed":
@@ -369,34 +370,34 @@ class SweepRunner:
             job.node_id = event.node_id or job.node_id
             job.target = event.target or job.target
             self.recorder.job_status(job_id, JobState.PLACED, reason=event.message, host=event.message)
-            progress.update(job.progress_task, description=f"{label}: placed on {event.message}")
+            progress.describe(job_id, f"{label}: placed on {event.message}")
             return
         if event.kind == "point_started" and event.point_key:
             job.point_started_at = time.monotonic()
             self.recorder.job_status(job_id, JobState.MEASURING, reason=event.point_key)
             self.recorder.point_started(job_id, event.point_key)
-            progress.update(job.progress_task, description=f"{label}: {event.point_key.rsplit('-', 1)[0]}")
+            progress.describe(job_id, f"{label}: {event.point_key.rsplit('-', 1)[0]}")
         elif state is not None:
             self.recorder.job_status(job_id, state, reason=event.message)
-            progress.update(job.progress_task, description=f"{label}: {state.value} {event.message}")
+            progress.describe(job_id, f"{label}: {state.value} {event.message}")
         elif event.kind == "point_finished" and event.outcome is not None:
             job.point_started_at = None
             point = job.points[event.outcome.point_key]
             if self.recorder.point_finished(job_id, job.plan.recipe, point, event.outcome):
                 summary.recorded_points += 1
-            progress.advance(job.progress_task)
+            progress.advance(job_id)
         elif event.kind == "job_failed":
             job.last_error = event
         elif event.kind == "job_finished":
             self._store_engine_log(job)
             self.recorder.job_status(job_id, JobState.SUCCEEDED, reason="all points measured")
-            progress.update(job.progress_task, description=f"{label}: [green]done", visible=self._rows_for_every_job)
+            progress.ended(job_id, f"{label}: [green]done", ok=True)
             self._mark_finished(job)
 
     def _store_engine_log(self, job: _ActiveJob) -> None:
         self.recorder.store_file(Path(job.spec.log_dir) / "engine.log", "engine-log", job.spec.job_id)
 
-    def _stream_ended(self, job: _ActiveJob, progress: Progress, summary: SweepSummary) -> None:
+    def _stream_ended(self, job: _ActiveJob, progress: SweepProgress, summary: SweepSummary) -> None:
         if self.running.pop(job.spec.job_id, None) is not None:
             hardware = job.spec.recipe.hardware
             self.in_flight[hardware] -= 1  # the Ray task has ended: its pool slot is free again
@@ -418,9 +419,7 @@ class SweepRunner:
         plan = job.plan
         if retryable and remaining and plan.attempt < self.options.max_attempts:
             delay = self.options.retry_backoff_s * 2 ** (plan.attempt - 1)
-            progress.update(
-                job.progress_task, description=f"{plan.recipe.name}: [yellow]retrying in {delay:g} s ({error.kind})"
-            )
+            progress.ended(job_id, f"{job.label}: [yellow]retrying in {delay:g} s ({error.kind})", ok=False)
             retry = _Attempt(
                 plan.recipe, remaining, plan.attempt + 1,
                 avoid_nodes=plan.avoid_nodes + ([job.node_id] if job.node_id else []),
@@ -429,7 +428,7 @@ class SweepRunner:
             )  # fmt: skip
             self._enqueue(retry, progress, summary)
             return
-        progress.update(job.progress_task, description=f"{plan.recipe.name}: [red]failed")
+        progress.ended(job_id, f"{job.label}: [red]failed", ok=False)
         summary.failures.append(
             JobFailure(
                 plan.recipe.name, job_id, plan.attempt, error.kind if error else "Unknown", event.message, retryable
