@@ -131,7 +131,7 @@ class Dispatcher:
             return []
         streams = list(self._running.values())
         ready, _ = ray.wait(streams, num_returns=1, timeout=timeout_s, fetch_local=False)
-        if ready:
+        if ready and len(streams) > 1:
             ready, _ = ray.wait(streams, num_returns=len(streams), timeout=0, fetch_local=False)
         deliveries: list[Delivery] = []
         for generator in ready:
