@@ -79,8 +79,7 @@ def run(
     attachments: dict[str, dict[str, str]] = {}
     if dry_run_local:
         loaded, attachments = _prepare_dry_runs(loaded, dry_run_engine)
-    prefix = "dry-run-" if dry_run_local else ""
-    name = sweep or prefix + "-".join(item.name for item in loaded)
+    name = sweep or _default_sweep_name([item.name for item in loaded], "dry-run-" if dry_run_local else "")
     options = SweepOptions(
         name=name,
         max_attempts=max_attempts,
@@ -115,6 +114,14 @@ def run(
     )
     if not summary.ok:
         raise typer.Exit(1)
+
+
+def _default_sweep_name(recipes: list[str], prefix: str) -> str:
+    """The recipe names joined, or the first one and a count when that would be long; stable for resumes."""
+    joined = "-".join(recipes)
+    if len(recipes) <= 3 and len(joined) <= 80:
+        return prefix + joined
+    return f"{prefix}{recipes[0]}-and-{len(recipes) - 1}-more"
 
 
 def _prepare_dry_runs(loaded: list, engine: str) -> tuple[list, dict[str, dict[str, str]]]:

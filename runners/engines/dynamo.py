@@ -43,7 +43,7 @@ from runners.engines.base import (
     container_image,
     register_engine,
 )
-from runners.engines.vllm_tpu import vllm_engine_args, vllm_prefix_args, vllm_speculative_args
+from runners.engines.vllm import vllm_engine_args, vllm_prefix_args, vllm_speculative_args
 
 ETCD_PORT = 2379
 NATS_PORT = 4222

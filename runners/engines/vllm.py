@@ -9,30 +9,68 @@ import json
 from pathlib import Path
 
 from recipes.errors import ConfigurationError
-from recipes.schema import GeneratedModelSource, Recipe
-from runners.engines.base import EngineAdapter, LaunchPlan, register_engine
+from recipes.schema import GeneratedModelSource, Recipe, SpeculativeDecoding
+from runners.engines.base import TUNING_FIELDS, EngineAdapter, LaunchPlan, register_engine
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 _QUANTIZATION = {"fp8": "fp8"}
+
+
+def vllm_server_argv(
+    recipe: Recipe, python: Path | str, model_dir: Path | str, port: int, tensor_parallel: int
+) -> list[str]:
+    """The head of vLLM's OpenAI server command line, shared by the GPU and TPU adapters."""
+    return [
+        str(python), "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model_dir),
+        "--served-model-name", recipe.model.name,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--max-model-len", str(recipe.engine.max_model_len),
+        "--tensor-parallel-size", str(tensor_parallel),
+    ]  # fmt: skip
+
+
+def vllm_engine_args(recipe: Recipe) -> list[str]:
+    """vLLM's flags for the typed tuning fields (kv_cache_dtype, max_num_seqs, memory share, step budget)."""
+    engine = recipe.engine
+    args: list[str] = []
+    if engine.kv_cache_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8"]
+    if engine.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(engine.max_num_seqs)]
+    if engine.gpu_memory_utilization is not None:
+        args += ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
+    if engine.max_num_batched_tokens is not None:
+        args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
+    return args
+
+
+def vllm_speculative_args(spec: SpeculativeDecoding | None) -> list[str]:
+    """vLLM's `--speculative-config` JSON (the same mapping as the GPU vLLM adapter)."""
+    if spec is None:
+        return []
+    config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
+    if spec.draft_model:
+        config["model"] = spec.draft_model
+    return ["--speculative-config", json.dumps(config, sort_keys=True)]
+
+
+def vllm_prefix_args(recipe: Recipe) -> list[str]:
+    if recipe.methodology.prefix_caching:
+        return ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
+    return ["--no-enable-prefix-caching"]
 
 
 @register_engine
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
     origin = "measured"
+    honoured_fields = frozenset(TUNING_FIELDS)
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         knobs = recipe.methodology
-        flags = ["--enable-prefix-caching" if knobs.prefix_caching else "--no-enable-prefix-caching"]
-        if knobs.prefix_caching:
-            # Per-request cached_tokens in usage: the client cross-checks realised hits with it.
-            flags.append("--enable-prompt-tokens-details")
-        spec = knobs.speculative_decoding
-        if spec is not None:
-            config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
-            if spec.draft_model:
-                config["model"] = spec.draft_model
-            flags += ["--speculative-config", json.dumps(config, sort_keys=True)]
+        flags = vllm_prefix_args(recipe) + vllm_speculative_args(knobs.speculative_decoding)
         if knobs.kv_offload.backend == "dram":
             flags += ["--kv-offloading-backend", "native", "--kv-offloading-size", f"{knobs.kv_offload.dram_gib:g}"]
         if knobs.routing.kind != "none":
@@ -53,16 +91,8 @@ class VllmAdapter(EngineAdapter):
             raise ConfigurationError(
                 f"model.source: {recipe.model.source.kind!r} needs a local model directory for vLLM"
             )
-        argv = [
-            str(python), "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(model_dir),
-            "--served-model-name", recipe.model.name,
-            "--host", "127.0.0.1",
-            "--port", str(port),
-            "--max-model-len", str(recipe.engine.max_model_len),
-            "--tensor-parallel-size", str(parallel.tp),
-            "--pipeline-parallel-size", str(parallel.pp),
-        ]  # fmt: skip
+        argv = vllm_server_argv(recipe, python, model_dir, port, tensor_parallel=parallel.tp)
+        argv += ["--pipeline-parallel-size", str(parallel.pp)]
         if parallel.dp > 1:
             argv += ["--data-parallel-size", str(parallel.dp)]
         if parallel.ep > 1:
@@ -71,6 +101,7 @@ class VllmAdapter(EngineAdapter):
             argv += ["--dtype", _DTYPES[recipe.precision]]
         elif recipe.precision in _QUANTIZATION:
             argv += ["--quantization", _QUANTIZATION[recipe.precision]]
+        argv += vllm_engine_args(recipe)
         if isinstance(recipe.model.source, GeneratedModelSource):
             argv += ["--load-format", "dummy"]  # random weights: nothing to download
         argv += self.methodology_flags(recipe)

@@ -9,55 +9,23 @@ images run it), with TPU specifics:
 - The first start compiles XLA graphs for every batch shape: give `engine.startup_timeout_s` an hour.
 - No host-DRAM KV tier, disaggregation or router is mapped (refused with the field named).
 
-`vllm_engine_args` (vLLM's tuning flags from the typed fields) is shared with the Dynamo adapter's
-`dynamo.vllm` workers, which take vLLM's engine arguments.
+vLLM's flags (`vllm_server_argv`, `vllm_engine_args`, ...) come from the GPU adapter in vllm.py.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from recipes.errors import ConfigurationError
 from recipes.hardware import load_hardware_registry
-from recipes.schema import GeneratedModelSource, Recipe, SpeculativeDecoding
+from recipes.schema import GeneratedModelSource, Recipe
 from runners.engines.base import TUNING_FIELDS, EngineAdapter, LaunchPlan, container_image, register_engine
+from runners.engines.vllm import vllm_engine_args, vllm_prefix_args, vllm_server_argv, vllm_speculative_args
 
 # JAX devices per chip, by hardware key (TPU7x exposes each of its two TensorCores as a device).
 DEVICES_PER_CHIP = {"tpu-v7": 2}
 TPU_VENDOR = "Google"
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-
-
-def vllm_engine_args(recipe: Recipe) -> list[str]:
-    """vLLM's flags for the typed tuning fields (kv_cache_dtype, max_num_seqs, memory share, step budget)."""
-    engine = recipe.engine
-    args: list[str] = []
-    if engine.kv_cache_dtype == "fp8":
-        args += ["--kv-cache-dtype", "fp8"]
-    if engine.max_num_seqs is not None:
-        args += ["--max-num-seqs", str(engine.max_num_seqs)]
-    if engine.gpu_memory_utilization is not None:
-        args += ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
-    if engine.max_num_batched_tokens is not None:
-        args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
-    return args
-
-
-def vllm_speculative_args(spec: SpeculativeDecoding | None) -> list[str]:
-    """vLLM's `--speculative-config` JSON (the same mapping as the GPU vLLM adapter)."""
-    if spec is None:
-        return []
-    config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
-    if spec.draft_model:
-        config["model"] = spec.draft_model
-    return ["--speculative-config", json.dumps(config, sort_keys=True)]
-
-
-def vllm_prefix_args(recipe: Recipe) -> list[str]:
-    if recipe.methodology.prefix_caching:
-        return ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
-    return ["--no-enable-prefix-caching"]
 
 
 @register_engine
@@ -103,15 +71,7 @@ class VllmTpuAdapter(EngineAdapter):
                 f"precision: got {recipe.precision!r}; the vllm-tpu adapter maps bf16, fp16, fp32 and fp8"
             )
         devices = DEVICES_PER_CHIP.get(recipe.hardware, 1)
-        argv = [
-            str(python), "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(model_dir),
-            "--served-model-name", recipe.model.name,
-            "--host", "127.0.0.1",
-            "--port", str(port),
-            "--max-model-len", str(recipe.engine.max_model_len),
-            "--tensor-parallel-size", str(parallel.tp * devices),
-        ]  # fmt: skip
+        argv = vllm_server_argv(recipe, python, model_dir, port, tensor_parallel=parallel.tp * devices)
         if parallel.dp > 1:
             argv += ["--data-parallel-size", str(parallel.dp)]
         if parallel.ep > 1:

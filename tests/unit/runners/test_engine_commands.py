@@ -306,9 +306,12 @@ def test_vllm_tpu_refuses_a_dram_tier_and_gpu_hardware() -> None:
 
 
 def test_an_adapter_never_ignores_a_typed_field_it_does_not_map() -> None:
-    recipe = make(engine={"kind": "vllm", "kv_cache_dtype": "fp8"})
-    with pytest.raises(ConfigurationError, match=r"engine\.kv_cache_dtype: got 'fp8'; the vllm adapter"):
-        argv_of(recipe)
+    simulated = {"kind": "simulated", "environment": {"kind": "project"}, "kv_cache_dtype": "fp8"}
+    with pytest.raises(ConfigurationError, match=r"engine\.kv_cache_dtype: got 'fp8'; the simulated adapter"):
+        argv_of(make(engine=simulated))
+    # vLLM maps the tuning fields (the GPU and TPU adapters share the mapping).
+    argv = argv_of(make(engine={"kind": "vllm", "kv_cache_dtype": "fp8", "max_num_seqs": 64}))
+    assert value_after(argv, "--kv-cache-dtype") == "fp8" and value_after(argv, "--max-num-seqs") == "64"
 
 
 def test_new_engine_fields_at_their_defaults_leave_the_dump_and_so_the_fingerprint_alone() -> None:
