@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, or_, update
+from sqlalchemy import bindparam, func, insert, not_, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -440,3 +440,9 @@ def points_per_job(session: Session, sweep_id: int) -> dict[str, int]:
         .group_by(col(PointResultRow.job_id))
     )
     return {job_id: count for job_id, count in session.exec(query).all()}
+
+
+def embargoed_sweep_ids(session: Session) -> set[int]:
+    """Sweeps with results under a running embargo: public readers do not learn they exist."""
+    query = select(PointResultRow.sweep_id).where(not_(not_embargoed())).distinct()
+    return set(session.exec(query).all())

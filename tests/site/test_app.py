@@ -102,3 +102,37 @@ def test_target_interactivity_table(database: str) -> None:
     assert "outside the measured range" in compare["note"][0]  # target 50, measured only at 500: no extrapolation
     app.number_input[0].set_value(500.0).run()
     assert app.dataframe[0].value["output tok/s/GPU"][0] == 100.0
+
+
+RUNS = str(ROOT / "site" / "pages" / "1_Runs.py")
+
+
+def test_runs_page_shows_each_job_lifecycle_and_hides_embargoed_sweeps(database: str) -> None:
+    from db.lifecycle import JobState
+
+    _seed(database)
+    engine = make_engine(database)
+    with open_session(engine) as session:
+        for state in (JobState.PLACED, JobState.MEASURING, JobState.SUCCEEDED):
+            queries.update_job(session, "job-1", state, reason=f"to {state.value}", host="node-a")
+        secret, _ = queries.get_or_create_sweep(session, "vendor-launch")
+    app = AppTest.from_file(RUNS, default_timeout=60).run()
+    assert not app.exception
+    assert list(app.dataframe[0].value["sweep"]) == ["nightly", "vendor-launch"]
+    app.selectbox[0].set_value("nightly").run()
+    jobs = app.dataframe[1].value
+    assert list(jobs["job"]) == ["job-1"] and list(jobs["state"]) == ["succeeded"] and list(jobs["host"]) == ["node-a"]
+    lifecycle = app.dataframe[2].value
+    assert list(lifecycle["state"]) == ["queued", "placed", "measuring", "succeeded"]
+
+    # Once the sweep's results are under embargo, the page no longer lists it.
+    with open_session(engine) as session:
+        queries.embargo(session, "nightly", datetime(2100, 1, 1, tzinfo=UTC))
+    app = AppTest.from_file(RUNS, default_timeout=60).run()
+    assert list(app.dataframe[0].value["sweep"]) == ["vendor-launch"]
+    assert secret.name == "vendor-launch"
+
+
+def test_runs_page_without_sweeps_says_how_to_start_one(database: str) -> None:
+    app = AppTest.from_file(RUNS, default_timeout=60).run()
+    assert not app.exception and "infersweep run RECIPE" in app.info[0].value
