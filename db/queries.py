@@ -204,13 +204,7 @@ def record_point_transition(
 
 def record_point(session: Session, row: PointResultRow) -> bool:
     """Insert one finished Point in its own transaction; False when it was already recorded (idempotent)."""
-    session.add(row)
-    try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
-        return False
-    return True
+    return record_point_with_artifacts(session, row, [])
 
 
 def record_point_with_artifacts(session: Session, row: PointResultRow, artifacts: list[ArtifactRow]) -> bool:

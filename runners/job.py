@@ -113,6 +113,22 @@ class Runner:
         return []
 
 
+def engine_launch_limitations(recipe: Recipe, kind: str, *, single_host: bool) -> list[str]:
+    """What no runner kind can launch yet, and what a runner reaching one host cannot: shared by every kind."""
+    problems = []
+    if single_host and recipe.parallelism.disaggregated is not None:
+        problems.append(
+            "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
+            f"{kind} runner cannot reserve together (use the slurm runner)"
+        )
+    if recipe.engine.kind == "dynamo":
+        problems.append(
+            "engine.kind: got 'dynamo'; its frontend, etcd, NATS and workers are several processes across hosts, "
+            f"which the {kind} runner does not launch yet (only their command lines render, e.g. in dry runs)"
+        )
+    return problems
+
+
 RUNNERS: dict[str, type[Runner]] = {}
 
 

@@ -13,7 +13,7 @@ from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec
 from runners.accuracy import run_accuracy_gate
 from runners.engines.base import engine_adapter
 from runners.environments import ensure_environment
-from runners.job import JobEvent, JobSpec, PointOutcome, Runner, register_runner
+from runners.job import JobEvent, JobSpec, PointOutcome, Runner, engine_launch_limitations, register_runner
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord, Validity
@@ -77,17 +77,7 @@ class LocalRunner(Runner):
 
     @classmethod
     def limitations(cls, recipe: Recipe) -> list[str]:
-        problems = []
-        if recipe.parallelism.disaggregated is not None:
-            problems.append(
-                "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
-                "local runner cannot reserve together (use the slurm runner)"
-            )
-        if recipe.engine.kind == "dynamo":
-            problems.append(
-                "engine.kind: got 'dynamo'; its frontend, etcd, NATS and workers are several processes across "
-                "hosts, which only the slurm runner starts"
-            )
+        problems = engine_launch_limitations(recipe, cls.kind, single_host=True)
         if isinstance(recipe.engine.environment, ContainerEnvironment):
             problems.append(
                 f"engine.environment.image: got {recipe.engine.environment.image!r}; the local runner starts "

@@ -32,7 +32,7 @@ from recipes.hardware import load_hardware_registry
 from recipes.schema import ContainerEnvironment, Recipe
 from runners.agent import decode_event
 from runners.inventory import SlurmTarget
-from runners.job import JobEvent, JobSpec, Runner, register_runner
+from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
 from runners.leases import lease_target
 from runners.shell import CommandResult, Commands, LocalCommands
 
@@ -418,7 +418,8 @@ class SlurmRunner(Runner):
 
     @classmethod
     def limitations(cls, recipe: Recipe) -> list[str]:
-        problems = []
+        # A Slurm allocation reserves every node of a disaggregated recipe at once: only the launch is missing.
+        problems = engine_launch_limitations(recipe, cls.kind, single_host=False)
         if isinstance(recipe.engine.environment, ContainerEnvironment):
             problems.append(
                 f"engine.environment.image: got {recipe.engine.environment.image!r}; the slurm runner starts the "

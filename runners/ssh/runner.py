@@ -20,7 +20,7 @@ from recipes.errors import ConfigurationError, InferSweepError, InfrastructureEr
 from recipes.schema import ContainerEnvironment, Recipe
 from runners.agent import decode_event
 from runners.inventory import SshTarget, TpuVmTarget
-from runners.job import JobEvent, JobSpec, Runner, register_runner
+from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
 from runners.leases import lease_target
 from runners.ssh.transport import SshSession
 
@@ -47,12 +47,7 @@ class SshRunner(Runner):
 
     @classmethod
     def limitations(cls, recipe: Recipe) -> list[str]:
-        problems = []
-        if recipe.parallelism.disaggregated is not None:
-            problems.append(
-                "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
-                f"{cls.kind} runner cannot reserve together (use the slurm runner)"
-            )
+        problems = engine_launch_limitations(recipe, cls.kind, single_host=True)
         if isinstance(recipe.engine.environment, ContainerEnvironment):
             problems.append(
                 f"engine.environment.image: got {recipe.engine.environment.image!r}; the {cls.kind} runner does "

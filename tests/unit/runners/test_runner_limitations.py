@@ -1,0 +1,35 @@
+"""What each runner kind refuses before anything is reserved: one shared rule for engine launches."""
+
+from __future__ import annotations
+
+from recipes.schema import Recipe
+from runners.job import runner_class
+from tests.conftest import SIMULATED_RECIPE, deep_update
+
+DYNAMO = {"engine": {"kind": "dynamo", "environment": {"kind": "venv", "name": "dynamo"}, "simulated": None,
+                     "dynamo": {"backend": "sglang"}}}  # fmt: skip
+GROUP = {"num_workers": 1, "tp": 1}
+DISAGGREGATED = {"parallelism": {"disaggregated": {"prefill": GROUP, "decode": GROUP}}}
+
+
+def recipe(changes: dict) -> Recipe:
+    return Recipe.model_validate(deep_update(SIMULATED_RECIPE, changes))
+
+
+def test_no_runner_kind_pretends_to_launch_dynamo() -> None:
+    for kind in ("local", "ssh", "tpu-vm", "slurm"):
+        problems = runner_class(kind).limitations(recipe(DYNAMO))
+        assert any(
+            problem.startswith("engine.kind: got 'dynamo'; its frontend, etcd, NATS and workers are several processes")
+            and f"which the {kind} runner does not launch yet" in problem
+            for problem in problems
+        ), (kind, problems)
+
+
+def test_only_slurm_reserves_the_hosts_of_a_disaggregated_recipe() -> None:
+    for kind in ("local", "ssh", "tpu-vm"):
+        assert (
+            "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
+            f"{kind} runner cannot reserve together (use the slurm runner)"
+        ) in runner_class(kind).limitations(recipe(DISAGGREGATED))
+    assert runner_class("slurm").limitations(recipe(DISAGGREGATED)) == []
