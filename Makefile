@@ -32,8 +32,9 @@ test: engine browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
+# The hub on the results database (read-only, this machine only): http://127.0.0.1:8501
 hub: $(STAMP)
-	$(BIN)/streamlit run site/app.py
+	$(BIN)/infersweep site
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

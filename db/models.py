@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -25,6 +25,46 @@ class HardwareRow(SQLModel, table=True):
     accelerator_unit: str
     spec: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False), description="Registry entry snapshot.")
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class ModelRow(SQLModel, table=True):
+    """One model of recipes/models.yaml (the model registry), replaced from the file on every sweep start."""
+
+    __tablename__ = "model"
+
+    key: str = Field(primary_key=True, description="Registry key, e.g. 'deepseek-r1'.")
+    name: str = Field(description="Human-readable name, e.g. 'DeepSeek-R1 (0528)'.")
+    hf_id: str | None = Field(default=None, description="Upstream hub repository id; None for a generated model.")
+    generated: str | None = Field(default=None, description="Preset that generates the model locally, if any.")
+    architecture: str = Field(description="dense|moe")
+    attention: str = Field(description="Attention summary, e.g. 'MLA × 61 (latent 512 + rope 64)'.")
+    total_params_b: float = Field(description="Total parameters, in billions.")
+    active_params_b: float = Field(description="Parameters active per token, in billions.")
+    context_length: int
+    kv_dtype: str = Field(description="KV-cache element type the model is served with by default.")
+    kv_bytes_per_token: float = Field(
+        description="KV-cache bytes per token at kv_dtype, long-context limit "
+        "(recipes.model_registry.kv_bytes_per_token with no context length)."
+    )
+    spec: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False), description="Registry entry snapshot.")
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class EngineRow(SQLModel, table=True):
+    """A serving engine build: kind, version and container image, as the recipes that ran on it state them.
+
+    The key columns hold '' rather than NULL when a recipe does not state the value, so that the unique
+    constraint also holds for them (NULLs never collide in a SQL unique constraint)."""
+
+    __tablename__ = "engine"
+    __table_args__ = (UniqueConstraint("name", "version", "image", name="uq_engine_name_version_image"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(description="Engine kind: vllm, sglang, trtllm, dynamo, vllm-tpu, simulated, or an import's.")
+    version: str = Field(default="", description="Engine version the recipe states ('' when it states none).")
+    image: str = Field(default="", description="Container image reference ('' when the engine runs outside one).")
+    image_digest: str | None = Field(default=None, description="'sha256:...' when the image is pinned by digest.")
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class RecipeRow(SQLModel, table=True):
@@ -57,12 +97,14 @@ class SweepRow(SQLModel, table=True):
 
 class JobRow(SQLModel, table=True):
     __tablename__ = "job"
+    __table_args__ = (Index("ix_job_sweep_id_created_at", "sweep_id", "created_at"),)
 
     id: str = Field(primary_key=True, description="Run id of this job attempt.")
     sweep_id: int = Field(foreign_key="sweep.id", index=True)
     recipe_id: int = Field(foreign_key="recipe.id", index=True)
     attempt: int = Field(default=1)
     status: str = Field(default="queued", description="A db.lifecycle.JobState value.")
+    engine_id: int | None = Field(default=None, foreign_key="engine.id", index=True, description="Engine it ran.")
     points_planned: int = Field(default=0)
     host: str | None = Field(default=None, description="Where the job was placed (Ray node, SSH host, Slurm job).")
     error_kind: str | None = None
@@ -78,6 +120,7 @@ class TransitionRow(SQLModel, table=True):
     """One change of state of a sweep, a job or a Point, with when and why (append-only)."""
 
     __tablename__ = "transition"
+    __table_args__ = (Index("ix_transition_sweep_id_subject_at", "sweep_id", "subject", "at"),)
 
     id: int | None = Field(default=None, primary_key=True)
     sweep_id: int = Field(foreign_key="sweep.id", index=True)
@@ -91,7 +134,15 @@ class TransitionRow(SQLModel, table=True):
 
 class PointResultRow(SQLModel, table=True):
     __tablename__ = "point_result"
-    __table_args__ = (UniqueConstraint("sweep_id", "point_key", name="uq_point_result_sweep_point"),)
+    __table_args__ = (
+        UniqueConstraint("sweep_id", "point_key", name="uq_point_result_sweep_point"),
+        # The hub's reads: public results (origin, not retracted), a configuration's history over time,
+        # a sweep's results per recipe, and which sweeps are under a running embargo.
+        Index("ix_point_result_origin_retracted", "origin", "retracted"),
+        Index("ix_point_result_recipe_id_finished_at", "recipe_id", "finished_at"),
+        Index("ix_point_result_sweep_id_recipe_id", "sweep_id", "recipe_id"),
+        Index("ix_point_result_embargo_until", "embargo_until"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     sweep_id: int = Field(foreign_key="sweep.id", index=True)
@@ -153,3 +204,59 @@ class ArtifactRow(SQLModel, table=True):
     error: str | None = Field(default=None, description="Last upload error while pending.")
     created_at: datetime = Field(default_factory=utcnow)
     stored_at: datetime | None = None
+
+
+class ProvenanceRow(SQLModel, table=True):
+    """How one job attempt ran: where, with which engine command line, from which project commit.
+
+    Written by the orchestrator's recorder from what it knows when the job is created (recipe path,
+    project commit, the launch plan the engine adapter renders for the recipe) and from what the runner
+    reports (the host on placement, the pre-flight checks with the first Point). Unknown values stay NULL.
+    Environment variables are recorded by NAME only: their values may be secrets."""
+
+    __tablename__ = "provenance"
+
+    job_id: str = Field(primary_key=True, foreign_key="job.id", description="The job attempt (one row each).")
+    host: str | None = Field(default=None, description="Where it ran, as the runner reported on placement.")
+    accelerator_driver: str | None = Field(default=None, description="Accelerator driver version, when reported.")
+    accelerator_runtime: str | None = Field(
+        default=None, description="Accelerator runtime version (CUDA, ROCm, libtpu), when reported."
+    )
+    engine_argv: list[str] | None = Field(
+        default=None,
+        sa_column=Column(JSON(none_as_null=True), nullable=True),
+        description="The engine's command line as its adapter renders it for the recipe; host-specific values "
+        "are placeholders ({port}, {model_dir}, python3). For a multi-process launch, the entry process. "
+        "None for imported results.",
+    )
+    env_names: list[str] | None = Field(
+        default=None,
+        sa_column=Column(JSON(none_as_null=True), nullable=True),
+        description="Names (never values) of the environment variables the launch sets, sorted.",
+    )
+    preflight: dict[str, Any] | None = Field(
+        default=None,
+        sa_column=Column(JSON(none_as_null=True), nullable=True),
+        description="Pre-flight checks of the host before the engine started (runners.telemetry.Preflight).",
+    )
+    git_commit: str | None = Field(default=None, description="Commit of the project the orchestrator ran from.")
+    git_dirty: bool | None = Field(default=None, description="The checkout had uncommitted changes to tracked files.")
+    recipe_path: str = Field(description="Recipe file of the job (or the imported file).")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ServerMetricDeltaRow(SQLModel, table=True):
+    """One engine counter over one Point (runners.server_metrics.ServerCounters), written with the Point."""
+
+    __tablename__ = "server_metric_delta"
+    __table_args__ = (Index("ix_server_metric_delta_point_metric", "point_result_id", "metric"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    point_result_id: int = Field(foreign_key="point_result.id")
+    metric: str = Field(description="Prometheus series name, e.g. 'vllm:prefix_cache_hits_total'.")
+    labels: dict[str, str] = Field(
+        sa_column=Column(JSON, nullable=False), description="Label filter the delta sums over ({} for all series)."
+    )
+    before: float | None = Field(default=None, description="Counter before the Point, when the runner reports it.")
+    after: float | None = Field(default=None, description="Counter after the Point, when the runner reports it.")
+    delta: float = Field(description="after - before, over the Point.")

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator import fleet_cli, recipe_cli, schedule_cli
+from orchestrator import fleet_cli, recipe_cli, schedule_cli, site_cli, trace_cli
 from recipes.errors import MISSING, ConfigurationError, InferSweepError, RecipeError
 
 app = typer.Typer(help="InferSweep: reproducible cross-vendor LLM inference benchmarks.", no_args_is_help=True)
@@ -26,6 +26,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 fleet_app = typer.Typer(help="The fleet: inventory targets and the Ray resources they need.", no_args_is_help=True)
 app.add_typer(fleet_app, name="fleet")
+app.add_typer(trace_cli.trace_app, name="trace")
 
 # Tables are wide: when output is not a terminal (CI logs, pipes) do not squeeze them to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 180)
@@ -376,37 +377,86 @@ def import_inferencex(
 def compare(
     at_interactivity: Annotated[float, typer.Option(help="Target tokens/s/user to read every curve at.")],
     sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this model (registry key, e.g. deepseek-r1).")] = None,
+    workload: Annotated[str | None, typer.Option(help="Only this workload, e.g. 8k/1k or agentic.")] = None,
     tier: Annotated[
         str, typer.Option(help="TCO tier: owning_hyperscaler, rental_3yr or neocloud.")
     ] = "owning_hyperscaler",
     include_simulated: Annotated[
         bool, typer.Option(help="Also compare simulated results (never measurements).")
     ] = False,
+    utilisation: Annotated[
+        float, typer.Option(min=0.01, max=1.0, help="Share of hours the GPU sells tokens (profit columns).")
+    ] = 0.6,
+    licence_fee: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of realised revenue paid to the model's licensor.")
+    ] = 0.3,
 ) -> None:
-    """Throughput per GPU (95 % interval over repeats) and $/M output tokens at one interactivity."""
+    """Throughput per GPU (95 % interval over repeats), $/M output tokens, profit and margin at one interactivity.
+
+    Profit per GPU-hour = revenue × utilisation − TCO − licence fee × revenue × utilisation, revenue selling the
+    measured token mix at the model's prices in recipes/prices.yaml (cache hits at the cached-input price).
+    """
     from db import queries
     from db.session import make_engine, migrate, open_session
     from orchestrator.analysis.compare import compare_at_interactivity
-    from recipes.hardware import load_hardware_registry
+    from orchestrator.analysis.economics import GpuHourRate, profits_at
+    from recipes.hardware import TCO_TIERS, load_hardware_registry
+    from recipes.model_registry import load_model_registry
+    from recipes.prices import load_price_table
 
+    if tier not in TCO_TIERS:
+        raise typer.BadParameter(f"expected one of {', '.join(TCO_TIERS)}, got {tier!r}", param_hint="--tier")
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
         rows = queries.list_results(session, sweep=sweep)
     shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
     rows = [row for row in rows if row.origin in shown]
-    table = Table(title=f"At {at_interactivity:g} tok/s/user ({tier} TCO)")
-    for column in ("recipe", "hw", "engine", "origin", "out tok/s/gpu", "95 % interval", "$/GPU-h", "$/M out", "note"):
-        table.add_column(column, justify="right" if column[0] in "o9$" else "left")
-    for item in compare_at_interactivity(rows, at_interactivity, load_hardware_registry(), tier):
+    for name, wanted in (("--model", model), ("--workload", workload)):
+        if wanted is None:
+            continue
+        attribute = name.removeprefix("--")
+        available = sorted({getattr(row, attribute) for row in rows})
+        if wanted not in available:
+            raise typer.BadParameter(
+                f"got {wanted!r}; the results have {', '.join(available) or 'none'}", param_hint=name
+            )
+        rows = [row for row in rows if getattr(row, attribute) == wanted]
+    registry = load_hardware_registry()
+    # Read like compare_at_interactivity (all sweeps of a recipe pooled), so each profit matches its row.
+    profits = {
+        item.read.fingerprint: item
+        for item in profits_at(
+            rows, at_interactivity, registry, GpuHourRate(tier), utilisation=utilisation, licence_fee=licence_fee,
+            models=load_model_registry(), price_table=load_price_table(), per_sweep=False,
+        )
+    }  # fmt: skip
+    table = Table(title=f"At {at_interactivity:g} tok/s/user ({tier} TCO, {utilisation:.0%} utilised, "
+                        f"{licence_fee:.0%} licence fee)")  # fmt: skip
+    columns = ("recipe", "hw", "engine", "origin", "out tok/s/gpu", "95 % interval", "$/GPU-h", "$/M out",
+               "profit $/GPU-h", "margin", "note")  # fmt: skip
+    compared = compare_at_interactivity(rows, at_interactivity, registry, tier)
+    for column in columns:
+        # Recipe names stay whole (the note column wraps instead), so they can be copied from the table.
+        widest = max((len(item.recipe) for item in compared), default=0) if column == "recipe" else None
+        table.add_column(column, justify="right" if column[0] in "o9$pm" else "left", min_width=widest)
+    for item in compared:
         interval = item.throughput
         mean = "-" if interval is None else f"{interval.mean:,.1f}"
         bounds = "-" if interval is None or interval.low is None else f"{interval.low:,.1f} – {interval.high:,.1f}"
+        earned = profits.get(item.fingerprint)
+        result = earned.profit if earned is not None else None
+        note = item.note
+        if earned is not None and result is None and interval is not None:
+            note = earned.reason  # in range, yet no profit: says why (e.g. no token prices for the model)
         table.add_row(
             item.recipe, item.hardware, item.engine, ",".join(item.origins), mean, bounds,
             "-" if item.usd_per_gpu_hour is None else f"{item.usd_per_gpu_hour:.2f}",
             "-" if item.usd_per_million_output is None else f"{item.usd_per_million_output:.3f}",
-            item.note,
+            "-" if result is None else f"{result.profit_usd_per_gpu_hour:,.2f}",
+            "-" if result is None or result.margin is None else f"{result.margin:.1%}",
+            note,
         )  # fmt: skip
     console.print(table)
 
@@ -653,6 +703,7 @@ def db_upgrade() -> None:
 app.command("status")(fleet_cli.status)
 app.command("cancel")(fleet_cli.cancel)
 app.command("schedule")(schedule_cli.schedule)
+app.command("site")(site_cli.site)
 recipe_app.command("plan")(recipe_cli.plan)
 recipe_app.command("diff")(recipe_cli.diff)
 recipe_app.command("changelog-check")(recipe_cli.changelog_check)

@@ -1,7 +1,9 @@
 """Publishing: finish pending uploads, and write a read-only snapshot of the public results.
 
 A snapshot is a SQLite file with the same schema (migrated to head) holding only what the public
-may see: points neither retracted nor under a running embargo, and the rows they refer to. A public
+may see: points neither retracted nor under a running embargo, the rows they refer to (and their
+server-metric deltas), and the registry tables. Provenance rows (hosts, pre-flight checks) stay in the
+production database. A public
 hub reads it with no access to the production database (`INFERSWEEP_DATABASE_URL=sqlite:///snapshot.db`).
 """
 
@@ -16,7 +18,17 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from db import queries
-from db.models import ArtifactRow, HardwareRow, JobRow, PointResultRow, RecipeRow, SweepRow
+from db.models import (
+    ArtifactRow,
+    EngineRow,
+    HardwareRow,
+    JobRow,
+    ModelRow,
+    PointResultRow,
+    RecipeRow,
+    ServerMetricDeltaRow,
+    SweepRow,
+)
 from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import ArtifactStore, content_key, sha256_of
 from recipes.errors import InfrastructureError
@@ -65,10 +77,17 @@ def write_snapshot(engine: Engine, path: Path) -> int:
         recipe_ids = {p.recipe_id for p in points}
         sweep_ids = {p.sweep_id for p in points}
         _copy(source, target, list(source.exec(select(HardwareRow)).all()))
+        _copy(source, target, list(source.exec(select(ModelRow)).all()))
         _copy(source, target, list(source.exec(select(SweepRow).where(col(SweepRow.id).in_(sweep_ids))).all()))
         _copy(source, target, list(source.exec(select(RecipeRow).where(col(RecipeRow.id).in_(recipe_ids))).all()))
-        _copy(source, target, list(source.exec(select(JobRow).where(col(JobRow.id).in_(job_ids))).all()))
+        jobs = list(source.exec(select(JobRow).where(col(JobRow.id).in_(job_ids))).all())
+        engine_ids = {job.engine_id for job in jobs if job.engine_id is not None}
+        _copy(source, target, list(source.exec(select(EngineRow).where(col(EngineRow.id).in_(engine_ids))).all()))
+        _copy(source, target, jobs)
         _copy(source, target, list(points))
+        point_ids = [point.id for point in points]
+        deltas = select(ServerMetricDeltaRow).where(col(ServerMetricDeltaRow.point_result_id).in_(point_ids))
+        _copy(source, target, list(source.exec(deltas).all()))
     snapshot.dispose()
     return len(points)
 

@@ -1,5 +1,11 @@
 """The driver's single writer: turns runner events into database rows and artifacts.
 
+Besides lifecycle states and Point results it keeps where each result comes from: the registry tables
+(hardware, models), the engine each job ran (kind, version, image), and a provenance row per job attempt
+(recipe path, project commit, the engine's command line and the NAMES of the environment variables its
+launch sets, the host it was placed on, the host's pre-flight checks). Each Point's server-counter deltas
+are written in the Point's own transaction.
+
 A finished Point's per-request records are staged as Parquet on this host, then the Point row and its
 artifact rows (status `pending`) are committed in one transaction, and only then is the artifact
 uploaded to the store. A failed upload leaves the artifact pending (the staged file stays) for
@@ -9,8 +15,10 @@ uploaded to the store. A failed upload leaves the artifact pending (the staged f
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,14 +30,18 @@ from sqlalchemy import Engine
 
 from db import queries
 from db.lifecycle import JobState, PointState, SweepState
-from db.models import ArtifactRow, PointResultRow
+from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRow
 from db.session import open_session
 from orchestrator.artifacts import ArtifactStore, content_key, sha256_of, staging_dir, store_from_environment
 from orchestrator.publish import upload_artifacts
+from recipes.errors import InferSweepError
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
+from recipes.model_registry import attention_summary, kv_bytes_per_token, load_model_registry
+from recipes.schema import ContainerEnvironment, Recipe
 from runners.job import JobEvent, PointOutcome, PointRequest
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, records_frame
+from runners.server_metrics import ServerCounters
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +88,104 @@ class RecipeIdentity:
 
 AnyRecipe = LoadedRecipe | RecipeIdentity
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# The Prometheus series (and label filter) behind each ServerCounters field (runners/server_metrics.py).
+# A field missing here is still stored, under its field name, rather than dropped.
+SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
+    "prompt_tokens": ("vllm:prompt_tokens_total", {}),
+    "generation_tokens": ("vllm:generation_tokens_total", {}),
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", {}),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", {}),
+    "prompt_tokens_local_compute": ("vllm:prompt_tokens_by_source_total", {"source": "local_compute"}),
+    "prompt_tokens_local_cache_hit": ("vllm:prompt_tokens_by_source_total", {"source": "local_cache_hit"}),
+    "prompt_tokens_external": ("vllm:prompt_tokens_by_source_total", {"source": "external_kv_transfer"}),
+    "preemptions": ("vllm:num_preemptions_total", {}),
+}
+
+
+def server_metric_rows(counters: ServerCounters | None) -> list[ServerMetricDeltaRow]:
+    """One row per counter the Point's ServerCounters reports (None values are counters the engine lacks).
+
+    ServerCounters carries deltas only, so `before` and `after` stay NULL."""
+    if counters is None:
+        return []
+    rows = []
+    for field in type(counters).model_fields:
+        value = getattr(counters, field)
+        if value is None:
+            continue
+        metric, labels = SERVER_COUNTER_SERIES.get(field, (field, {}))
+        rows.append(ServerMetricDeltaRow(metric=metric, labels=dict(labels), delta=float(value)))  # type: ignore[call-arg]
+    return rows
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+@functools.cache
+def project_commit() -> tuple[str | None, bool | None]:
+    """(commit, has uncommitted changes to tracked files) of the project checkout; (None, None) outside one."""
+    head = _git("rev-parse", "--verify", "HEAD")
+    if head is None or head.returncode != 0:
+        return None, None
+    diff = _git("diff", "--quiet", "HEAD", "--")
+    dirty = None if diff is None or diff.returncode not in (0, 1) else diff.returncode == 1
+    return head.stdout.strip(), dirty
+
+
+def image_digest(image: str) -> str | None:
+    """'sha256:...' of an image reference pinned by digest ('repo@sha256:...'), else None."""
+    _, at, digest = image.partition("@")
+    return digest if at and ":" in digest else None
+
+
+@dataclass(frozen=True)
+class EngineLaunch:
+    """What the recorder keeps of a recipe's engine: its engine row, and its launch as the adapter renders it."""
+
+    engine_id: int
+    argv: list[str] | None
+    env_names: list[str] | None
+
+
+def _engine_identity(recipe: AnyRecipe) -> tuple[str, str, str]:
+    """(name, version, image) of the recipe's engine; '' where the recipe does not state it."""
+    if isinstance(recipe, LoadedRecipe):
+        engine = recipe.recipe.engine
+        image = engine.environment.image if isinstance(engine.environment, ContainerEnvironment) else ""
+        return engine.kind, engine.version or "", image
+    engine = recipe.snapshot.get("engine")
+    engine = engine if isinstance(engine, dict) else {}
+    environment = engine.get("environment")
+    environment = environment if isinstance(environment, dict) else {}
+    image = environment.get("image") if environment.get("kind") == "container" else None
+    return recipe.engine_kind, str(engine.get("version") or ""), str(image or "")
+
+
+def rendered_launch(recipe: Recipe) -> tuple[list[str] | None, list[str] | None]:
+    """(argv, environment variable names) of the recipe's engine launch, as its adapter renders it with
+    placeholders for host-specific values (runners/engines/render.py); (None, None) if it cannot render.
+
+    Only the names of the variables are returned: values never leave this function."""
+    from runners.engines.render import render_plan
+
+    try:
+        plan = render_plan(recipe)
+    except InferSweepError as error:
+        log.warning("engine command line of %s not recorded: %s", recipe.name, error)
+        return None, None
+    port = str(plan.port)
+    argv = [word.replace(port, "{port}") for word in plan.argv]
+    names = set(plan.env).union(*(process.env for process in plan.processes))
+    return argv, sorted(names)
+
 
 class Recorder:
     def __init__(self, engine: Engine, sweep_name: str, store: ArtifactStore | None = None) -> None:
@@ -85,6 +195,8 @@ class Recorder:
         self._deferred = False
         self.sweep, self.resumed = queries.get_or_create_sweep(self.session, sweep_name)
         self.recipe_ids: dict[str, int] = {}
+        self.launches: dict[str, EngineLaunch] = {}  # by recipe fingerprint
+        self._engine_ids: dict[tuple[str, str, str], int] = {}
 
     @property
     def sweep_id(self) -> int:
@@ -92,11 +204,33 @@ class Recorder:
         return self.sweep.id
 
     def sync_hardware(self) -> None:
+        """The registry tables from the registry files: hardware, then models."""
         entries = [
             (key, hw.vendor, hw.name, hw.accelerator_unit, hw.model_dump(mode="json"))
             for key, hw in load_hardware_registry().items()
         ]
         queries.upsert_hardware(self.session, entries)
+        self.sync_models()
+
+    def sync_models(self) -> None:
+        rows = [
+            ModelRow(
+                key=key,
+                name=model.name,
+                hf_id=model.hf_id,
+                generated=model.generated,
+                architecture=model.architecture,
+                attention=attention_summary(model),
+                total_params_b=model.total_params_b.value,
+                active_params_b=model.active_params_b.value,
+                context_length=model.context_length.value,
+                kv_dtype=model.kv_dtype,
+                kv_bytes_per_token=kv_bytes_per_token(model),
+                spec=model.model_dump(mode="json"),
+            )
+            for key, model in load_model_registry().items()
+        ]
+        queries.upsert_models(self.session, rows)
 
     def register_recipe(self, recipe: AnyRecipe) -> int:
         loaded = RecipeIdentity.of(recipe)
@@ -108,10 +242,24 @@ class Recorder:
             hardware_key=loaded.hardware,
             engine_kind=loaded.engine_kind,
             snapshot=loaded.snapshot,
+            commit=not self._deferred,
         )
         assert row.id is not None
         self.recipe_ids[loaded.fingerprint] = row.id
+        if loaded.fingerprint not in self.launches:
+            self.launches[loaded.fingerprint] = self._engine_launch(recipe)
         return row.id
+
+    def _engine_launch(self, recipe: AnyRecipe) -> EngineLaunch:
+        identity = _engine_identity(recipe)
+        engine_id = self._engine_ids.get(identity)
+        if engine_id is None:
+            engine_id = queries.get_or_create_engine(
+                self.session, *identity, image_digest(identity[2]), commit=not self._deferred
+            )
+            self._engine_ids[identity] = engine_id
+        argv, env_names = rendered_launch(recipe.recipe) if isinstance(recipe, LoadedRecipe) else (None, None)
+        return EngineLaunch(engine_id, argv, env_names)
 
     def finished_points(self) -> set[str]:
         return queries.finished_point_keys(self.session, self.sweep_id)
@@ -142,10 +290,23 @@ class Recorder:
             self._deferred = False
             self.session.commit()
 
-    def job_created(self, job_id: str, loaded: AnyRecipe, attempt: int, points: int, log_dir: str) -> None:
+    def job_created(
+        self, job_id: str, loaded: AnyRecipe, attempt: int, points: int, log_dir: str, *, launched: bool = True
+    ) -> None:
+        """The job row, linked to its engine, and its provenance row, in one transaction.
+
+        `launched` is False for imported results: nothing was launched here, so no command line is kept."""
+        launch = self.launches.get(loaded.fingerprint)
         queries.create_job(
             self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir,
-            commit=not self._deferred,
+            engine_id=launch.engine_id if launch else None, commit=False,
+        )  # fmt: skip
+        revision, dirty = project_commit()
+        queries.add_provenance(
+            self.session, job_id, loaded.path,
+            engine_argv=launch.argv if launch and launched else None,
+            env_names=launch.env_names if launch and launched else None,
+            git_commit=revision, git_dirty=dirty, commit=not self._deferred,
         )  # fmt: skip
 
     def job_status(
@@ -162,8 +323,12 @@ class Recorder:
             error_kind=error.kind if error else None,
             error_message=error.message if error else None,
             retryable=error.retryable if error else None,
-            commit=not self._deferred,
+            commit=False,
         )
+        if host is not None:
+            queries.set_provenance_host(self.session, job_id, host, commit=False)
+        if not self._deferred:
+            self.session.commit()
 
     def point_started(self, job_id: str, point_key: str) -> None:
         queries.record_point_transition(
@@ -177,7 +342,7 @@ class Recorder:
         if point.point_key in self.finished_points():
             return False
         job_id = f"import-{uuid.uuid4().hex[:12]}"
-        self.job_created(job_id, loaded, attempt=1, points=1, log_dir="")
+        self.job_created(job_id, loaded, attempt=1, points=1, log_dir="", launched=False)
         queries.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
         outcome = PointOutcome(
             point_key=point.point_key, origin="imported", metrics=metrics, records=[],
@@ -226,7 +391,12 @@ class Recorder:
             started_at=outcome.started_at,
             finished_at=outcome.finished_at,
         )
-        if not queries.record_point_with_artifacts(self.session, row, artifacts):
+        if metrics.host is not None and metrics.host.preflight is not None:
+            # The checks ran once, before the engine started: the job's first Point brings them.
+            preflight = metrics.host.preflight.model_dump(mode="json")
+            queries.set_provenance_preflight(self.session, job_id, preflight, commit=False)
+        deltas = server_metric_rows(metrics.server)
+        if not queries.record_point_with_artifacts(self.session, row, artifacts, deltas):
             return False
         self.upload(artifacts)
         return True

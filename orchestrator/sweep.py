@@ -149,8 +149,9 @@ class SweepRunner:
         stale = self.recorder.clean_stale_jobs()
         if stale:
             self.console.print(f"[yellow]{stale} job(s) of an earlier run were left unfinished; marked interrupted")
-        for loaded in recipes:
-            self.recorder.register_recipe(loaded)
+        with self.recorder.batch():  # one commit for all recipes: sweeps of thousands of recipes exist
+            for loaded in recipes:
+                self.recorder.register_recipe(loaded)
         done = self.recorder.finished_points()
         work: list[tuple[LoadedRecipe, list[PointRequest]]] = []
         for planned in plan_jobs(recipes):

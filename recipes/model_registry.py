@@ -271,7 +271,7 @@ TABLE_CONTEXTS: tuple[tuple[str, int], ...] = (("8k", 8192), ("128k", 131072))
 TABLE_DTYPES: tuple[str, ...] = ("bf16", "fp8")
 
 
-def _attention_summary(model: RegistryModelSpec) -> str:
+def attention_summary(model: RegistryModelSpec) -> str:
     attention = model.attention
     layers = model.layers.value
     if isinstance(attention, MlaAttention):
@@ -295,7 +295,7 @@ def markdown_table(registry: dict[str, RegistryModel] | None = None) -> str:
     for key, model in models.items():
         hub = f"`{model.hf_id}`" if model.hf_id else f"generated (`{model.generated}`)"
         params = f"{model.total_params_b.value:,g}B / {model.active_params_b.value:,g}B"
-        row = [f"`{key}`", hub, params, f"{model.context_length.value:,}", _attention_summary(model), model.kv_dtype]
+        row = [f"`{key}`", hub, params, f"{model.context_length.value:,}", attention_summary(model), model.kv_dtype]
         for dtype in TABLE_DTYPES:
             for _, tokens in TABLE_CONTEXTS:
                 if tokens > model.context_length.value:

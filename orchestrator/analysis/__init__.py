@@ -8,6 +8,15 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
   and prediction intervals for one new run.
 - `cost`: $/Mtok, tokens per all-in MW, revenue, profit and margin (DESIGN.md §7).
 - `regression`: is the latest sweep worse than its history's interval?
+- `compare`: each configuration's per-repeat frontier read at a target interactivity, with its interval.
+- `economics`: at a target interactivity, output/total/input tok/s/GPU with intervals, $/Mtok per TCO tier
+  or custom $/GPU-hr, tokens per all-in MW, profit per GPU-hour, and the models × hardware scorecard.
+- `axes`: the hub's chart axes (which direction is better), per-point $/Mtok, tokens per $ and per MW,
+  and repeat intervals for many points at once.
+- `trends`: a configuration's figure sweep after sweep, with regressions flagged.
+- `cache_tiers`: an agentic Point's prompt tokens by where they came from (HBM, DRAM, recomputed).
+- `request_latency`: per-request latencies from the stored request records.
+- `thinning`: which of tens of thousands of points a chart draws (every frontier point first).
 """
 
 from orchestrator.analysis.cost import (
@@ -25,6 +34,22 @@ from orchestrator.analysis.cost import (
     tokens_per_all_in_mw,
     usd_per_gpu_hour,
 )
+from orchestrator.analysis.economics import (
+    ConfigurationRead,
+    CostFigure,
+    CostRead,
+    GpuHourRate,
+    ProfitRead,
+    ScorecardCell,
+    best_per,
+    best_profit_per,
+    costs_at,
+    default_reference,
+    model_price,
+    profits_at,
+    read_configurations,
+    scorecard,
+)
 from orchestrator.analysis.interpolate import InterpolatedValue, interpolate_at, pchip_evaluate
 from orchestrator.analysis.intervals import (
     InterpolatedInterval,
@@ -41,30 +66,44 @@ from orchestrator.analysis.pareto import frontier_by_group, pareto_frontier
 from orchestrator.analysis.regression import RegressionResult, detect_regression
 
 __all__ = [
+    "ConfigurationRead",
+    "CostFigure",
     "CostPerMillion",
+    "CostRead",
+    "GpuHourRate",
     "InterpolatedInterval",
     "InterpolatedValue",
     "Interval",
     "Profit",
     "ProfitInputs",
+    "ProfitRead",
     "RegressionResult",
+    "ScorecardCell",
     "TokenMix",
     "TokenPrices",
     "all_in_kw_per_gpu",
     "bca_interval",
+    "best_per",
+    "best_profit_per",
     "blended_price_per_m",
     "cost_breakdown",
     "cost_per_million_tokens",
+    "costs_at",
+    "default_reference",
     "detect_regression",
     "frontier_by_group",
     "interpolate_at",
     "interval_of_interpolated",
     "mean_interval",
+    "model_price",
     "pareto_frontier",
     "pchip_evaluate",
     "prediction_interval",
     "profit",
+    "profits_at",
+    "read_configurations",
     "revenue_usd_per_gpu_hour",
+    "scorecard",
     "student_t_cdf",
     "student_t_interval",
     "student_t_quantile",

@@ -5,19 +5,27 @@ Each configuration (recipe fingerprint) contributes one curve per repeat: its va
 at the target with monotone interpolation (never extrapolated) and the reads give the mean and 95 %
 interval. Cost per million output tokens is derived from the interpolated throughput (DESIGN.md §7),
 never splined itself.
+
+The pieces are public so other reads share them (`economics.py` reads total and input throughput and
+the cache-hit share along the same frontiers): `valid_groups` (valid rows per configuration),
+`repeat_frontiers` (each repeat's frontier rows) and `read_frontiers` (any per-row value read along
+those frontiers at the target, with its interval).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.analysis.cost import cost_per_million_tokens
-from orchestrator.analysis.intervals import Interval, interval_of_interpolated
+from orchestrator.analysis.intervals import InterpolatedInterval, Interval, interval_of_interpolated
 from orchestrator.analysis.pareto import pareto_frontier
 from recipes.hardware import Hardware
+
+RowValue = Callable[[Any], float]
 
 
 @dataclass(frozen=True)
@@ -32,29 +40,68 @@ class ComparisonRow:
     usd_per_gpu_hour: float | None
     usd_per_million_output: float | None
     note: str
+    fingerprint: str = ""
 
 
-def _curve(rows: Sequence[Any]) -> tuple[list[float], list[float]]:
-    pairs = [(r.interactivity_p50, r.output_throughput_per_gpu) for r in rows if r.interactivity_p50]
-    frontier = pareto_frontier(pairs) if pairs else []
-    return [pairs[i][0] for i in frontier], [pairs[i][1] for i in frontier]
+def output_per_gpu(row: Any) -> float:
+    """Output tok/s/GPU of a result row: the y axis of the published frontier."""
+    return float(row.output_throughput_per_gpu)
+
+
+def _placeable(value: Any) -> bool:
+    """A usable interactivity: present, finite and positive (a DataFrame row carries NaN for 'missing')."""
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def fingerprint_of(row: Any) -> Hashable:
+    return row.fingerprint
+
+
+def valid_groups(rows: Sequence[Any], key: Callable[[Any], Hashable] = fingerprint_of) -> dict[Hashable, list[Any]]:
+    """The valid rows of each configuration (by default its recipe fingerprint), in order of first appearance."""
+    groups: dict[Hashable, list[Any]] = defaultdict(list)
+    for row in rows:
+        if row.valid:
+            groups[key(row)].append(row)
+    return dict(groups)
+
+
+def repeat_frontiers(rows: Sequence[Any]) -> list[list[Any]]:
+    """Each repeat's rows on its (interactivity p50, output tok/s/GPU) Pareto frontier, by interactivity.
+
+    A repeat with no placeable point (no interactivity measured) has no curve and is left out.
+    """
+    by_repeat: dict[int, list[Any]] = defaultdict(list)
+    for row in rows:
+        by_repeat[row.repeat_index].append(row)
+    frontiers = []
+    for members in by_repeat.values():
+        placed = [row for row in members if _placeable(row.interactivity_p50)]
+        if placed:
+            points = [(row.interactivity_p50, output_per_gpu(row)) for row in placed]
+            frontiers.append([placed[i] for i in pareto_frontier(points)])
+    return frontiers
+
+
+def read_frontiers(
+    frontiers: Sequence[Sequence[Any]], target: float, value: RowValue = output_per_gpu
+) -> InterpolatedInterval:
+    """`value` of each frontier's rows read at `target` interactivity (monotone cubic), mean and 95 % interval.
+
+    Repeats whose frontier does not reach the target are dropped and named, never extrapolated.
+    """
+    curves = [([row.interactivity_p50 for row in frontier], [value(row) for row in frontier]) for frontier in frontiers]
+    return interval_of_interpolated(curves, target)
 
 
 def compare_at_interactivity(
     rows: Sequence[Any], target: float, hardware: dict[str, Hardware], tier: str = "owning_hyperscaler"
 ) -> list[ComparisonRow]:
     """`rows` are result views (valid ones are used); one ComparisonRow per recipe fingerprint."""
-    groups: dict[str, list[Any]] = defaultdict(list)
-    for row in rows:
-        if row.valid:
-            groups[row.fingerprint].append(row)
     table = []
-    for members in groups.values():
+    for fingerprint, members in valid_groups(rows).items():
         first = members[0]
-        by_repeat: dict[int, list[Any]] = defaultdict(list)
-        for row in members:
-            by_repeat[row.repeat_index].append(row)
-        read = interval_of_interpolated([_curve(repeat) for repeat in by_repeat.values()], target)
+        read = read_frontiers(repeat_frontiers(members), target)
         spec = hardware.get(first.hardware)
         price = spec.tco(tier) if spec is not None else None
         mean = read.interval.mean if read.interval is not None else None
@@ -74,6 +121,7 @@ def compare_at_interactivity(
                 usd_per_gpu_hour=price,
                 usd_per_million_output=cost,
                 note=note,
+                fingerprint=str(fingerprint),
             )
         )
     table.sort(key=lambda row: -(row.throughput.mean if row.throughput else -1))

@@ -6,6 +6,7 @@ turn tok/s/GPU into:
 - cost per million tokens = ($/GPU/hr) / (tok/s/GPU × 3600 / 10⁶), for total, input and output
   tokens, at one TCO tier of the hardware registry;
 - tokens per all-in MW = tok/s/GPU × 1000 / (all-in kW per GPU), i.e. tok/s per MW of facility power;
+- joules per token = measured accelerator power per GPU (W) / tok/s/GPU, where power was sampled;
 - revenue ($/GPU/hr) = total tok/s/GPU × 3600 / 10⁶ × blended price, the blended price mixing the
   input price (split by the measured cache-hit share into cached and uncached prices) and the output
   price by their token shares;
@@ -152,6 +153,11 @@ def tokens_per_all_in_mw(tokens_per_s_per_gpu: float, all_in_kw_per_gpu: float) 
     _non_negative("tokens_per_s_per_gpu", tokens_per_s_per_gpu)
     _positive("all_in_kw_per_gpu", all_in_kw_per_gpu)
     return tokens_per_s_per_gpu * 1000.0 / all_in_kw_per_gpu
+
+
+def joules_per_token(power_w_per_gpu: float, tokens_per_s_per_gpu: float) -> float:
+    """Energy per token = accelerator power (W = J/s) ÷ tokens/s, per GPU; only where power was measured."""
+    return _non_negative("power_w_per_gpu", power_w_per_gpu) / _positive("tokens_per_s_per_gpu", tokens_per_s_per_gpu)
 
 
 def usd_per_gpu_hour(hardware: Hardware, tier: str) -> float:

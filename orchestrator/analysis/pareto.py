@@ -5,6 +5,8 @@ publishable curve is the frontier of the non-dominated ones (InferenceX plots th
 against tok/s/user this way). `pareto_frontier` selects it for one set of points; `frontier_by_group`
 does so per hardware / model / stack from a list of result rows.
 
+`frontier_mask` flags the frontier points of each group in parallel columns (the hub's tables).
+
 A point is dominated when another point is at least as good on both axes and strictly better on one;
 "good" is larger for a maximised axis and smaller for a minimised one. Equal points are one point:
 the first (lowest index) is kept. Pure Python; no pandas, no numpy.
@@ -75,3 +77,30 @@ def frontier_by_group(
         points = [(float(_field(row, x)), float(_field(row, y))) for row in members]
         result[group] = [members[i] for i in pareto_frontier(points, maximize)]
     return result
+
+
+def frontier_mask(
+    groups: Sequence[Hashable],
+    xs: Sequence[float | None],
+    ys: Sequence[float | None],
+    maximize: tuple[bool, bool] = (True, True),
+) -> list[bool]:
+    """Per point, whether it is on the frontier of its group: parallel columns in, one flag per point out.
+
+    Suits a table (e.g. a DataFrame's series, x and y columns): point i belongs to group `groups[i]`.
+    Points with a missing or non-finite coordinate cannot be placed and are never on a frontier; among
+    equal points of a group only the first is.
+    """
+    if not len(groups) == len(xs) == len(ys):
+        raise ValueError(f"groups, xs and ys differ in length ({len(groups)}, {len(xs)}, {len(ys)})")
+    members: dict[Hashable, list[int]] = {}
+    for index, (group, x, y) in enumerate(zip(groups, xs, ys, strict=True)):
+        if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        members.setdefault(group, []).append(index)
+    mask = [False] * len(xs)
+    for indices in members.values():
+        points = [(float(xs[i]), float(ys[i])) for i in indices]  # type: ignore[arg-type]
+        for kept in pareto_frontier(points, maximize):
+            mask[indices[kept]] = True
+    return mask

@@ -1,9 +1,14 @@
 """Trends: each configuration's figure at one interactivity, sweep after sweep, and regressions flagged.
 
-A configuration is a recipe fingerprint; its history is the sweeps that measured it, in time order.
-Each sweep's value is its frontier read at the target interactivity (the mean over repeats); the latest
-sweep is compared with the earlier ones by `regression.detect_regression` (prediction interval plus a
-minimum relative drop), so a nightly run can fail loudly when a configuration got slower.
+A configuration is a recipe fingerprint; its history is the sweeps that measured it, in time order
+(by when each sweep's last point of it finished). Each sweep's value is read off that sweep's frontier
+at the target interactivity exactly as a comparison reads it (`compare.repeat_frontiers` and
+`compare.read_frontiers`): every repeat's frontier is read with monotone interpolation (never
+extrapolated) and the reads give a mean with its 95 % interval.
+The latest sweep's mean is compared with the earlier sweeps' means by `regression.detect_regression`
+(prediction interval plus a minimum relative drop), so a nightly run can fail loudly when a
+configuration got slower. Sweeps whose range does not reach the target are kept in the history with
+no value (and the reason), and are left out of the verdict.
 """
 
 from __future__ import annotations
@@ -13,9 +18,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.analysis.intervals import interval_of_interpolated
-from orchestrator.analysis.pareto import pareto_frontier
+from orchestrator.analysis.compare import read_frontiers, repeat_frontiers
+from orchestrator.analysis.intervals import InterpolatedInterval
 from orchestrator.analysis.regression import RegressionResult, detect_regression
+
+
+@dataclass(frozen=True)
+class SweepRead:
+    """One sweep of a configuration read at the target: its mean over repeats and the interval."""
+
+    sweep: str
+    finished_at: Any  # when the sweep's last point of this configuration finished (a datetime)
+    read: InterpolatedInterval
+
+    @property
+    def value(self) -> float | None:
+        return self.read.interval.mean if self.read.interval is not None else None
 
 
 @dataclass(frozen=True)
@@ -24,35 +42,49 @@ class Trend:
     hardware: str
     points: tuple[tuple[str, float | None], ...]  # (sweep, throughput at the target) in time order
     verdict: RegressionResult | None  # None when fewer than two sweeps could be read
+    fingerprint: str = ""
+    reads: tuple[SweepRead, ...] = ()  # the same sweeps with their times and intervals
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict is not None and self.verdict.regressed
 
 
-def _read(rows: Sequence[Any], target: float) -> float | None:
-    by_repeat: dict[int, list[Any]] = defaultdict(list)
-    for row in rows:
-        by_repeat[row.repeat_index].append(row)
-    curves = []
-    for members in by_repeat.values():
-        pairs = [(r.interactivity_p50, r.output_throughput_per_gpu) for r in members if r.interactivity_p50]
-        frontier = pareto_frontier(pairs) if pairs else []
-        curves.append(([pairs[i][0] for i in frontier], [pairs[i][1] for i in frontier]))
-    read = interval_of_interpolated(curves, target)
-    return read.interval.mean if read.interval is not None else None
+def read_sweep(rows: Sequence[Any], target: float) -> InterpolatedInterval:
+    """One sweep's rows of one configuration, read at `target`: one frontier per repeat, then the interval."""
+    return read_frontiers(repeat_frontiers(rows), target)
 
 
 def trends_at(rows: Sequence[Any], target: float, min_relative_drop: float = 0.05) -> list[Trend]:
-    """`rows` are result views with sweep, fingerprint and finished_at; valid ones are used."""
+    """`rows` are result views with sweep, fingerprint and finished_at; valid ones are used.
+
+    One Trend per fingerprint, in the order of their first row; its verdict compares the latest sweep
+    (when it could be read at `target`) with every earlier sweep that could.
+    """
     groups: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         if row.valid:
             groups[row.fingerprint][row.sweep].append(row)
     trends = []
-    for sweeps in groups.values():
+    for fingerprint, sweeps in groups.items():
         ordered = sorted(sweeps.items(), key=lambda item: max(r.finished_at for r in item[1]))
-        points = tuple((name, _read(members, target)) for name, members in ordered)
-        values = [value for _, value in points if value is not None]
+        reads = tuple(
+            SweepRead(sweep=name, finished_at=max(r.finished_at for r in members), read=read_sweep(members, target))
+            for name, members in ordered
+        )
+        values = [read.value for read in reads if read.value is not None]
         verdict = None
-        if len(values) >= 2 and points[-1][1] is not None:
+        if len(values) >= 2 and reads[-1].value is not None:
             verdict = detect_regression(values[:-1], values[-1], min_relative_drop=min_relative_drop)
         first = next(iter(sweeps.values()))[0]
-        trends.append(Trend(recipe=first.recipe, hardware=first.hardware, points=points, verdict=verdict))
+        trends.append(
+            Trend(
+                recipe=first.recipe,
+                hardware=first.hardware,
+                points=tuple((read.sweep, read.value) for read in reads),
+                verdict=verdict,
+                fingerprint=fingerprint,
+                reads=reads,
+            )
+        )
     return trends

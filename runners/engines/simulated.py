@@ -8,8 +8,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from recipes.model_registry import kv_bytes_per_token, load_model_registry
 from recipes.schema import Recipe, SimulatedEngineSettings
 from runners.engines.base import EngineAdapter, LaunchPlan, register_engine
+
+# KV bytes per token of a model the registry does not know: a tiny model's (2 layers x 2 KV heads x 64 x K,V x bf16).
+UNKNOWN_MODEL_KV_BYTES_PER_TOKEN = 1024.0
+
+
+def _kv_bytes_per_token(model_name: str) -> float:
+    registry = load_model_registry()
+    if model_name in registry:
+        return kv_bytes_per_token(registry[model_name])
+    return UNKNOWN_MODEL_KV_BYTES_PER_TOKEN
 
 
 @register_engine
@@ -18,7 +29,14 @@ class SimulatedAdapter(EngineAdapter):
     origin = "simulated"
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
-        return ["--prefix-caching"] if recipe.methodology.prefix_caching else []
+        flags = ["--prefix-caching"] if recipe.methodology.prefix_caching else []
+        offload = recipe.methodology.kv_offload
+        if offload.backend == "dram" and offload.dram_gib is not None:
+            # The DRAM tier holds dram_gib of KV at the model's bytes per token (model registry), like a real one.
+            settings = recipe.engine.simulated or SimulatedEngineSettings()
+            block_bytes = _kv_bytes_per_token(recipe.model.name) * settings.block_size
+            flags += ["--dram-blocks", str(int(offload.dram_gib * 2**30 // block_bytes))]
+        return flags
 
     def launch_plan(self, recipe: Recipe, port: int, python: Path, model_dir: Path | None) -> LaunchPlan:
         settings = recipe.engine.simulated or SimulatedEngineSettings()
@@ -33,6 +51,8 @@ class SimulatedAdapter(EngineAdapter):
             "--max-model-len", str(recipe.engine.max_model_len),
             "--fault", settings.fault,
             "--fault-after", str(settings.fault_after),
+            "--cache-blocks", str(settings.cache_blocks),
+            "--block-size", str(settings.block_size),
         ]  # fmt: skip
         if settings.fault_once_file:
             argv += ["--fault-once-file", settings.fault_once_file]

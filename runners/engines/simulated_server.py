@@ -62,31 +62,55 @@ class RequestFault:
 
 
 class PrefixCache:
-    """Block-level LRU prefix cache: a request hits the longest run of leading full blocks seen before."""
+    """Block-level LRU prefix cache, optionally backed by a DRAM tier (`dram_blocks`, victim cache).
 
-    def __init__(self, block_size: int, capacity_blocks: int) -> None:
+    A request hits the longest run of leading full blocks held in either tier: the part of that run held
+    in HBM from the start counts as local hits, the rest as loaded from DRAM (vLLM's
+    `prompt_tokens_by_source{external_kv_transfer}`). Its blocks are then touched tail first, so the prompt's
+    first blocks are the most recently used (vLLM frees a request's blocks tail first); HBM evictions move to
+    DRAM, and a DRAM hit moves its block back (exclusive tiers, as runners/traces/hit_rate.py models).
+    """
+
+    def __init__(self, block_size: int, capacity_blocks: int, dram_blocks: int = 0) -> None:
         self.block_size = block_size
         self.capacity = capacity_blocks
+        self.dram_capacity = dram_blocks
         self.blocks: OrderedDict[str, None] = OrderedDict()
+        self.dram: OrderedDict[str, None] = OrderedDict()
 
-    def lookup_and_insert(self, tokens: list[int]) -> int:
-        """Cached prompt tokens for `tokens` (whole blocks, never the last token); caches its blocks."""
+    def lookup_and_insert(self, tokens: list[int]) -> tuple[int, int]:
+        """(tokens hit in HBM, tokens loaded from DRAM) for `tokens`; then caches its blocks.
+
+        Whole blocks only, and never the last prompt token (it is computed to produce the first output token).
+        """
         hashes, running = [], hashlib.sha256()
         for start in range(0, len(tokens) - len(tokens) % self.block_size, self.block_size):
             running.update(json.dumps(tokens[start : start + self.block_size]).encode())
             hashes.append(running.hexdigest())
-        hit_blocks = 0
-        for digest in hashes:
-            if digest not in self.blocks:
+        hittable = max(len(tokens) - 1, 0) // self.block_size
+        run = hbm_run = 0
+        only_hbm = True
+        for digest in hashes[:hittable]:
+            if digest in self.blocks:
+                hbm_run += only_hbm
+            elif digest in self.dram:
+                only_hbm = False
+            else:
                 break
-            hit_blocks += 1
-        for digest in hashes:
+            run += 1
+        for digest in reversed(hashes):
+            if digest in self.blocks:
+                self.blocks.move_to_end(digest)
+                continue
             self.blocks[digest] = None
-            self.blocks.move_to_end(digest)
-        while len(self.blocks) > self.capacity:
-            self.blocks.popitem(last=False)
-        # The last prompt token is always computed (it produces the first output token).
-        return min(hit_blocks * self.block_size, max(len(tokens) - 1, 0) // self.block_size * self.block_size)
+            self.dram.pop(digest, None)
+            if len(self.blocks) > self.capacity:
+                evicted, _ = self.blocks.popitem(last=False)
+                if self.dram_capacity:
+                    self.dram[evicted] = None
+                    if len(self.dram) > self.dram_capacity:
+                        self.dram.popitem(last=False)
+        return hbm_run * self.block_size, (run - hbm_run) * self.block_size
 
 
 class SimulatedEngine:
@@ -95,7 +119,7 @@ class SimulatedEngine:
         self.slots = asyncio.Semaphore(args.max_batch)
         self.received = 0
         self.served = 0
-        self.cache = PrefixCache(args.block_size, args.cache_blocks) if args.prefix_caching else None
+        self.cache = PrefixCache(args.block_size, args.cache_blocks, args.dram_blocks) if args.prefix_caching else None
         self.record = open(args.record_file, "a") if args.record_file else None  # noqa: SIM115 - open for the server's life
         self.counters = {
             "vllm:prompt_tokens_total": 0,
@@ -104,6 +128,7 @@ class SimulatedEngine:
             "vllm:prefix_cache_queries_total": 0,
             "vllm:prefix_cache_hits_total": 0,
         }
+        self.tokens_by_source = {"local_compute": 0, "local_cache_hit": 0, "external_kv_transfer": 0}
 
     def _fault_armed(self) -> bool:
         """One-off faults fire once across engine launches: the marker file remembers that they did."""
@@ -132,6 +157,14 @@ class SimulatedEngine:
 
     async def metrics(self, _request: web.Request) -> web.Response:
         lines = [f"{name} {value}" for name, value in self.counters.items()]
+        lines += [f'vllm:prompt_tokens_by_source_total{{source="{source}"}} {value}'
+                  for source, value in self.tokens_by_source.items()]  # fmt: skip
+        # The cache's shape, under vLLM's name, so capacity planning can read it from any engine alike.
+        args = self.args
+        lines.append(
+            f'vllm:cache_config_info{{block_size="{args.block_size}",enable_prefix_caching="{args.prefix_caching}",'
+            f'num_gpu_blocks="{args.cache_blocks}",num_cpu_blocks="{args.dram_blocks}"}} 1.0'
+        )
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
@@ -191,10 +224,14 @@ class SimulatedEngine:
             self.served += 1
             if self.args.fault == "exit-after-requests" and self.served > self.args.fault_after and self._fault_armed():
                 os._exit(3)  # a crash, as an engine dying mid-run would: no cleanup, connections reset
-            cached = self.cache.lookup_and_insert(prompt) if self.cache else 0
+            local, loaded = self.cache.lookup_and_insert(prompt) if self.cache else (0, 0)
+            cached = local + loaded  # usage counts both, as vLLM's num_cached_tokens does
             self.counters["vllm:prompt_tokens_total"] += len(prompt)
             self.counters["vllm:prefix_cache_queries_total"] += len(prompt) if self.cache else 0
-            self.counters["vllm:prefix_cache_hits_total"] += cached
+            self.counters["vllm:prefix_cache_hits_total"] += local
+            self.tokens_by_source["local_cache_hit"] += local
+            self.tokens_by_source["external_kv_transfer"] += loaded
+            self.tokens_by_source["local_compute"] += len(prompt) - cached
             usage_base = {"prompt_tokens": len(prompt)}
             if self.cache is not None:
                 usage_base["prompt_tokens_details"] = {"cached_tokens": cached}  # type: ignore[assignment]
@@ -280,7 +317,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-model-len", type=int, default=32768)
     parser.add_argument("--prefix-caching", action="store_true")
     parser.add_argument("--block-size", type=int, default=16)
-    parser.add_argument("--cache-blocks", type=int, default=100_000)
+    parser.add_argument("--cache-blocks", type=int, default=100_000, help="HBM-tier capacity in blocks.")
+    parser.add_argument("--dram-blocks", type=int, default=0, help="DRAM-tier (offload) capacity in blocks.")
     parser.add_argument("--fault", choices=["none", "never-healthy", "exit-after-requests"], default="none")
     parser.add_argument("--fault-after", type=int, default=0)
     parser.add_argument("--fault-once-file", default=None)

@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import aiohttp
 
@@ -151,6 +152,23 @@ class _SseReader:
             self.cached_tokens = details["cached_tokens"]
 
 
+async def _request_written(_session: aiohttp.ClientSession, context: SimpleNamespace, _params: object) -> None:
+    record = context.trace_request_ctx
+    if isinstance(record, RequestRecord):
+        record.sent = time.perf_counter()
+
+
+def client_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
+    """An HTTP session whose requests take `sent` when their body has been written to the connection.
+
+    So TTFT and E2EL start when the request has left the client: the wait for a pooled connection and the
+    writing itself are the client's, not the server's, and count as client queue time (sent − scheduled).
+    """
+    tracing = aiohttp.TraceConfig()
+    tracing.on_request_chunk_sent.append(_request_written)
+    return aiohttp.ClientSession(connector=connector, trace_configs=[tracing])
+
+
 async def send_one(
     session: aiohttp.ClientSession,
     endpoint: Endpoint,
@@ -171,13 +189,18 @@ async def send_one(
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
     if extra_headers:
         headers.update(extra_headers)  # e.g. a session id, so KV-aware routers keep a session on one worker
-    # Serialised before the clock starts: `sent` is when the request is handed to the connection.
+    # Serialised before the clock starts. `sent` is set here and then, by the session's trace hook
+    # (`client_session`), moved to when the request's last bytes were written to the connection.
     body = json.dumps(_body(endpoint, request)).encode()
     reader = _SseReader(endpoint.continuous_usage_stats, endpoint.keep_text)
     try:
         record.sent = time.perf_counter()
         async with session.post(
-            endpoint.url, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)
+            endpoint.url,
+            data=body,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=timeout_s),
+            trace_request_ctx=record,
         ) as response:
             record.http_status = response.status
             if response.status != 200:
@@ -256,7 +279,7 @@ async def run_open_loop(
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     records: list[RequestRecord] = []
     connector = aiohttp.TCPConnector(limit=max_concurrency or 0)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with client_session(connector) as session:
         start = start_at if start_at is not None else time.perf_counter()
 
         async def one(request: PreparedRequest, scheduled: float) -> None:
@@ -294,7 +317,7 @@ async def run_closed_loop(
     records: list[RequestRecord] = []
     connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
 
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with client_session(connector) as session:
 
         async def lane() -> None:
             while True:

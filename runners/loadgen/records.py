@@ -135,6 +135,18 @@ class ReplayPoint(Strict):
     max_schedule_lag_p99_ms: float = Field(gt=0, description="Validity bound on schedule lag.")
 
 
+class PlannerPrediction(Strict):
+    """What the KV capacity planner predicted for the cache the engine reported (vllm:cache_config_info)."""
+
+    block_size: int = Field(description="Engine block size in tokens.")
+    hbm_blocks: int = Field(description="Blocks of the engine's accelerator-memory KV cache.")
+    dram_blocks: int = Field(description="Blocks of its DRAM offload tier (0: none).")
+    requests_per_lane: int = Field(description="Requests per session lane the prediction replayed.")
+    hbm_hit_rate: float = Field(description="Predicted share of prompt tokens hit in HBM.")
+    dram_hit_rate: float = Field(description="Predicted share of prompt tokens loaded from DRAM.")
+    hit_rate: float = Field(description="Both tiers together.")
+
+
 class ReplayStats(Strict):
     requests_measured: int = Field(description="Requests sent inside the measured window.")
     sessions_completed: int = Field(description="Session trees that started and ended inside the window.")
@@ -148,6 +160,9 @@ class ReplayStats(Strict):
     )
     e2e_interactivity_p90: float | None = Field(
         description="Output tokens per second of E2E latency at the slow tail: 1 / P90(E2EL / OSL)."
+    )
+    planner: PlannerPrediction | None = Field(
+        None, description="The KV capacity planner's prediction for this engine's cache (runners/traces/planner.py)."
     )
 
 

@@ -30,13 +30,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ValidityThresholds
-from runners.loadgen.client import Endpoint, PreparedRequest, send_one
+from runners.loadgen.client import Endpoint, PreparedRequest, client_session, send_one
 from runners.loadgen.fixed_length import Vocabulary
 from runners.loadgen.metrics import compute_point_metrics, summarize
-from runners.loadgen.records import PointMetrics, ReplayPoint, ReplayStats, RequestRecord
+from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint, ReplayStats, RequestRecord
+from runners.server_metrics import CacheShape
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
+from runners.traces.planner import ReplayShape, ReplayTraffic
 from runners.traces.synthesis import BlockCache, scope_key, synthesize
 
 SESSION_HEADER = "X-Session-ID"
@@ -186,7 +188,7 @@ class Replayer:
         events = [asyncio.Event() for _ in range(lanes)]
         self._all_primed = asyncio.Event()
         connector = aiohttp.TCPConnector(limit=0)
-        async with aiohttp.ClientSession(connector=connector) as http:
+        async with client_session(connector) as http:
             tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
             await asyncio.gather(*(event.wait() for event in events))
             self.window_start = time.perf_counter()
@@ -199,7 +201,7 @@ class Replayer:
     async def run_timeline(self) -> None:
         slots = asyncio.Semaphore(self.settings.concurrency)
         connector = aiohttp.TCPConnector(limit=0)
-        async with aiohttp.ClientSession(connector=connector) as http:
+        async with client_session(connector) as http:
             self.window_start = start = time.perf_counter()
             self.window_end = start + self.settings.duration_s
             tasks = []
@@ -256,8 +258,13 @@ def run_replay_point(
     accelerators: int,
     thresholds: ValidityThresholds,
     engine_block_size: int,
+    cache: CacheShape | None = None,
 ) -> tuple[PointMetrics, list[RequestRecord]]:
-    """One replay Point of a recipe: replay, then the usual aggregates plus the replay figures."""
+    """One replay Point of a recipe: replay, then the usual aggregates plus the replay figures.
+
+    With the engine's cache shape (`cache`, from its /metrics) the Point also stores the KV capacity
+    planner's prediction for that cache and the traffic that was replayed, next to the realised rates.
+    """
     trace = load_trace(point.trace_path)
     if trace.content_hash != point.trace_version:
         raise ConfigurationError(
@@ -276,7 +283,9 @@ def run_replay_point(
     metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
     # The engine sees lengths scaled by length_scale: its block covers engine_block / scale trace tokens.
     theoretical = theoretical_hit_rate(trace).rebase(max(1, round(engine_block_size / point.length_scale))).rate
-    metrics.replay = stats.model_copy(update={"theoretical_hit_rate": theoretical})
+    metrics.replay = stats.model_copy(
+        update={"theoretical_hit_rate": theoretical, "planner": _prediction(trace, settings, cache, stats)}
+    )
     lag = stats.schedule_lag_ms.p99
     if lag is not None and lag > point.max_schedule_lag_p99_ms:
         metrics.validity.valid = False
@@ -284,3 +293,20 @@ def run_replay_point(
             f"schedule lag p99 {lag:.0f} ms above {point.max_schedule_lag_p99_ms:.0f} ms (client or server fell behind)"
         )
     return metrics, records
+
+
+def _prediction(
+    trace: Trace, settings: ReplaySettings, cache: CacheShape | None, stats: ReplayStats
+) -> PlannerPrediction | None:
+    """The planner's hit rates for the engine's cache, replaying as many requests per lane as were measured."""
+    if cache is None or cache.gpu_blocks is None or settings.mode != "sessions" or not stats.requests_measured:
+        return None
+    shape = ReplayShape(concurrency=settings.concurrency, seed=settings.seed, warmup=settings.warmup,
+                        length_scale=settings.length_scale, max_output_tokens=settings.max_output_tokens)  # fmt: skip
+    per_lane = max(1, round(stats.requests_measured / settings.concurrency))
+    predicted = ReplayTraffic(trace, shape, cache.block_size, per_lane).hit_rate(cache.gpu_blocks, cache.cpu_blocks)
+    return PlannerPrediction(
+        block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=cache.cpu_blocks,
+        requests_per_lane=per_lane, hbm_hit_rate=predicted.hbm_rate, dram_hit_rate=predicted.dram_rate,
+        hit_rate=predicted.rate,
+    )  # fmt: skip

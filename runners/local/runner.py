@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
 from runners.paths import data_dir
 from runners.process import EngineProcess, pick_free_port, reap_orphaned_engines
-from runners.server_metrics import counter_deltas, scrape
+from runners.server_metrics import CacheShape, cache_shape, counter_deltas, scrape
 from runners.telemetry import HostReport, TelemetrySampler, run_preflight
 
 
@@ -46,6 +46,7 @@ class PointContext:
     endpoint: Endpoint
     vocabulary: Vocabulary
     recipe: Recipe
+    cache: CacheShape | None = None  # the engine's KV cache as its /metrics reports it
 
 
 def _fixed_length(context: PointContext, workload: FixedLengthPoint) -> tuple[PointMetrics, list[RequestRecord]]:
@@ -58,7 +59,9 @@ def _fixed_length(context: PointContext, workload: FixedLengthPoint) -> tuple[Po
 def _agentic_replay(context: PointContext, workload: ReplayPoint) -> tuple[PointMetrics, list[RequestRecord]]:
     return run_replay_point(
         context.endpoint, workload, context.vocabulary, context.recipe.parallelism.accelerators,
-        context.recipe.validity, ENGINE_BLOCK_SIZES.get(context.recipe.engine.kind, 16),
+        context.recipe.validity,
+        context.cache.block_size if context.cache else ENGINE_BLOCK_SIZES.get(context.recipe.engine.kind, 16),
+        context.cache,
     )  # fmt: skip
 
 
@@ -112,6 +115,7 @@ class LocalRunner(Runner):
                 yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)
                 started = datetime.now(UTC)
                 before = scrape(engine.base_url + plan.metrics_path)
+                context = replace(context, cache=cache_shape(before))
                 sampler = TelemetrySampler()
                 with sampler.running():
                     metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)

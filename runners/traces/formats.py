@@ -146,21 +146,28 @@ def _detect_weka(content: bytes) -> bool:
     return head.startswith(b"{") and b'"requests"' in content and b'"block_size"' in content
 
 
-def _parse_weka(content: bytes, path: str, content_hash: str) -> Trace:
+def _json_object(content: bytes, path: str, where: str = "") -> dict[str, Any]:
+    prefix = f"{where}, " if where else ""
     try:
         data = json.loads(content, object_pairs_hook=_reject_duplicate_keys)
     except json.JSONDecodeError as error:
-        where = f"line {error.lineno}, column {error.colno}"
-        raise RecipeError(path, [(where, MISSING, f"expected valid JSON ({error.msg})")], "trace") from error
+        location = (
+            f"{prefix}line {error.lineno}, column {error.colno}" if not where else f"{where}, column {error.colno}"
+        )
+        raise RecipeError(path, [(location, MISSING, f"expected valid JSON ({error.msg})")], "trace") from error
     except (ValueError, UnicodeDecodeError) as error:
-        raise RecipeError(path, [("<root>", MISSING, f"expected valid JSON ({error})")], "trace") from error
+        raise RecipeError(path, [(where or "<root>", MISSING, f"expected valid JSON ({error})")], "trace") from error
     if not isinstance(data, dict):
-        raise RecipeError(path, [("<root>", type(data).__name__, "expected a JSON object")], "trace")
+        raise RecipeError(path, [(where or "<root>", type(data).__name__, "expected a JSON object")], "trace")
+    return data
+
+
+def _weka_conversation(data: dict[str, Any], path: str, where: str = "") -> WekaTrace:
+    """One validated Weka conversation; `where` prefixes field names (e.g. 'line 3' in a JSON Lines corpus)."""
     try:
         model = WekaTrace.model_validate(data)
     except ValidationError as error:
-        raise RecipeError(path, _problems(error, data)[:MAX_PROBLEMS], "trace") from error
-
+        raise RecipeError(path, _problems(error, data, where)[:MAX_PROBLEMS], "trace") from error
     problems: list[Problem] = []
 
     def check(entries: list[Any], field: str) -> None:
@@ -172,9 +179,14 @@ def _parse_weka(content: bytes, path: str, content_hash: str) -> Trace:
                     _too_many_blocks(f"{field}[{index}].hash_ids", entry.hash_ids, entry.input_tokens, model.block_size)
                 )
 
-    check(model.requests, "requests")
+    check(model.requests, f"{where}.requests" if where else "requests")
     if problems:
         raise RecipeError(path, problems[:MAX_PROBLEMS], "trace")
+    return model
+
+
+def _weka_session(model: WekaTrace, root: int) -> Session:
+    """The conversation as root session number `root` (its path), with its subagents."""
 
     def session(
         entries: list[Any], session_path: str, session_id: str, start: float, after: int | None, meta: dict[str, Any]
@@ -203,17 +215,66 @@ def _parse_weka(content: bytes, path: str, content_hash: str) -> Trace:
                 )
         return Session(session_path, session_id, start, tuple(requests), tuple(children), after, meta)
 
+    return session(model.requests, str(root), model.id, 0.0, None, {})
+
+
+def _parse_weka(content: bytes, path: str, content_hash: str) -> Trace:
+    model = _weka_conversation(_json_object(content, path), path)
     meta = model.model_dump(exclude={"id", "block_size", "hash_id_scope", "requests"}, exclude_none=True)
-    root = session(model.requests, "0", model.id, 0.0, None, {})
     return Trace(
         id=model.id,
         kind="weka",
         block_size=model.block_size,
         hash_id_scope=model.hash_id_scope or "session",
         content_hash=content_hash,
-        sessions=(root,),
+        sessions=(_weka_session(model, 0),),
         source=path,
         meta=meta,
+    )
+
+
+def _lines(content: bytes) -> list[tuple[int, bytes]]:
+    return [(number, raw) for number, raw in enumerate(content.split(b"\n"), start=1) if raw.strip()]
+
+
+def _detect_weka_jsonl(content: bytes) -> bool:
+    body = content.strip()
+    first_line = body.split(b"\n", 1)[0]
+    # One line is a (minified) single Weka conversation; a corpus has a second object on a later line.
+    return (
+        first_line.startswith(b"{")
+        and b'"requests"' in first_line
+        and b'"block_size"' in first_line
+        and (b"\n{" in body)
+    )
+
+
+def _parse_weka_jsonl(content: bytes, path: str, content_hash: str) -> Trace:
+    """A corpus: one Weka conversation per line, each a root session; all share one block size and scope."""
+    sessions: list[Session] = []
+    first: WekaTrace | None = None
+    for number, raw in _lines(content):
+        where = f"line {number}"
+        model = _weka_conversation(_json_object(raw, path, where), path, where)
+        if first is None:
+            first = model
+        for field in ("block_size", "hash_id_scope"):
+            if getattr(model, field) != getattr(first, field):
+                raise RecipeError(
+                    path, [(f"{where}.{field}", getattr(model, field), f"expected {getattr(first, field)!r} as on the "
+                            "first line (one corpus has one block size and one hash id scope)")], "trace",
+                )  # fmt: skip
+        sessions.append(_weka_session(model, len(sessions)))
+    if first is None:
+        raise RecipeError(path, [("<root>", MISSING, "expected at least one conversation line")], "trace")
+    return Trace(
+        id=Path(path).stem,
+        kind="weka-jsonl",
+        block_size=first.block_size,
+        hash_id_scope=first.hash_id_scope or "session",
+        content_hash=content_hash,
+        sessions=tuple(sessions),
+        source=path,
     )
 
 
@@ -295,6 +356,15 @@ register_trace_format(
         "`hash_ids`",
         detect=_detect_mooncake,
         parse=_parse_mooncake,
+    )
+)
+register_trace_format(
+    TraceFormat(
+        kind="weka-jsonl",
+        description="JSON Lines, one Weka conversation object (`block_size`, `requests`) per line: a corpus, e.g. "
+        "from `infersweep trace synth`",
+        detect=_detect_weka_jsonl,
+        parse=_parse_weka_jsonl,
     )
 )
 register_trace_format(

@@ -174,6 +174,7 @@ class _Access:
     keys: list[Hashable]  # every block the request leaves in the cache, prompt first
     hittable: int  # how many leading keys a lookup may hit
     input_tokens: int
+    counted: bool = True  # False: it fills the cache but is not measured (a replay's history priming)
 
 
 def _plan(
@@ -255,10 +256,11 @@ def _simulate(
                 break
             run += 1
         length = access.input_tokens
-        hit_all, hit_hbm = tokens(run, length), tokens(hbm_run, length)
-        total_input += length
-        total_hbm += hit_hbm
-        total_dram += hit_all - hit_hbm
+        if access.counted:
+            hit_all, hit_hbm = tokens(run, length), tokens(hbm_run, length)
+            total_input += length
+            total_hbm += hit_hbm
+            total_dram += hit_all - hit_hbm
         for key in reversed(keys):
             if key in hbm:
                 hbm.move_to_end(key)

@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-TraceKind = Literal["weka", "mooncake"]  # built-in kinds; formats.register_trace_format may add others
+TraceKind = Literal["weka", "weka-jsonl", "mooncake"]  # built-in kinds; formats.register_trace_format may add others
 HashIdScope = Literal["global", "session"]
 
 

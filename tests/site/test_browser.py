@@ -1,66 +1,316 @@
-"""The hub in a real headless Chromium: the page renders its results (not just the Python script)."""
+"""The hub in a real headless Chromium (Debian's `chromium`, driven by Playwright for Python).
+
+`infersweep site` serves the hand-checkable fixture database (`tests/site/hub_fixture.py`); every page of
+the navigation (read from `site/app.py`'s `PAGES`) is opened and must show its title with no Streamlit
+exception, no browser console error outside `ALLOWED_CONSOLE_ERRORS`, and no request leaving the machine.
+On the Pareto explorer a hardware filter is changed, the URL's query string must follow, and that share
+link opened in a new tab must show the same selection.
+
+Artifacts: a full-page screenshot of every page (and of the share link) is written to
+`$INFERSWEEP_TEST_ARTIFACTS/hub-browser/` (default: a pytest temporary directory, printed in the log), so
+CI can keep them.
+
+One Streamlit server and one browser serve the whole module (2 cores: starting them once saves time).
+"""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, sync_playwright
 
 from runners.process import pick_free_port
 from tests.conftest import ROOT
-from tests.site.test_app import _seed
+from tests.site.hub_fixture import seed_hub
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None and os.environ.get("CI") != "true", reason="Chromium not installed (make test installs it)"
 )
+APP = ROOT / "site" / "app.py"
+PAGE_TIMEOUT_MS = 60_000  # a cold first run imports pandas, Altair and the analysis library on 2 busy cores
+SETTLE_S = 0.5  # how long the app must stay idle to count as drawn
+
+# Console errors that are Streamlit's own behaviour, not a fault of the hub. Keep this list short.
+ALLOWED_CONSOLE_ERRORS = (
+    # Opening a page by its URL (/pareto): the frontend first probes /pareto/_stcore/{health,host-config} in
+    # case the app is served under that base path, gets 404 and falls back to / (Streamlit's base-path discovery).
+    re.compile(r"^http://127\.0\.0\.1:\d+/[\w-]+/_stcore/(health|host-config)$"),
+)
 
 
-def test_hub_renders_results_in_chromium(tmp_path: Path) -> None:
-    assert CHROMIUM is not None, "make test installs Debian's chromium; CI must have it"
-    url = f"sqlite:///{tmp_path / 'hub.db'}"
-    _seed(url, agentic=True)
+@dataclass(frozen=True)
+class HubPage:
+    url_path: str  # "" for the default page
+    file: str
+    title: str  # what the page's st.title shows (or the navigation title when it is not a literal)
+
+
+def _literal(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _st_title(view: Path) -> str | None:
+    """The first `st.title("...")` literal of a page file."""
+    for node in ast.walk(ast.parse(view.read_text())):
+        is_title = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "title"
+        if is_title and node.args and (text := _literal(node.args[0])):
+            return text
+    return None
+
+
+def navigation_pages() -> list[HubPage]:
+    """Every `st.Page(...)` declared in site/app.py, parsed (not imported: importing would run Streamlit)."""
+    pages = []
+    for node in ast.walk(ast.parse(APP.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Page"):
+            continue
+        keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+        # The page file is HERE / "views" / "name.py" (or a plain "views/name.py"): its string parts, in order.
+        parts = [part for part in ast.walk(node.args[0]) if isinstance(part, ast.Constant)]
+        file = "/".join(part.value for part in sorted(parts, key=lambda part: (part.lineno, part.col_offset)))
+        default = isinstance(keywords.get("default"), ast.Constant) and keywords["default"].value is True
+        url_path = "" if default else (_literal(keywords.get("url_path")) or Path(file).stem)
+        title = _st_title(APP.parent / file) or _literal(keywords.get("title")) or Path(file).stem
+        pages.append(HubPage(url_path, file, title))
+    return pages
+
+
+PAGES = navigation_pages()
+
+
+@dataclass
+class Observed:
+    """What the browser reported while a page was open."""
+
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+
+    def clear(self) -> None:
+        self.console_errors.clear()
+        self.page_errors.clear()
+        self.external_requests.clear()
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = os.environ.get("INFERSWEEP_TEST_ARTIFACTS")
+    directory = (Path(root) if root else tmp_path_factory.mktemp("artifacts")) / "hub-browser"
+    directory.mkdir(parents=True, exist_ok=True)
+    print(f"hub screenshots: {directory}")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`infersweep site` on the fixture database; yields the hub's base URL."""
+    database = tmp_path_factory.mktemp("hub") / "hub.db"
+    seed_hub(f"sqlite:///{database}")
     port = pick_free_port()
-    hub = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "site" / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        env={**os.environ, "INFERSWEEP_DATABASE_URL": url}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "site", "--database-url", f"sqlite:///{database}",
+         "--port", str(port)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # Nobody edits the pages during the test: no file watcher competing for the 2 cores.
+        env={**os.environ, "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"},
     )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"infersweep site exited with {process.returncode}:\n{process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("the hub did not become healthy within 60 s")
+            time.sleep(0.25)
+    yield base
+    process.send_signal(signal.SIGTERM)
     try:
-        for _ in range(120):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.25)
-        from playwright.sync_api import sync_playwright
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
-        screenshot = tmp_path / "hub.png"
-        with sync_playwright() as driver:
-            browser = driver.chromium.launch(
-                executable_path=CHROMIUM,
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--no-first-run", "--disable-sync"],
-            )  # fmt: skip
-            page = browser.new_page(viewport={"width": 1400, "height": 2000})
-            page.goto(f"http://127.0.0.1:{port}/")
-            # Streamlit draws in the browser over a websocket: wait for what only the app itself writes.
-            page.get_by_text("At a target interactivity").wait_for(timeout=60_000)
-            page.get_by_text("Points", exact=True).wait_for(timeout=60_000)
-            text = page.inner_text("body")
-            page.screenshot(path=str(screenshot), full_page=True)
-            browser.close()
-    finally:
-        hub.terminate()
-        hub.wait(timeout=20)
-    assert "InferSweep results" in text
-    assert "Agentic replay: prefix-cache hits, realized vs theoretical" in text
-    assert "No agentic results yet" not in text
-    assert "tokens/s/user" in text
-    assert screenshot.exists() and screenshot.stat().st_size > 20_000
+
+@pytest.fixture(scope="module")
+def browser_context(hub: str) -> Iterator[tuple[BrowserContext, Observed]]:
+    """One headless Chromium for the module; every request that would leave 127.0.0.1 is recorded and refused."""
+    assert CHROMIUM is not None, "make test installs Debian's chromium; CI must have it"
+    observed = Observed()
+
+    def local_only(route: Route) -> None:
+        if route.request.url.startswith(hub) or route.request.url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            observed.external_requests.append(route.request.url)
+            route.abort()
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"],
+        )  # fmt: skip
+        # Tall enough that a whole page fits: Streamlit scrolls inside its own container, which a
+        # full-page screenshot does not unroll.
+        context = browser.new_context(viewport={"width": 1400, "height": 2400})
+        context.route("**/*", local_only)
+        yield context, observed
+        context.close()
+        browser.close()
+
+
+def _watch(page: Page, observed: Observed) -> None:
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type != "error":
+            return
+        where = message.location.get("url", "")
+        if any(pattern.match(where) for pattern in ALLOWED_CONSOLE_ERRORS):
+            return
+        observed.console_errors.append(f"{message.text} ({where})")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: observed.page_errors.append(str(error)))
+
+
+@pytest.fixture(scope="module")
+def tab(browser_context: tuple[BrowserContext, Observed]) -> Page:
+    context, observed = browser_context
+    page = context.new_page()
+    _watch(page, observed)
+    return page
+
+
+def _settled(page: Page, title: str) -> None:
+    """Wait until the page's title is shown, its script run has finished and its charts are drawn.
+
+    The app reports `notRunning` before every element is drawn: widgets load their code lazily and stand
+    as skeletons meanwhile. So the idle state must hold for a short while, with no skeleton and no
+    element left over from a previous run (`data-stale`).
+    """
+    page.locator("h1").filter(has_text=title).first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    app = page.locator('[data-testid="stApp"]')
+    deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
+    idle_since: float | None = None
+    while True:
+        idle = app.get_attribute("data-test-script-state") == "notRunning"
+        idle = idle and page.locator('[data-stale="true"], [data-testid="stSkeleton"]').count() == 0
+        now = time.monotonic()
+        idle_since = (idle_since or now) if idle else None
+        if idle_since is not None and now - idle_since >= SETTLE_S:
+            break
+        assert now < deadline, f"{page.url}: the app was still running after {PAGE_TIMEOUT_MS / 1000:.0f} s"
+        page.wait_for_timeout(100)
+    charts = page.locator(".vega-embed")
+    for index in range(charts.count()):
+        chart = charts.nth(index)
+        if chart.is_visible():  # charts in a tab not shown are drawn only when it is opened
+            chart.locator("canvas, svg").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+
+
+def _assert_clean(page: Page, observed: Observed, what: str) -> None:
+    exceptions = page.locator('[data-testid="stException"]')
+    shown = [exceptions.nth(i).inner_text() for i in range(exceptions.count())]
+    assert not shown, f"{what}: Streamlit exception on the page:\n" + "\n".join(shown)
+    body = page.inner_text("body")
+    assert "Traceback" not in body, f"{what}: a traceback is shown:\n{body[:2000]}"
+    assert not observed.page_errors, f"{what}: uncaught JavaScript errors: {observed.page_errors}"
+    assert not observed.console_errors, f"{what}: browser console errors: {observed.console_errors}"
+    assert not observed.external_requests, f"{what}: requests left the machine: {observed.external_requests}"
+
+
+def test_the_navigation_lists_every_page() -> None:
+    paths = {page.url_path for page in PAGES}
+    assert paths >= {"", "pareto", "tco", "profit", "agentic", "trends", "compare", "run", "runs", "methodology"}
+
+
+@pytest.mark.parametrize("hub_page", PAGES, ids=lambda page: page.url_path or "overview")
+def test_every_page_renders_without_errors(
+    hub: str, tab: Page, browser_context: tuple[BrowserContext, Observed], artifacts: Path, hub_page: HubPage
+) -> None:  # fmt: skip
+    _, observed = browser_context
+    observed.clear()
+    tab.goto(f"{hub}/{hub_page.url_path}")
+    _settled(tab, hub_page.title)
+    tab.screenshot(path=str(artifacts / f"{hub_page.url_path or 'overview'}.png"), full_page=True)
+    _assert_clean(tab, observed, f"/{hub_page.url_path}")
+
+
+def _hardware_tags(page: Page) -> list[str]:
+    """The values shown as chosen in the sidebar's Hardware multiselect."""
+    widget = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(
+        has=page.get_by_text("Hardware", exact=True)
+    )
+    return sorted(widget.locator("[data-tag]").evaluate_all("tags => tags.map(t => t.getAttribute('aria-label'))"))
+
+
+def _texts(page: Page) -> list[str]:
+    """The written content of the main area (not the charts: their tick labels depend on the drawn size)."""
+    return page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"]').evaluate_all(
+        "blocks => blocks.map(block => block.innerText)"
+    )
+
+
+def _hardware_in(url: str) -> list[str]:
+    return sorted(parse_qs(urlparse(url).query).get("hardware", []))
+
+
+def test_a_pareto_filter_lands_in_a_share_link_that_reproduces_the_view(
+    hub: str, browser_context: tuple[BrowserContext, Observed], artifacts: Path
+) -> None:  # fmt: skip
+    context, observed = browser_context
+    observed.clear()
+    title = next(page.title for page in PAGES if page.url_path == "pareto")
+    page = context.new_page()
+    _watch(page, observed)
+    page.goto(f"{hub}/pareto")
+    _settled(page, title)
+    before = page.url
+    assert "h200" in _hardware_in(before), before
+    assert "h200" in _hardware_tags(page)
+
+    page.locator('[data-testid="stSidebar"] button[aria-label="Remove h200"]').click()
+    page.wait_for_url(lambda url: "h200" not in _hardware_in(url), timeout=PAGE_TIMEOUT_MS)
+    _settled(page, title)
+    share = page.url
+    chosen = [hardware for hardware in _hardware_in(before) if hardware != "h200"]
+    assert _hardware_in(share) == chosen
+    assert _hardware_tags(page) == chosen
+    # Everything else in the link is unchanged: only the filter the viewer touched moved.
+    assert {k: v for k, v in parse_qs(urlparse(share).query).items() if k != "hardware"} == {
+        k: v for k, v in parse_qs(urlparse(before).query).items() if k != "hardware"
+    }
+    page.screenshot(path=str(artifacts / "pareto-filtered.png"), full_page=True)
+    filtered_text = _texts(page)
+
+    shared = context.new_page()  # a new tab: a new Streamlit session
+    _watch(shared, observed)
+    shared.goto(share)
+    _settled(shared, title)
+    shared.screenshot(path=str(artifacts / "pareto-share-link.png"), full_page=True)
+    assert _hardware_tags(shared) == chosen
+    assert _hardware_in(shared.url) == chosen
+    # The same view: every heading, caption, notice and label of the main area reads the same.
+    assert _texts(shared) == filtered_text
+    _assert_clean(page, observed, "pareto")
+    _assert_clean(shared, observed, "pareto share link")
+    shared.close()
+    page.close()

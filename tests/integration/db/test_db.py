@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
@@ -13,30 +14,27 @@ from sqlmodel import select
 
 from db import queries
 from db.lifecycle import JobState
-from db.models import PointResultRow, SQLModel
-from db.session import make_engine, migrate, open_session
+from db.models import EngineRow, JobRow, PointResultRow, ProvenanceRow, SQLModel
+from db.session import alembic_config, make_engine, migrate, open_session
+from tests.integration.db.conftest import empty_postgres
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'test.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    engine = make_engine(url)
-    if request.param == "postgresql":
-        # Each test starts from an empty schema on the shared session database.
-        with engine.begin() as connection:
-            connection.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
-    migrate(engine)
-    return engine
-
-
 def test_migrations_create_exactly_the_models(database: Engine) -> None:
     tables = set(inspect(database).get_table_names())
-    assert {"hardware", "recipe", "sweep", "job", "point_result", "alembic_version"} <= tables
+    assert {
+        "hardware", "model", "engine", "recipe", "sweep", "job", "transition", "point_result", "artifact",
+        "provenance", "server_metric_delta", "alembic_version",
+    } <= tables  # fmt: skip
+    # The hub's queries have their indexes.
+    indexes = {table: {i["name"] for i in inspect(database).get_indexes(table)} for table in tables}
+    assert {
+        "ix_point_result_origin_retracted", "ix_point_result_recipe_id_finished_at",
+        "ix_point_result_sweep_id_recipe_id", "ix_point_result_embargo_until",
+    } <= indexes["point_result"]  # fmt: skip
+    assert "ix_transition_sweep_id_subject_at" in indexes["transition"]
+    assert {"ix_job_sweep_id_created_at", "ix_job_engine_id"} <= indexes["job"]
     with database.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), SQLModel.metadata)
     assert diff == [], f"models and migrations disagree: {diff}"
@@ -107,8 +105,7 @@ def test_upgrade_from_the_first_revision_keeps_rows(tmp_path: Path, request: pyt
     for url in (f"sqlite:///{tmp_path / 'old.db'}", request.getfixturevalue("postgres_url")):
         engine = make_engine(url)
         if engine.dialect.name == "postgresql":
-            with engine.begin() as connection:
-                connection.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+            empty_postgres(engine)
         migrate(engine, "0001")
         now = datetime.now(UTC)
         with engine.begin() as connection:
@@ -144,10 +141,40 @@ def test_upgrade_from_the_first_revision_keeps_rows(tmp_path: Path, request: pyt
         )
         with engine.begin() as connection:
             connection.execute(statement, values)
+        migrate(engine, "0005")
+        with engine.begin() as connection:  # a transition row refers to the job too (revision 0005 on)
+            connection.execute(
+                text("INSERT INTO transition (sweep_id, job_id, subject, state, reason, at)"
+                     " VALUES (1, 'j1', 'job', 'succeeded', '', :t)"),
+                {"t": now},
+            )  # fmt: skip
         migrate(engine)
         with open_session(engine) as session:
             views = queries.list_results(session, sweep="old")
             assert [(v.concurrency, v.recipe) for v in views] == [(2, "r")]
             assert session.exec(select(PointResultRow)).one().source is None
-        assert "artifact" in inspect(engine).get_table_names()
+            old_job = session.exec(select(JobRow)).one()
+            assert (old_job.id, old_job.engine_id) == ("j1", None)  # jobs from before 0006 have no engine
+            assert len(queries.transitions_of_sweep(session, 1)) == 1
+            # The new tables take rows that refer to the old ones.
+            old_job.engine_id = queries.get_or_create_engine(session, "vllm", "0.11.0", "", None)
+            session.add(old_job)
+            session.commit()
+            queries.add_provenance(session, "j1", "r.yaml", env_names=["HF_HUB_OFFLINE"])
+            assert session.get(ProvenanceRow, "j1").env_names == ["HF_HUB_OFFLINE"]
+        assert {"artifact", "engine", "provenance", "server_metric_delta"} <= set(inspect(engine).get_table_names())
+        # Revision 0006 also goes down and up again with rows in place (jobs referred to by other tables).
+        config = alembic_config(engine)
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0005")
+        assert "engine" not in inspect(engine).get_table_names()
+        assert "engine_id" not in {column["name"] for column in inspect(engine).get_columns("job")}
+        migrate(engine)
+        with open_session(engine) as session:
+            assert [(v.concurrency, v.recipe) for v in queries.list_results(session, sweep="old")] == [(2, "r")]
+            assert session.exec(select(JobRow)).one().engine_id is None
+            assert session.exec(select(EngineRow)).all() == []
+        with engine.connect() as connection:
+            assert compare_metadata(MigrationContext.configure(connection), SQLModel.metadata) == []
         engine.dispose()

@@ -33,3 +33,13 @@ def test_only_slurm_reserves_the_hosts_of_a_disaggregated_recipe() -> None:
             f"{kind} runner cannot reserve together (use the slurm runner)"
         ) in runner_class(kind).limitations(recipe(DISAGGREGATED))
     assert runner_class("slurm").limitations(recipe(DISAGGREGATED)) == []
+
+
+def test_vllm_dram_offload_is_refused_on_a_cpu_host_but_not_on_a_gpu() -> None:
+    vllm = {"engine": {"kind": "vllm", "environment": {"kind": "venv", "name": "vllm-cpu"}, "simulated": None},
+            "methodology": {"prefix_caching": True, "kv_offload": {"backend": "dram", "dram_gib": 4}}}  # fmt: skip
+    problems = runner_class("local").limitations(recipe(vllm))
+    assert any("vLLM's KV offloading needs CUDA-alike or XPU GPUs" in problem for problem in problems), problems
+    assert runner_class("ssh").limitations(recipe(deep_update(vllm, {"hardware": "b200"}))) == []
+    # The simulated engine has a DRAM tier of its own: nothing to refuse.
+    assert runner_class("local").limitations(recipe({"methodology": vllm["methodology"]})) == []

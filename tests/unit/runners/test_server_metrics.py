@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runners.server_metrics import counter_deltas, parse_prometheus
+from runners.engines.simulated_server import PrefixCache
+from runners.server_metrics import cache_shape, counter_deltas, parse_prometheus
 
 BEFORE = """# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
 # TYPE vllm:prefix_cache_queries_total counter
@@ -41,3 +42,29 @@ def test_deltas_and_hit_rate() -> None:
     assert deltas.prompt_tokens_local_compute == 0.0  # unchanged between the scrapes
     assert deltas.preemptions is None  # not exposed: unknown, never guessed as 0
     assert counter_deltas(None, parse_prometheus(AFTER)) is None
+
+
+def test_cache_shape_from_vllm_cache_config_info() -> None:
+    # vLLM renders every CacheConfig field as a string label; unset counts are the string "None".
+    text = (
+        'vllm:cache_config_info{block_size="128",cache_dtype="auto",enable_prefix_caching="True",engine="0",'
+        'num_cpu_blocks="None",num_gpu_blocks="64",num_gpu_blocks_override="64"} 1.0\n'
+    )
+    shape = cache_shape(parse_prometheus(text))
+    assert shape is not None and (shape.block_size, shape.gpu_blocks, shape.cpu_blocks) == (128, 64, 0)
+    assert cache_shape(parse_prometheus(BEFORE)) == type(shape)(block_size=128, gpu_blocks=None, cpu_blocks=0)
+    assert cache_shape(None) is None and cache_shape(parse_prometheus("vllm:prompt_tokens_total 1\n")) is None
+
+
+def test_simulated_cache_splits_hits_between_hbm_and_dram() -> None:
+    cache = PrefixCache(block_size=2, capacity_blocks=2, dram_blocks=4)
+    first, second = [1, 2, 3, 4, 5], [9, 8, 7, 6, 5]
+    assert cache.lookup_and_insert(first) == (0, 0)  # blocks (1 2) (3 4) cached in HBM
+    assert cache.lookup_and_insert(second) == (0, 0)  # (9 8) (7 6) take HBM; (1 2) (3 4) move to DRAM
+    # Both of `first`'s blocks are in DRAM now: a whole-prompt hit, loaded back (the last token is computed).
+    assert cache.lookup_and_insert(first) == (0, 4)
+    assert cache.lookup_and_insert(first) == (4, 0)  # promoted back into HBM by the previous lookup
+    without_dram = PrefixCache(block_size=2, capacity_blocks=2)
+    for prompt in (first, second):
+        without_dram.lookup_and_insert(prompt)
+    assert without_dram.lookup_and_insert(first) == (0, 0)  # evicted for good

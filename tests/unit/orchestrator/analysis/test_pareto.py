@@ -93,3 +93,22 @@ def test_frontier_by_group_over_dicts_and_dataclasses() -> None:
     rows = [Row(**d) for d in dicts]
     by_callable = frontier_by_group(rows, lambda r: r.hw.upper(), "interactivity", "throughput")
     assert [r.interactivity for r in by_callable["A"]] == [10.0, 20.0]
+
+
+def test_frontier_mask_flags_each_groups_frontier_in_place() -> None:
+    from orchestrator.analysis.pareto import frontier_mask
+
+    groups = ["a", "a", "a", "b", "b", "a", "b"]
+    xs = [100.0, 50.0, 50.0, 60.0, 30.0, 20.0, float("nan")]
+    ys = [500.0, 1500.0, 1510.0, 400.0, 1000.0, 3000.0, 9999.0]
+    # Group a: (50, 1500) is beaten by (50, 1510); group b keeps both; a NaN cannot be placed.
+    assert frontier_mask(groups, xs, ys) == [True, False, True, True, True, True, False]
+    # Minimising y (e.g. cost) against maximised x: a slower *and* dearer point is dominated (b's second),
+    # although on throughput (maximised) it would not be.
+    cost = [0.96, 0.32, 0.318, 1.2, 1.5, 0.16, 0.1]
+    assert frontier_mask(groups, xs, cost, maximize=(True, False)) == [True, False, True, True, False, True, False]
+    # Minimising x (latency) and maximising y: the bigger, slower points are not dominated.
+    assert frontier_mask(["g"] * 3, [10.0, 20.0, 15.0], [1.0, 2.0, 0.5], maximize=(False, True)) == [True, True, False]
+    assert frontier_mask([], [], []) == []
+    with pytest.raises(ValueError, match="differ in length"):
+        frontier_mask(["a"], [1.0], [])

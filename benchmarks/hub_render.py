@@ -1,0 +1,245 @@
+"""Hub render time: the Pareto explorer with 50,000 points in headless Chromium. Target (issue 7): under 2 s.
+
+A temporary SQLite database gets 50,000 public points (500 configurations x 100 concurrency levels, one
+measured sweep, one repeat each), written in bulk with SQLAlchemy Core. `infersweep site` serves it;
+Debian's Chromium, driven by Playwright, opens /pareto and the clock runs from navigation until the
+chart has drawn: a non-blank canvas (Streamlit switches Vega to canvas above 2,000 marks) or an SVG with
+marks inside `.vega-embed`. Along the way it notes when the title appeared (the script is running) and
+when the chart element was added (Vega has the spec and data).
+
+Each run starts a fresh hub, then opens the page twice, each time in a new tab (a new Streamlit
+session): the first view pays the database read and the imports; the second reads the results from
+the hub's cache (`hubkit.data.results`, kept until the results change), as every later
+viewer does.
+
+Run: .venv/bin/python -m benchmarks.hub_render [--points 50000] [--configurations 500] [--runs 3]
+     [--app COPY/app.py]  (a copy of site/ with a page changed, to measure the change before making it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+TARGET_S = 2.0
+ROOT = Path(__file__).resolve().parents[1]
+HARDWARE = ("h100", "h200", "b200", "b300", "gb200-nvl72", "mi300x", "mi325x", "mi355x", "tpu-v7", "gb300-nvl72")
+ENGINES = ("vllm", "sglang", "trtllm", "dynamo", "vllm-tpu")
+PRECISIONS = ("fp8", "fp4")
+PARALLELISM = ({"tp": 8}, {"tp": 8, "ep": 8}, {"tp": 4}, {"tp": 4, "dp": 2}, {"tp": 2, "ep": 2})
+
+# Milestones, recorded in the page in ms since navigation started (performance.now()): the title shown
+# (the script is running), the chart element added (Vega has the spec and the data), the script run
+# finished, the chart drawn. Installed before any of the page's own scripts run.
+MILESTONES = """
+window.__hub = {};
+const mark = (name) => { if (!(name in window.__hub)) window.__hub[name] = performance.now(); };
+new MutationObserver(() => {
+    if (document.querySelector('h1')) mark('title');
+    if (document.querySelector('.vega-embed')) mark('chart');
+    const app = document.querySelector('[data-testid="stApp"]');
+    const state = app ? app.getAttribute('data-test-script-state') : null;
+    if (state === 'running') mark('running');
+    if (state === 'notRunning' && 'running' in window.__hub) mark('finished');
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
+"""
+# The chart has drawn: a canvas with anything but background on it (downscaled first, so the check is
+# cheap enough to run every frame), or an SVG renderer's marks.
+DRAWN = """() => {
+    const chart = document.querySelector('.vega-embed');
+    if (!chart) return false;
+    const drawn = () => { window.__hub.drawn = performance.now(); return true; };
+    // Any layer with marks: a layer can be empty (e.g. error bars when no point has repeats).
+    const svgMarks = [...chart.querySelectorAll('svg .role-mark')].some((layer) => layer.childElementCount > 0);
+    if (svgMarks) return drawn();
+    const canvas = chart.querySelector('canvas');
+    if (!canvas || !canvas.width || !canvas.height) return false;
+    const probe = document.createElement('canvas');
+    probe.width = 96; probe.height = 96;
+    const context = probe.getContext('2d');
+    context.drawImage(canvas, 0, 0, 96, 96);
+    const pixels = context.getImageData(0, 0, 96, 96).data;
+    for (let i = 0; i < pixels.length; i += 4) {
+        if (pixels[i + 3] > 0 && (pixels[i] < 240 || pixels[i + 1] < 240 || pixels[i + 2] < 240)) return drawn();
+    }
+    return false;
+}"""
+
+
+def _configurations(count: int) -> list[dict[str, Any]]:
+    """`count` distinct configurations (hardware x engine x precision x parallelism), as recipe snapshots."""
+    snapshots = []
+    for index in range(count):
+        hardware = HARDWARE[index % len(HARDWARE)]
+        engine = ENGINES[(index // len(HARDWARE)) % len(ENGINES)]
+        precision = PRECISIONS[(index // (len(HARDWARE) * len(ENGINES))) % len(PRECISIONS)]
+        parallelism = PARALLELISM[(index // (len(HARDWARE) * len(ENGINES) * len(PRECISIONS))) % len(PARALLELISM)]
+        model = f"model-{index // (len(HARDWARE) * len(ENGINES) * len(PRECISIONS) * len(PARALLELISM))}"
+        name = f"bench-{index:04d}-{hardware}-{engine}-{precision}"
+        snapshots.append({
+            "schema_version": 1, "name": name, "hardware": hardware, "engine": {"kind": engine, "version": "1.0"},
+            "model": {"name": model}, "precision": precision, "parallelism": parallelism,
+            "methodology": {"prefix_caching": False},
+            "workload": {"kind": "fixed-length", "sequences": [{"isl": 8192, "osl": 1024}]},
+        })  # fmt: skip
+    return snapshots
+
+
+def seed(url: str, points: int, configurations: int) -> None:
+    """Write `points` public results in bulk (Core inserts: one statement per table, executemany)."""
+    import numpy as np
+    from sqlalchemy import insert
+
+    from db.models import JobRow, PointResultRow, RecipeRow, SweepRow
+    from db.session import make_engine, migrate
+
+    engine = make_engine(url)
+    migrate(engine)
+    levels = -(-points // configurations)
+    finished = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
+    snapshots = _configurations(configurations)
+    rng = np.random.default_rng(0)
+    with engine.begin() as connection:
+        sweep = {"name": "bench-sweep", "status": "succeeded", "created_at": finished, "updated_at": finished}
+        sweep_id = connection.execute(insert(SweepRow.__table__).values(**sweep)).inserted_primary_key[0]
+        connection.execute(insert(RecipeRow.__table__), [
+            {"id": index + 1, "fingerprint": f"fp-{snapshot['name']}", "name": snapshot["name"],
+             "path": f"{snapshot['name']}.yaml", "schema_version": 1, "hardware_key": snapshot["hardware"],
+             "engine_kind": snapshot["engine"]["kind"], "snapshot": snapshot, "created_at": finished}
+            for index, snapshot in enumerate(snapshots)
+        ])  # fmt: skip
+        connection.execute(insert(JobRow.__table__), [
+            {"id": f"bench-job-{index}", "sweep_id": sweep_id, "recipe_id": index + 1, "attempt": 1,
+             "status": "succeeded", "points_planned": levels, "log_dir": "", "created_at": finished}
+            for index in range(configurations)
+        ])  # fmt: skip
+        rows = []
+        for index in range(points):
+            config, level = divmod(index, levels)
+            concurrency = level + 1
+            # A plausible curve: interactivity falls and throughput per GPU rises with concurrency, with noise.
+            interactivity = float(400.0 / (1 + 0.08 * concurrency) * rng.uniform(0.9, 1.1))
+            per_gpu = float((200.0 + 40.0 * concurrency) * (1 + config % 7 / 10) * rng.uniform(0.95, 1.05))
+            rows.append({
+                "sweep_id": sweep_id, "job_id": f"bench-job-{config}", "recipe_id": config + 1,
+                "point_key": f"r{config + 1}-c{concurrency}-x0", "repeat_index": 0, "workload_kind": "fixed-length",
+                "isl": 8192, "osl": 1024, "concurrency": concurrency, "origin": "measured", "valid": True,
+                "validity_reasons": [],
+                "completed": 10 * concurrency, "failed": 0, "duration_s": 60.0, "request_throughput": 1.0,
+                "output_throughput": per_gpu * 8, "total_token_throughput": per_gpu * 72, "accelerators": 8,
+                "output_throughput_per_gpu": per_gpu, "total_token_throughput_per_gpu": per_gpu * 9,
+                "ttft_p50_ms": 200.0 + concurrency, "ttft_p99_ms": 400.0 + concurrency,
+                "tpot_p50_ms": 1000.0 / interactivity, "tpot_p90_ms": 1100.0 / interactivity,
+                "e2el_p50_ms": 200.0 + 1024 * 1000.0 / interactivity, "interactivity_p50": interactivity,
+                "interactivity_p90": interactivity * 0.9, "metrics": {}, "retracted": False,
+                "started_at": finished - timedelta(minutes=1), "finished_at": finished,
+            })  # fmt: skip
+        connection.execute(insert(PointResultRow.__table__), rows)
+    engine.dispose()
+
+
+def start_hub(url: str, app: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """`infersweep site` on `url`; with `app`, that Streamlit script instead (to try a change to a page)."""
+    from orchestrator.site_cli import read_only_url, streamlit_argv
+    from runners.process import pick_free_port
+
+    port = pick_free_port()
+    env = {**os.environ, "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"}
+    if app is None:
+        argv = [sys.executable, "-m", "orchestrator.cli", "site", "--database-url", url, "--port", str(port)]
+    else:
+        argv = streamlit_argv(port, "127.0.0.1", app)
+        env["INFERSWEEP_DATABASE_URL"] = read_only_url(url)
+    hub = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if hub.poll() is not None:
+            raise SystemExit(f"infersweep site exited with {hub.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1):
+                return hub, base
+        except OSError:
+            time.sleep(0.2)
+    hub.kill()
+    raise SystemExit("the hub did not become healthy within 60 s")
+
+
+def stop_hub(hub: subprocess.Popen[bytes]) -> None:
+    hub.send_signal(signal.SIGTERM)
+    try:
+        hub.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        hub.kill()
+        hub.wait()
+
+
+def view(context: Any, base: str, timeout_s: float = 300) -> dict[str, float]:
+    """Open /pareto in a new tab; seconds from navigation to each milestone (see MILESTONES and DRAWN)."""
+    page = context.new_page()
+    page.add_init_script(MILESTONES)
+    page.goto(f"{base}/pareto", wait_until="commit")
+    page.wait_for_function(DRAWN, polling="raf", timeout=timeout_s * 1000)
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=timeout_s * 1000)
+    milestones = {name: ms / 1000 for name, ms in page.evaluate("window.__hub").items()}
+    milestones["canvas"] = float(page.locator(".vega-embed canvas").count() > 0)
+    page.close()
+    return milestones
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=50_000)
+    parser.add_argument("--configurations", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--app", type=Path, help="Serve this Streamlit script instead of site/app.py (experiments).")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("Debian's chromium is needed: make browser")
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["INFERSWEEP_HOME"] = home  # `infersweep site` keeps nothing else of ours here
+        url = f"sqlite:///{Path(home) / 'hub.db'}"
+        started = time.perf_counter()
+        seed(url, args.points, args.configurations)
+        print(f"seeded {args.points:,} points ({args.configurations} configurations) in "
+              f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+        with sync_playwright() as driver:
+            browser = driver.chromium.launch(
+                executable_path=chromium,
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+            )
+            for run in range(1, args.runs + 1):
+                hub, base = start_hub(url, args.app)
+                try:
+                    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                    for label in ("first view", "cached view"):
+                        times = view(context, base)
+                        verdict = "MET" if times["drawn"] <= TARGET_S else "NOT MET"
+                        renderer = "canvas" if times["canvas"] else "svg"
+                        steps = (
+                            f"title {times['title']:.2f} s, chart added {times['chart']:.2f} s, "
+                            f"script finished {times.get('finished', float('nan')):.2f} s, {renderer}"
+                        )
+                        print(f"run {run}, {label}: Pareto explorer with {args.points:,} points drawn in "
+                              f"{times['drawn']:.2f} s (target {TARGET_S:g} s): {verdict} [{steps}]")  # fmt: skip
+                    context.close()
+                finally:
+                    stop_hub(hub)
+            browser.close()
+
+
+if __name__ == "__main__":
+    main()

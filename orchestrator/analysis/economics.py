@@ -1,0 +1,539 @@
+"""What a configuration's tokens cost and earn at one interactivity: the reads behind the hub's money pages.
+
+Every figure starts from one read: each configuration's throughput at a target interactivity
+(tok/s/user), taken along each repeat's Pareto frontier with the monotone cubic of `interpolate.py`
+(`compare.read_frontiers`), the mean of the repeats with a 95 % interval. Output, total and input
+tok/s/GPU are read the same way, along the same frontier points (input = total − output per point).
+A configuration whose measured range does not reach the target keeps its reason and gets no numbers:
+dropped, never clamped or extrapolated (DESIGN.md §7).
+
+From the reads (cost.py's formulas):
+
+- cost per million tokens = ($/GPU/hr) / (tok/s/GPU × 3600 / 10⁶), for output, total and input tokens,
+  at a TCO tier of the hardware registry or a custom $/GPU-hr; the interval's ends give the error bar
+  (the reciprocal is derived from the interpolated throughput, never splined);
+- tokens per all-in MW = tok/s/GPU × 1000 / (all-in kW per GPU);
+- profit per GPU-hour: revenue at the model's token prices (recipes/prices.yaml, found through the
+  model registry's name → hub id, or custom prices), the measured cache-hit share (realized hit rate,
+  read along the same frontier; 0 where not measured) applied to input prices, then utilisation,
+  licence fee and TCO → revenue, cost, profit, margin (`cost.profit`);
+- a scorecard: for each model × precision × workload row and hardware column, the configuration with
+  the lowest $/M output tokens at each interactivity tier, and its change against a reference hardware
+  in the same row (same model, workload and precision: the only comparable case).
+
+Rows are result views (`db.queries.ResultView`) or DataFrame tuples of the hub (`itertuples`); only
+their attributes are read. Pure Python + numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orchestrator.analysis.compare import read_frontiers, repeat_frontiers, valid_groups
+from orchestrator.analysis.cost import (
+    DEFAULT_LICENCE_FEE,
+    CostPerMillion,
+    Profit,
+    ProfitInputs,
+    TokenMix,
+    TokenPrices,
+    cost_per_million_tokens,
+    profit,
+    tokens_per_all_in_mw,
+)
+from orchestrator.analysis.intervals import Interval
+from recipes.hardware import TCO_TIERS, Hardware
+from recipes.model_registry import RegistryModel
+from recipes.prices import ModelPrice
+
+INTERACTIVITY_TIERS: tuple[float, ...] = (30.0, 50.0, 100.0)  # tok/s/user: the scorecard's columns
+DEFAULT_TIER = "owning_hyperscaler"
+DEFAULT_UTILISATION = 0.6  # share of hours a GPU sells tokens; the profit pages' starting value
+TokenKind = Literal["output", "total", "input"]
+TOKEN_KINDS: tuple[TokenKind, ...] = ("output", "total", "input")
+
+
+# --- reads ---------------------------------------------------------------------------------------
+
+
+def _output(row: Any) -> float:
+    return float(row.output_throughput_per_gpu)
+
+
+def _total(row: Any) -> float:
+    return float(row.total_token_throughput_per_gpu)
+
+
+def _input(row: Any) -> float:
+    # The warehouse stores output and total throughput; input is their difference (as on the hub).
+    return float(row.total_token_throughput_per_gpu) - float(row.output_throughput_per_gpu)
+
+
+def _hit_rate(row: Any) -> float:
+    return float(row.realized_hit_rate)
+
+
+def _measured(value: Any) -> bool:
+    return value is not None and isinstance(value, int | float) and math.isfinite(value)
+
+
+def workload_of(row: Any) -> str:
+    """The row's workload label: the hub's `workload` column when present, else 'agentic' or 'ISL/OSL'."""
+    label = getattr(row, "workload", None)
+    if isinstance(label, str) and label:
+        return label
+    if getattr(row, "workload_kind", "fixed-length") == "agentic-replay":
+        return "agentic"
+    return f"{getattr(row, 'isl', None)}/{getattr(row, 'osl', None)}"
+
+
+@dataclass(frozen=True)
+class ConfigurationRead:
+    """One configuration (one sweep of one recipe, by default) read at a target interactivity."""
+
+    fingerprint: str
+    sweeps: tuple[str, ...]
+    recipe: str
+    configuration: str  # readable label (the hub's `configuration` column, else the recipe name)
+    hardware: str
+    engine: str
+    model: str
+    precision: str
+    workload: str
+    origins: tuple[str, ...]
+    sources: tuple[str, ...]  # where imported rows came from
+    target: float
+    output: Interval | None  # output tok/s/GPU; None when no repeat's range covers the target
+    total: Interval | None
+    input: Interval | None
+    cache_hit: float  # realized prefix-cache hit share at the target; 0 when not measured
+    cache_hit_measured: bool
+    repeats_used: int
+    repeats_dropped: int
+    reason: str  # why there are no numbers, or which repeats were left out
+
+    @property
+    def covered(self) -> bool:
+        """True when at least one repeat's measured range covers the target (the read has numbers)."""
+        return self.output is not None
+
+    def throughput(self, kind: TokenKind) -> Interval | None:
+        return {"output": self.output, "total": self.total, "input": self.input}[kind]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def read_configuration(members: Sequence[Any], target: float) -> ConfigurationRead:
+    """Read one configuration's valid rows at `target` tok/s/user (see the module docstring)."""
+    first = members[0]
+    frontiers = repeat_frontiers(members)
+    output = read_frontiers(frontiers, target, _output)
+    reason = "; ".join(output.reasons)
+    if not frontiers:
+        reason = "no point with a measured interactivity"
+    total = input_ = None
+    hit, hit_measured = 0.0, False
+    if output.interval is not None:
+        total = read_frontiers(frontiers, target, _total).interval
+        input_ = read_frontiers(frontiers, target, _input).interval
+        # The hit share changes with load, so it is read at the target like throughput, along the repeats
+        # whose every frontier point measured it; elsewhere (fixed-length workloads) it counts as 0.
+        measured = [f for f in frontiers if all(_measured(getattr(row, "realized_hit_rate", None)) for row in f)]
+        if measured:
+            hits = read_frontiers(measured, target, _hit_rate).interval
+            if hits is not None:
+                hit, hit_measured = min(max(hits.mean, 0.0), 1.0), True
+    return ConfigurationRead(
+        fingerprint=str(first.fingerprint),
+        sweeps=tuple(sorted({str(row.sweep) for row in members})),
+        recipe=str(first.recipe),
+        configuration=_text(getattr(first, "configuration", None)) or str(first.recipe),
+        hardware=str(first.hardware),
+        engine=str(first.engine),
+        model=_text(getattr(first, "model", "")),
+        precision=_text(getattr(first, "precision", "")),
+        workload=workload_of(first),
+        origins=tuple(sorted({str(row.origin) for row in members})),
+        sources=tuple(sorted({_text(getattr(row, "source", None)) for row in members} - {""})),
+        target=target,
+        output=output.interval,
+        total=total,
+        input=input_,
+        cache_hit=hit,
+        cache_hit_measured=hit_measured,
+        repeats_used=output.used,
+        repeats_dropped=output.dropped,
+        reason=reason,
+    )
+
+
+def _fingerprint_and_sweep(row: Any) -> Hashable:
+    return (row.fingerprint, row.sweep)
+
+
+def _fingerprint(row: Any) -> Hashable:
+    return row.fingerprint
+
+
+def read_configurations(rows: Iterable[Any], target: float, per_sweep: bool = True) -> list[ConfigurationRead]:
+    """Every configuration's read at `target` tok/s/user, covered or not (valid rows only).
+
+    `per_sweep` (default) reads each sweep of a recipe on its own, so repeat 0 of two nightly runs is
+    never one curve; pass rows of the latest sweeps only to get one read per configuration. With
+    `per_sweep=False` all sweeps of a fingerprint are pooled, as `compare_at_interactivity` does.
+    """
+    groups = valid_groups(list(rows), _fingerprint_and_sweep if per_sweep else _fingerprint)
+    return [read_configuration(members, target) for members in groups.values()]
+
+
+# --- cost ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuHourRate:
+    """The price of one GPU-hour: a TCO tier of the hardware registry, or a custom figure for every chip."""
+
+    tier: str | None = DEFAULT_TIER
+    custom_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.custom_usd is None and self.tier not in TCO_TIERS:
+            raise ValueError(f"unknown TCO tier {self.tier!r}; expected one of {', '.join(TCO_TIERS)} or a custom $")
+        if self.custom_usd is not None and not (math.isfinite(self.custom_usd) and self.custom_usd >= 0):
+            raise ValueError(f"a custom $/GPU-hr must be a non-negative number, got {self.custom_usd!r}")
+
+    @property
+    def label(self) -> str:
+        return f"custom ${self.custom_usd:g}/GPU-hr" if self.custom_usd is not None else f"{self.tier} TCO"
+
+    def usd_per_gpu_hour(self, hardware_key: str, registry: Mapping[str, Hardware]) -> tuple[float | None, str]:
+        """($/GPU-hr, '') or (None, why not)."""
+        if self.custom_usd is not None:
+            return self.custom_usd, ""
+        spec = registry.get(hardware_key)
+        if spec is None:
+            return None, f"{hardware_key} is not in the hardware registry"
+        value = spec.tco(str(self.tier))
+        if value is None:
+            return None, f"no {self.tier} TCO for {hardware_key} in recipes/hardware.yaml"
+        return value, ""
+
+
+@dataclass(frozen=True)
+class CostFigure:
+    """USD per million tokens at the mean throughput, with the ends given by the throughput interval."""
+
+    usd_per_million: float
+    low: float | None  # at the interval's high throughput; None without an interval
+    high: float | None  # at the interval's low throughput; None without an interval or when it reaches 0
+
+
+def cost_figure(usd_per_gpu_hour: float, throughput: Interval | None) -> CostFigure | None:
+    """$/M tokens from an interpolated throughput (mean and interval); None when there is no positive mean."""
+    if throughput is None or not throughput.mean > 0:
+        return None
+    low = high = None
+    if throughput.high is not None and throughput.high > 0:
+        low = cost_per_million_tokens(usd_per_gpu_hour, throughput.high)
+    if throughput.low is not None and throughput.low > 0:
+        high = cost_per_million_tokens(usd_per_gpu_hour, throughput.low)
+    return CostFigure(cost_per_million_tokens(usd_per_gpu_hour, throughput.mean), low, high)
+
+
+@dataclass(frozen=True)
+class CostRead:
+    """A configuration's read with what its tokens cost at one $/GPU-hr."""
+
+    read: ConfigurationRead
+    rate_label: str
+    usd_per_gpu_hour: float | None
+    output: CostFigure | None
+    total: CostFigure | None
+    input: CostFigure | None
+    output_tokens_per_all_in_mw: float | None  # output tok/s per MW of all-in power
+    total_tokens_per_all_in_mw: float | None
+    reason: str  # why there is no cost (out of range, no TCO figure), else notes
+
+    def per_million(self, kind: TokenKind) -> CostFigure | None:
+        return {"output": self.output, "total": self.total, "input": self.input}[kind]
+
+    @property
+    def breakdown(self) -> CostPerMillion | None:
+        if self.output is None or self.total is None or self.input is None:
+            return None
+        return CostPerMillion(
+            total=self.total.usd_per_million, input=self.input.usd_per_million, output=self.output.usd_per_million
+        )
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)
+
+
+def cost_of(read: ConfigurationRead, registry: Mapping[str, Hardware], rate: GpuHourRate) -> CostRead:
+    """What `read`'s tokens cost at `rate`; no figures when the read is out of range or the rate unknown."""
+    usd, missing = rate.usd_per_gpu_hour(read.hardware, registry)
+    spec = registry.get(read.hardware)
+    kw = spec.all_in_kw.value if spec is not None and spec.all_in_kw is not None else None
+
+    def per_mw(throughput: Interval | None) -> float | None:
+        return tokens_per_all_in_mw(throughput.mean, kw) if throughput is not None and kw else None
+
+    priced = usd is not None and read.covered
+    return CostRead(
+        read=read,
+        rate_label=rate.label,
+        usd_per_gpu_hour=usd,
+        output=cost_figure(usd, read.output) if priced else None,  # type: ignore[arg-type]
+        total=cost_figure(usd, read.total) if priced else None,  # type: ignore[arg-type]
+        input=cost_figure(usd, read.input) if priced else None,  # type: ignore[arg-type]
+        output_tokens_per_all_in_mw=per_mw(read.output),
+        total_tokens_per_all_in_mw=per_mw(read.total),
+        reason=_join(read.reason, missing),
+    )
+
+
+def costs_at(
+    rows: Iterable[Any], target: float, registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
+    per_sweep: bool = True,
+) -> list[CostRead]:  # fmt: skip
+    """Every configuration's cost per million tokens at `target` tok/s/user (uncovered ones with their reason)."""
+    rate = rate or GpuHourRate()
+    return [cost_of(read, registry, rate) for read in read_configurations(rows, target, per_sweep)]
+
+
+ReadKey = str | Callable[[ConfigurationRead], Hashable]
+
+
+def _group_of(read: ConfigurationRead, key: ReadKey) -> Hashable:
+    return key(read) if callable(key) else str(getattr(read, key))
+
+
+def best_per(
+    costs: Iterable[CostRead], key: ReadKey = "hardware", kind: TokenKind = "output"
+) -> tuple[dict[Hashable, CostRead], list[CostRead]]:
+    """The cheapest configuration per `key` (a ConfigurationRead field, or a function of the read) by $/M
+    `kind` tokens.
+
+    Returns ({group: cheapest}, configurations without a cost). A group whose configurations all lack a
+    cost is absent from the mapping; its configurations are in the list, with their reasons.
+    """
+    best: dict[Hashable, CostRead] = {}
+    unpriced = []
+    for item in costs:
+        figure = item.per_million(kind)
+        if figure is None:
+            unpriced.append(item)
+            continue
+        group = _group_of(item.read, key)
+        current = best.get(group)
+        if current is None or figure.usd_per_million < current.per_million(kind).usd_per_million:  # type: ignore[union-attr]
+            best[group] = item
+    return best, unpriced
+
+
+# --- profit --------------------------------------------------------------------------------------
+
+
+def model_price(
+    model: str, models: Mapping[str, RegistryModel], price_table: Mapping[str, ModelPrice]
+) -> ModelPrice | None:
+    """The token prices of `model`: a recipe's model name (a registry key, e.g. 'deepseek-r1', whose hub id
+    keys recipes/prices.yaml) or the hub id itself. None when the table has no entry for it."""
+    if model in price_table:
+        return price_table[model]
+    entry = models.get(model)
+    if entry is not None and entry.hf_id is not None:
+        return price_table.get(entry.hf_id)
+    return None
+
+
+@dataclass(frozen=True)
+class ProfitRead:
+    """A configuration's revenue, cost, profit and margin per GPU-hour at the target interactivity."""
+
+    read: ConfigurationRead
+    rate_label: str
+    prices: TokenPrices | None
+    price_source: str  # 'recipes/prices.yaml: <model id> (<source>, <as_of>)' or 'custom'
+    usd_per_gpu_hour: float | None
+    profit: Profit | None
+    reason: str
+
+
+def profit_of(
+    read: ConfigurationRead, registry: Mapping[str, Hardware], rate: GpuHourRate,
+    prices: TokenPrices | None, price_source: str, utilisation: float = DEFAULT_UTILISATION,
+    licence_fee: float = DEFAULT_LICENCE_FEE,
+) -> ProfitRead:  # fmt: skip
+    """Profit per GPU-hour of `read` (cost.profit), selling its measured token mix at `prices`."""
+    usd, missing = rate.usd_per_gpu_hour(read.hardware, registry)
+    reasons = [read.reason, missing]
+    if prices is None:
+        reasons.append(f"no token prices for model {read.model or '?'}: add it to recipes/prices.yaml or use custom")
+    result = None
+    if read.covered and usd is not None and prices is not None:
+        output, total, input_ = read.output.mean, read.total.mean, read.input.mean  # type: ignore[union-attr]
+        if total > 0 and output >= 0 and input_ >= 0:
+            mix = TokenMix(input_tokens=input_, cached_input_tokens=read.cache_hit * input_, output_tokens=output)
+            result = profit(
+                ProfitInputs(
+                    total_tokens_per_s_per_gpu=total, prices=prices, mix=mix, tco_usd_per_gpu_hour=usd,
+                    utilisation=utilisation, licence_fee=licence_fee,
+                )
+            )  # fmt: skip
+        else:
+            reasons.append("total, input or output throughput read is not positive")
+    return ProfitRead(
+        read=read, rate_label=rate.label, prices=prices, price_source=price_source if prices is not None else "",
+        usd_per_gpu_hour=usd, profit=result, reason=_join(*reasons),
+    )  # fmt: skip
+
+
+def profits_at(
+    rows: Iterable[Any], target: float, registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
+    utilisation: float = DEFAULT_UTILISATION, licence_fee: float = DEFAULT_LICENCE_FEE,
+    custom_prices: TokenPrices | None = None, models: Mapping[str, RegistryModel] | None = None,
+    price_table: Mapping[str, ModelPrice] | None = None, per_sweep: bool = True,
+) -> list[ProfitRead]:  # fmt: skip
+    """Every configuration's profit at `target` tok/s/user.
+
+    Prices are `custom_prices` for every model when given, else each model's entry of `price_table`
+    (found by `model_price` through `models`).
+    """
+    rate = rate or GpuHourRate()
+    table = []
+    for read in read_configurations(rows, target, per_sweep):
+        if custom_prices is not None:
+            prices, source = custom_prices, "custom"
+        else:
+            entry = model_price(read.model, models or {}, price_table or {})
+            prices = TokenPrices.from_price(entry) if entry is not None else None
+            source = f"recipes/prices.yaml: {entry.model} ({entry.source}, {entry.as_of})" if entry else ""
+        table.append(profit_of(read, registry, rate, prices, source, utilisation, licence_fee))
+    return table
+
+
+def best_profit_per(
+    profits: Iterable[ProfitRead], key: ReadKey = "hardware"
+) -> tuple[dict[Hashable, ProfitRead], list[ProfitRead]]:
+    """The most profitable configuration per `key` (as in `best_per`), and those without a profit figure."""
+    best: dict[Hashable, ProfitRead] = {}
+    without = []
+    for item in profits:
+        if item.profit is None:
+            without.append(item)
+            continue
+        group = _group_of(item.read, key)
+        current = best.get(group)
+        if current is None or item.profit.profit_usd_per_gpu_hour > current.profit.profit_usd_per_gpu_hour:  # type: ignore[union-attr]
+            best[group] = item
+    return best, without
+
+
+# --- scorecard -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScorecardCell:
+    """The cheapest configuration of one hardware for one model × precision × workload at one interactivity."""
+
+    model: str
+    precision: str
+    workload: str
+    hardware: str
+    interactivity: float
+    best: CostRead | None  # None when no configuration of this hardware covers the interactivity
+    configurations: int  # configurations of this hardware in the row (covered or not)
+    origins: tuple[str, ...]  # origins of those configurations (so a non-measurement is labelled even unpriced)
+    reason: str  # why there is no figure
+    reference: str | None  # the reference hardware the change is measured against
+    vs_reference: float | None  # $/M output relative to the reference's cell − 1; None when not comparable
+
+    @property
+    def row(self) -> tuple[str, str, str]:
+        return (self.model, self.precision, self.workload)
+
+
+def default_reference(rows: Iterable[Any]) -> str | None:
+    """The hardware measured in the most model × precision × workload rows (ties: first by name)."""
+    cells = {(str(row.hardware), str(getattr(row, "model", "")), str(getattr(row, "precision", "")), workload_of(row))
+             for row in rows}  # fmt: skip
+    counts = Counter(hardware for hardware, *_ in cells)
+    if not counts:
+        return None
+    return min(counts, key=lambda hardware: (-counts[hardware], hardware))
+
+
+def scorecard(
+    rows: Iterable[Any], registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
+    interactivity_tiers: Sequence[float] = INTERACTIVITY_TIERS, reference: str | None = None,
+) -> list[ScorecardCell]:  # fmt: skip
+    """Models × hardware (per precision and workload) at each interactivity tier, cheapest $/M output.
+
+    The change vs `reference` is (cell $/M output) / (reference's cell $/M output) − 1, given only when
+    the reference hardware has a figure for the same model, precision, workload and interactivity.
+    """
+    rate = rate or GpuHourRate()
+    rows = list(rows)
+    cells = []
+    for target in interactivity_tiers:
+        costs = [cost_of(read, registry, rate) for read in read_configurations(rows, target)]
+        groups: dict[tuple[str, str, str, str], list[CostRead]] = {}
+        for item in costs:
+            read = item.read
+            groups.setdefault((read.model, read.precision, read.workload, read.hardware), []).append(item)
+        best = {key: best_per(members, key="hardware")[0].get(key[3]) for key, members in groups.items()}
+        for key, members in groups.items():
+            model, precision, workload, hardware = key
+            chosen = best[key]
+            reference_cell = best.get((model, precision, workload, reference)) if reference else None
+            change = None
+            if chosen is not None and reference_cell is not None:
+                change = chosen.output.usd_per_million / reference_cell.output.usd_per_million - 1.0  # type: ignore[union-attr]
+            reason = ""
+            if chosen is None:
+                reason = _join(*dict.fromkeys(f"{item.read.recipe}: {item.reason}" for item in members))
+            cells.append(
+                ScorecardCell(
+                    model=model, precision=precision, workload=workload, hardware=hardware, interactivity=target,
+                    best=chosen, configurations=len(members),
+                    origins=tuple(sorted({origin for item in members for origin in item.read.origins})), reason=reason,
+                    reference=reference if change is not None else None, vs_reference=change,
+                )
+            )  # fmt: skip
+    cells.sort(key=lambda cell: (cell.model, cell.precision, cell.workload, cell.interactivity, cell.hardware))
+    return cells
+
+
+__all__ = [
+    "DEFAULT_TIER",
+    "DEFAULT_UTILISATION",
+    "INTERACTIVITY_TIERS",
+    "TOKEN_KINDS",
+    "ConfigurationRead",
+    "CostFigure",
+    "CostRead",
+    "GpuHourRate",
+    "ProfitRead",
+    "ScorecardCell",
+    "best_per",
+    "best_profit_per",
+    "cost_figure",
+    "cost_of",
+    "costs_at",
+    "default_reference",
+    "model_price",
+    "profit_of",
+    "profits_at",
+    "read_configuration",
+    "read_configurations",
+    "scorecard",
+    "workload_of",
+]

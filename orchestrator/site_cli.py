@@ -1,0 +1,369 @@
+"""`infersweep site`: open the hub (`site/app.py`) on the results database, a read-only URL or a snapshot.
+
+The hub only reads. Whatever it is pointed at, it connects read-only: SQLite through a `mode=ro` URI,
+PostgreSQL with `default_transaction_read_only` on. Only the configured database (the one the
+orchestrator writes: `INFERSWEEP_DATABASE_URL` or `~/.infersweep/infersweep.db`) is first brought to the
+current schema, because a fresh checkout may never have run a sweep; a URL given with `--database-url`
+(typically a read-only role) and a published snapshot are never migrated.
+
+Streamlit runs headless on 127.0.0.1 with usage statistics off, so no request leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+from urllib.parse import quote, unquote, urlparse
+
+import typer
+from rich.console import Console
+
+from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
+
+if TYPE_CHECKING:
+    from orchestrator.artifacts import ArtifactStore
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "site" / "app.py"
+DEFAULT_PORT = 8501
+SQLITE_HEADER = b"SQLite format 3\x00"
+SNAPSHOT_EXPECTED = (
+    "expected a SQLite snapshot file written by `infersweep publish --snapshot`, an artifact store holding "
+    "snapshot/latest.json (a directory, file:// or s3://BUCKET/PREFIX), an s3:// URI of one snapshot (.db), "
+    "or 'latest' (the newest snapshot in the store named by INFERSWEEP_ARTIFACTS)"
+)
+URL_EXPECTED = "expected sqlite:///PATH or postgresql://USER@HOST[:PORT]/DATABASE"
+
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class HubDatabase:
+    """What the hub connects with (always read-only) and how to describe it to the viewer."""
+
+    url: str
+    description: str
+
+
+# ---------------------------------------------------------------------------------------------- databases
+
+
+def _parse(url: str):  # type: ignore[no-untyped-def]
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigurationError(f"database URL {url!r} cannot be parsed: {URL_EXPECTED}") from None
+    if parsed.get_backend_name() not in {"sqlite", "postgresql"}:
+        raise ConfigurationError(f"database URL {_shown(url)!r} is not supported: {URL_EXPECTED}")
+    return parsed
+
+
+def _shown(url: str) -> str:
+    """The URL with its password masked (it is printed and may land in logs)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL (None for an in-memory database or another backend)."""
+    parsed = _parse(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    database = parsed.database.removeprefix("file:") if parsed.query.get("uri") else parsed.database
+    return Path(unquote(database.split("?", 1)[0])).expanduser().resolve()
+
+
+def in_wal_mode(path: Path) -> bool:
+    """Whether a SQLite file is in WAL mode (header bytes 18-19 are 2), without opening it."""
+    with open(path, "rb") as handle:
+        header = handle.read(20)
+    return header.startswith(SQLITE_HEADER) and header[18:20] == b"\x02\x02"
+
+
+def read_only_url(url: str, immutable: bool = False) -> str:
+    """The same database, opened so that no statement can write to it.
+
+    SQLite: `mode=ro`; `immutable=1` for a file nothing writes (a snapshot in rollback-journal mode,
+    which `mode=ro` cannot open because the session turns WAL on). PostgreSQL: read-only transactions.
+    """
+    parsed = _parse(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = sqlite_path(url)
+        if path is None:
+            raise ConfigurationError(f"database URL {url!r} is an in-memory SQLite database: nothing to read")
+        return f"sqlite:///file:{quote(str(path))}?mode=ro{'&immutable=1' if immutable else ''}&uri=true"
+    options = parsed.query.get("options", "")
+    if "default_transaction_read_only" not in str(options):
+        options = f"{options} -c default_transaction_read_only=on".strip()
+    return parsed.update_query_dict({"options": options}).render_as_string(hide_password=False)
+
+
+def _check_schema(url: str, what: str, upgrade_hint: str) -> None:
+    """Fail unless `url` (called `what` in errors) answers and holds InferSweep's tables at head (or newer)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from db.session import MIGRATIONS, make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            if not inspect(connection).has_table("point_result"):
+                raise ConfigurationError(
+                    f"{what} has no InferSweep tables: expected a results database. {upgrade_hint}"
+                )
+            current = MigrationContext.configure(connection).get_current_revision()
+    except SQLAlchemyError as error:
+        reason = str(error.orig if getattr(error, "orig", None) else error).strip().splitlines()[0]
+        raise ConfigurationError(f"{what} cannot be read: {reason}") from None
+    finally:
+        engine.dispose()
+    scripts = ScriptDirectory(str(MIGRATIONS))
+    head = scripts.get_current_head()
+    if current == head:
+        return
+    known = {revision.revision for revision in scripts.walk_revisions()}
+    if current in known or current is None:
+        raise ConfigurationError(f"{what} is at schema revision {current}, the hub needs {head}. {upgrade_hint}")
+    # A revision this checkout does not know was written by newer code: the columns the hub reads exist.
+    errors.print(f"note: {what} is at schema revision {current}, newer than this checkout's {head}")
+
+
+def configured_database() -> HubDatabase:
+    """The orchestrator's own database, brought to the current schema (it may be brand new)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from db.session import default_database_url, make_engine, migrate
+
+    url = default_database_url()
+    _parse(url)
+    path = sqlite_path(url)
+    if path is not None and not path.parent.is_dir():
+        raise ConfigurationError(f"INFERSWEEP_DATABASE_URL {url!r}: the folder {path.parent} does not exist")
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+    except SQLAlchemyError as error:
+        reason = str(error.orig if getattr(error, "orig", None) else error).strip().splitlines()[0]
+        raise ConfigurationError(
+            f"database {_shown(url)!r} could not be brought to the current schema: {reason}. "
+            "For a database this user may only read, use `infersweep site --database-url URL`."
+        ) from None
+    finally:
+        engine.dispose()
+    return HubDatabase(read_only_url(url), f"database {_shown(url)}")
+
+
+def given_database(url: str) -> HubDatabase:
+    """A database named on the command line: read as it is, never migrated."""
+    _parse(url)
+    path = sqlite_path(url)
+    if path is not None:
+        if not path.is_file():
+            raise ConfigurationError(
+                f"--database-url {url!r}: no SQLite file at {path} (expected an existing database)"
+            )
+        if not in_wal_mode(path):
+            # The orchestrator keeps its SQLite database in WAL mode, so the hub can read while it writes.
+            raise ConfigurationError(
+                f"--database-url {url!r}: {path} is not in WAL mode, so it cannot be read while something writes "
+                "it. Expected a database InferSweep wrote; for a file nothing writes, use --snapshot FILE"
+            )
+    hub_url = read_only_url(url)
+    hint = "Upgrade it with a writable role: INFERSWEEP_DATABASE_URL=URL infersweep db upgrade."
+    _check_schema(hub_url, f"--database-url {_shown(url)!r}", hint)
+    return HubDatabase(hub_url, f"database {_shown(url)}, read-only")
+
+
+# ---------------------------------------------------------------------------------------------- snapshots
+
+
+def snapshot_cache() -> Path:
+    from runners.paths import data_dir
+
+    path = data_dir() / "snapshots"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _fetch(fetch: Callable[[Path], Path], source: str) -> Path:
+    """Download a snapshot into the cache under its content hash (a running hub's file is never overwritten)."""
+    from orchestrator.artifacts import sha256_of
+
+    cache = snapshot_cache()
+    with tempfile.TemporaryDirectory(dir=cache) as directory:
+        partial = Path(directory) / "snapshot.db"
+        try:
+            fetch(partial)
+        except (OSError, KeyError, json.JSONDecodeError) as error:
+            raise ConfigurationError(
+                f"--snapshot {source!r}: could not fetch it ({error}); {SNAPSHOT_EXPECTED}"
+            ) from None
+        except InfrastructureError as error:
+            raise InfrastructureError(f"--snapshot {source!r}: {error}") from None
+        target = cache / f"{sha256_of(partial)}.db"
+        os.replace(partial, target)
+    return target
+
+
+def _latest_from(store: ArtifactStore, source: str) -> Path:
+    from orchestrator.publish import fetch_latest_snapshot
+
+    return _fetch(lambda target: fetch_latest_snapshot(store, target), source)
+
+
+def snapshot_file(value: str) -> Path:
+    """Resolve `--snapshot` to a local SQLite file (downloading it from the artifact store if needed)."""
+    from orchestrator.artifacts import LocalArtifactStore, S3ArtifactStore, store_from_environment
+    from orchestrator.publish import LATEST_SNAPSHOT_KEY
+
+    if value == "latest":
+        return _latest_from(store_from_environment(), value)
+    scheme = urlparse(value).scheme
+    if scheme == "s3":
+        bucket, _, key = value.removeprefix("s3://").partition("/")
+        if not bucket:
+            raise ConfigurationError(f"--snapshot {value!r}: no bucket; {SNAPSHOT_EXPECTED}")
+        if key.endswith(".db"):
+            store = S3ArtifactStore(bucket)
+            return _fetch(lambda target: store.get(key, target), value)
+        return _latest_from(S3ArtifactStore(bucket, key), value)
+    if scheme == "file":
+        path = Path(unquote(urlparse(value).path))
+    elif scheme in {"", "sqlite"} or len(scheme) == 1:  # a plain path (a one-letter scheme is a Windows drive)
+        path = Path(value.removeprefix("sqlite:///")).expanduser()
+    else:
+        raise ConfigurationError(f"--snapshot {value!r}: the scheme {scheme!r} is not supported; {SNAPSHOT_EXPECTED}")
+    if path.is_dir():
+        if not (path / LATEST_SNAPSHOT_KEY).is_file():
+            raise ConfigurationError(
+                f"--snapshot {value!r}: the folder {path} has no {LATEST_SNAPSHOT_KEY}; {SNAPSHOT_EXPECTED}"
+            )
+        return _latest_from(LocalArtifactStore(path), value)
+    if not path.is_file():
+        raise ConfigurationError(f"--snapshot {value!r}: no file at {path.resolve()}; {SNAPSHOT_EXPECTED}")
+    with open(path, "rb") as handle:
+        if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise ConfigurationError(f"--snapshot {value!r}: {path} is not a SQLite file; {SNAPSHOT_EXPECTED}")
+    return path.resolve()
+
+
+def snapshot_database(value: str) -> HubDatabase:
+    """A published snapshot: it replaces the configured database entirely, and is never migrated."""
+    path = snapshot_file(value)
+    hub_url = read_only_url(f"sqlite:///{path}", immutable=not in_wal_mode(path))
+    _check_schema(hub_url, f"snapshot {path}", "Publish a new one with this version: infersweep publish --snapshot.")
+    return HubDatabase(hub_url, f"snapshot {path}" + ("" if str(path) == value else f" (from {value})"))
+
+
+# ---------------------------------------------------------------------------------------------- streamlit
+
+
+def streamlit_argv(port: int, address: str, app: Path = APP) -> list[str]:
+    """`streamlit run site/app.py`, headless, bound to `address`, usage statistics off (also in .streamlit/)."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(app),
+        "--server.headless", "true",
+        "--server.address", address,
+        "--server.port", str(port),
+        "--browser.gatherUsageStats", "false",
+        "--browser.serverAddress", address,
+        "--browser.serverPort", str(port),
+    ]  # fmt: skip
+
+
+def _check_port(address: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As Streamlit's server does: a hub stopped a moment ago leaves TIME_WAIT sockets, not a listener.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address, port))
+        except OSError as error:
+            raise ConfigurationError(
+                f"--port {port} --address {address!r}: cannot listen there ({error.strerror}); "
+                "expected a free port on an address of this machine (another hub running? choose another --port)"
+            ) from None
+
+
+def run_hub(database: HubDatabase, port: int, address: str) -> int:
+    """Run Streamlit until it exits or this process is asked to stop; return its exit code."""
+    if not APP.is_file():
+        raise ConfigurationError(f"{APP} not found: `infersweep site` runs from a source checkout of InferSweep")
+    _check_port(address, port)
+    env = {**os.environ, "INFERSWEEP_DATABASE_URL": database.url, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    # The repository root is the working directory so Streamlit also reads its .streamlit/config.toml.
+    hub = subprocess.Popen(streamlit_argv(port, address), cwd=ROOT, env=env)
+    host = f"[{address}]" if ":" in address else address
+    console.print(f"InferSweep hub: http://{host}:{port}  ({database.description})", highlight=False)
+    if address not in {"127.0.0.1", "localhost", "::1"}:
+        errors.print(f"note: listening on {address}: other machines can open the hub (it has no write path)")
+
+    def stop(signum: int, _frame: object) -> None:
+        hub.send_signal(signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        code = hub.wait()
+    except KeyboardInterrupt:
+        # Ctrl-C reached Streamlit too (same process group); give it time to close its sessions.
+        try:
+            code = hub.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            hub.kill()
+            code = hub.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    # Stopped by a signal we passed on (or Ctrl-C): a clean stop, not a failure.
+    return 0 if code in {0, -signal.SIGTERM, -signal.SIGINT} else code
+
+
+def site(
+    database_url: Annotated[
+        str | None,
+        typer.Option(help="Read this database instead (e.g. a read-only PostgreSQL role); never migrated."),
+    ] = None,
+    snapshot: Annotated[
+        str | None,
+        typer.Option(
+            help="Read a published snapshot: a .db file, an artifact store (directory, file:// or s3://BUCKET/PREFIX) "
+            "whose snapshot/latest.json names it, or 'latest' (the store in INFERSWEEP_ARTIFACTS)."
+        ),
+    ] = None,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to serve the hub on.")] = DEFAULT_PORT,
+    address: Annotated[str, typer.Option(help="Address to listen on (default: this machine only).")] = "127.0.0.1",
+) -> None:
+    """Open the results hub in Streamlit (read-only) on the configured database, a URL or a snapshot."""
+    try:
+        if database_url is not None and snapshot is not None:
+            raise ConfigurationError("give --database-url or --snapshot, not both")
+        if snapshot is not None:
+            database = snapshot_database(snapshot)
+        elif database_url is not None:
+            database = given_database(database_url)
+        else:
+            database = configured_database()
+        code = run_hub(database, port, address)
+    except InferSweepError as error:
+        errors.print(f"[red]error[/] ({error.kind}): {error}", highlight=False)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)

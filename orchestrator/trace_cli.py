@@ -1,0 +1,184 @@
+"""`infersweep trace stats|synth|plan`: what a trace is, synthetic corpora, and the KV capacity planner.
+
+`stats` prints a trace's shape and theoretical prefix-cache hit rates (at its own block size and at an
+engine's); `synth` writes a synthetic AgentX-like corpus (runners/traces/synthetic.py); `plan` predicts the
+hit rate per tier a replay realises on given hardware, from the model's KV bytes per token and the HBM and
+DRAM sizes of the registries (runners/traces/planner.py) — what offload buys, before spending GPU hours.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recipes.errors import InferSweepError
+
+trace_app = typer.Typer(help="Agentic traces: statistics, synthetic corpora, and the KV capacity planner.",
+                        no_args_is_help=True)  # fmt: skip
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+TraceFile = Annotated[Path, typer.Argument(help="Trace file: Weka JSON, Weka JSON Lines corpus, or Mooncake JSONL.")]
+
+
+def _fail(error: Exception) -> typer.Exit:
+    console.print(f"[red]{error}")
+    return typer.Exit(2)
+
+
+@trace_app.command("stats")
+def stats(
+    traces: Annotated[list[Path], typer.Argument(help="One or more trace files.")],
+    engine_block_size: Annotated[
+        list[int], typer.Option("--engine-block-size", help="Also count hits in these engine block sizes (tokens).")
+    ] = [128],  # noqa: B006 - typer reads the default, it is never mutated
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Shape of each trace and its theoretical prefix-cache hit rate (DESIGN.md §6), unbounded cache."""
+    from runners.traces.formats import load_trace
+    from runners.traces.hit_rate import theoretical_hit_rate
+
+    rows = []
+    for path in traces:
+        try:
+            trace = load_trace(path)
+        except InferSweepError as error:
+            raise _fail(error) from error
+        timeline = trace.timeline()
+        inputs = [item.request.input_tokens for item in timeline]
+        walk = theoretical_hit_rate(trace)
+        rows.append({
+            "file": str(path), "kind": trace.kind, "version": trace.content_hash, "block_size": trace.block_size,
+            "hash_id_scope": trace.hash_id_scope, "root_sessions": len(trace.sessions),
+            "sessions": sum(1 for _ in trace.walk_sessions()), "requests": len(timeline),
+            "input_tokens": sum(inputs), "median_input_tokens": statistics.median(inputs) if inputs else 0,
+            "max_input_tokens": max(inputs, default=0), "theoretical_hit_rate": walk.rate,
+            "engine_hit_rates": {str(size): walk.rebase(size).rate for size in engine_block_size},
+        })  # fmt: skip
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Theoretical prefix-cache hit rate (unbounded cache, trace order)")
+    for column in ("trace", "kind", "sessions", "requests", "median in", "max in", "block", "hit rate"):
+        table.add_column(column, justify="left" if column in ("trace", "kind") else "right")
+    for size in engine_block_size:
+        table.add_column(f"at {size}-token blocks", justify="right")
+    for row in rows:
+        table.add_row(
+            Path(row["file"]).name, row["kind"], f"{row['root_sessions']} ({row['sessions']})", str(row["requests"]),
+            f"{row['median_input_tokens']:,.0f}", f"{row['max_input_tokens']:,}", str(row["block_size"]),
+            f"{row['theoretical_hit_rate']:.4f}", *(f"{rate:.4f}" for rate in row["engine_hit_rates"].values()),
+        )  # fmt: skip
+    console.print(table)
+    console.print("sessions: roots (with subagents). Engine columns: whole engine blocks only, last token recomputed.")
+
+
+@trace_app.command("synth")
+def synth(
+    output: Annotated[Path, typer.Argument(help="Where to write the corpus (Weka JSON Lines).")],
+    profile: Annotated[str, typer.Option(help="Profile: 'agentx' (Claude-Code sizes) or 'ci' (tiny model).")] = "ci",
+    seed: Annotated[int, typer.Option(help="Seed: the same profile and seed give the same file.")] = 0,
+    sessions: Annotated[int | None, typer.Option(help="Override the profile's number of sessions.")] = None,
+) -> None:
+    """Write a synthetic AgentX-like coding-agent corpus: growing contexts, think times, subagents."""
+    from runners.traces.synthetic import PROFILES, write_corpus
+
+    if profile not in PROFILES:
+        raise _fail(ValueError(f"--profile: got {profile!r}; expected one of {', '.join(sorted(PROFILES))}"))
+    chosen = PROFILES[profile]
+    if sessions is not None:
+        if sessions < 1:
+            raise _fail(ValueError(f"--sessions: got {sessions}; expected >= 1"))
+        chosen = chosen.model_copy(update={"sessions": sessions})
+    write_corpus(chosen, output, seed)
+    console.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB): profile {profile}, seed {seed}; "
+                  f"`infersweep trace stats {output}` shows its shape")  # fmt: skip
+
+
+@trace_app.command("plan")
+def plan(
+    trace_file: TraceFile,
+    model: Annotated[str, typer.Option(help="Model registry key, e.g. deepseek-r1 (recipes/models.yaml).")],
+    hardware: Annotated[
+        list[str], typer.Option(help="Hardware registry key(s), e.g. --hardware b200 --hardware gb300-nvl72.")
+    ],
+    gpus: Annotated[int, typer.Option(help="Accelerators serving one engine instance.")] = 8,
+    precision: Annotated[str, typer.Option(help="Weight precision: fp4, fp8, bf16...")] = "fp8",
+    concurrency: Annotated[list[int], typer.Option(help="Live session trees (repeatable).")] = [16],  # noqa: B006
+    dram_gib: Annotated[list[float], typer.Option(help="DRAM offload budget(s) in GiB; 0 = none.")] = [0.0],  # noqa: B006
+    block_size: Annotated[int, typer.Option(help="Engine KV block size in tokens.")] = 64,
+    memory_utilization: Annotated[float, typer.Option(help="Share of HBM the engine may use.")] = 0.9,
+    requests_per_lane: Annotated[int, typer.Option(help="Replayed requests per session lane.")] = 100,
+    seed: Annotated[int, typer.Option(help="Replay seed (warm starts, salts).")] = 0,
+) -> None:
+    """Predict the hit rate per tier (HBM, DRAM) of a replay on each hardware, with and without offload."""
+    from recipes.hardware import load_hardware_registry
+    from recipes.model_registry import load_model_registry
+    from runners.traces.formats import load_trace
+    from runners.traces.planner import ReplayShape, ReplayTraffic, kv_capacity
+
+    models, machines = load_model_registry(), load_hardware_registry()
+    if model not in models:
+        raise _fail(ValueError(f"--model: got {model!r}; expected a registry key: {', '.join(sorted(models))}"))
+    unknown = [key for key in hardware if key not in machines]
+    if unknown:
+        raise _fail(
+            ValueError(f"--hardware: got {unknown[0]!r}; expected a registry key: {', '.join(sorted(machines))}")
+        )
+    try:
+        trace = load_trace(trace_file)
+    except InferSweepError as error:
+        raise _fail(error) from error
+    table = Table(title=f"KV capacity planner: {model} {precision} on {gpus} accelerators, {trace.id} "
+                        f"({block_size}-token blocks, {requests_per_lane} requests per lane)")  # fmt: skip
+    for column in (
+        "hardware",
+        "DRAM GiB",
+        "HBM blocks",
+        "DRAM blocks",
+        "concurrency",
+        "HBM hits",
+        "DRAM hits",
+        "total",
+    ):
+        table.add_column(column, justify="left" if column == "hardware" else "right")
+    capacities = []
+    for key in hardware:
+        for budget in dram_gib:
+            try:
+                capacities.append(
+                    (
+                        key,
+                        budget,
+                        kv_capacity(
+                            models[model],
+                            machines[key],
+                            gpus,
+                            precision,
+                            block_size,
+                            memory_utilization=memory_utilization,
+                            dram_gib=budget,
+                        ),
+                    )
+                )
+            except ValueError as error:
+                raise _fail(error) from error
+    for lanes in concurrency:
+        traffic = ReplayTraffic(trace, ReplayShape(concurrency=lanes, seed=seed), block_size, requests_per_lane)
+        for key, budget, capacity in capacities:
+            if capacity.hbm_blocks == 0:
+                table.add_row(key, f"{budget:g}", "0", "-", str(lanes), "weights do not fit", "", "")
+                continue
+            predicted = traffic.hit_rate(capacity.hbm_blocks, capacity.dram_blocks)
+            rates = (f"{predicted.hbm_rate:.3f}", f"{predicted.dram_rate:.3f}", f"{predicted.rate:.3f}")
+            table.add_row(key, f"{budget:g}", f"{capacity.hbm_blocks:,}", f"{capacity.dram_blocks:,}", str(lanes),
+                          *rates)  # fmt: skip
+    console.print(table)
+    console.print("HBM blocks = (HBM x GPUs x utilisation - weights) / (KV bytes per token x block); "
+                  "see runners/traces/planner.py for what the prediction assumes.")  # fmt: skip

@@ -1,0 +1,56 @@
+"""Charts in a colour-blind-safe palette (Okabe & Ito), with error bars where intervals exist.
+
+Altair ships with Streamlit; charts render in the browser with nothing fetched from the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+
+def colour(field: str, title: str | None = None) -> alt.Color:
+    return alt.Color(field, title=title or field, scale=alt.Scale(range=list(PALETTE)))
+
+
+def scatter(
+    frame: pd.DataFrame, x: str, y: str, series: str, tooltip: Sequence[str], x_title: str, y_title: str,
+    error_low: str | None = None, error_high: str | None = None, connect: bool = False,
+    colour_by: str | None = None, shape_by: str | None = None,
+) -> alt.Chart:  # fmt: skip
+    """Points per series (shape and colour both vary, so print and colour-blind readers can tell them apart).
+
+    With many series, a legend entry each is unreadable (and the palette repeats after eight): `colour_by`
+    and `shape_by` name coarser fields (e.g. hardware and engine) instead; lines and error bars still
+    follow each series.
+    """
+    colour_field, shape_field = colour_by or series, shape_by or series
+    base = alt.Chart(frame)
+    points = base.mark_point(filled=True, size=70).encode(
+        # Padding keeps the points at the edges whole (the scale would otherwise end at their centres).
+        x=alt.X(x, title=x_title, scale=alt.Scale(zero=False, padding=12)),
+        y=alt.Y(y, title=y_title, scale=alt.Scale(padding=12)),
+        color=colour(colour_field),
+        shape=alt.Shape(shape_field, title=shape_field),
+        tooltip=list(tooltip),
+    )
+    layers: list[alt.Chart] = [points]
+    if connect:
+        line = base.mark_line(opacity=0.6).encode(x=x, y=y, color=colour(colour_field), order=x, detail=series)
+        layers.insert(0, line)
+    if error_low and error_high and (frame[error_low].notna() & frame[error_high].notna()).any():
+        # Only points with an interval (several repeats) get a bar: the others would be empty marks to lay out,
+        # and with no interval at all there is no layer (the browser evaluates every layer for every point).
+        bars = base.transform_filter(f"isValid(datum['{error_low}']) && isValid(datum['{error_high}'])")
+        layers.insert(
+            0,
+            bars.mark_errorbar().encode(
+                x=x, y=alt.Y(error_low, title=y_title), y2=error_high, color=colour(colour_field), detail=series
+            ),
+        )
+    return alt.layer(*layers).interactive()

@@ -1,0 +1,144 @@
+"""Sidebar controls whose state lives in the URL, so any view can be shared as a link.
+
+Each control reads its starting value from `st.query_params` (ignoring values that are not options,
+so an old link never breaks a page) and writes its current value back. Widget state is seeded once
+per session under a stable key, so a changed default never resets what the viewer chose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from hubkit.data import NOT_MEASUREMENTS, SHOWN_BY_DEFAULT
+
+
+def _seed(key: str, value: object) -> None:
+    if key not in st.session_state:
+        st.session_state[key] = value
+    else:
+        # Streamlit drops a widget's state when a page without that widget runs; re-assigning it marks it kept,
+        # so a filter chosen on one page is still chosen on the next.
+        st.session_state[key] = st.session_state[key]
+
+
+def multiselect(label: str, options: Sequence[str], param: str, default: Sequence[str] | None = None,
+                help: str | None = None, sidebar: bool = True) -> list[str]:  # fmt: skip
+    """A multiselect bound to the repeated query parameter `param` (all options when no default)."""
+    options = list(options)
+    linked = [value for value in st.query_params.get_all(param) if value in options]
+    key = f"param-{param}"
+    _seed(key, linked or list(default if default is not None else options))
+    st.session_state[key] = [value for value in st.session_state[key] if value in options]
+    container = st.sidebar if sidebar else st
+    chosen = container.multiselect(label, options, key=key, help=help)
+    st.query_params[param] = chosen
+    return chosen
+
+
+def selectbox(label: str, options: Sequence[str], param: str, default: str | None = None,
+              help: str | None = None, sidebar: bool = True) -> str | None:  # fmt: skip
+    """A selectbox bound to the query parameter `param`."""
+    options = list(options)
+    if not options:
+        return None
+    linked = st.query_params.get(param)
+    key = f"param-{param}"
+    _seed(key, linked if linked in options else (default if default in options else options[0]))
+    if st.session_state[key] not in options:
+        st.session_state[key] = options[0]
+    container = st.sidebar if sidebar else st
+    chosen = container.selectbox(label, options, key=key, help=help)
+    st.query_params[param] = chosen
+    return chosen
+
+
+def number(label: str, param: str, default: float, min_value: float = 0.0, step: float = 1.0,
+           help: str | None = None, sidebar: bool = True) -> float:  # fmt: skip
+    """A number input bound to the query parameter `param` (a bad value in a link falls back to default)."""
+    key = f"param-{param}"
+    try:
+        linked = float(st.query_params.get(param, default))
+    except ValueError:
+        linked = default
+    _seed(key, max(linked, min_value))
+    container = st.sidebar if sidebar else st
+    chosen = container.number_input(label, min_value=min_value, step=step, key=key, help=help)
+    st.query_params[param] = f"{chosen:g}"
+    return float(chosen)
+
+
+def toggle(label: str, param: str, default: bool = False, help: str | None = None, sidebar: bool = True) -> bool:
+    key = f"param-{param}"
+    linked = st.query_params.get(param)
+    _seed(key, default if linked is None else linked == "1")
+    container = st.sidebar if sidebar else st
+    chosen = container.toggle(label, key=key, help=help)
+    st.query_params[param] = "1" if chosen else "0"
+    return bool(chosen)
+
+
+def origins(frame: pd.DataFrame) -> pd.DataFrame:
+    """Keep the origins the viewer shows: measured and imported by default; others only on request, labelled."""
+    available = sorted(frame["origin"].unique())
+    default = [origin for origin in available if origin in SHOWN_BY_DEFAULT] or available
+    chosen = multiselect(
+        "Origins", available, "origin", default,
+        help="Only measured and imported results are shown by default. "
+        + "; ".join(f"{name}: {why}" for name, why in NOT_MEASUREMENTS.items()),
+    )  # fmt: skip
+    shown = [origin for origin in chosen if origin in NOT_MEASUREMENTS]
+    if shown:
+        st.sidebar.warning(f"Showing {', '.join(shown)} results: these are not measurements and are labelled so.")
+    return frame[frame["origin"].isin(chosen)]
+
+
+FILTERS = (
+    ("model", "Model"),
+    ("workload", "Workload"),
+    ("precision", "Precision"),
+    ("hardware", "Hardware"),
+    ("engine", "Engine"),
+)
+
+
+def filters(frame: pd.DataFrame, columns: Sequence[str] = tuple(name for name, _ in FILTERS)) -> pd.DataFrame:
+    """Sidebar multiselects over `columns` (all selected by default), each bound to a query parameter."""
+    labels = dict(FILTERS)
+    for column in columns:
+        options = sorted(str(value) for value in frame[column].dropna().unique())
+        chosen = multiselect(labels.get(column, column.title()), options, column)
+        frame = frame[frame[column].astype(str).isin(chosen)]
+    return frame
+
+
+def only_valid(frame: pd.DataFrame) -> pd.DataFrame:
+    if toggle(
+        "Only valid points", "valid", default=True, help="Invalid points failed a validity rule (docs/METRICS.md)."
+    ):
+        return frame[frame["valid"]]
+    return frame
+
+
+def latest_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """By default each configuration is shown by its latest sweep; history is one toggle away (and on Trends)."""
+    if toggle("Latest sweep of each configuration", "latest", default=True,
+              help="Off: every sweep that measured a configuration, e.g. to see nightly runs together."):  # fmt: skip
+        return frame[frame["latest"]]
+    return frame
+
+
+def csv_bytes(table: pd.DataFrame | Callable[[], pd.DataFrame]) -> bytes:
+    return (table() if callable(table) else table).to_csv(index=False).encode()
+
+
+def csv_download(table: pd.DataFrame | Callable[[], pd.DataFrame], name: str, label: str = "Download CSV") -> None:
+    """Every table can be taken away as CSV, built only when someone clicks (a large table's CSV takes seconds).
+
+    `table` is the table itself or a function that builds it (e.g. every row of a table the page shows only
+    the first rows of)."""
+    # A shallow copy is a snapshot under pandas' copy-on-write: the page may go on changing its own table.
+    taken = table if callable(table) else table.copy(deep=False)
+    st.download_button(label, lambda: csv_bytes(taken), file_name=f"{name}.csv", mime="text/csv", key=f"csv-{name}")

@@ -1,0 +1,125 @@
+"""Cached, read-only access to the results: one DataFrame of public results, the registries.
+
+The hub never migrates or writes: an empty or brand-new database simply has no results (the CLI's
+`infersweep site` brings a writable database to the current schema before it starts the hub).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from types import NoneType, SimpleNamespace
+from typing import Any, get_args, get_type_hints
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy import Engine, inspect
+
+from db import queries
+from db.queries import workload_label
+from db.session import default_database_url, make_engine, open_session
+from recipes.hardware import Hardware, load_hardware_registry
+from recipes.prices import ModelPrice, load_price_table
+
+# What the public sees unless the viewer asks for more: measurements and imported measurements.
+SHOWN_BY_DEFAULT = ("measured", "imported")
+NOT_MEASUREMENTS = {"simulated": "simulated engine, not a measurement"}
+# The results are cached until they change (`queries.results_version`: a Point recorded, retracted or put
+# under or out of an embargo), checked on every page run; this is only a backstop for changes it cannot see.
+CACHE_SECONDS = 3600
+
+
+def database_url() -> str:
+    return default_database_url()
+
+
+@st.cache_resource
+def engine(url: str) -> Engine:
+    return make_engine(url)
+
+
+def has_schema(url: str) -> bool:
+    """False for a database nobody has written to yet (no tables)."""
+    return inspect(engine(url)).has_table("point_result")
+
+
+def results(url: str) -> pd.DataFrame:
+    """Every public result (no dry runs, nothing retracted or under embargo), one row per Point repeat.
+
+    Derived columns: `workload` (e.g. '1k/128' or 'agentic'), `configuration` (a readable label of
+    what was measured), `latest` (the row belongs to the latest sweep of its configuration) and
+    `input_throughput_per_gpu`. Read once per change of the results, not per viewer: a new Point shows on
+    the next page run.
+    """
+    if not has_schema(url):
+        return pd.DataFrame()
+    return _results(url, version(url))
+
+
+def version(url: str) -> tuple[int, ...]:
+    """Changes whenever the public results may have (`queries.results_version`): a cache key for what pages
+    work out from them."""
+    with open_session(engine(url)) as session:
+        return queries.results_version(session)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=4, show_spinner=False)
+def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
+    """`results` at one `version` of the database (the argument only keys the cache)."""
+    with open_session(engine(url)) as session:
+        columns = queries.result_columns(session, public=True)
+    workloads = zip(columns["workload_kind"], columns["isl"], columns["osl"], strict=True)
+    columns["workload"] = _labels(workload_label, workloads)
+    columns["configuration"] = _labels(
+        lambda *key: configuration_label(SimpleNamespace(**dict(zip(LABELLED, key, strict=True)))),
+        zip(*(columns[name] for name in LABELLED), strict=True),
+    )
+    frame = pd.DataFrame(columns)
+    if frame.empty:
+        return frame
+    # A figure no row has (e.g. power where no host sampled it) would be a column of None, which pandas keeps
+    # as objects: every group-by over it then falls back to Python, seconds at 50,000 rows. Numbers as floats.
+    for name in NUMBERS:
+        if frame[name].dtype == object:
+            frame[name] = frame[name].astype(float)
+    # The latest sweep that measured each configuration (recipe fingerprint): what "now" means on most pages.
+    ends = frame.groupby(["fingerprint", "sweep"])["finished_at"].max().reset_index()
+    latest = ends.loc[ends.groupby("fingerprint")["finished_at"].idxmax(), ["fingerprint", "sweep"]]
+    frame["latest"] = frame.set_index(["fingerprint", "sweep"]).index.isin(
+        latest.set_index(["fingerprint", "sweep"]).index
+    )
+    frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
+    return frame
+
+
+def _labels(label: Callable[..., str], keys: Iterable[tuple[Any, ...]]) -> list[str]:
+    """`label(*key)` for each key, worked out once per distinct key (a configuration has many rows)."""
+    known: dict[tuple[Any, ...], str] = {}
+    return [known[key] if key in known else known.setdefault(key, label(*key)) for key in keys]
+
+
+# The ResultView fields that hold numbers (or None).
+NUMBERS = tuple(
+    name
+    for name, hint in get_type_hints(queries.ResultView).items()
+    if set(get_args(hint) or (hint,)) - {NoneType} <= {int, float}
+)
+# The fields `configuration_label` reads.
+LABELLED = ("hardware", "engine", "model", "precision", "parallelism", "kv_offload")
+
+
+def configuration_label(row: object) -> str:
+    """'b200 · vllm · deepseek-r1 fp8 · tp8·ep8 · offload dram 1024 GiB': what was measured, in one line."""
+    parts = [row.hardware, row.engine, f"{row.model} {row.precision}".strip(), row.parallelism]  # type: ignore[attr-defined]
+    if row.kv_offload != "none":  # type: ignore[attr-defined]
+        parts.append(f"offload {row.kv_offload}")  # type: ignore[attr-defined]
+    return " · ".join(part for part in parts if part)
+
+
+@st.cache_resource
+def hardware_registry() -> dict[str, Hardware]:
+    return load_hardware_registry()
+
+
+@st.cache_resource
+def price_registry() -> dict[str, ModelPrice]:
+    return load_price_table()

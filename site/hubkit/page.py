@@ -1,0 +1,158 @@
+"""Blocks the hub's pages share: the empty-database stop, the speed and price controls, per-chip bars, links.
+
+Each block is written once here so every page says the same words and binds the same query parameters
+(a link made on the TCO calculator opens the Profit estimator at the same target and rate). Presentation
+only: nothing here computes a figure (that is `orchestrator.analysis`) or writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+from urllib.parse import urlencode
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import controls, data
+from hubkit.charts import PALETTE
+from orchestrator.analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate
+from recipes.hardware import TCO_TIERS
+
+METHODOLOGY = "views/methodology.py"
+NO_RESULTS = (
+    "No results yet. Run `make demo` (or `infersweep run RECIPE`) to measure some, or open the hub on a "
+    "database or snapshot that has results (`infersweep site --database URL`)."
+)
+CUSTOM_RATE = "custom $/GPU-hr"  # one option (and query parameters `tier`, `usd`) on every priced page
+DEFAULT_TARGET = 50.0  # tok/s/user: the middle of the Overview's interactivity tiers
+BAR_STEP = 110  # pixels per bar: room for a label such as 'mi355x [imported]'
+
+
+class ChipRead(Protocol):
+    """A cost or profit read of one configuration (`CostRead`, `ProfitRead`): what the per-chip blocks use."""
+
+    @property
+    def read(self) -> ConfigurationRead: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+def dollars(text: str) -> str:
+    """Markdown text with literal dollar signs (Streamlit reads a pair of `$` as LaTeX maths)."""
+    return text.replace("$", "\\$")
+
+
+def results_or_stop(message: str = NO_RESULTS, workload_kind: str | None = None) -> pd.DataFrame:
+    """The public results (only those of `workload_kind` when given); the page stops with `message` when none."""
+    frame = data.results(data.database_url())
+    if workload_kind is not None and not frame.empty:
+        frame = frame[frame["workload_kind"] == workload_kind]
+    if frame.empty:
+        st.info(message)
+        st.stop()
+    return frame
+
+
+def filtered_or_stop(frame: pd.DataFrame, missing_choice: str | None = None) -> pd.DataFrame:
+    """The rows the sidebar keeps (origins, latest sweep, filters).
+
+    The page stops with a warning when no row is left, or with `missing_choice` when the viewer has left
+    empty a choice the page needs (e.g. no interactivity tier picked).
+    """
+    frame = controls.origins(frame)
+    frame = controls.latest_only(frame)
+    frame = controls.filters(frame)
+    if frame.empty or missing_choice:
+        st.warning(missing_choice or "No results match these filters.")
+        st.stop()
+    return frame
+
+
+def target_control(param: str = "at", help: str = "Speed per user = 1000 / TPOT p50 (ms).") -> float:
+    """The target interactivity (tok/s/user) the page reads every configuration at."""
+    return controls.number("Target interactivity (tok/s/user)", param, default=DEFAULT_TARGET, min_value=1.0,
+                           step=5.0, help=help)  # fmt: skip
+
+
+def rate_control(custom: bool = True) -> GpuHourRate:
+    """A TCO tier of the hardware registry, or (when `custom`) one custom $/GPU-hr for every chip."""
+    tiers = [*TCO_TIERS, CUSTOM_RATE] if custom else list(TCO_TIERS)
+    tier = controls.selectbox("TCO tier", tiers, "tier", default=DEFAULT_TIER,
+                              help="Total cost of ownership per GPU-hour from recipes/hardware.yaml.")  # fmt: skip
+    if tier == CUSTOM_RATE:
+        return GpuHourRate(tier=None, custom_usd=controls.number("Custom $/GPU-hr", "usd", default=2.0,
+                                                                 min_value=0.01, step=0.1))  # fmt: skip
+    return GpuHourRate(str(tier))
+
+
+def chip_of(read: ConfigurationRead) -> tuple[str, str, str]:
+    """Chips are compared for one model and workload: the best configuration per (model, workload, chip)."""
+    return (read.model, read.workload, read.hardware)
+
+
+def chip_label(read: ConfigurationRead) -> str:
+    """The chip, with any origin other than a measurement in brackets: 'mi355x [imported]'."""
+    others = [origin for origin in read.origins if origin != "measured"]
+    return f"{read.hardware} [{', '.join(others)}]" if others else read.hardware
+
+
+def per_chip_bars(layers: Sequence[alt.Chart], table: pd.DataFrame) -> alt.LayerChart | alt.FacetChart:
+    """`layers` (charts without data of their own) over `table`, one row of panels per model and workload."""
+    several = table[["model", "workload"]].drop_duplicates().shape[0] > 1
+    chart = alt.layer(*layers, data=table.assign(row=table["model"] + " · " + table["workload"]))
+    chart = chart.properties(width=alt.Step(BAR_STEP))
+    if several:
+        return chart.facet(row=alt.Row("row:N", title=None)).resolve_scale(x="independent")
+    return chart
+
+
+def dropped_warning(reads: Iterable[ChipRead], shown: Mapping[tuple[str, str, str], object], lead: str) -> None:
+    """Name every chip without a figure and each of its configurations' reasons, after `lead`."""
+    reads = list(reads)
+    dropped = sorted({chip_of(item.read) for item in reads} - set(shown))
+    if not dropped:
+        return
+    reasons: dict[tuple[str, str, str], set[str]] = {}
+    for item in reads:
+        reasons.setdefault(chip_of(item.read), set()).add(f"{item.read.recipe}: {item.reason}")
+    notes = "; ".join(
+        f"**{hardware}** ({model} · {workload}): " + " / ".join(sorted(reasons[(model, workload, hardware)]))
+        for model, workload, hardware in dropped
+    )
+    st.warning(f"{lead}: {notes}")
+
+
+def run_link(sweep: str, point_key: str) -> str:
+    """The Run detail page of one measured point (views/run_detail.py reads `sweep` and `point`)."""
+    return "/run?" + urlencode({"sweep": sweep, "point": point_key})
+
+
+def table_with_csv(table: pd.DataFrame, name: str) -> None:
+    st.dataframe(table, hide_index=True)
+    controls.csv_download(table, name)
+
+
+def lifecycle(timeline: pd.DataFrame, name: str) -> None:
+    """Transitions (columns: a lane such as the job or subject first, then state, at, reason) as a chart and a table."""
+    lane = str(timeline.columns[0])
+    chart_tab, table_tab = st.tabs(["Chart", "Table"])
+    with chart_tab:
+        st.altair_chart(
+            alt.Chart(timeline)
+            .mark_point(filled=True, size=80)
+            .encode(
+                x=alt.X("at:T", title="time (UTC)"), y=alt.Y(f"{lane}:N", title=None),
+                color=alt.Color("state:N", scale=alt.Scale(range=list(PALETTE))), shape="state:N",
+                tooltip=[lane, "state", "at", "reason"],
+            ),
+            width="stretch",
+        )  # fmt: skip
+    with table_tab:
+        table_with_csv(timeline, name)
+
+
+def methodology_link(label: str = "Methodology: every metric's definition and formula") -> None:
+    st.page_link(METHODOLOGY, label=label, icon=":material/menu_book:")

@@ -1,0 +1,207 @@
+"""InferSweep hub, Agentic cache: where an agentic replay's prompt tokens came from, against the trace's ceiling.
+
+Per concurrency (live session trees), the share of prompt tokens served from HBM (the engine's own prefix
+cache), loaded back from the DRAM/CPU offload tier, or recomputed, from the engine's counters over the
+Point; the trace's theoretical hit rate is the ceiling of the first two together. Offload on and off arms
+of one model and hardware sit side by side (one panel per configuration). The shares come from
+`orchestrator.analysis.cache_tiers`; repeats of a Point are averaged.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import controls, page
+from hubkit.charts import PALETTE
+from orchestrator.analysis.cache_tiers import prompt_tier_shares
+
+TIERS = ("HBM", "DRAM/CPU offload", "recomputed")
+NO_PREDICTION = "no prediction stored for this point"
+# One panel per configuration, its long label on several lines (one part each) so panels side by side stay legible.
+PANEL_WIDTH = 240
+PANEL = alt.Column(
+    "label:N", title=None, header=alt.Header(labelExpr="split(datum.value, ' · ')", labelFontSize=12, labelLimit=0)
+)
+RATE_MEASURES = {
+    "theoretical": "theoretical ceiling (trace)",
+    "counter_hit": "realised (engine counters)",
+    "realized_hit_rate": "realised (usage cached_tokens)",
+    "planner_hit": "capacity planner prediction",
+}
+
+
+def percent(value: float | None) -> float | None:
+    return None if value is None or pd.isna(value) else round(100.0 * float(value), 1)
+
+
+def shares_of(row: pd.Series) -> dict[str, float | None]:
+    shares = prompt_tier_shares(
+        row["server_prompt_tokens_local_cache_hit"],
+        row["server_prompt_tokens_external"],
+        row["server_prompt_tokens_local_compute"],
+    )
+    if shares is None:
+        return {"hbm": None, "offload": None, "recomputed": None, "counter_hit": None}
+    return {"hbm": shares.hbm, "offload": shares.offload, "recomputed": shares.recomputed, "counter_hit": shares.hit}
+
+
+def planner_hit(row: pd.Series) -> float | None:
+    hbm, dram = row["planner_hbm_hit_rate"], row["planner_dram_hit_rate"]
+    if pd.isna(hbm) and pd.isna(dram):
+        return None
+    return (0.0 if pd.isna(hbm) else float(hbm)) + (0.0 if pd.isna(dram) else float(dram))
+
+
+def prediction_text(total: float | None, hbm: float | None, dram: float | None) -> str:
+    if total is None or pd.isna(total):
+        return NO_PREDICTION
+    return f"{percent(total)} % (HBM {percent(hbm) or 0} %, DRAM {percent(dram) or 0} %)"
+
+
+st.title("Agentic cache")
+agentic = page.results_or_stop(
+    "No agentic results yet. Replay a coding-agent trace against an engine with "
+    "`infersweep run recipes/local/agentic-tiny-llama-cpu.yaml` (or `infersweep replay` against any endpoint); "
+    "its cache hits by tier appear here.",
+    workload_kind="agentic-replay",
+)
+
+agentic = controls.origins(agentic)
+agentic = controls.filters(agentic, ("model", "hardware", "engine", "precision"))
+agentic = controls.only_valid(agentic)
+agentic = controls.latest_only(agentic)
+if agentic.empty:
+    st.info("No agentic result matches the filters in the sidebar: widen them (or switch more origins on).")
+    st.stop()
+
+per_repeat = pd.concat(
+    [
+        agentic.reset_index(drop=True),
+        pd.DataFrame([shares_of(row) for _, row in agentic.iterrows()]),
+        pd.DataFrame({"planner_hit": [planner_hit(row) for _, row in agentic.iterrows()]}),
+    ],
+    axis=1,
+).rename(columns={"theoretical_hit_rate": "theoretical"})
+keys = ["configuration", "kv_offload", "hardware", "model", "origin", "sweep", "concurrency"]
+rates = ["hbm", "offload", "recomputed", "counter_hit", "realized_hit_rate", "theoretical", "planner_hit",
+         "planner_hbm_hit_rate", "planner_dram_hit_rate", "e2e_interactivity_p90"]  # fmt: skip
+per_repeat[rates] = per_repeat[rates].apply(pd.to_numeric, errors="coerce")
+points = (
+    per_repeat.groupby(keys, dropna=False)
+    .agg(repeats=("repeat_index", "count"), **{name: (name, "mean") for name in rates})
+    .reset_index()
+    .sort_values(["configuration", "concurrency"])
+)
+# A panel per configuration; its origin when not a measurement, its sweep when history is shown too.
+several_sweeps = points.groupby("configuration")["sweep"].transform("nunique") > 1
+points["label"] = [
+    configuration + (f" ({origin})" if origin != "measured" else "") + (f" · {sweep}" if several else "")
+    for configuration, origin, sweep, several in zip(
+        points["configuration"], points["origin"], points["sweep"], several_sweeps, strict=True
+    )
+]
+
+table = pd.DataFrame(
+    {
+        "configuration": points["label"],
+        "KV offload": points["kv_offload"],
+        "concurrency": points["concurrency"],
+        "repeats": points["repeats"],
+        "HBM %": points["hbm"].map(percent),
+        "DRAM/CPU offload %": points["offload"].map(percent),
+        "recomputed %": points["recomputed"].map(percent),
+        "realised, counters %": points["counter_hit"].map(percent),
+        "realised, usage %": points["realized_hit_rate"].map(percent),
+        "theoretical ceiling %": points["theoretical"].map(percent),
+        "headroom (points)": (points["theoretical"] - points["counter_hit"]).map(percent),
+        "planner prediction": [
+            prediction_text(*values)
+            for values in zip(points["planner_hit"], points["planner_hbm_hit_rate"], points["planner_dram_hit_rate"],
+                              strict=True)
+        ],
+        "E2E interactivity p90 (tok/s/user)": points["e2e_interactivity_p90"],
+        "sweep": points["sweep"],
+    }
+)  # fmt: skip
+
+long = points.melt(
+    id_vars=["label", "concurrency", "theoretical", "planner_hit"],
+    value_vars=["hbm", "offload", "recomputed"],
+    var_name="tier",
+    value_name="share",
+)
+long["tier"] = long["tier"].map(dict(zip(("hbm", "offload", "recomputed"), TIERS, strict=True)))
+long["tier order"] = long["tier"].map({tier: index for index, tier in enumerate(TIERS)})
+long[["share", "theoretical", "planner_hit"]] = long[["share", "theoretical", "planner_hit"]] * 100
+x = alt.X("concurrency:O", title="concurrency (live session trees)")
+bars = (
+    alt.Chart()
+    .mark_bar()
+    .encode(
+        x=x,
+        y=alt.Y("share:Q", title="% of prompt tokens", stack="zero", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("tier:N", title="served from", sort=list(TIERS), scale=alt.Scale(range=list(PALETTE))),
+        order=alt.Order("tier order:Q"),
+        tooltip=["label", "concurrency", "tier", alt.Tooltip("share:Q", format=".1f")],
+    )
+)
+ceiling = (
+    alt.Chart()
+    .mark_tick(color="black", thickness=3)
+    .encode(x=x, y="theoretical:Q", tooltip=[alt.Tooltip("theoretical:Q", title="theoretical ceiling %", format=".1f")])
+)
+prediction = (
+    alt.Chart()
+    .mark_point(shape="diamond", size=120, color="black", filled=False)
+    .encode(x=x, y="planner_hit:Q", tooltip=[alt.Tooltip("planner_hit:Q", title="planner prediction %", format=".1f")])
+)
+chart = alt.layer(bars, ceiling, prediction, data=long).properties(width=PANEL_WIDTH).facet(column=PANEL)
+
+rate_long = points.melt(
+    id_vars=["label", "concurrency"], value_vars=list(RATE_MEASURES), var_name="measure", value_name="rate"
+).dropna(subset=["rate"])
+rate_long["measure"] = rate_long["measure"].map(RATE_MEASURES)
+rate_long["rate"] = rate_long["rate"] * 100
+rate_chart = (
+    alt.Chart(rate_long)
+    .mark_line(point=True)
+    .encode(
+        x=x,
+        y=alt.Y("rate:Q", title="hit rate %", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=list(PALETTE))),
+        strokeDash=alt.StrokeDash("measure:N", title=None),
+        tooltip=["label", "concurrency", "measure", alt.Tooltip("rate:Q", format=".1f")],
+    )
+    .properties(width=PANEL_WIDTH)
+    .facet(column=PANEL)
+)
+
+shown = sorted(set(points["origin"]) - {"measured"})
+if shown:
+    st.warning(
+        f"Includes {', '.join(shown)} results, labelled in each panel's title: not measurements of real hardware."
+    )
+tiers_tab, rates_tab, table_tab = st.tabs(["Tiers", "Hit rates", "Table"])
+with tiers_tab:
+    st.altair_chart(chart)
+    st.caption(
+        "Bars: share of the Point's prompt tokens by the source of their KV cache, from the engine's counters "
+        "(`prompt_tokens_by_source`: local_cache_hit = HBM, external_kv_transfer = DRAM/CPU offload, "
+        "local_compute = recomputed), each over their sum. Black tick: the trace's theoretical hit rate (longest "
+        "leading run of already-seen blocks, token weighted, at the engine's block size), the ceiling of HBM + "
+        "DRAM. Hollow diamond: the capacity planner's prediction, where one is stored."
+    )
+with rates_tab:
+    st.altair_chart(rate_chart)
+    st.caption(
+        "Realised (counters) = HBM + DRAM shares above; realised (usage) = Σ `cached_tokens` / Σ prompt tokens of "
+        "the measured requests. Counter deltas include the Point's warmup requests; usage counts only measured ones."
+    )
+with table_tab:
+    st.dataframe(table, hide_index=True)
+    controls.csv_download(table, "agentic-cache")
+if points["planner_hit"].isna().all():
+    st.caption(f"Capacity planner: {NO_PREDICTION} (none of the shown points carries one).")
+page.methodology_link("Definitions on the Methodology page")

@@ -1,0 +1,222 @@
+"""InferSweep hub, Methodology: what every number means, which rules a point must pass, where prices come from.
+
+Nothing here is written twice: the metric definitions and rules are the repository's own documents
+(docs/METRICS.md, docs/METHODOLOGY.md, read at run time), the hub's formulas are the analysis library's
+module documentation, and the TCO and token-price sources are the registries' own `source` and `as_of`
+fields. Tables are parsed from those documents only to offer them as CSV.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import controls, data
+from hubkit.charts import PALETTE
+from hubkit.page import table_with_csv
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = {"Metric definitions": REPO / "docs" / "METRICS.md", "Methodology rules": REPO / "docs" / "METHODOLOGY.md"}
+# The analysis modules whose documentation states a formula the hub applies (later ones are optional).
+FORMULA_MODULES = ("cost", "interpolate", "intervals", "regression", "trends", "compare", "economics", "cache_tiers",
+                   "request_latency")  # fmt: skip
+ORIGINS = {
+    "measured": "Measured by InferSweep's load generator against an engine on the named hardware.",
+    "imported": "Measured by another tool (e.g. InferenceX) and imported with its source, which is shown with it.",
+    "simulated": "Produced by the simulated engine (a model of an engine, not hardware): for plumbing and demos.",
+    "dry-run": "A recipe's plumbing exercised on a stand-in engine on this machine: never published.",
+}
+PALETTE_NAMES = ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "yellow", "black")
+
+
+def read_doc(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)  # generator markers, not for readers
+
+
+def pipe_tables(markdown: str) -> list[pd.DataFrame]:
+    """Every GitHub-style pipe table in `markdown`, header row as column names."""
+    tables, block = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            continue
+        if len(block) >= 2:
+            header, body = block[0], [row for row in block[2:] if len(row) == len(block[0])]
+            tables.append(pd.DataFrame(body, columns=header))
+        block = []
+    return tables
+
+
+def section(markdown: str, heading: str) -> str:
+    """The text under `heading` (a '## ' line) up to the next heading of the same or a higher level."""
+    match = re.search(rf"^(#+) {re.escape(heading)}\s*$", markdown, flags=re.MULTILINE)
+    if match is None:
+        return ""
+    level = len(match.group(1))
+    rest = markdown[match.end() :]
+    end = re.search(rf"^#{{1,{level}}} ", rest, flags=re.MULTILINE)
+    return rest[: end.start()] if end else rest
+
+
+def bullets(markdown: str) -> list[str]:
+    items: list[str] = []
+    for line in markdown.splitlines():
+        if line.startswith("- "):
+            items.append(line[2:].strip())
+        elif items and line.startswith("  ") and line.strip():
+            items[-1] += " " + line.strip()
+    return items
+
+
+def rule_table(markdown: str) -> pd.DataFrame:
+    """The recipe rules (`#### \\`rule-id\\`` under a '### … rules' group) with their first paragraph."""
+    rows, group = [], ""
+    for block in re.split(r"^(?=#{3,4} )", markdown, flags=re.MULTILINE):
+        heading, _, body = block.partition("\n")
+        if heading.startswith("### "):
+            group = heading[4:].strip()
+        elif heading.startswith("#### `"):
+            paragraph = body.strip().split("\n\n")[0]
+            rows.append({"group": group, "rule": heading[5:].strip(" `"), "why": " ".join(paragraph.split())})
+    return pd.DataFrame(rows, columns=["group", "rule", "why"])
+
+
+st.title("Methodology")
+st.caption("How every figure on this hub is defined and computed, which rules a result must pass to be valid, "
+           "and where the costs and prices come from, with their dates.")  # fmt: skip
+url = data.database_url()
+if data.results(url).empty:
+    st.info("No results in this hub's database yet: the definitions below apply to every result once measured. "
+            "Start with `infersweep run recipes/local/tiny-llama-cpu.yaml` (or `make demo`).")  # fmt: skip
+
+metrics_doc, rules_doc = (read_doc(path) for path in DOCS.values())
+definitions, validity, formulas, costs, prices, origins, colours = st.tabs(
+    ["Metrics", "Validity and rules", "Hub formulas", "TCO sources", "Token prices", "Origins", "Colours"]
+)
+
+with definitions:
+    if metrics_doc is None:
+        st.warning(f"docs/METRICS.md is not readable at `{DOCS['Metric definitions']}`.")
+    else:
+        for index, table in enumerate(pipe_tables(metrics_doc)):
+            table_with_csv(table, f"metric-definitions-{index + 1}")
+        with st.expander("docs/METRICS.md in full", expanded=True):
+            st.markdown(metrics_doc)
+
+with validity:
+    if metrics_doc is not None:
+        st.subheader("Validity verdict of a point")
+        rules = pd.DataFrame({"rule": bullets(section(metrics_doc, "Validity verdict"))})
+        table_with_csv(rules, "validity-rules")
+        st.caption("An invalid point is stored and shown with its reasons (pages hide it unless 'Only valid points' "
+                   "is switched off); the thresholds are set per recipe under `validity:`.")  # fmt: skip
+    if rules_doc is None:
+        st.warning(f"docs/METHODOLOGY.md is not readable at `{DOCS['Methodology rules']}`.")
+    else:
+        st.subheader("Recipe rules, checked before anything runs")
+        table_with_csv(rule_table(rules_doc), "recipe-rules")
+        for index, table in enumerate(pipe_tables(rules_doc)):
+            table_with_csv(table, f"methodology-table-{index + 1}")
+        with st.expander("docs/METHODOLOGY.md in full"):
+            st.markdown(rules_doc)
+
+with formulas:
+    st.caption("Cost, interpolation, intervals and regressions as the hub computes them: the documentation of "
+               "each `orchestrator.analysis` module, the code every page calls.")  # fmt: skip
+    for name in FORMULA_MODULES:
+        try:
+            module = importlib.import_module(f"orchestrator.analysis.{name}")
+        except ModuleNotFoundError:
+            continue
+        if module.__doc__:
+            first, _, rest = module.__doc__.strip().partition("\n")
+            with st.expander(f"{first}  (`orchestrator/analysis/{name}.py`)", expanded=name == "cost"):
+                st.markdown(rest.strip())
+
+with costs:
+    registry = data.hardware_registry()
+    rows = []
+    for key, hardware in registry.items():
+        figures = [(f"TCO {tier}", figure) for tier, figure in hardware.tco_usd_per_gpu_hour.items()]
+        if hardware.all_in_kw is not None:
+            figures.append(("all-in power", hardware.all_in_kw))
+        for what, figure in figures:
+            rows.append(
+                {
+                    "hardware": key, "name": hardware.name, "unit counted": hardware.accelerator_unit, "figure": what,
+                    "value": figure.value, "unit": figure.unit, "source": figure.source, "as of": figure.as_of,
+                    "note": figure.note or "",
+                }
+            )  # fmt: skip
+    tco = pd.DataFrame(rows)
+    chosen = controls.multiselect("Hardware (TCO sources)", sorted(registry), "hardware", help="Rows of the TCO table.")
+    tco = tco[tco["hardware"].isin(chosen)] if not tco.empty else tco
+    table_with_csv(tco, "tco-sources")
+    st.caption(
+        "Cost per million tokens = ($/GPU/hr) / (tok/s/GPU × 3600 / 10⁶) at the chosen tier; tokens per all-in MW = "
+        "tok/s/GPU × 1000 / all-in kW per GPU. 'GPU' is the registry's unit: a package for Rubin, a chip for TPU. "
+        "Figures are from `recipes/hardware.yaml`; each names its source and the month it describes."
+    )
+
+with prices:
+    price_rows = [
+        {
+            "model": price.model, "input $/M": price.input_usd_per_m,
+            "cached input $/M": price.cached_input_usd_per_m, "output $/M": price.output_usd_per_m,
+            "source": price.source, "as of": price.as_of, "note": price.note or "",
+        }
+        for price in data.price_registry().values()
+    ]  # fmt: skip
+    table_with_csv(pd.DataFrame(price_rows), "token-prices")
+    st.caption(
+        "Revenue ($/GPU/hr) = tok/s/GPU × 3600 / 10⁶ × blended price, the input price split by the measured cache-hit "
+        "share into cached and uncached; profit = revenue × utilisation − TCO − licence fee × revenue × "
+        "utilisation; margin = profit / (revenue × utilisation). Prices are from `recipes/prices.yaml`."
+    )
+
+with origins:
+    origin_rows = [
+        {
+            "origin": origin,
+            "meaning": meaning,
+            "shown": "by default" if origin in data.SHOWN_BY_DEFAULT
+            else "on request, labelled" if origin in data.NOT_MEASUREMENTS else "never",
+        }
+        for origin, meaning in ORIGINS.items()
+    ]  # fmt: skip
+    table_with_csv(pd.DataFrame(origin_rows), "origins")
+    st.caption(
+        "Retracted results (withdrawn with a reason, e.g. a driver bug) and results under embargo (until a launch "
+        "date) are never shown, whatever their origin; they stay in the database."
+    )
+
+with colours:
+    swatches = pd.DataFrame(
+        {"order": range(len(PALETTE)), "colour": list(PALETTE), "name": list(PALETTE_NAMES[: len(PALETTE)])}
+    )
+    st.altair_chart(
+        alt.Chart(swatches)
+        .mark_rect()
+        .encode(
+            x=alt.X("name:N", sort=list(swatches["name"]), title=None),
+            color=alt.Color("colour:N", scale=None, legend=None),
+            tooltip=["name", "colour"],
+        )
+        .properties(height=60),
+        width="stretch",
+    )
+    table_with_csv(swatches[["order", "name", "colour"]], "palette")
+    st.caption(
+        "Series are coloured in order with the Okabe & Ito palette (2008, 'Color Universal Design'), which stays "
+        "distinguishable with every common colour-vision deficiency; points also vary in shape, so charts read in "
+        "greyscale too. Every chart has a table alternative."
+    )

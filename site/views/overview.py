@@ -1,0 +1,184 @@
+"""InferSweep hub, Overview (the default page): which chip serves each model cheapest at a given speed per user.
+
+A scorecard of models × hardware at fixed interactivity tiers (30 / 50 / 100 tok/s/user): for each
+model, precision and workload, the configuration of each hardware with the lowest cost per million
+output tokens at the chosen TCO tier, and its change against a reference chip, only where the reference
+measured the same model, precision and workload at that speed. The figures come from
+`orchestrator.analysis.economics.scorecard` (throughput read along each configuration's Pareto frontier,
+mean of repeats with a 95 % interval; never extrapolated). Presentation only: nothing here writes.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import charts, controls, data, page
+from hubkit.page import dollars
+from orchestrator.analysis.economics import INTERACTIVITY_TIERS, ScorecardCell, default_reference, scorecard
+
+MISSING = "–"
+
+
+def tier_label(value: float) -> str:
+    return f"{value:g}"
+
+
+def origin_label(origins: tuple[str, ...]) -> str:
+    """'' for measurements; '[imported]', '[simulated]'... otherwise, so non-measurements are never unlabelled."""
+    others = [origin for origin in origins if origin != "measured"]
+    return f"[{', '.join(others)}]" if others else ""
+
+
+def cell_text(cell: ScorecardCell, reference: str | None) -> str:
+    """'$0.3204 (−46.4 % vs h200)' for one scorecard cell; '–' when nothing was measured at that speed."""
+    if cell.best is None or cell.best.output is None:
+        label = origin_label(cell.origins)
+        return f"{MISSING} {label}" if label else MISSING
+    text = f"${cell.best.output.usd_per_million:.4f}"
+    if cell.hardware == reference and cell.vs_reference is not None:
+        text += " (reference)"
+    elif cell.vs_reference is not None:
+        text += f" ({cell.vs_reference:+.1%})"
+    label = origin_label(cell.best.read.origins)
+    return f"{text} {label}" if label else text
+
+
+def figures(cells: list[ScorecardCell]) -> pd.DataFrame:
+    """One row per cell with every figure behind it (the long table and the chart)."""
+    records = []
+    for cell in cells:
+        best = cell.best
+        read = best.read if best is not None else None
+        throughput = read.output if read is not None else None
+        cost = best.output if best is not None else None
+        records.append(
+            {
+                "model": cell.model, "precision": cell.precision, "workload": cell.workload,
+                "tok/s/user": cell.interactivity, "hardware": cell.hardware,
+                "configuration": read.configuration if read else None,
+                "origin": ", ".join(read.origins if read else cell.origins),
+                "sweep": ", ".join(read.sweeps) if read else None,
+                "output tok/s/GPU": throughput.mean if throughput else None,
+                "95 % low": throughput.low if throughput else None,
+                "95 % high": throughput.high if throughput else None,
+                "repeats": throughput.n if throughput else None,
+                "$/GPU-hr": best.usd_per_gpu_hour if best else None,
+                "$/M output tokens": cost.usd_per_million if cost else None,
+                "$/M output, low": cost.low if cost else None,
+                "$/M output, high": cost.high if cost else None,
+                "$/M input tokens": best.input.usd_per_million if best and best.input else None,
+                "$/M total tokens": best.total.usd_per_million if best and best.total else None,
+                "vs reference": cell.vs_reference,
+                "reference": cell.reference,
+                "configurations compared": cell.configurations,
+                "note": cell.reason or (best.reason if best else ""),
+            }
+        )  # fmt: skip
+    return pd.DataFrame.from_records(records)
+
+
+def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
+    """$/M output tokens per hardware, one panel per interactivity tier and row, with 95 % error bars."""
+    shown = table[table["$/M output tokens"].notna()].assign(
+        row=lambda t: t["model"] + " " + t["precision"] + " · " + t["workload"],
+        label=lambda t: t["hardware"] + [f" [{o}]" if o != "measured" else "" for o in t["origin"]],
+    )
+    tooltip = ["configuration", "origin", "sweep", alt.Tooltip("output tok/s/GPU", format=",.1f"),
+               alt.Tooltip("$/M output tokens", format="$.4f"), alt.Tooltip("vs reference", format="+.1%")]  # fmt: skip
+    bars = (
+        alt.Chart()
+        .mark_bar()
+        .encode(
+            x=alt.X("label:N", title=None, axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("$/M output tokens:Q", title="$ per million output tokens"),
+            color=charts.colour("hardware:N", "hardware"),
+            tooltip=tooltip,
+        )
+    )
+    errors = (
+        alt.Chart()
+        .mark_errorbar(ticks=True, color="black")
+        .encode(x="label:N", y=alt.Y("$/M output, low:Q", title="$ per million output tokens"), y2="$/M output, high:Q")
+    )
+    # A fixed step per bar keeps every panel readable however many chips it holds.
+    return (
+        alt.layer(bars, errors, data=shown)
+        .properties(width=alt.Step(page.BAR_STEP))
+        .facet(column=alt.Column("tok/s/user:O", title="tok/s/user"), row=alt.Row("row:N", title=None))
+        .resolve_scale(x="independent")
+    )
+
+
+st.title("Overview")
+st.markdown(
+    "**What is this?** For each model, the cheapest measured way to serve it on each chip at a fixed speed "
+    "per user (tok/s/user): cost per million output tokens at a TCO tier, and the change against a reference "
+    "chip. Dig into every point in the Pareto explorer; every formula is on the Methodology page."
+)
+links = st.columns(2)
+links[0].page_link("views/pareto.py", label="Pareto explorer", icon=":material/scatter_plot:")
+links[1].page_link(page.METHODOLOGY, label="Methodology", icon=":material/menu_book:")
+
+frame = page.results_or_stop()
+
+rate = page.rate_control(custom=False)  # a scorecard compares chips at their own TCO, never one custom figure
+speeds = controls.multiselect("Interactivity tiers (tok/s/user)", [tier_label(v) for v in INTERACTIVITY_TIERS], "tiers",
+                              help="Speed per user = 1000 / TPOT p50 (ms).")  # fmt: skip
+frame = page.filtered_or_stop(frame, missing_choice=None if speeds else "Pick at least one interactivity tier.")
+rows = list(frame.itertuples(index=False))
+hardware = sorted(frame["hardware"].unique())
+reference = controls.selectbox("Reference chip", hardware, "reference", default=default_reference(rows),
+                               help="Changes are against this chip's cheapest configuration for the same "
+                               "model, precision and workload at the same speed.")  # fmt: skip
+
+cells = scorecard(rows, data.hardware_registry(), rate, sorted(float(v) for v in speeds), reference)
+table = figures(cells)
+
+st.subheader(f"Cost per million output tokens, {rate.label}, vs {reference}")
+grid = pd.DataFrame(
+    [
+        {"model": c.model, "precision": c.precision, "workload": c.workload, "tok/s/user": c.interactivity,
+         "hardware": c.hardware, "cell": cell_text(c, reference)}
+        for c in cells
+    ]
+)  # fmt: skip
+grid = grid.pivot_table(
+    index=["model", "precision", "workload", "tok/s/user"], columns="hardware", values="cell", aggfunc="first"
+)
+grid = grid.fillna(MISSING).reset_index().rename_axis(columns=None)
+scorecard_tab, chart_tab, table_tab = st.tabs(["Scorecard", "Chart", "All figures"])
+with scorecard_tab:
+    st.dataframe(grid, hide_index=True, width="stretch")
+    controls.csv_download(grid, "scorecard")
+    st.caption(
+        f"Each cell: the cheapest configuration of that chip; in brackets its change against {reference} "
+        f"({MISSING}: no configuration was measured around that speed; nothing is extrapolated). "
+        "Imported and simulated results carry their origin in brackets."
+    )
+with chart_tab:
+    if table["$/M output tokens"].notna().any():
+        st.altair_chart(bar_chart(table))
+        st.caption("Error bars: the cost at the ends of the 95 % interval of the throughput over repeats.")
+    else:
+        st.info("No configuration has a cost at these tiers: see the notes in All figures.")
+with table_tab:
+    st.dataframe(
+        table, hide_index=True, width="stretch",
+        column_config={"vs reference": st.column_config.NumberColumn(format="percent")},
+    )  # fmt: skip
+    controls.csv_download(table, "scorecard-figures")
+
+st.caption(
+    dollars(
+        "**$/M output tokens** = ($/GPU-hr) / (output tok/s/GPU × 3600 / 10⁶), at the TCO tier of each chip. "
+        "**Output tok/s/GPU** is read at the target speed along each repeat's Pareto frontier (throughput per GPU "
+        "against tok/s/user = 1000 / TPOT p50) with a monotone cubic, then averaged over repeats (95 % Student-t "
+        "interval); a configuration whose measured range does not reach the speed is dropped, not extrapolated. "
+        "Costs are derived from the interpolated throughput, never interpolated themselves. **vs reference** = "
+        "cost / reference cost − 1, only for the same model, precision and workload. Only valid points of the "
+        "latest sweep of each configuration count, unless the sidebar says otherwise."
+    )
+)
+page.methodology_link()

@@ -1,0 +1,342 @@
+"""InferSweep hub, Pareto explorer: every configuration's trade-off between speed per user and economy.
+
+One point per configuration, sweep and concurrency: the mean over its repeats, with a 95 % interval as
+error bars (`orchestrator.analysis.axes.repeat_intervals`, i.e. `intervals.mean_interval` for every point
+at once). The y metric is output tok/s per GPU or a figure derived from it (cost per million output
+tokens at a TCO tier or a custom $/GPU-hr, tokens per $, tok/s per all-in MW: `orchestrator.analysis.axes`);
+the frontier of each configuration is taken in the direction that is better for that pair of axes
+(`orchestrator.analysis.pareto.frontier_mask`). Each point links to its Run detail page.
+Presentation only: nothing here writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import charts, controls, data, page
+from orchestrator.analysis import axes
+from orchestrator.analysis.pareto import frontier_mask
+from orchestrator.analysis.thinning import thin_mask
+
+PRICED = (axes.COST, axes.TOKENS_PER_DOLLAR)
+# The measured column behind each x metric (E2E-normalised interactivity is chosen per row below).
+X_COLUMNS = {axes.INTERACTIVITY: "interactivity_p50", axes.E2E_LATENCY: "e2el_p50_ms", axes.TTFT: "ttft_p50_ms"}
+# Above this many points the chart draws a thinned set (`analysis.thinning`); a browser takes seconds to draw
+# tens of thousands of marks (docs/BENCHMARKS.md, "Hub render"). The table lists at most TABLE_ROWS; the CSV all.
+CHART_POINTS = 2_500
+TABLE_ROWS = 1_000
+# What identifies one plotted point: a configuration measured at one concurrency in one sweep.
+POINT = ["series", "configuration", "recipe", "fingerprint", "workload", "sweep", "origin", "concurrency"]
+
+
+def run_links(points: pd.DataFrame) -> list[str]:
+    return [page.run_link(sweep, key) for sweep, key in zip(points["sweep"], points["point_key"], strict=True)]
+
+
+def point_table(points: pd.DataFrame, x_label: str, y_label: str) -> pd.DataFrame:
+    """The table (and CSV) of the plotted points, one row per point."""
+    return pd.DataFrame(
+        {
+            "configuration": points["series"], "workload": points["workload"], "origin": points["origin"],
+            "source": points["source"], "sweep": points["sweep"], "concurrency": points["concurrency"],
+            "repeats": points["repeats"], x_label: points["x"], y_label: points["y"],
+            "95 % low": points["y_low"], "95 % high": points["y_high"], "on frontier": points["frontier"],
+            "tp/ep": points["parallelism"], "offload": points["offload"], "hardware": points["hardware"],
+            "engine": points["serving_engine"], "model": points["model"], "precision": points["precision"],
+            "$/GPU-hr": points["usd"], "all-in kW/GPU": points["kw"], "valid": points["valid"],
+            "validity reasons": points["reasons"], "finished": points["finished"], "run": run_links(points),
+            # Energy per token = measured accelerator power per GPU / output tok/s per GPU (where power was sampled).
+            "J per output token": points["power"] / points["throughput"],
+        }
+    )  # fmt: skip
+
+
+def series_names(frame: pd.DataFrame, several_workloads: bool) -> pd.Series:
+    """Each row's series: the configuration, its workload when several are shown, and any non-measured origin."""
+    names = frame["configuration"] + " · " + frame["workload"] if several_workloads else frame["configuration"]
+    return names.where(frame["origin"] == "measured", names + " [" + frame["origin"] + "]")
+
+
+def _linked_date(param: str, fallback: date) -> date:
+    try:
+        return date.fromisoformat(st.query_params.get(param, ""))
+    except ValueError:
+        return fallback
+
+
+def date_range(frame: pd.DataFrame) -> pd.DataFrame:
+    """Keep points finished within the chosen dates (bound to `from` and `to`; no filter while they span all)."""
+    days = pd.to_datetime(frame["finished_at"], utc=True).dt.date
+    first, last = days.min(), days.max()
+    key = "param-dates"
+    if key not in st.session_state:
+        st.session_state[key] = (_linked_date("from", first), _linked_date("to", last))
+    chosen = st.sidebar.date_input("Finished between", key=key, help="Dates the points finished (UTC).")
+    if not isinstance(chosen, tuple) or len(chosen) != 2:
+        return frame  # the viewer has picked only the start of a new range so far
+    start, end = chosen
+    for param, value, bound in (("from", start, first), ("to", end, last)):
+        if value == bound or (param == "from" and value < first) or (param == "to" and value > last):
+            st.query_params.pop(param, None)  # a link without dates keeps showing new results
+        else:
+            st.query_params[param] = value.isoformat()
+    return frame[(days >= start) & (days <= end)]
+
+
+def rate_choice(metric: str) -> tuple[str | None, float | None]:
+    """For a priced y metric, the TCO tier (or None with a custom $/GPU-hr); (None, None) otherwise."""
+    if metric not in PRICED:
+        return None, None
+    rate = page.rate_control()
+    return rate.tier, rate.custom_usd
+
+
+def rates(frame: pd.DataFrame, metric: str, tier: str | None, custom: float | None) -> tuple[pd.Series, pd.Series, str]:
+    """Per row the $/GPU-hr (priced metrics) and all-in kW per GPU (per MW), and a caption naming the rate."""
+    registry = data.hardware_registry()
+    usd = pd.Series(float("nan"), index=frame.index)
+    kw = pd.Series(float("nan"), index=frame.index)
+    note = ""
+    if custom is not None:
+        usd[:] = custom
+        note = f"at a custom ${custom:g}/GPU-hr for every hardware"
+    elif tier is not None:
+        usd = frame["hardware"].map({key: spec.tco(tier) for key, spec in registry.items()}).astype(float)
+        note = f"at the {tier} TCO tier of each hardware (recipes/hardware.yaml)"
+    if metric == axes.TOKENS_PER_MW:
+        all_in = {key: spec.all_in_kw.value if spec.all_in_kw else None for key, spec in registry.items()}
+        kw = frame["hardware"].map(all_in).astype(float)
+        note = "with each hardware's all-in kW per GPU (recipes/hardware.yaml)"
+    return usd, kw, note
+
+
+def x_values(frame: pd.DataFrame, metric: str) -> tuple[pd.Series, int]:
+    """The x figure of each row (NaN where it has none) and how many rows fell back to TPOT's p90."""
+    if metric != axes.E2E_INTERACTIVITY:
+        return frame[X_COLUMNS[metric]].astype(float), 0
+    # An agentic replay figure: the replay's E2E-normalised p90 when it was recorded, else its
+    # interactivity p90; fixed-length points have no such figure (NaN: they are left out).
+    agentic = frame["workload"] == "agentic"
+    recorded = frame["e2e_interactivity_p90"].astype(float)
+    fallback = agentic & recorded.isna() & frame["interactivity_p90"].notna()
+    return recorded.fillna(frame["interactivity_p90"].astype(float)).where(agentic), int(fallback.sum())
+
+
+def summarise(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per point: throughput mean with its 95 % interval over repeats, x mean, descriptive columns.
+
+    Built from whole columns (no Python loop per point), so 50,000 points stay quick to draw.
+    """
+    grouped = frame.groupby(POINT, sort=True, dropna=False)
+    points = grouped.agg(
+        x=("x", "mean"), repeats=("repeat_index", "size"), point_key=("point_key", "first"),
+        hardware=("hardware", "first"),
+        serving_engine=("engine", "first"),  # not `engine=`: that is an argument of agg itself
+        model=("model", "first"), precision=("precision", "first"), parallelism=("parallelism", "first"),
+        offload=("kv_offload", "first"), source=("source", "first"), usd=("usd", "first"), kw=("kw", "first"),
+        valid=("valid", "all"), finished=("finished_at", "max"), power=("power_w_per_gpu", "mean"),
+    ).reset_index()  # fmt: skip
+    # Group numbers follow the same sorted order as the rows of `points`.
+    group = grouped.ngroup().to_numpy()
+    mean, low, high, _ = axes.repeat_intervals(group, frame["output_throughput_per_gpu"].to_numpy(dtype=float))
+    points = points.assign(throughput=mean, throughput_low=low, throughput_high=high, reasons="")
+    # Only invalid repeats carry reasons: join those few rather than every point's empty list.
+    has_reasons = frame["validity_reasons"].str.len().fillna(0).to_numpy() > 0
+    if has_reasons.any():
+        joined = (
+            frame.loc[has_reasons, "validity_reasons"]
+            .groupby(group[has_reasons])
+            .agg(lambda lists: "; ".join(sorted({reason for reasons in lists for reason in reasons})))
+        )
+        points.loc[joined.index, "reasons"] = joined.to_numpy()
+    return points
+
+
+def derive_y(points: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The y metric at each point's mean throughput and at each bound of its interval."""
+    rates = {"usd_per_gpu_hour": points["usd"].to_numpy(dtype=float), "all_in_kw": points["kw"].to_numpy(dtype=float)}
+    low, high = axes.y_bounds(metric, points["throughput_low"], points["throughput_high"], **rates)
+    return points.assign(y=axes.y_values(metric, points["throughput"], **rates), y_low=low, y_high=high)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def plotted(
+    url: str, version: tuple[int, ...], rows: str, x_metric: str, y_metric: str, tier: str | None,
+    custom_usd: float | None, frontier_only: bool, _frame: pd.DataFrame,
+) -> dict[str, Any]:  # fmt: skip
+    """The points of one view: every point (`points`, reading order), the ones the chart draws (`drawn`, thinned
+    above CHART_POINTS, only the columns it encodes) and the notes the page shows about them.
+
+    `_frame` is the results the controls kept (not hashed: `rows` digests its row labels, which with the data
+    `version` say which rows they are), so the arguments before it key the cache.
+    """
+    x_axis, y_axis = axes.X_AXES[x_metric], axes.Y_AXES[y_metric]
+    usd, kw, rate_note = rates(_frame, y_metric, tier, custom_usd)
+    x, tpot_fallbacks = x_values(_frame, x_metric)
+    frame = _frame.assign(x=x, usd=usd, kw=kw)
+    frame["series"] = series_names(frame, several_workloads=frame["workload"].nunique() > 1)
+    unplaced = int(frame["x"].isna().sum())
+    frame = frame[frame["x"].notna()]
+    view: dict[str, Any] = {"rate_note": rate_note, "tpot_fallbacks": tpot_fallbacks, "unplaced": unplaced,
+                            "unpriced": [], "placed": not frame.empty, "points": frame, "drawn": frame}  # fmt: skip
+    if frame.empty:
+        return view
+    points = derive_y(summarise(frame), y_metric)
+    view["unpriced"] = sorted(points.loc[points["y"].isna(), "hardware"].unique())
+    # Latest first, so that when a configuration measured the very same point in several sweeps, the frontier
+    # keeps the newest of the equal points; then shown in a stable reading order.
+    points = points[points["y"].notna()].sort_values("finished", ascending=False, kind="stable")
+    points = points.reset_index(drop=True)
+    points["frontier"] = frontier_mask(
+        points["series"].tolist(), points["x"].tolist(), points["y"].tolist(), (x_axis.maximise, y_axis.maximise)
+    )
+    if frontier_only:
+        points = points[points["frontier"]]
+    points = points.sort_values(["series", "finished", "concurrency"], kind="stable").reset_index(drop=True)
+    drawn = points
+    if len(points) > CHART_POINTS:
+        drawn = points[thin_mask(points["series"].tolist(), points["x"], points["frontier"], CHART_POINTS)]
+    view["points"], view["drawn_frontier"] = points, int(drawn["frontier"].sum())
+    view["drawn"] = pd.DataFrame(
+        {
+            "x": drawn["x"], "y": drawn["y"], "y_low": drawn["y_low"], "y_high": drawn["y_high"],
+            "series": drawn["series"], "hardware": drawn["hardware"], "engine": drawn["serving_engine"],
+            "concurrency": drawn["concurrency"], "sweep": drawn["sweep"], "repeats": drawn["repeats"],
+            "run": run_links(drawn),
+        }
+    )  # fmt: skip
+    return view
+
+
+st.title("Pareto explorer")
+st.caption(
+    "Each point is one configuration at one concurrency: throughput or economy (y) against speed per user (x). "
+    "Up and to the right is better unless an axis says otherwise (cost, latencies: lower is better)."
+)
+url = data.database_url()
+frame = page.results_or_stop()
+
+y_labels = {axis.label: key for key, axis in axes.Y_AXES.items()}
+x_labels = {axis.label: key for key, axis in axes.X_AXES.items()}
+y_metric = y_labels[str(controls.selectbox("y axis", list(y_labels), "y"))]
+tier, custom_usd = rate_choice(y_metric)
+x_metric = x_labels[str(controls.selectbox("x axis", list(x_labels), "x"))]
+y_axis, x_axis = axes.Y_AXES[y_metric], axes.X_AXES[x_metric]
+
+frame = controls.filters(frame)
+if not frame.empty:
+    frame = date_range(frame)
+frame = controls.origins(frame)
+frame = controls.latest_only(frame)
+frame = controls.only_valid(frame)
+frontier_only = controls.toggle("Frontier only", "frontier", help="Hide the points another point of the same "
+                                "configuration beats on both axes.")  # fmt: skip
+if frame.empty:
+    st.warning("No results match these filters.")
+    st.stop()
+
+# Everything below depends only on which rows the controls kept and on the axes and rate chosen, so it is
+# worked out once per view and data version: the next viewer of the same link gets it from the cache.
+view = plotted(
+    url, data.version(url), hashlib.blake2b(frame.index.to_numpy().tobytes()).hexdigest(), x_metric, y_metric,
+    tier, custom_usd, frontier_only, _frame=frame,
+)  # fmt: skip
+rate_note, tpot_fallbacks = view["rate_note"], view["tpot_fallbacks"]
+if not view["placed"]:
+    st.warning(f"None of these results has a figure for the x axis ({x_axis.label}).")
+    if x_metric == axes.E2E_INTERACTIVITY:
+        st.info("E2E-normalised interactivity is an agentic-replay figure: pick the agentic workload.")
+    st.stop()
+points, drawn = view["points"], view["drawn"]
+if points.empty:
+    st.warning(page.dollars(f"No point has a figure for {y_axis.label} {rate_note}."))
+    st.stop()
+
+chart_tab, table_tab = st.tabs(["Chart", "Table"])
+with chart_tab:
+    # Past eight series the palette repeats and a legend entry each is noise: colour by hardware, shape by
+    # engine, and the configuration in the tooltip.
+    many = points["series"].nunique() > len(charts.PALETTE)
+    # Only what the chart encodes is sent to the browser (`plotted`): the configuration label names tp/ep,
+    # offload and origin.
+    tooltip = [
+        alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("sweep"),
+        alt.Tooltip("repeats"), alt.Tooltip("x", title=x_axis.label, format=",.4~g"),
+        alt.Tooltip("y", title=y_axis.label, format=",.4~g"), alt.Tooltip("y_low", title="95 % low", format=",.4~g"),
+        alt.Tooltip("y_high", title="95 % high", format=",.4~g"), alt.Tooltip("run", title="run detail (click)"),
+    ]  # fmt: skip
+    chart = charts.scatter(
+        drawn, x="x", y="y", series="series", tooltip=tooltip,  # type: ignore[arg-type]
+        x_title=x_axis.label, y_title=y_axis.label, error_low="y_low", error_high="y_high", connect=frontier_only,
+        colour_by="hardware" if many else None, shape_by="engine" if many else None,
+    ).encode(href="run:N")  # fmt: skip
+    # Configuration labels are long: a legend under the chart shows them whole (one entry each when few).
+    legend = {"orient": "bottom", "columns": 6} if many else {"orient": "bottom", "labelLimit": 0, "columns": 1}
+    st.altair_chart(chart.properties(height=460).configure_legend(**legend), width="stretch")
+    st.caption("Click a point to open its run detail. Error bars: mean ± 95 % interval over repeats.")
+    if many:
+        st.caption(
+            f"{points['series'].nunique()} configurations: colour shows the hardware and shape the engine; "
+            "hover a point for its configuration, or narrow the filters to see one legend entry each."
+        )
+    if len(drawn) < len(points):
+        frontier_points = int(points["frontier"].sum())
+        kept = (
+            "every frontier point, and an even spread along x of each configuration's other points"
+            if view["drawn_frontier"] == frontier_points
+            else f"the frontiers alone hold {frontier_points:,} points, so each configuration's frontier is "
+            "spread evenly along x"
+        )
+        st.caption(
+            f"Drawn: {len(drawn):,} of {len(points):,} points, so that the chart stays quick to draw: {kept}. "
+            "The table and its CSV have every point."
+        )
+
+with table_tab:
+    # The rate columns only when the y metric used them; energy only where some host sampled power.
+    dropped = [
+        column
+        for column, drop in {
+            "$/GPU-hr": y_metric not in PRICED, "all-in kW/GPU": y_metric != axes.TOKENS_PER_MW,
+            "J per output token": points["power"].isna().all(),
+        }.items()
+        if drop
+    ]  # fmt: skip
+    listed = points
+    if len(points) > TABLE_ROWS:
+        listed = points.sort_values("frontier", ascending=False, kind="stable").head(TABLE_ROWS)
+        st.caption(f"The first {TABLE_ROWS:,} of {len(points):,} points, frontier points first; the CSV has all.")
+    st.dataframe(
+        point_table(listed, x_axis.label, y_axis.label).drop(columns=dropped), hide_index=True, width="stretch",
+        column_config={"run": st.column_config.LinkColumn("run", display_text="open run detail")},
+    )  # fmt: skip
+    # Built only when someone downloads it: at 50,000 points the CSV takes longer than the page.
+    controls.csv_download(lambda: point_table(points, x_axis.label, y_axis.label).drop(columns=dropped), "pareto")
+
+st.caption(
+    page.dollars(
+        f"**y: {y_axis.label}** = {y_axis.definition}"
+        + (f", {rate_note}" if rate_note else "")
+        + f". **x: {x_axis.label}** = {x_axis.definition}. "
+    )
+    + "Points with repeats show their mean and its 95 % interval (Student-t for fewer than 50 repeats, BCa "
+    "bootstrap beyond); derived metrics are taken at the mean throughput and at each bound of its interval. "
+    "The frontier of a configuration keeps the points no other point of it beats on both axes. Imported and "
+    "simulated results carry their origin in brackets."
+)
+if view["unpriced"]:
+    st.caption(page.dollars(f"Left out, no {y_axis.label.lower()} figure for: {', '.join(view['unpriced'])}."))
+if tpot_fallbacks:
+    st.caption(
+        f"{tpot_fallbacks} agentic repeat(s) recorded no E2E-normalised interactivity: their x is the TPOT-based "
+        "interactivity p90 (1000 ÷ TPOT p90) instead."
+    )
+if view["unplaced"]:
+    st.caption(f"Left out, no {x_axis.label} figure: {view['unplaced']} measured repeat(s) (e.g. fixed-length points).")
+page.methodology_link()

@@ -1,0 +1,183 @@
+"""InferSweep hub, Profit estimator: what a GPU-hour earns on each chip at a target speed per user.
+
+Every configuration is read at the target interactivity along its Pareto frontier (mean of repeats,
+never extrapolated), and its measured token mix is sold at the model's token prices (recipes/prices.yaml,
+or custom prices), with the measured prefix-cache hit share billed at the cached-input price:
+revenue × utilisation − TCO − licence fee × revenue × utilisation = profit
+(`orchestrator.analysis.economics.profits_at`). Each chip shows its most profitable configuration;
+chips whose measured range does not reach the target are dropped with a visible note. Presentation
+only: nothing here writes.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import charts, controls, data, page
+from hubkit.page import dollars
+from orchestrator.analysis.cost import DEFAULT_LICENCE_FEE, TokenPrices
+from orchestrator.analysis.economics import DEFAULT_UTILISATION, best_profit_per, model_price, profits_at
+from recipes.model_registry import load_model_registry
+
+TABLE_PRICES, CUSTOM_PRICES = "price table", "custom"
+
+
+def percent(label: str, param: str, default: float, help: str) -> float | None:
+    """A share entered in percent (0–100); None, with an error shown, when it is above 100."""
+    value = controls.number(label, param, default=default * 100, min_value=0.0, step=5.0, help=help)
+    if value > 100:
+        st.error(f"{label} is a share: at most 100 %, got {value:g} %.")
+        return None
+    return value / 100
+
+
+def profit_table(best: dict) -> pd.DataFrame:
+    records = []
+    for (model, workload, hardware), item in sorted(best.items()):
+        read, result, prices = item.read, item.profit, item.prices
+        records.append(
+            {
+                "model": model, "workload": workload, "precision": read.precision, "hardware": hardware,
+                "label": page.chip_label(read), "configuration": read.configuration, "origin": ", ".join(read.origins),
+                "sweep": ", ".join(read.sweeps), "output tok/s/GPU": read.output.mean,
+                "input tok/s/GPU": read.input.mean, "total tok/s/GPU": read.total.mean,
+                "cache hit": read.cache_hit, "cache hit measured": read.cache_hit_measured,
+                "$/M input": prices.input_per_m, "$/M cached input": prices.cached_input_per_m,
+                "$/M output": prices.output_per_m,
+                "revenue $/GPU-hr (100 % utilised)": result.revenue_usd_per_gpu_hour,
+                "realised revenue $/GPU-hr": result.realised_revenue_usd_per_gpu_hour,
+                "licence $/GPU-hr": result.licence_usd_per_gpu_hour, "TCO $/GPU-hr": result.tco_usd_per_gpu_hour,
+                "profit $/GPU-hr": result.profit_usd_per_gpu_hour, "margin": result.margin,
+                "prices from": item.price_source, "note": item.reason,
+            }
+        )  # fmt: skip
+    return pd.DataFrame.from_records(records)
+
+
+def price_caption(models: list[str]) -> str:
+    registry, table = load_model_registry(), data.price_registry()
+    lines = []
+    for name in models:
+        entry = model_price(name, registry, table)
+        if entry is None:
+            lines.append(f"{name}: no entry in recipes/prices.yaml (use custom prices)")
+        else:
+            lines.append(
+                f"{name} ({entry.model}): ${entry.input_usd_per_m:g} input, ${entry.cached_input_usd_per_m:g} cached "
+                f"input, ${entry.output_usd_per_m:g} output per M tokens — {entry.source}, {entry.as_of}"
+                + (f" ({entry.note})" if entry.note else "")
+            )
+    return dollars("Token prices: " + "; ".join(lines) + ".")
+
+
+st.title("Profit estimator")
+st.caption(
+    "What one GPU-hour earns when every user gets the same speed: revenue from selling the measured tokens at "
+    "the model's prices, minus the chip's cost and the model's licence fee."
+)
+frame = page.results_or_stop()
+
+target = page.target_control()
+rate = page.rate_control()
+utilisation = percent("Utilisation (%)", "util", DEFAULT_UTILISATION, "Share of hours the GPU sells tokens.")
+licence_fee = percent(
+    "Licence fee (% of revenue)", "fee", DEFAULT_LICENCE_FEE,
+    "Share of realised revenue paid to the model's licensor (InferenceX's default: 30 %).",
+)  # fmt: skip
+price_choice = controls.selectbox("Token prices", [TABLE_PRICES, CUSTOM_PRICES], "prices",
+                                  help="The price table (recipes/prices.yaml) per model, or your own prices "
+                                  "for every model shown.")  # fmt: skip
+frame = page.filtered_or_stop(frame)
+if utilisation is None or licence_fee is None or utilisation == 0:
+    if utilisation == 0:
+        st.error("Utilisation must be above 0 %: an idle GPU sells nothing.")
+    st.stop()
+
+models = sorted(frame["model"].astype(str).unique())
+custom = None
+if price_choice == CUSTOM_PRICES:
+    # Start the custom prices from the table's prices of the first model shown, when it has some.
+    entry = model_price(models[0], load_model_registry(), data.price_registry())
+    defaults = (entry.input_usd_per_m, entry.cached_input_usd_per_m, entry.output_usd_per_m) if entry else (0, 0, 0)
+    custom = TokenPrices(
+        input_per_m=controls.number("Input $/M tokens", "pin", float(defaults[0]), step=0.05),
+        cached_input_per_m=controls.number("Cached input $/M tokens", "pcached", float(defaults[1]), step=0.05),
+        output_per_m=controls.number("Output $/M tokens", "pout", float(defaults[2]), step=0.05),
+    )
+
+profits = profits_at(
+    frame.itertuples(index=False), target, data.hardware_registry(), rate, utilisation=utilisation,
+    licence_fee=licence_fee, custom_prices=custom, models=load_model_registry(), price_table=data.price_registry(),
+)  # fmt: skip
+# Chips are compared for one model and workload: the most profitable configuration of each chip.
+best, _ = best_profit_per(profits, key=page.chip_of)
+table = profit_table(best)
+
+st.subheader(
+    dollars(
+        f"Profit per GPU-hour at {target:g} tok/s/user · {rate.label} · {utilisation:.0%} utilised · "
+        f"{licence_fee:.0%} licence fee"
+    )
+)
+if table.empty:
+    st.warning(f"No configuration has a profit figure at {target:g} tok/s/user: see the notes below.")
+else:
+    chart_tab, table_tab = st.tabs(["Chart", "Table"])
+    with chart_tab:
+        tooltip = ["configuration", "origin", "sweep", alt.Tooltip("profit $/GPU-hr", format="$.2f"),
+                   alt.Tooltip("margin", format=".1%"), alt.Tooltip("realised revenue $/GPU-hr", format="$.2f"),
+                   alt.Tooltip("TCO $/GPU-hr", format="$.2f"), alt.Tooltip("licence $/GPU-hr", format="$.2f"),
+                   alt.Tooltip("cache hit", format=".1%")]  # fmt: skip
+        bars = (
+            alt.Chart()
+            .mark_bar()
+            .encode(
+                x=alt.X(
+                    "label:N",
+                    title="hardware",
+                    axis=alt.Axis(labelAngle=0),
+                    sort=alt.EncodingSortField("profit $/GPU-hr", order="descending"),
+                ),
+                y=alt.Y("profit $/GPU-hr:Q", title="profit, $ per GPU-hour"),
+                color=charts.colour("hardware:N", "hardware"),
+                tooltip=tooltip,
+            )
+        )
+        zero = alt.Chart().mark_rule(color="black").encode(y=alt.datum(0))
+        st.altair_chart(page.per_chip_bars([bars, zero], table), width="content")
+        st.caption("Each bar: the most profitable configuration of that chip for that model and workload.")
+    with table_tab:
+        shown = table.drop(columns=["label"])
+        st.dataframe(
+            shown, hide_index=True, width="stretch",
+            column_config={"margin": st.column_config.NumberColumn(format="percent"),
+                           "cache hit": st.column_config.NumberColumn(format="percent")},
+        )  # fmt: skip
+        controls.csv_download(shown, "profit")
+page.dropped_warning(
+    profits, best, "Dropped (outside their measured range or without a price; never extrapolated or clamped)"
+)
+
+if custom is None:
+    st.caption(price_caption(models))
+else:
+    st.caption(
+        dollars(
+            f"Token prices: custom, for every model shown (${custom.input_per_m:g} input, "
+            f"${custom.cached_input_per_m:g} cached input, ${custom.output_per_m:g} output per M tokens)."
+        )
+    )
+st.caption(
+    dollars(
+        "**Revenue** ($/GPU-hr) = input tok/s/GPU × 3600 / 10⁶ × (hit × cached-input price + (1 − hit) × input price) "
+        "+ output tok/s/GPU × 3600 / 10⁶ × output price, where **hit** is the measured prefix-cache hit share "
+        "(realised, read at the target like throughput; 0 where not measured, e.g. random-token workloads). "
+        "**Profit** = revenue × utilisation − TCO − licence fee × revenue × utilisation; **margin** = profit / "
+        "(revenue × utilisation). Throughput is read at the target tok/s/user (= 1000 / TPOT p50) along each "
+        "repeat's Pareto frontier with a monotone cubic, averaged over repeats; chips whose measured range does not "
+        "reach it are dropped. Imported and simulated results carry their origin in brackets."
+    )
+)
+page.methodology_link()

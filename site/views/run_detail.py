@@ -1,0 +1,316 @@
+"""InferSweep hub, Run detail: everything behind one published point, so a reader can check or reproduce it.
+
+Selected by the query parameters `sweep` and `point` (its point key), which the sidebar selectboxes keep
+in the URL. Only public points open: retracted, embargoed and dry-run points read as missing (the query
+itself refuses them, whatever the link says). Presentation only: the numbers were computed when the point
+was measured; per-request latencies are derived by `orchestrator.analysis.request_latency`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+import yaml
+
+from db import queries
+from db.models import ArtifactRow
+from db.session import open_session
+from hubkit import controls, data, page
+from hubkit.charts import PALETTE
+from hubkit.page import table_with_csv
+from orchestrator.analysis.request_latency import request_latencies
+
+LOG_TAIL_LINES = 200
+# Artifact kinds with their own section; any other kind attached to a job (e.g. the dry run's
+# `target-engine-command`) is shown as a stored engine command.
+RECORDS, ENGINE_LOG = "records", "engine-log"
+LATENCIES = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2el_ms", "E2EL (ms)"))
+STATS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("itl_ms", "ITL (ms)"), ("e2el_ms", "E2EL (ms)"),
+         ("client_queue_ms", "client queue (ms)"), ("interactivity", "interactivity (tok/s/user)"))  # fmt: skip
+
+
+def local_file(artifact: ArtifactRow | None, fallback: str | None = None) -> Path | None:
+    """A readable copy of the artifact on this machine: the store's file, the staged copy, or `fallback`."""
+    candidates: list[str] = []
+    if artifact is not None:
+        if artifact.uri and urlparse(artifact.uri).scheme == "file":
+            candidates.append(url2pathname(urlparse(artifact.uri).path))
+        candidates.append(artifact.local_path)
+    if fallback:
+        candidates.append(fallback)
+    for candidate in candidates:
+        path = Path(candidate)
+        if candidate and path.is_file():
+            return path
+    return None
+
+
+def where(artifact: ArtifactRow) -> str:
+    return artifact.uri or f"{artifact.local_path} (staged on the orchestrator host, upload {artifact.status})"
+
+
+def command_line(argv: list[str]) -> str:
+    """Shell-quoted, with placeholders such as {port} left bare, as `infersweep run --dry-run-local` prints them."""
+    return re.sub(r"'(\{[a-z_]+\})'", r"\1", shlex.join(argv))
+
+
+def key_values(pairs: list[tuple[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([{"field": name, "value": "—" if value is None else str(value)} for name, value in pairs])
+
+
+st.title("Run detail")
+frame = page.results_or_stop(
+    "No results yet, so there is no run to show. Measure one with "
+    "`infersweep run recipes/local/tiny-llama-cpu.yaml` (or `make demo`), then open a point here, from the "
+    "Pareto explorer, or with a link `run?sweep=NAME&point=POINT_KEY`."
+)
+
+public = set(zip(frame["sweep"], frame["point_key"], strict=True))
+linked_sweep, linked_point = st.query_params.get("sweep"), st.query_params.get("point")
+if (linked_sweep is not None and linked_sweep not in set(frame["sweep"])) or (
+    linked_point is not None and linked_sweep is not None and (linked_sweep, linked_point) not in public
+):
+    # Same words for every reason: an embargo keeps even a result's existence back.
+    st.warning(
+        f"There is no public result `{linked_point or '(any point)'}` in sweep `{linked_sweep}`: it does not exist, "
+        "was retracted, is under embargo, or was a dry run. Pick a published result in the sidebar."
+    )
+
+sweeps = list(frame.sort_values("finished_at", ascending=False)["sweep"].drop_duplicates())
+sweep = controls.selectbox("Sweep", sweeps, "sweep", help="Newest first.")
+in_sweep = frame[frame["sweep"] == sweep].sort_values(["configuration", "concurrency", "repeat_index"])
+point_key = controls.selectbox(
+    "Point", list(in_sweep["point_key"]), "point", help="Point key: workload, concurrency, repeat and a hash."
+)
+with open_session(data.engine(data.database_url())) as session:
+    detail = queries.public_point_detail(session, str(sweep), str(point_key))
+if detail is None:  # published when the cached frame was read, retracted or embargoed since
+    st.warning(f"Point `{point_key}` of sweep `{sweep}` is no longer public.")
+    st.stop()
+
+point, recipe, job = detail.point, detail.recipe, detail.job
+metrics: dict[str, Any] = point.metrics or {}
+row = in_sweep[in_sweep["point_key"] == point.point_key].iloc[0]
+st.subheader(
+    f"{row['configuration']} · {row['workload']} · concurrency {point.concurrency} · repeat {point.repeat_index}"
+)
+if point.origin == "imported":
+    st.info(f"Imported result, measured by another tool: {point.source or 'source not recorded'}.")
+elif point.origin in data.NOT_MEASUREMENTS:
+    st.warning(f"Origin `{point.origin}`: {data.NOT_MEASUREMENTS[point.origin]}.")
+else:
+    st.caption(f"Origin `{point.origin}`.")
+headline = pd.DataFrame(
+    [
+        {
+            "output tok/s/GPU": point.output_throughput_per_gpu,
+            "total tok/s/GPU": point.total_token_throughput_per_gpu,
+            "interactivity p50 (tok/s/user)": point.interactivity_p50,
+            "interactivity p90 (tok/s/user)": point.interactivity_p90,
+            "TTFT p50 (ms)": point.ttft_p50_ms,
+            "TPOT p50 (ms)": point.tpot_p50_ms,
+            "E2EL p50 (ms)": point.e2el_p50_ms,
+            "requests completed": point.completed,
+            "requests failed": point.failed,
+            "accelerators": point.accelerators,
+            "window (s)": point.duration_s,
+        }
+    ]
+)
+table_with_csv(headline, f"point-{point.point_key}")
+st.caption(
+    "Per GPU = throughput / accelerators the engine uses (TP × PP × DP); interactivity = 1000 / TPOT at the same "
+    "percentile, so p90 is the slow tail."
+)
+page.methodology_link("Definitions on the Methodology page")
+
+# --- validity and accuracy ------------------------------------------------------------------------
+st.header("Validity verdict")
+if point.valid:
+    st.success("Valid: every validity rule held for this point.")
+else:
+    st.error("Invalid. Rules that failed:\n\n" + "\n".join(f"- {reason}" for reason in point.validity_reasons))
+st.caption(
+    "Rules: at least max(10, 2 × concurrency) measured requests, error rate ≤ 10 %, output-token disagreement "
+    "≤ 10 %, a passed accuracy gate, and for replays a minimum window and schedule lag p99 within bounds."
+)
+
+st.subheader("Accuracy gate")
+accuracy = metrics.get("accuracy")
+if not accuracy:
+    st.info("No accuracy gate result is stored for this point (imported results and older runs have none).")
+elif not accuracy.get("ran"):
+    st.info(f"The accuracy gate did not run: {accuracy.get('skipped_reason') or 'no reason recorded'}.")
+else:
+    verdict = "passed" if accuracy.get("passed") else "failed"
+    share = accuracy.get("accuracy")
+    st.markdown(
+        f"**{verdict}**: {accuracy.get('correct')}/{accuracy.get('total')} correct"
+        + (f" ({share:.0%})" if share is not None else "")
+        + f", minimum {accuracy.get('min_accuracy'):g}; {accuracy.get('errors', 0)} requests failed; "
+        f"questions `{accuracy.get('prompts')}` (version {accuracy.get('prompts_version') or '?'})."
+    )
+    answers = pd.DataFrame(accuracy.get("answers") or [])
+    if not answers.empty:
+        with st.expander("Every question and its answer"):
+            table_with_csv(answers, f"accuracy-{point.point_key}")
+
+# --- recipe and command ---------------------------------------------------------------------------
+st.header("Recipe")
+st.caption(f"`{recipe.name}` from `{recipe.path}`, fingerprint `{recipe.fingerprint}`: the normalised recipe "
+           "stored when the sweep ran (fields left at their defaults are omitted).")  # fmt: skip
+st.code(yaml.safe_dump(recipe.snapshot, sort_keys=False, allow_unicode=True), language="yaml")
+
+st.subheader("Engine command and environment")
+stored = detail.provenance
+build = detail.engine_build
+engine_settings = recipe.snapshot.get("engine") or {}
+if build is not None:
+    image = (
+        f", image `{build.image}`" + (f" ({build.image_digest})" if build.image_digest else "") if build.image else ""
+    )
+    st.markdown(f"Engine build: `{build.name}` {build.version or '(version not stated)'}{image}.")
+if stored is not None and stored.engine_argv:
+    st.code(command_line(stored.engine_argv), language="bash")
+    names = ", ".join(f"`{name}`" for name in stored.env_names or []) or "none"
+    st.caption(
+        "The command line the engine adapter rendered for this recipe when the job was created; host-specific values "
+        "are placeholders ({port}, {model_dir}, python3). Environment variables it sets, by name only (values are "
+        f"never stored, they may be secrets): {names}."
+    )
+commands = [artifact for artifact in detail.artifacts if artifact.kind not in (RECORDS, ENGINE_LOG)]
+for artifact in commands:
+    readable = local_file(artifact)
+    st.markdown(f"Stored with the job as `{artifact.kind}`: {where(artifact)}")
+    if readable is not None:
+        st.code(readable.read_text(encoding="utf-8", errors="replace"), language="bash")
+if not commands and (stored is None or not stored.engine_argv):
+    st.info(
+        "No engine command line or environment was stored for this job (imported results, and jobs recorded before "
+        "the orchestrator kept provenance, have none). The recipe's `engine` settings below determine it; "
+        "`infersweep run RECIPE --dry-run-local` prints the exact command lines."
+    )
+st.code(yaml.safe_dump({"engine": engine_settings}, sort_keys=False, allow_unicode=True), language="yaml")
+
+# --- provenance -----------------------------------------------------------------------------------
+st.header("Provenance")
+host_report = metrics.get("host") or {}
+preflight = (stored.preflight if stored is not None else None) or host_report.get("preflight") or {}
+telemetry = host_report.get("telemetry") or {}
+commit = None
+if stored is not None and stored.git_commit:
+    commit = stored.git_commit + (" (uncommitted changes)" if stored.git_dirty else "")
+provenance = key_values(
+    [
+        ("sweep", detail.sweep.name),
+        ("job", point.job_id),
+        ("attempt", job.attempt if job else None),
+        ("host", (stored.host if stored is not None else None) or (job.host if job else None)),
+        ("origin", point.origin),
+        ("source", point.source),
+        ("engine", f"{recipe.engine_kind} {engine_settings.get('version') or ''}".strip()),
+        ("recipe file", stored.recipe_path if stored is not None else recipe.path),
+        ("project commit", commit),
+        ("accelerator driver", stored.accelerator_driver if stored is not None else None),
+        ("accelerator runtime", stored.accelerator_runtime if stored is not None else None),
+        ("started", point.started_at),
+        ("finished", point.finished_at),
+        ("pre-flight: free disk (GB)", preflight.get("free_disk_gb")),
+        ("pre-flight: accelerators idle", preflight.get("accelerators_idle")),
+        ("pre-flight: foreign processes", "; ".join(preflight.get("accelerator_processes") or []) or None),
+        ("pre-flight: leftover engines reaped", preflight.get("leftover_engines")),
+        ("pre-flight: checks not run", "; ".join(preflight.get("notes") or []) or None),
+        ("telemetry source", telemetry.get("source")),
+        ("telemetry samples", telemetry.get("samples")),
+        ("power mean / max (W)", f"{telemetry['power_w_mean']} / {telemetry.get('power_w_max')}"
+         if telemetry.get("power_w_mean") is not None else None),
+        ("utilisation mean (%)", telemetry.get("utilization_pct_mean")),
+        ("memory used max (GB)", telemetry.get("memory_used_gb_max")),
+        ("telemetry unavailable", "; ".join(telemetry.get("unavailable") or []) or None),
+    ]
+)  # fmt: skip
+table_with_csv(provenance, f"provenance-{point.point_key}")
+if not host_report:
+    st.caption("No host report is stored for this point (pre-flight checks and power/utilisation telemetry are "
+               "recorded by the runners since result schema 1; imported results have none).")  # fmt: skip
+
+# --- latency distributions ------------------------------------------------------------------------
+st.header("Latency distributions")
+stats = pd.DataFrame(
+    [{"metric": label, **{k: (metrics.get(field) or {}).get(k) for k in ("n", "mean", "p50", "p90", "p99", "std")}}
+     for field, label in STATS if metrics.get(field)]
+)  # fmt: skip
+if not stats.empty:
+    st.caption("Aggregates stored with the point (numpy linear-interpolation percentiles, population std).")
+    table_with_csv(stats, f"latency-stats-{point.point_key}")
+records_artifact = next((artifact for artifact in detail.artifacts if artifact.kind == RECORDS), None)
+records_file = local_file(records_artifact, point.records_path)
+if records_file is not None:
+    try:
+        records = pd.read_parquet(records_file)
+    except (OSError, ValueError) as error:
+        st.warning(f"The request records at `{records_file}` could not be read: {error}")
+        records = None
+    if records is not None:
+        latencies = pd.DataFrame([vars(latency) for latency in request_latencies(records.to_dict("records"))])
+        st.caption(
+            f"{len(latencies)} measured requests that succeeded, from `{records_file}`. TTFT = first token chunk − "
+            "sent; TPOT = (last − first token chunk) / (output tokens − 1); E2EL = end − sent."
+        )
+        chart_tab, table_tab = st.tabs(["Chart", "Table"])
+        with chart_tab:
+            for (column, title), tint in zip(LATENCIES, PALETTE, strict=False):
+                values = latencies[[column]].dropna()
+                if values.empty:
+                    continue
+                st.altair_chart(
+                    alt.Chart(values)
+                    .mark_bar(color=tint)
+                    .encode(x=alt.X(column, bin=alt.Bin(maxbins=40), title=title), y=alt.Y("count()", title="requests"))
+                    .properties(height=200),
+                    width="stretch",
+                )
+        with table_tab:
+            table_with_csv(latencies, f"requests-{point.point_key}")
+elif records_artifact is not None:
+    st.info(
+        f"The per-request records are not readable from this machine; they are stored at {where(records_artifact)}."
+    )
+elif point.records_path:
+    st.info(f"The per-request records were staged at `{point.records_path}`, which this machine cannot read.")
+else:
+    st.info("No per-request records were stored for this point (imported results carry only aggregates).")
+
+# --- logs -----------------------------------------------------------------------------------------
+st.header("Logs")
+logs = [artifact for artifact in detail.artifacts if artifact.kind == ENGINE_LOG]
+if not logs:
+    log_dir = f" (its log directory was `{job.log_dir}`)" if job and job.log_dir else ""
+    st.info(f"No engine log was stored for this job{log_dir}.")
+for artifact in logs:
+    st.markdown(f"Engine log ({artifact.size_bytes:,} bytes, sha256 `{artifact.sha256[:16]}…`): {where(artifact)}")
+    readable = local_file(artifact)
+    if readable is not None:
+        with st.expander(f"Last {LOG_TAIL_LINES} lines"):
+            lines = readable.read_text(encoding="utf-8", errors="replace").splitlines()
+            st.code("\n".join(lines[-LOG_TAIL_LINES:]), language="log")
+
+# --- lifecycle ------------------------------------------------------------------------------------
+st.header("Lifecycle")
+timeline = pd.DataFrame(
+    [{"subject": t.subject, "state": t.state, "at": t.at, "reason": t.reason} for t in detail.transitions]
+)
+if timeline.empty:
+    st.info("No lifecycle transitions are stored for this job.")
+else:
+    page.lifecycle(timeline, f"lifecycle-{point.point_key}")
+    st.caption("Each change of state of the job (queued, placed, preparing, launching, warming, measuring, "
+               "collecting, and its end) and of this point, as the orchestrator recorded it.")  # fmt: skip

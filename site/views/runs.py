@@ -1,0 +1,70 @@
+"""InferSweep hub, Runs page: where every sweep and job is in its lifecycle, and why.
+
+Presentation only: reads sweeps, jobs and their transitions through `db.queries`. A sweep with results
+under a running embargo is not listed (its existence is part of what the embargo keeps back). The chosen
+sweep is the query parameter `sweep`, so a link opens the same sweep.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from db import queries
+from db.session import open_session
+from hubkit import controls, data, page
+from hubkit.page import table_with_csv
+
+NO_SWEEPS = "No sweeps yet. `infersweep run RECIPE` starts one; `infersweep status` shows it in a terminal."
+
+
+def _first_line(text: str | None) -> str | None:
+    lines = (text or "").splitlines()
+    return lines[0][:120] if lines else None
+
+
+st.title("Runs")
+url = data.database_url()
+if not data.has_schema(url):
+    st.info(NO_SWEEPS)
+    st.stop()
+with open_session(data.engine(url)) as session:
+    hidden = queries.embargoed_sweep_ids(session)
+    sweeps = [sweep for sweep in queries.list_sweeps(session) if sweep.id not in hidden]
+    if not sweeps:
+        st.info(NO_SWEEPS)
+        st.stop()
+    overview = pd.DataFrame(
+        [{"sweep": s.name, "state": s.status, "created": s.created_at, "updated": s.updated_at} for s in sweeps]
+    )
+    table_with_csv(overview, "sweeps")
+    chosen = controls.selectbox("Sweep", [sweep.name for sweep in reversed(sweeps)], "sweep", help="Newest first.")
+    sweep = next(s for s in sweeps if s.name == chosen)
+    jobs = queries.jobs_of_sweep(session, sweep.id)
+    recorded = queries.points_per_job(session, sweep.id)
+    transitions = queries.transitions_of_sweep(session, sweep.id, subject="job")
+
+st.subheader(f"Jobs of {chosen} ({sweep.status})")
+job_table = pd.DataFrame(
+    [
+        {
+            "job": job.id, "attempt": job.attempt, "state": job.status, "host": job.host,
+            "points": f"{recorded.get(job.id, 0)}/{job.points_planned}", "error": job.error_kind,
+            "retryable": job.retryable, "message": _first_line(job.error_message),
+        }
+        for job in jobs
+    ],
+    columns=["job", "attempt", "state", "host", "points", "error", "retryable", "message"],
+)  # fmt: skip
+table_with_csv(job_table, f"jobs-{chosen}")
+results = data.results(url)
+if not results.empty and chosen in set(results["sweep"]):
+    st.page_link("views/run_detail.py", label=f"Open a point of {chosen} in Run detail",
+                 icon=":material/description:", query_params={"sweep": chosen})  # fmt: skip
+
+if transitions:
+    st.subheader("Lifecycle")
+    timeline = pd.DataFrame([{"job": t.job_id, "state": t.state, "at": t.at, "reason": t.reason} for t in transitions])
+    page.lifecycle(timeline, f"lifecycle-{chosen}")
+    st.caption("Each dot is a change of state (queued, placed, preparing, launching, warming, measuring, collecting, "
+               "and the end state), as the orchestrator recorded it.")  # fmt: skip

@@ -1,0 +1,160 @@
+"""InferSweep hub, Trends: each configuration's output tok/s/GPU at one interactivity, sweep after sweep.
+
+Every sweep that measured a configuration is read at the target interactivity along that sweep's
+frontiers (mean over repeats with a 95 % interval), in time order, and the latest sweep is judged
+against the earlier ones (`orchestrator.analysis.trends.trends_at`: a regression is a latest value below
+the history's 95 % prediction interval *and* at least the minimum drop below its mean). All sweeps are
+used here, not only the latest. Presentation only: nothing here writes.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import charts, controls, page
+from orchestrator.analysis.trends import Trend, trends_at
+
+DEFAULT_MIN_DROP_PERCENT = 5.0  # the CLI's `infersweep regressions` default
+
+
+def verdict_of(trend: Trend, target: float) -> str:
+    if trend.verdict is not None:
+        return "regressed" if trend.verdict.regressed else "ok"
+    if trend.reads and trend.reads[-1].value is None:
+        return f"no figure at {target:g}"
+    return "not enough history"
+
+
+def labels_of(frame: pd.DataFrame) -> dict[str, str]:
+    """Fingerprint → legend entry: the configuration, its workload when several show, any non-measured origin."""
+    several_workloads = frame["workload"].nunique() > 1
+    firsts = frame.groupby("fingerprint")[["configuration", "workload", "origin"]].first()
+    labels = {}
+    for fingerprint, row in firsts.iterrows():
+        name = f"{row['configuration']} · {row['workload']}" if several_workloads else str(row["configuration"])
+        labels[str(fingerprint)] = name if row["origin"] == "measured" else f"{name} [{row['origin']}]"
+    return labels
+
+
+st.title("Trends")
+st.caption(
+    "Each configuration's output tok/s per GPU at one interactivity, sweep after sweep (nightly runs, say), "
+    "with regressions marked."
+)
+frame = page.results_or_stop(
+    page.NO_RESULTS + " A trend needs the same recipe measured by two or more sweeps (e.g. `infersweep schedule`'s "
+    "nightly runs)."
+)
+
+frame = controls.filters(frame)
+frame = controls.origins(frame)
+target = page.target_control("target", help="Every sweep is read along its frontier here, never extrapolated.")
+min_drop = controls.number(
+    "Smallest drop flagged (%)", "drop", default=DEFAULT_MIN_DROP_PERCENT, min_value=0.0, step=1.0,
+    help="A latest value below the history's prediction interval is a regression only if it is at least this "
+    "much below the history's mean.",
+)  # fmt: skip
+valid = frame[frame["valid"]]
+if valid.empty:
+    st.warning("No valid results match these filters.")
+    st.stop()
+
+trends = trends_at(list(valid.itertuples(index=False)), target, min_drop / 100)
+labels = labels_of(valid)
+firsts = valid.groupby("fingerprint")[["workload", "origin"]].first()
+
+history_rows, verdict_rows = [], []
+for trend in trends:
+    verdict = verdict_of(trend, target)
+    for position, read in enumerate(trend.reads):
+        interval = read.read.interval
+        history_rows.append({
+            "configuration": labels[trend.fingerprint], "sweep": read.sweep, "finished": read.finished_at,
+            "output tok/s/GPU": read.value, "95 % low": interval.low if interval else None,
+            "95 % high": interval.high if interval else None, "repeats read": read.read.used,
+            "repeats dropped": read.read.dropped,
+            "regressed": verdict == "regressed" and position == len(trend.reads) - 1,
+            "note": "; ".join(read.read.reasons),
+        })  # fmt: skip
+    baseline = trend.verdict.baseline if trend.verdict else None
+    change = trend.verdict.relative_change if trend.verdict else None
+    latest = trend.reads[-1]
+    verdict_rows.append({
+        "configuration": labels[trend.fingerprint], "hardware": trend.hardware,
+        "workload": firsts.loc[trend.fingerprint, "workload"], "origin": firsts.loc[trend.fingerprint, "origin"],
+        "sweeps": len(trend.reads), "latest sweep": latest.sweep, "latest": latest.value,
+        "history mean": baseline.mean if baseline else None,
+        "prediction low": baseline.low if baseline else None, "prediction high": baseline.high if baseline else None,
+        "change": f"{change:+.1%}" if change is not None else "", "verdict": verdict,
+        "reason": trend.verdict.reason if trend.verdict else "; ".join(latest.read.reasons),
+    })  # fmt: skip
+history = pd.DataFrame(history_rows).sort_values(["configuration", "finished"], kind="stable")
+# Regressions first, then by name.
+verdicts = pd.DataFrame(verdict_rows)
+verdicts = (
+    verdicts.assign(rank=(verdicts["verdict"] != "regressed").astype(int))
+    .sort_values(["rank", "configuration"], kind="stable")
+    .drop(columns="rank")
+)
+
+regressed = verdicts[verdicts["verdict"] == "regressed"]
+if regressed.empty:
+    st.success(f"No configuration regressed at {target:g} tok/s/user.")
+else:
+    st.error(f"{len(regressed)} configuration(s) regressed at {target:g} tok/s/user: "
+             + "; ".join(regressed["configuration"]))  # fmt: skip
+
+chart_tab, table_tab = st.tabs(["Chart", "Table"])
+with chart_tab:
+    plotted = history[history["output tok/s/GPU"].notna()].assign(
+        finished=lambda f: pd.to_datetime(f["finished"], utc=True)
+    )
+    if plotted.empty:
+        st.info(f"No sweep's measured range reaches {target:g} tok/s/user: try another target.")
+    else:
+        tooltip = [
+            alt.Tooltip("configuration"), alt.Tooltip("sweep"), alt.Tooltip("finished", format="%Y-%m-%d %H:%M"),
+            alt.Tooltip("output tok/s/GPU", format=",.4~g"), alt.Tooltip("95 % low", format=",.4~g"),
+            alt.Tooltip("95 % high", format=",.4~g"), alt.Tooltip("repeats read"), alt.Tooltip("regressed"),
+        ]  # fmt: skip
+        line = charts.scatter(
+            plotted, x="finished", y="output tok/s/GPU", series="configuration", tooltip=tooltip,  # type: ignore[arg-type]
+            x_title="Sweep finished (UTC)", y_title=f"Output tok/s per GPU at {target:g} tok/s/user",
+            error_low="95 % low", error_high="95 % high", connect=True,
+        )  # fmt: skip
+        # Regressions: an open downward triangle around the point (shape and a label, not colour alone).
+        flagged = plotted[plotted["regressed"]]
+        position = {"x": "finished", "y": "output tok/s/GPU"}
+        marks = (
+            alt.Chart(flagged)
+            .mark_point(shape="triangle-down", size=400, filled=False, strokeWidth=2, color=charts.PALETTE[3])
+            .encode(**position)
+        )
+        words = (
+            alt.Chart(flagged)
+            .mark_text(align="right", dx=-14, color=charts.PALETTE[3], text="regressed")
+            .encode(**position)
+        )
+        chart = alt.layer(line, marks, words).properties(height=420)
+        st.altair_chart(
+            chart.configure_legend(orient="bottom", labelLimit=0, columns=1),
+            width="stretch",
+        )
+with table_tab:
+    st.dataframe(history, hide_index=True, width="stretch")
+    controls.csv_download(history, "trends-history")
+
+st.subheader("Verdicts")
+st.dataframe(verdicts, hide_index=True, width="stretch")
+controls.csv_download(verdicts, "trends-verdicts")
+st.caption(
+    f"Each sweep's value is its frontier of (interactivity p50, output tok/s/GPU) read at {target:g} tok/s/user "
+    "with a monotone cubic, per repeat, and averaged (95 % Student-t interval); sweeps whose measured range does "
+    "not reach the target have no value and are left out of the verdict. The latest sweep **regressed** when it "
+    "is below the earlier sweeps' 95 % prediction interval (mean ± t·s·√(1 + 1/n): where one new run of the same "
+    f"process falls) and at least {min_drop:g} % below their mean. Imported and simulated results carry their "
+    "origin in brackets. The same check runs in a terminal: `infersweep regressions --at-interactivity N`."
+)
+page.methodology_link()

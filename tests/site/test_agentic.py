@@ -1,0 +1,127 @@
+"""The hub's Agentic cache page (site/views/agentic.py) with AppTest on the hand-checkable fixture.
+
+The fixture's two arms of one B200/SGLang/DeepSeek-R1 configuration replay the same trace (theoretical hit
+rate 97 %): without offload, 80 % then 55 % of prompt tokens hit HBM at concurrency 4 and 16; with a
+1024 GiB DRAM tier, HBM hits are the same and DRAM adds 12 % then 35 %, so only 8 % and 10 % are recomputed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from tests.site.conftest import open_page
+from tests.site.hub_fixture import AGENTIC, DAY0, FIXED, _agentic, _Seeder, _snapshot
+
+NO_AGENTIC = "No agentic results yet"
+
+
+def _table(app: AppTest) -> pd.DataFrame:
+    return next(frame.value for frame in app.dataframe if "HBM %" in frame.value.columns)
+
+
+def _row(table: pd.DataFrame, offload: str, concurrency: int) -> pd.Series:
+    rows = table[(table["KV offload"] == offload) & (table["concurrency"] == concurrency)]
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+def test_empty_database_has_no_agentic_results(hub_database: str) -> None:
+    app = open_page("agentic")
+    assert not app.exception
+    assert NO_AGENTIC in app.info[0].value and "infersweep run" in app.info[0].value
+
+
+def test_one_hardware_without_replays_says_no_agentic_results_yet(hub_database: str) -> None:
+    seeder = _Seeder(hub_database)
+    recipe = seeder.recipe(_snapshot("b200-only", "b200", "vllm", "deepseek-r1", "fp8", {"tp": 8}, FIXED))
+    seeder.points(seeder.sweep("solo"), recipe, DAY0, [(4, 100.0, 500.0)])
+    seeder.engine.dispose()
+    app = open_page("agentic")
+    assert not app.exception
+    assert NO_AGENTIC in app.info[0].value
+
+
+def test_tier_shares_against_the_ceiling_offload_on_and_off(seeded_hub: str) -> None:
+    app = open_page("agentic")
+    assert not app.exception
+    assert not any(NO_AGENTIC in info.value for info in app.info)
+    table = _table(app)
+    assert sorted(table["KV offload"].unique()) == ["dram 1024 GiB", "none"]
+
+    dram_16 = _row(table, "dram 1024 GiB", 16)
+    assert (dram_16["HBM %"], dram_16["DRAM/CPU offload %"], dram_16["recomputed %"]) == (55.0, 35.0, 10.0)
+    assert dram_16["theoretical ceiling %"] == 97.0 and dram_16["headroom (points)"] == 7.0
+    assert dram_16["realised, counters %"] == 90.0 and dram_16["realised, usage %"] == 90.0
+
+    hbm_16 = _row(table, "none", 16)  # the same HBM hits; what DRAM saved is recomputed here
+    assert (hbm_16["HBM %"], hbm_16["DRAM/CPU offload %"], hbm_16["recomputed %"]) == (55.0, 0.0, 45.0)
+    dram_4 = _row(table, "dram 1024 GiB", 4)
+    assert (dram_4["HBM %"], dram_4["DRAM/CPU offload %"], dram_4["recomputed %"]) == (80.0, 12.0, 8.0)
+
+    # No planner prediction is stored with the fixture's points: said, not invented.
+    assert set(table["planner prediction"]) == {"no prediction stored for this point"}
+    assert any("no prediction stored for this point" in caption.value for caption in app.caption)
+    # Side by side: one panel per arm in the charts, and the table can be downloaded.
+    assert len(app.get("vega_lite_chart")) == 2
+    assert any(button.label == "Download CSV" for button in app.get("download_button"))
+
+
+def _extra_arms(url: str) -> None:
+    """An arm with a stored planner prediction, an imported arm and a simulated arm (other hardware)."""
+    seeder = _Seeder(url)
+    seeder.jobs = 100  # job ids after seed_hub's
+    at = DAY0 + timedelta(days=20)
+    planned = seeder.recipe(
+        _snapshot("b200-vllm-agentic-planned", "b200", "vllm", "deepseek-r1", "fp8", {"tp": 8}, AGENTIC, 512)
+    )
+    metrics = _agentic(0.60, 0.25, 0.97)
+    metrics["replay"]["planner"] = {"block_size": 64, "hbm_blocks": 1000, "dram_blocks": 2000, "requests_per_lane": 50,
+                                    "hbm_hit_rate": 0.62, "dram_hit_rate": 0.30, "hit_rate": 0.92}  # fmt: skip
+    seeder.points(seeder.sweep("agentic-planned"), planned, at, [(16, 30.0, 800.0)], agentic={16: metrics})
+    imported = seeder.recipe(_snapshot("mi355x-agentic", "mi355x", "sglang", "deepseek-r1", "fp8", {"tp": 8}, AGENTIC))
+    seeder.points(seeder.sweep("agentic-import"), imported, at, [(4, 30.0, 500.0)], origin="imported",
+                  source="agentx: fixture rows", agentic={4: _agentic(0.70, 0.0, 0.90)})  # fmt: skip
+    simulated = seeder.recipe(_snapshot("cpu-agentic-sim", "cpu-local", "simulated", "tiny-llama", "bf16", {}, AGENTIC))
+    seeder.points(seeder.sweep("agentic-sim"), simulated, at, [(2, 300.0, 50.0)], origin="simulated", accelerators=1,
+                  agentic={2: _agentic(0.40, 0.0, 0.86)})  # fmt: skip
+    seeder.engine.dispose()
+
+
+def test_planner_prediction_next_to_the_measurement(seeded_hub: str) -> None:
+    _extra_arms(seeded_hub)
+    app = open_page("agentic")
+    assert not app.exception
+    planned = _row(_table(app), "dram 512 GiB", 16)
+    assert (planned["HBM %"], planned["DRAM/CPU offload %"], planned["recomputed %"]) == (60.0, 25.0, 15.0)
+    assert planned["planner prediction"] == "92.0 % (HBM 62.0 %, DRAM 30.0 %)"
+    assert not any("no prediction stored" in caption.value for caption in app.caption)
+
+
+def test_imported_shown_and_labelled_simulated_only_on_request(seeded_hub: str) -> None:
+    _extra_arms(seeded_hub)
+    app = open_page("agentic")
+    assert not app.exception
+    table = _table(app)
+    imported = table[table["configuration"].str.contains("mi355x")]
+    assert list(imported["configuration"]) == ["mi355x · sglang · deepseek-r1 fp8 · tp8 (imported)"]
+    assert list(imported["HBM %"]) == [70.0] and list(imported["theoretical ceiling %"]) == [90.0]
+    assert not table["configuration"].str.contains("cpu-local").any()  # simulated: hidden by default
+
+    # A shared link that switches simulated results on shows them, labelled.
+    app = open_page("agentic", {"origin": ["imported", "measured", "simulated"]})
+    assert not app.exception
+    simulated = _table(app)[lambda frame: frame["configuration"].str.contains("cpu-local")]
+    assert list(simulated["configuration"]) == ["cpu-local · simulated · tiny-llama bf16 · tp1 (simulated)"]
+    assert list(simulated["HBM %"]) == [40.0]
+    assert any("simulated" in warning.value for warning in app.warning)
+
+
+def test_query_param_link_reproduces_a_hardware_selection(seeded_hub: str) -> None:
+    _extra_arms(seeded_hub)
+    app = open_page("agentic", {"hardware": "mi355x"})
+    assert not app.exception
+    assert [box.value for box in app.multiselect if box.label == "Hardware"] == [["mi355x"]]
+    assert list(_table(app)["concurrency"]) == [4]

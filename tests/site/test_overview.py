@@ -1,0 +1,127 @@
+"""Overview page (the hub's default): the scorecard of models × hardware at interactivity tiers, on the fixture.
+
+Expected figures are worked by hand from the fixture's points (tests/site/hub_fixture.py) and the TCO
+figures of recipes/hardware.yaml: cost per million output tokens = $/GPU-hr / (tok/s/GPU × 3600 / 10⁶).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from recipes.hardware import load_hardware_registry
+from tests.site.conftest import assert_says_how_to_get_results, open_page
+
+OWNING = {key: spec.tco("owning_hyperscaler") for key, spec in load_hardware_registry().items()}
+# Throughput (output tok/s/GPU) at 50 tok/s/user, read off the fixture's latest sweeps by hand:
+B200_AT_50 = 1500.0  # mean of 1480, 1500, 1520 measured exactly at 50
+H200_AT_50 = 900 + (50 - 30) / (60 - 30) * (400 - 900)  # straight line between its two points: 566.67
+MI355X_AT_50 = 1400 + (50 - 40) / (80 - 40) * (600 - 1400)  # imported, between (40, 1400) and (80, 600): 1200
+
+
+def cost(usd_per_gpu_hour: float, tokens_per_s: float) -> float:
+    return usd_per_gpu_hour / (tokens_per_s * 3600 / 1e6)
+
+
+def scorecard(app: AppTest) -> pd.DataFrame:
+    return app.dataframe[0].value.set_index(["model", "precision", "workload", "tok/s/user"])
+
+
+def figures(app: AppTest) -> pd.DataFrame:
+    return app.dataframe[1].value
+
+
+def test_empty_database_says_what_to_do(hub_database: str) -> None:
+    assert_says_how_to_get_results("overview", "Overview", hub_database)
+
+
+def test_scorecard_costs_and_change_vs_reference(seeded_hub: str) -> None:
+    app = open_page("overview")
+    assert "What is this?" in app.markdown[0].value
+    assert {link.proto.page for link in app.get("page_link")} == {"pareto", "methodology"}
+    grid = scorecard(app)
+    row = grid.loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]
+    # B200 at the owning tier: $1.73 / (1500 × 3600 / 10⁶) = $0.3204 per million output tokens. It is the
+    # default reference (measured in the most rows: 8k/1k and agentic).
+    assert OWNING["b200"] == 1.73 and f"{cost(1.73, B200_AT_50):.4f}" == "0.3204"
+    assert row["b200"] == "$0.3204 (reference)"
+    # H200: $1.22 / (566.67 × 0.0036) = $0.5980, +86.7 % against the B200; MI355X (imported, labelled):
+    # $1.50 / (1200 × 0.0036) = $0.3472, +8.4 %.
+    h200, mi355x = cost(OWNING["h200"], H200_AT_50), cost(OWNING["mi355x"], MI355X_AT_50)
+    assert row["h200"] == f"${h200:.4f} ({h200 / cost(1.73, 1500) - 1:+.1%})" == "$0.5980 (+86.7%)"
+    assert row["mi355x"] == f"${mi355x:.4f} ({mi355x / cost(1.73, 1500) - 1:+.1%}) [imported]"
+    assert row["mi355x"] == "$0.3472 (+8.4%) [imported]"
+    # At 100 tok/s/user only the B200 was measured (its 100 tok/s/user point: 500 tok/s/GPU → $1.73 / 1.8);
+    # the others are not extrapolated.
+    fast = grid.loc[("deepseek-r1", "fp8", "8k/1k", 100.0)]
+    assert fast["b200"] == f"${cost(1.73, 500):.4f} (reference)" == "$0.9611 (reference)"
+    assert fast["h200"] == "–" and fast["mi355x"] == "– [imported]"
+
+    table = figures(app)
+    b200 = table[(table["hardware"] == "b200") & (table["workload"] == "8k/1k") & (table["tok/s/user"] == 50)].iloc[0]
+    assert b200["output tok/s/GPU"] == pytest.approx(1500.0) and b200["repeats"] == 3
+    # Student-t over 1480/1500/1520: 1500 ± 4.3027 × 20 / √3 = 1500 ± 49.68; the cost at those ends.
+    assert (b200["95 % low"], b200["95 % high"]) == pytest.approx((1450.317, 1549.683), abs=1e-3)
+    assert b200["$/M output tokens"] == pytest.approx(0.320370, abs=1e-6)
+    assert (b200["$/M output, low"], b200["$/M output, high"]) == pytest.approx(
+        (cost(1.73, 1549.683), cost(1.73, 1450.317)), abs=1e-6
+    )
+    assert b200["sweep"] == "nightly-3"  # the latest sweep (nightly-2 read 1510)
+    h200_row = table[(table["hardware"] == "h200") & (table["tok/s/user"] == 50)].iloc[0]
+    assert h200_row["vs reference"] == pytest.approx(h200 / cost(1.73, 1500) - 1)
+    assert len(app.get("vega_lite_chart")) == 1 and len(app.get("download_button")) == 2
+
+
+def test_share_link_reproduces_tier_reference_and_speeds(seeded_hub: str) -> None:
+    app = open_page("overview", {"tier": "rental_3yr", "reference": "h200", "tiers": ["50"]})
+    assert app.selectbox(key="param-tier").value == "rental_3yr"
+    assert app.selectbox(key="param-reference").value == "h200"
+    grid = scorecard(app)
+    assert list(grid.index.get_level_values("tok/s/user")) == [50.0, 50.0]  # 8k/1k and agentic rows
+    rental = {key: spec.tco("rental_3yr") for key, spec in load_hardware_registry().items()}
+    b200, h200 = cost(rental["b200"], 1500), cost(rental["h200"], H200_AT_50)
+    row = grid.loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]
+    assert row["b200"] == f"${b200:.4f} ({b200 / h200 - 1:+.1%})"
+    assert row["h200"] == f"${h200:.4f} (reference)"
+    # At the owning tier the B200 is 46.4 % cheaper than the H200: 0.32037 / 0.59804 − 1.
+    owning = open_page("overview", {"reference": "h200", "tiers": ["30", "50"]})
+    assert scorecard(owning).loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]["b200"] == "$0.3204 (-46.4%)"
+    # The agentic row has no H200 result: its cost shows without a change (only comparable cells get one).
+    # Cheapest agentic arm at 30 (DRAM offload): 820 + (30 − 28) / (42 − 28) × (320 − 820) = 748.57 tok/s/GPU.
+    agentic = scorecard(owning).loc[("deepseek-r1", "fp8", "agentic", 30.0)]["b200"]
+    assert agentic == f"${cost(1.73, 820 + 2 / 14 * -500):.4f}" == "$0.6420"
+
+
+def test_simulated_hidden_by_default_and_labelled_when_asked(seeded_hub: str) -> None:
+    app = open_page("overview")
+    assert "tiny-llama" not in set(scorecard(app).index.get_level_values("model"))
+    assert "cpu-local" not in scorecard(app).columns
+    assert "dry-run" not in app.multiselect(key="param-origin").options
+    # Asked for (a link with the origins; new options are not added to a selection already made).
+    app = open_page("overview", {"origin": ["imported", "measured", "simulated"]})
+    grid = scorecard(app)
+    assert grid.loc[("tiny-llama", "bf16", "8k/1k", 50.0)]["cpu-local"] == "– [simulated]"  # no TCO for a CPU
+    assert any("simulated" in warning.value for warning in app.sidebar.warning)
+    # Dry runs are never offered, even on request.
+    assert "dry-run" not in app.multiselect(key="param-origin").options
+
+
+def test_history_toggle_reads_every_sweep(seeded_hub: str) -> None:
+    app = open_page("overview", {"tiers": ["50"]})
+    app.toggle(key="param-latest").set_value(False).run()
+    row = scorecard(app).loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]
+    # Every sweep counts now, so the cheapest B200 read is nightly-2's 1510 tok/s/GPU: $1.73 / 5.436.
+    assert row["b200"] == f"${cost(1.73, 1510):.4f} (reference)" == "$0.3182 (reference)"
+    # Three nightly sweeps per chip; the embargoed B200 sweep and the retracted H200 one never count.
+    table = figures(app)
+    compared = table[table["workload"] == "8k/1k"].set_index("hardware")["configurations compared"]
+    assert compared["b200"] == 3 and compared["h200"] == 3
+
+
+def test_one_hardware_only(b200_only_hub: str) -> None:
+    app = open_page("overview")
+    grid = scorecard(app)
+    assert list(grid.columns) == ["b200"]
+    assert grid.loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]["b200"] == "$0.3204 (reference)"
+    assert grid.loc[("deepseek-r1", "fp8", "8k/1k", 30.0)]["b200"] == "–"  # below its lowest measured speed

@@ -1,0 +1,188 @@
+"""`infersweep site`: which database the hub reads, read-only, and a Streamlit that starts and stops cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from db.session import make_engine, migrate
+from orchestrator import site_cli
+from orchestrator.artifacts import LocalArtifactStore
+from orchestrator.publish import publish_snapshot
+from recipes.errors import ConfigurationError
+from runners.process import pick_free_port
+from tests.conftest import ROOT, run_cli
+from tests.site.hub_fixture import seed_hub
+
+
+def _start(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    port = pick_free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "site", "--port", str(port), *args],
+        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # its own process group, so a Ctrl-C can be sent to it and its Streamlit
+    )  # fmt: skip
+    return process, port
+
+
+def _healthy(process: subprocess.Popen[str], port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as answer:
+                assert answer.read() == b"ok"
+                return
+        except OSError:
+            time.sleep(0.25)
+    pytest.fail(f"the hub did not answer /_stcore/health on port {port} within {timeout} s")
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of our own requests is no listener
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _stop(process: subprocess.Popen[str], port: int, how: signal.Signals) -> str:
+    streamlit = _children(process.pid)
+    assert len(streamlit) == 1
+    if how == signal.SIGINT:
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    else:
+        process.send_signal(how)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert not Path(f"/proc/{streamlit[0]}").exists() or "zombie" in Path(f"/proc/{streamlit[0]}/status").read_text()
+    assert _port_free(port)
+    return output
+
+
+def test_site_migrates_the_configured_database_starts_and_stops_on_sigterm(tmp_path: Path) -> None:
+    database = tmp_path / "fresh" / "infersweep.db"
+    database.parent.mkdir()
+    process, port = _start(env={"INFERSWEEP_DATABASE_URL": f"sqlite:///{database}"})
+    try:
+        _healthy(process, port)
+        # The app itself is served (not just the health endpoint), by this machine only.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
+            assert b"<html" in page.read().lower()
+    finally:
+        if process.poll() is None:
+            output = _stop(process, port, signal.SIGTERM)
+    assert f"InferSweep hub: http://127.0.0.1:{port}" in output
+    assert f"database sqlite:///{database}" in output
+    # A brand-new database was brought to the current schema before the (read-only) hub opened it.
+    assert inspect(make_engine(f"sqlite:///{database}")).has_table("point_result")
+
+
+def test_site_on_a_published_snapshot_stops_on_ctrl_c(tmp_path: Path) -> None:
+    source = f"sqlite:///{tmp_path / 'results.db'}"
+    seed_hub(source)
+    store = LocalArtifactStore(tmp_path / "store")
+    publish_snapshot(make_engine(source), store)
+    home = tmp_path / "home"
+    process, port = _start("--snapshot", str(tmp_path / "store"), env={"INFERSWEEP_HOME": str(home)})
+    try:
+        _healthy(process, port)
+        hub_env = Path(f"/proc/{_children(process.pid)[0]}/environ").read_bytes().split(b"\0")
+    finally:
+        if process.poll() is None:
+            output = _stop(process, port, signal.SIGINT)
+    fetched = list((home / "snapshots").glob("*.db"))
+    assert len(fetched) == 1
+    assert f"snapshot {fetched[0]} (from {tmp_path / 'store'})" in output
+    # The hub reads the fetched copy read-only, never the orchestrator's database.
+    assert f"INFERSWEEP_DATABASE_URL=sqlite:///file:{fetched[0]}?mode=ro&uri=true".encode() in hub_env
+
+
+def test_snapshot_forms_resolve_to_a_local_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFERSWEEP_HOME", str(tmp_path / "home"))
+    source = make_engine(f"sqlite:///{tmp_path / 'results.db'}")
+    migrate(source)
+    store = LocalArtifactStore(tmp_path / "store")
+    uri, _ = publish_snapshot(source, store)
+    one_file = Path(uri.removeprefix("file://"))
+    assert site_cli.snapshot_file(str(one_file)) == one_file
+    assert site_cli.snapshot_file(uri) == one_file
+    from_store = site_cli.snapshot_file((tmp_path / "store").as_uri())
+    assert from_store.parent == tmp_path / "home" / "snapshots"
+    assert from_store.read_bytes() == one_file.read_bytes()
+    monkeypatch.setenv("INFERSWEEP_ARTIFACTS", str(tmp_path / "store"))
+    assert site_cli.snapshot_file("latest") == from_store  # content-addressed: the same file again
+
+
+def test_the_hub_url_refuses_writes_to_sqlite(tmp_path: Path) -> None:
+    database = tmp_path / "results.db"
+    migrate(make_engine(f"sqlite:///{database}"))
+    hub = make_engine(site_cli.given_database(f"sqlite:///{database}").url)
+    with hub.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM point_result")).scalar() == 0
+        with pytest.raises(OperationalError, match="readonly"):
+            connection.execute(text("DELETE FROM point_result"))
+
+
+@pytest.mark.integration
+def test_a_postgres_url_is_read_without_migrating_and_refuses_writes(postgres_url: str) -> None:
+    with pytest.raises(ConfigurationError, match="has no InferSweep tables"):
+        site_cli.given_database(postgres_url)  # never migrated: the orchestrator owns the schema
+    migrate(make_engine(postgres_url))
+    hub = make_engine(site_cli.given_database(postgres_url).url)
+    with hub.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM point_result")).scalar() == 0
+        with pytest.raises(DBAPIError, match="read-only transaction"):
+            connection.execute(text("DELETE FROM point_result"))
+    hub.dispose()
+
+
+def test_bad_values_are_named_with_what_was_expected(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.db"
+    result = run_cli("site", "--snapshot", str(missing))
+    assert result.returncode == 2
+    assert f"--snapshot '{missing}': no file at {missing}" in result.stderr
+    assert "expected a SQLite snapshot file" in result.stderr
+
+    result = run_cli("site", "--database-url", "mysql://root@localhost/results")
+    assert result.returncode == 2
+    assert "'mysql://root@localhost/results' is not supported: expected sqlite:///PATH or postgresql://" in (
+        result.stderr
+    )
+
+    result = run_cli("site", "--database-url", "postgresql://reader:s3cret@127.0.0.1:1/results")
+    assert result.returncode == 2
+    assert "'postgresql://reader:***@127.0.0.1:1/results' cannot be read" in result.stderr
+    assert "s3cret" not in result.stderr + result.stdout
+
+    not_sqlite = tmp_path / "notes.db"
+    not_sqlite.write_text("not a database")
+    result = run_cli("site", "--snapshot", str(not_sqlite))
+    assert result.returncode == 2
+    assert f"{not_sqlite} is not a SQLite file" in result.stderr
+
+
+def test_a_busy_port_is_refused_before_streamlit_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("site", "--port", str(port), env={"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"})
+    assert result.returncode == 2
+    assert f"--port {port} --address '127.0.0.1': cannot listen there" in result.stderr

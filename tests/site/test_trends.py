@@ -1,0 +1,115 @@
+"""The Trends page, rendered with Streamlit's AppTest on the hand-checkable hub fixture.
+
+Hand-worked figures (tests/site/hub_fixture.py), sweep by sweep:
+- H200 at 30 tok/s/user measured 1000, 1005, then 900. History 1000, 1005: mean 1002.5, s = 3.536, the
+  95 % prediction interval for one new run is 1002.5 ± t(1, 0.975) · s · √1.5 = [947.48, 1057.52]; 900 is
+  below it and 10.2 % down: regressed. At 50 (the default) its two-knot frontier reads 600, 601.67 and
+  566.67 (chord between (30, y) and (60, 400)): below [582.49, 619.17] and 5.7 % down, regressed too.
+- B200 at 50 measured 1500, 1510, then three repeats with mean 1500 (interval [1450.32, 1549.68]):
+  not below [1394.96, 1615.04], so not a regression.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.site.conftest import assert_says_how_to_get_results, open_page
+from tests.site.legacy_seed import _seed
+
+
+def history(app: AppTest) -> pd.DataFrame:
+    return app.dataframe[0].value
+
+
+def verdicts(app: AppTest) -> pd.DataFrame:
+    return app.dataframe[1].value.set_index("hardware", drop=False)
+
+
+def only(frame: pd.DataFrame, start: str) -> pd.Series:
+    match = frame[frame["configuration"].str.startswith(start)]
+    assert len(match) == 1, match
+    return match.iloc[0]
+
+
+def test_empty_database_says_how_to_get_results(hub_database: str) -> None:
+    assert_says_how_to_get_results("trends", "Trends", hub_database)
+
+
+def test_h200_drop_is_a_regression_and_b200_is_not(seeded_hub: str) -> None:
+    app = open_page("trends")
+    table = verdicts(app)
+    h200, b200 = only(table, "h200"), only(table, "b200 · vllm")
+    assert h200["verdict"] == "regressed" and b200["verdict"] == "ok"
+    assert h200["latest sweep"] == "nightly-3" and h200["latest"] == pytest.approx(566.667, abs=1e-3)
+    assert h200["history mean"] == pytest.approx(600.833, abs=1e-3) and h200["change"] == "-5.7%"
+    assert h200["prediction low"] == pytest.approx(582.49, abs=0.01)
+    assert b200["latest"] == pytest.approx(1500.0) and b200["change"] == "-0.3%"
+    assert table.iloc[0]["verdict"] == "regressed"  # regressions listed first
+    assert any("h200" in error.value and "regressed" in error.value for error in app.error)
+
+    # Every sweep, not only the latest: B200's three nightly values, the last with its repeats' interval.
+    rows = history(app)
+    b200_rows = rows[rows["configuration"].str.startswith("b200 · vllm")]
+    assert list(b200_rows["sweep"]) == ["nightly-1", "nightly-2", "nightly-3"]
+    assert list(b200_rows["output tok/s/GPU"]) == pytest.approx([1500.0, 1510.0, 1500.0])
+    latest = b200_rows.iloc[-1]
+    assert latest["repeats read"] == 3 and latest["95 % low"] == pytest.approx(1450.32, abs=0.01)
+    assert list(rows.loc[rows["configuration"].str.startswith("h200"), "regressed"]) == [False, False, True]
+    assert not b200_rows["regressed"].any()
+
+
+def test_measured_point_target_from_a_link(seeded_hub: str) -> None:
+    app = open_page("trends", {"target": "30"})
+    table = verdicts(app)
+    h200 = only(table, "h200")
+    assert h200["verdict"] == "regressed" and h200["latest"] == 900.0 and h200["change"] == "-10.2%"
+    assert h200["prediction low"] == pytest.approx(947.48, abs=0.01)
+    assert only(table, "b200 · vllm")["verdict"] == "ok"
+    # The imported MI355X was measured from 40 tok/s/user up: no figure at 30, never extrapolated.
+    assert only(table, "mi355x")["verdict"] == "no figure at 30"
+
+
+def test_minimum_drop_from_a_link(seeded_hub: str) -> None:
+    # A 10.2 % drop is not flagged when the viewer asks for 20 % or more.
+    table = verdicts(open_page("trends", {"target": "30", "drop": "20"}))
+    assert only(table, "h200")["verdict"] == "ok"
+    assert "smaller than the 20.0% minimum" in only(table, "h200")["reason"]
+
+
+def test_share_link_shows_only_the_chosen_hardware(seeded_hub: str) -> None:
+    app = open_page("trends", {"hardware": "h200"})
+    table = verdicts(app)
+    assert list(table["hardware"]) == ["h200"] and list(table["verdict"]) == ["regressed"]
+    assert set(history(app)["sweep"]) == {"nightly-1", "nightly-2", "nightly-3"}
+    assert app.multiselect(key="param-hardware").value == ["h200"]
+
+
+def test_imported_visible_and_labelled_simulated_hidden(seeded_hub: str) -> None:
+    table = verdicts(open_page("trends"))
+    mi355x = only(table, "mi355x")
+    assert mi355x["configuration"].endswith("[imported]") and mi355x["origin"] == "imported"
+    assert mi355x["latest"] == pytest.approx(1200.0) and mi355x["verdict"] == "not enough history"
+    assert "cpu-local" not in set(table["hardware"])
+    shown = verdicts(open_page("trends", {"origin": ["measured", "imported", "simulated"], "target": "350"}))
+    simulated = only(shown, "cpu-local")
+    assert simulated["configuration"].endswith("[simulated]") and simulated["latest"] == pytest.approx(65.0)
+
+
+def test_chart_marks_the_regression(seeded_hub: str) -> None:
+    app = open_page("trends")
+    (chart,) = app.get("vega_lite_chart")
+    spec = json.dumps(json.loads(chart.proto.spec))
+    assert '"triangle-down"' in spec and '"errorbar"' in spec
+    assert len(app.get("download_button")) == 2
+
+
+def test_one_hardware_database(hub_database: str) -> None:
+    _seed(hub_database)
+    app = open_page("trends", {"target": "500"})
+    (row,) = verdicts(app).itertuples(index=False)
+    assert row.hardware == "cpu-local" and row.latest == 100.0 and row.verdict == "not enough history"
+    assert any("No configuration regressed" in success.value for success in app.success)

@@ -1,0 +1,120 @@
+"""`infersweep trace stats|synth|plan`, checked against numbers worked out independently in the test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from orchestrator.cli import app
+from tests.conftest import ROOT
+
+SHARED = ROOT.parent / "shared" / "traces"
+WEKA = [
+    ROOT / "traces" / "claude-code-weka" / name for name in ("sample_trace.json", "sample_trace_with_subagent.json")
+]
+MOONCAKE = [SHARED / "mooncake" / name for name in ("conversation_trace.jsonl", "synthetic_trace.jsonl")]
+runner = CliRunner()
+
+
+def _weka_walk(path: Path) -> float:
+    """Second method, straight from the JSON: requests on one clock (subagents at their spawn offsets,
+    file order on ties), one cache for the conversation and its subagents, leading run of seen ids."""
+    data = json.loads(path.read_text())
+    flat: list[tuple[float, int, dict[str, Any]]] = []
+
+    def collect(entries: list[dict[str, Any]], origin: float) -> None:
+        for entry in entries:
+            if entry["type"] == "subagent":
+                continue
+            flat.append((origin + entry["t"], len(flat), entry))
+        for entry in entries:
+            if entry["type"] == "subagent":
+                collect(entry["requests"], origin + entry["t"])
+
+    collect(data["requests"], 0.0)
+    seen: set[int] = set()
+    hits = total = 0
+    for _, _, request in sorted(flat, key=lambda item: (item[0], item[1])):
+        run = 0
+        while run < len(request["hash_ids"]) and request["hash_ids"][run] in seen:
+            run += 1
+        hits += min(run * data["block_size"], request["in"])
+        total += request["in"]
+        seen.update(request["hash_ids"])
+    return hits / total
+
+
+def _mooncake_walk(path: Path) -> float:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    seen: set[int] = set()
+    hits = total = 0
+    for line in sorted(lines, key=lambda item: item["timestamp"]):  # sorted() is stable: file order on ties
+        run = 0
+        while run < len(line["hash_ids"]) and line["hash_ids"][run] in seen:
+            run += 1
+        hits += min(run * 512, line["input_length"])
+        total += line["input_length"]
+        seen.update(line["hash_ids"])
+    return hits / total
+
+
+def _stats(*paths: Path) -> list[dict[str, Any]]:
+    result = runner.invoke(app, ["trace", "stats", "--json", *map(str, paths)])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_stats_of_the_weka_samples_match_an_independent_walk() -> None:
+    rows = _stats(*WEKA)
+    assert [row["kind"] for row in rows] == ["weka", "weka"]
+    for row, path in zip(rows, WEKA, strict=True):
+        assert row["theoretical_hit_rate"] == pytest.approx(_weka_walk(path), abs=1e-12)
+    assert [round(row["theoretical_hit_rate"], 4) for row in rows] == [0.7580, 0.9091]  # pinned (measured)
+    assert rows[1]["sessions"] == 5 and rows[1]["requests"] == 90
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"public Mooncake traces not available ({SHARED} is absent)")
+def test_stats_of_the_mooncake_traces_match_an_independent_walk() -> None:
+    rows = _stats(*MOONCAKE)
+    for row, path in zip(rows, MOONCAKE, strict=True):
+        assert row["kind"] == "mooncake" and row["block_size"] == 512
+        assert row["theoretical_hit_rate"] == pytest.approx(_mooncake_walk(path), abs=1e-12)
+    assert [round(row["theoretical_hit_rate"], 4) for row in rows] == [0.3736, 0.6512]  # pinned (measured)
+
+
+def test_stats_table_and_a_bad_trace(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["trace", "stats", str(WEKA[0])])
+    assert result.exit_code == 0 and "0.7580" in result.output
+    broken = tmp_path / "broken.json"
+    broken.write_text(
+        '{"id": "x", "block_size": 64, "requests": [{"t": 0, "type": "s", "in": "ten", "out": 1, "hash_ids": []}]}'
+    )
+    result = runner.invoke(app, ["trace", "stats", str(broken)])
+    assert result.exit_code == 2
+    assert "broken.json" in result.output and "requests[0].in" in result.output
+
+
+def test_synth_is_deterministic_and_loadable(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (first, second):
+        assert runner.invoke(app, ["trace", "synth", str(path), "--profile", "ci", "--seed", "3"]).exit_code == 0
+    assert first.read_bytes() == second.read_bytes()
+    (row,) = _stats(first)
+    assert row["kind"] == "weka-jsonl" and row["root_sessions"] == 8 and row["hash_id_scope"] == "global"
+    result = runner.invoke(app, ["trace", "synth", str(first), "--profile", "huge"])
+    assert result.exit_code == 2 and "'huge'" in result.output and "agentx" in result.output
+
+
+def test_plan_prints_each_hardware_and_rejects_unknown_keys(tmp_path: Path) -> None:
+    args = ["trace", "plan", str(WEKA[1]), "--model", "deepseek-r1", "--requests-per-lane", "20"]
+    result = runner.invoke(
+        app, [*args, "--hardware", "b200", "--hardware", "h100", "--dram-gib", "0", "--dram-gib", "512"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.count("b200") >= 2 and "h100" in result.output
+    result = runner.invoke(app, [*args, "--hardware", "b201"])
+    assert result.exit_code == 2 and "'b201'" in result.output and "b200" in result.output

@@ -1,0 +1,46 @@
+"""The replayer's clock: think-time caps, idle compression, time scale, and where subagents start."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runners.loadgen.client import Endpoint
+from runners.loadgen.replay import Replayer, ReplaySettings
+from runners.traces.formats import parse_trace
+from runners.traces.planner import ReplayShape, replay_order
+
+TRACE = {
+    "id": "tiny", "block_size": 4,
+    "requests": [
+        {"t": 0.0, "type": "s", "in": 9, "out": 1, "hash_ids": [1, 2], "think_time": 0.0},
+        {"type": "subagent", "t": 1.5, "requests": [{"t": 0.0, "type": "s", "in": 5, "out": 1, "hash_ids": [7]}]},
+        {"t": 400.0, "type": "s", "in": 13, "out": 1, "hash_ids": [1, 2, 3], "think_time": 400.0},
+    ],
+}  # fmt: skip
+
+
+def _replayer(**settings: float) -> Replayer:
+    trace = parse_trace(json.dumps(TRACE).encode(), "tiny.json")
+    return Replayer(trace, Endpoint(base_url="http://127.0.0.1:9", model="m"), ReplaySettings(duration_s=1, **settings))
+
+
+def test_think_time_is_capped_per_gap_compressed_when_idle_and_scaled() -> None:
+    replayer = _replayer(think_cap_s=300, idle_cap_s=10, time_scale=0.5)
+    replayer.in_flight = 3  # other sessions busy: only the per-gap cap applies
+    assert replayer._gap(400.0) == pytest.approx(300 * 0.5)
+    assert replayer._gap(20.0) == pytest.approx(20 * 0.5)
+    replayer.in_flight = 0  # nothing in flight anywhere: idle time is compressed to the idle cap
+    assert replayer._gap(400.0) == pytest.approx(10 * 0.5)
+    assert replayer._gap(4.0) == pytest.approx(4 * 0.5)
+
+
+def test_subagent_starts_at_its_recorded_offset_after_the_request_it_follows() -> None:
+    trace = parse_trace(json.dumps(TRACE).encode(), "tiny.json")
+    root = trace.sessions[0]
+    (child,) = root.subagents
+    assert child.spawned_after == 0 and root.spawn_delay(child) == pytest.approx(1.5)
+    # The planner replays the same order: the subagent's request right after the parent's first request.
+    order = replay_order(trace, ReplayShape(concurrency=1, warmup=False), requests_per_lane=3)
+    assert [(step.session.path, step.turn) for step in order] == [("0", 0), ("0/0", 0), ("0", 1)]

@@ -1,0 +1,79 @@
+"""The KV capacity planner: replay order, tiers and capacities, against hand-worked and independent figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recipes.hardware import load_hardware_registry
+from recipes.model_registry import load_model_registry
+from runners.traces.formats import load_trace, parse_trace
+from runners.traces.hit_rate import theoretical_hit_rate
+from runners.traces.planner import ReplayShape, ReplayTraffic, kv_capacity, predict_replay_hit_rate, replay_order
+
+ROOT = Path(__file__).resolve().parents[4]
+SAMPLE = ROOT / "traces" / "claude-code-weka" / "sample_trace.json"
+
+
+def _conversation(ids_per_turn: list[list[int]], block: int = 4) -> bytes:
+    requests = [{"t": float(turn), "type": "s", "in": len(ids) * block + 1, "out": 1, "hash_ids": ids}
+                for turn, ids in enumerate(ids_per_turn)]  # fmt: skip
+    return json.dumps({"id": "hand", "block_size": block, "requests": requests}).encode()
+
+
+def test_one_lane_without_warmup_and_unbounded_cache_is_the_theoretical_rate() -> None:
+    trace = load_trace(SAMPLE)
+    shape = ReplayShape(concurrency=1, warmup=False)
+    predicted = predict_replay_hit_rate(trace, shape, 128, None, requests_per_lane=len(trace.sessions[0].requests))
+    assert predicted.rate == pytest.approx(theoretical_hit_rate(trace).rebase(128).rate, abs=1e-12)
+
+
+def test_hand_worked_lru_with_two_lanes() -> None:
+    # Engine block = trace block = 4 tokens; prompts of 4k+1 tokens, so all k blocks are hittable.
+    trace = parse_trace(_conversation([[1], [1, 2], [1, 2, 3]]), "hand.json")
+    shape = ReplayShape(concurrency=2, warmup=False)
+    order = replay_order(trace, shape, requests_per_lane=3)
+    # Lanes alternate; lane 0 replays copy 0, lane 1 copy 1 (salted apart: nothing shared between them).
+    assert [(step.copy, step.turn) for step in order] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
+    traffic = ReplayTraffic(trace, shape, 4, requests_per_lane=3)
+    # Unbounded: per copy, hits 0 + 4 + 8 tokens of 5 + 9 + 13 input tokens.
+    assert traffic.hit_rate(None).rate == pytest.approx(2 * 12 / (2 * 27))
+    # 4 blocks of HBM; the output token never fills a block here (in + out = 4k + 2). Each request touches its
+    # blocks tail first, so inserting a new tail can evict the request's own older prefix (A: copy 0, B: copy 1):
+    #   A1 miss | B1 miss | A1 hit (4) -> [B1 A2 A1] | B1 hit (4) -> [A2 A1 B2 B1]
+    #   A1 A2 hit (8); inserting A3, A2, A1 evicts A2, A1, B2 -> [B1 A3 A2 A1] | B1 hit, B2 gone (4)
+    assert traffic.hit_rate(4).rate == pytest.approx(20 / 54)
+    # 3 blocks: ... -> [A1 B2 B1] | A1 hit, A2 gone (4) -> [A3 A2 A1] | B1 gone (0): 0 + 0 + 4 + 4 + 4 + 0.
+    assert traffic.hit_rate(3).rate == pytest.approx(12 / 54)
+    tiered = traffic.hit_rate(3, dram_blocks=10)
+    assert tiered.rate == pytest.approx(traffic.hit_rate(13).rate) and tiered.dram_rate > 0
+    assert tiered.hbm_rate == pytest.approx(traffic.hit_rate(3).rate)
+
+
+def test_warm_start_primes_history_without_counting_it() -> None:
+    trace = parse_trace(_conversation([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4, 5]]), "hand.json")
+    order = replay_order(trace, ReplayShape(concurrency=1, seed=7), requests_per_lane=2)
+    primer, *counted = order
+    assert primer.primer and not any(step.primer for step in counted)
+    assert [step.turn for step in counted] == [primer.turn + 1, primer.turn + 2]
+    assert 1 <= primer.turn + 1 <= 3  # warm start in [25 %, 75 %] of 5 turns: int(1.25)=1 .. int(3.75)=3
+    traffic = ReplayTraffic(trace, ReplayShape(concurrency=1, seed=7), 4, requests_per_lane=2)
+    assert traffic.requests == 2 and traffic.hit_rate(None).rate > 0.5  # the primed history is hit
+
+
+def test_capacity_from_the_registries_worked_by_hand() -> None:
+    model = load_model_registry()["llama-3.3-70b"]
+    b200 = load_hardware_registry()["b200"]
+    capacity = kv_capacity(model, b200, gpus=8, precision="fp8", block_size=16, memory_utilization=0.9, dram_gib=64)
+    # By hand from config.json and the registry: 80 layers x 8 KV heads x 128 dims x (K, V) x 2 bytes (bf16 KV);
+    # 70e9 parameters at one byte (fp8); 8 x 180 GB of HBM at 90 %.
+    per_token = 80 * 8 * 128 * 2 * 2
+    weights = 70e9
+    kv_bytes = 180e9 * 8 * 0.9 - weights
+    assert capacity.block_bytes == per_token * 16
+    assert capacity.hbm_blocks == int(kv_bytes // (per_token * 16))
+    assert capacity.dram_blocks == int(64 * 2**30 // (per_token * 16))
+    with pytest.raises(ValueError, match="precision: got 'fp3'"):
+        kv_capacity(model, b200, gpus=8, precision="fp3", block_size=16)
