@@ -256,7 +256,10 @@ _SET_PROVENANCE_HOST = (
 _SET_PROVENANCE_PREFLIGHT = (
     update(_PROVENANCE)
     .where(_PROVENANCE.c.job_id == bindparam("of_job"), _PROVENANCE.c.preflight.is_(None))
-    .values(preflight=bindparam("new_preflight", type_=_PROVENANCE.c.preflight.type))
+    .values(
+        preflight=bindparam("new_preflight", type_=_PROVENANCE.c.preflight.type),
+        accelerator_driver=bindparam("new_driver"),
+    )
 )
 
 
@@ -292,8 +295,10 @@ def set_provenance_host(session: Session, job_id: str, host: str, *, commit: boo
 
 
 def set_provenance_preflight(session: Session, job_id: str, preflight: dict[str, Any], *, commit: bool = True) -> None:
-    """The host's pre-flight checks of the job (the first report wins: they ran once, before the engine)."""
-    session.connection().execute(_SET_PROVENANCE_PREFLIGHT, {"of_job": job_id, "new_preflight": preflight})
+    """The host's pre-flight checks of the job (the first report wins: they ran once, before the engine), and
+    the accelerator driver version they found."""
+    values = {"of_job": job_id, "new_preflight": preflight, "new_driver": preflight.get("accelerator_driver")}
+    session.connection().execute(_SET_PROVENANCE_PREFLIGHT, values)
     if commit:
         session.commit()
 

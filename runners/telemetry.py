@@ -36,6 +36,7 @@ class Preflight(Strict):
     )
     accelerator_processes: list[str] = Field(default_factory=list, description="What was found running on them.")
     leftover_engines: int = Field(description="Engines of dead runs reaped before this job.")
+    accelerator_driver: str | None = Field(None, description="Accelerator driver version (nvidia-smi), when reported.")
     notes: list[str] = Field(default_factory=list, description="Checks that could not run here, and why.")
 
 
@@ -78,6 +79,15 @@ def accelerator_processes() -> tuple[bool | None, list[str], list[str]]:
     return not found, found, []
 
 
+def accelerator_driver() -> str | None:
+    """The accelerator driver's version (`nvidia-smi --query-gpu=driver_version`); None where not reported."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    output = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    versions = sorted({line.strip() for line in (output or "").splitlines() if line.strip()})
+    return ", ".join(versions) or None
+
+
 def run_preflight(work_dir: Path, leftover_engines: int) -> Preflight:
     """Checks before an engine starts; raises a retryable error when the host is not fit to measure on."""
     free_gb = shutil.disk_usage(work_dir).free / 1e9
@@ -85,6 +95,7 @@ def run_preflight(work_dir: Path, leftover_engines: int) -> Preflight:
     report = Preflight(
         checked_at=time.time(), free_disk_gb=round(free_gb, 2), accelerators_idle=idle,
         accelerator_processes=processes, leftover_engines=leftover_engines, notes=notes,
+        accelerator_driver=accelerator_driver(),
     )  # fmt: skip
     if free_gb < MIN_FREE_DISK_GB:
         raise InfrastructureError(

@@ -73,7 +73,7 @@ def _metrics(records: list[RequestRecord]) -> PointMetrics:
     )  # fmt: skip
     preflight = Preflight(
         checked_at=1.7e9, free_disk_gb=42.5, accelerators_idle=True, leftover_engines=0,
-        notes=["accelerator idleness checked with nvidia-smi"],
+        notes=["accelerator idleness checked with nvidia-smi"], accelerator_driver="580.65.06",
     )  # fmt: skip
     metrics.host = HostReport(preflight=preflight)
     return metrics
@@ -145,7 +145,8 @@ def test_a_recorded_job_keeps_its_engine_provenance_and_server_metrics(
         assert first.engine_argv is not None and "--port" in first.engine_argv and "{port}" in first.engine_argv
         assert "{model_dir}" in first.engine_argv and "--load-format" in first.engine_argv
         assert first.env_names == ["DO_NOT_TRACK", "HF_HUB_OFFLINE", "VLLM_LOGGING_LEVEL", "VLLM_NO_USAGE_STATS"]
-        assert (first.accelerator_driver, first.accelerator_runtime) == (None, None)  # no runner reports them yet
+        # The driver version comes with the pre-flight checks; no runner reports a runtime version yet.
+        assert (first.accelerator_driver, first.accelerator_runtime) == ("580.65.06", None)
         second = provenance["job-a2"]
         assert (second.host, second.preflight, second.engine_argv) == (None, None, first.engine_argv)
         (imported,) = [row for job_id, row in provenance.items() if job_id.startswith("import-")]

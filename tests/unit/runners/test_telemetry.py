@@ -22,6 +22,7 @@ def fake_nvidia_smi(directory: Path, gpu_query: str, compute_apps: str = "") -> 
     script.write_text(
         "#!/bin/sh\n"
         'case "$1" in\n'
+        "  --query-gpu=driver_version) printf '580.65.06\\n580.65.06\\n' ;;\n"
         f"  --query-gpu=*) printf '{gpu_query}' ;;\n"
         f"  --query-compute-apps=*) printf '{compute_apps}' ;;\n"
         "esac\n"
@@ -73,6 +74,7 @@ def test_preflight_refuses_busy_accelerators_and_a_full_disk(tmp_path: Path, mon
     fake_nvidia_smi(tmp_path, GPU_QUERY_OUTPUT, compute_apps="")
     report = run_preflight(tmp_path, leftover_engines=2)
     assert report.accelerators_idle is True and report.leftover_engines == 2
+    assert report.accelerator_driver == "580.65.06"  # one version, however many GPUs report it
 
     monkeypatch.setattr(telemetry, "MIN_FREE_DISK_GB", 1e9)
     with pytest.raises(InfrastructureError, match=r"pre-flight: only .* GB free in .* \(need 1e\+09 GB\)"):
