@@ -194,7 +194,7 @@ class ArtifactRow(SQLModel, table=True):
     sweep_id: int | None = Field(default=None, foreign_key="sweep.id", index=True)
     job_id: str | None = Field(default=None, foreign_key="job.id", index=True)
     point_key: str | None = Field(default=None, index=True)
-    kind: str = Field(description="records|engine-log|snapshot")
+    kind: str = Field(description="records|result|server-metrics|engine-log|snapshot")
     key: str = Field(description="Content-addressed key in the store: <kind>/<sha256><suffix>.")
     local_path: str = Field(description="Staged copy on the orchestrator host (kept until stored).")
     sha256: str

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import subprocess
@@ -55,6 +56,19 @@ def _stage_records(outcome: PointOutcome) -> Path | None:
         os.replace(partial, target)
     except OSError as error:
         log.warning("could not stage request records of %s: %s", outcome.point_key, error)
+        return None
+    return target
+
+
+def _stage_json(outcome: PointOutcome, kind: str, document: object) -> Path | None:
+    """Write one JSON document of the Point (its result, or the engine's raw /metrics) in the staging directory."""
+    target = staging_dir() / f"{kind}-{outcome.point_key}.json"
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.write_text(json.dumps(document, sort_keys=True, default=str), encoding="utf-8")
+        os.replace(partial, target)
+    except OSError as error:
+        log.warning("could not stage the %s of %s: %s", kind, outcome.point_key, error)
         return None
     return target
 
@@ -355,7 +369,17 @@ class Recorder:
     ) -> bool:
         metrics = outcome.metrics
         staged = _stage_records(outcome) if outcome.records else None
-        artifacts = [self._artifact(staged, "records", job_id, outcome.point_key)] if staged else []
+        # Besides the rows: the request records (Parquet), the result exactly as the runner reported it, and the
+        # engine's raw /metrics before and after, so every stored figure can be checked against its evidence.
+        result = {"point_key": outcome.point_key, "origin": outcome.origin, "source": source,
+                  "started_at": outcome.started_at.isoformat(), "finished_at": outcome.finished_at.isoformat(),
+                  "metrics": metrics.model_dump(mode="json")}  # fmt: skip
+        files = [(staged, "records"), (_stage_json(outcome, "result", result), "result")]
+        if outcome.server_scrapes is not None:
+            files.append(
+                (_stage_json(outcome, "server-metrics", outcome.server_scrapes.model_dump()), "server-metrics")
+            )
+        artifacts = [self._artifact(path, kind, job_id, outcome.point_key) for path, kind in files if path is not None]
         row = PointResultRow(
             sweep_id=self.sweep_id,
             job_id=job_id,

@@ -18,6 +18,7 @@ from recipes.hardware import load_hardware_registry
 from recipes.schema import Recipe
 from runners.inventory import Target
 from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
+from runners.server_metrics import RawScrapes
 
 PointWorkload = Annotated[FixedLengthPoint | ReplayPoint, Field(discriminator="kind")]
 
@@ -61,6 +62,7 @@ class PointOutcome(Strict):
     origin: Origin = Field(description="measured (real engine) or simulated.")
     metrics: PointMetrics = Field(description="Aggregates and validity verdict.")
     records: list[RequestRecord] = Field(description="Every request of the Point, warmup included.")
+    server_scrapes: RawScrapes | None = Field(None, description="The engine's raw /metrics before and after.")
     started_at: datetime = Field(description="Wall-clock start (UTC).")
     finished_at: datetime = Field(description="Wall-clock end (UTC).")
 

@@ -47,13 +47,28 @@ def parse_prometheus(text: str) -> Samples:
     return dict(samples)
 
 
-def scrape(url: str, timeout_s: float = 5.0) -> Samples | None:
-    """The server's samples, or None when /metrics cannot be read (the Point is still measured)."""
+def scrape_text(url: str, timeout_s: float = 5.0) -> str | None:
+    """The server's /metrics text as served (kept as an artifact), or None when it cannot be read."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - the engine's own URL
-            return parse_prometheus(response.read().decode("utf-8", errors="replace"))
+            return response.read().decode("utf-8", errors="replace")
     except (urllib.error.URLError, OSError, TimeoutError):
         return None
+
+
+def scrape(url: str, timeout_s: float = 5.0) -> Samples | None:
+    """The server's samples, or None when /metrics cannot be read (the Point is still measured)."""
+    text = scrape_text(url, timeout_s)
+    return parse_prometheus(text) if text is not None else None
+
+
+class RawScrapes(BaseModel):
+    """The engine's /metrics exactly as served before and after a Point: the evidence behind its counter deltas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    before: str | None = Field(None, description="Prometheus text scraped just before the Point.")
+    after: str | None = Field(None, description="Prometheus text scraped just after it.")
 
 
 class ServerCounters(BaseModel):

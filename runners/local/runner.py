@@ -21,7 +21,7 @@ from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
 from runners.paths import data_dir
 from runners.process import EngineProcess, pick_free_port, reap_orphaned_engines
-from runners.server_metrics import CacheShape, cache_shape, counter_deltas, scrape
+from runners.server_metrics import CacheShape, RawScrapes, cache_shape, counter_deltas, parse_prometheus, scrape_text
 from runners.telemetry import HostReport, TelemetrySampler, run_preflight
 
 
@@ -114,12 +114,15 @@ class LocalRunner(Runner):
             for point in job.points:
                 yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)
                 started = datetime.now(UTC)
-                before = scrape(engine.base_url + plan.metrics_path)
+                before_text = scrape_text(engine.base_url + plan.metrics_path)
+                before = parse_prometheus(before_text) if before_text is not None else None
                 context = replace(context, cache=cache_shape(before))
                 sampler = TelemetrySampler()
                 with sampler.running():
                     metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)
-                metrics.server = counter_deltas(before, scrape(engine.base_url + plan.metrics_path))
+                after_text = scrape_text(engine.base_url + plan.metrics_path)
+                after = parse_prometheus(after_text) if after_text is not None else None
+                metrics.server = counter_deltas(before, after)
                 metrics.host = HostReport(preflight=preflight, telemetry=sampler.summary())
                 metrics.accuracy = accuracy
                 if accuracy.invalid_reason is not None:
@@ -136,6 +139,7 @@ class LocalRunner(Runner):
                     origin="dry-run" if job.dry_run else adapter.origin,
                     metrics=metrics,
                     records=records,
+                    server_scrapes=RawScrapes(before=before_text, after=after_text),
                     started_at=started,
                     finished_at=datetime.now(UTC),
                 )

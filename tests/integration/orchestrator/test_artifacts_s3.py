@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,15 +75,35 @@ def test_upload_is_idempotent(s3_endpoint: str, tmp_path: Path, monkeypatch: pyt
     assert store.get("records/abc.txt", tmp_path / "back.txt").read_text() == "hello"
 
 
-def test_sweep_uploads_records_and_logs(s3_endpoint: str, write_recipe) -> None:
+def test_sweep_uploads_records_and_logs(s3_endpoint: str, write_recipe, monkeypatch: pytest.MonkeyPatch) -> None:
     result = run_cli("run", str(write_recipe()), "--sweep", "s3-sweep", env=s3_env(s3_endpoint, "sweep"))
     assert result.returncode == 0, result.stderr
     keys = objects(s3_endpoint, "sweep/")
     assert sum(key.startswith("sweep/records/") and key.endswith(".parquet") for key in keys) == 2
     assert sum(key.startswith("sweep/engine-log/") for key in keys) == 1
+    # Each Point's result as the runner reported it, and the engine's raw /metrics before and after it.
+    assert sum(key.startswith("sweep/result/") and key.endswith(".json") for key in keys) == 2
+    assert sum(key.startswith("sweep/server-metrics/") and key.endswith(".json") for key in keys) == 2
     engine = make_engine()
     with open_session(engine) as session:
         assert queries.pending_artifacts(session) == []
+        (view, *_) = queries.list_results(session, sweep="s3-sweep")
+        (result,) = [a for a in queries.artifacts_of_point(session, view_sweep_id(session), view.point_key)
+                     if a.kind == "result"]  # fmt: skip
+        scrapes = [a for a in queries.artifacts_of_point(session, view_sweep_id(session), view.point_key)
+                   if a.kind == "server-metrics"]  # fmt: skip
+    monkeypatch.setenv("INFERSWEEP_S3_ENDPOINT_URL", s3_endpoint)
+    store = S3ArtifactStore(BUCKET, "sweep")
+    document = json.loads(store.get(result.key, Path(result.local_path).with_suffix(".back")).read_text())
+    assert document["point_key"] == view.point_key and document["metrics"]["completed"] == view.completed
+    (scrape,) = scrapes
+    raw = json.loads(store.get(scrape.key, Path(scrape.local_path).with_suffix(".back")).read_text())
+    assert "vllm:prompt_tokens_total" in raw["before"] and "vllm:prompt_tokens_total" in raw["after"]
+
+
+def view_sweep_id(session) -> int:
+    sweep, _ = queries.get_or_create_sweep(session, "s3-sweep")
+    return int(sweep.id)
 
 
 def test_endpoint_down_keeps_rows_and_publish_finishes(s3_endpoint: str, write_recipe) -> None:
@@ -94,15 +115,16 @@ def test_endpoint_down_keeps_rows_and_publish_finishes(s3_endpoint: str, write_r
     with open_session(engine) as session:
         assert len(queries.list_results(session, sweep="s3-outage")) == 2
         pending = queries.pending_artifacts(session)
-    assert len(pending) == 3 and all(item.error and "failed" in item.error for item in pending)
+    # Per Point its records, result and raw /metrics; and the engine log: 2 x 3 + 1.
+    assert len(pending) == 7 and all(item.error and "failed" in item.error for item in pending)
     assert all(Path(item.local_path).exists() for item in pending)
 
     still_down = run_cli("publish", env=down)
-    assert still_down.returncode == 1 and "3 still pending" in still_down.stdout
+    assert still_down.returncode == 1 and "7 still pending" in still_down.stdout
     published = run_cli("publish", env=s3_env(s3_endpoint, "outage"))
     assert published.returncode == 0, published.stderr
-    assert "3 uploaded, 0 still pending" in published.stdout
-    assert len(objects(s3_endpoint, "outage/")) == 3
+    assert "7 uploaded, 0 still pending" in published.stdout
+    assert len(objects(s3_endpoint, "outage/")) == 7
 
 
 def test_snapshot_serves_a_hub_without_the_database(
