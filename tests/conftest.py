@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+# A shell that starts the suite in the background (`make test &` in a script) leaves SIGINT ignored, and
+# every process the tests start would inherit that, so the Ctrl-C tests would test the shell, not the code.
+# Restore Python's own handler (a handled signal is reset to its default across exec, an ignored one is not).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parents[1]
 POSTGRES_ADMIN_URL = os.environ.get("INFERSWEEP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
@@ -57,9 +65,9 @@ def _start_postgres() -> None:
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test session, dropped at the end."""
+@contextlib.contextmanager
+def _fresh_postgres_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database, dropped on exit."""
     import psycopg
     from psycopg import sql
 
@@ -74,6 +82,20 @@ def postgres_url() -> Iterator[str]:
     yield f"{base}/{name}"
     with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session (tests share it), dropped at the end."""
+    with _fresh_postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def empty_postgres_url() -> Iterator[str]:
+    """A PostgreSQL database of this test's own, empty whatever other tests wrote before it."""
+    with _fresh_postgres_database() as url:
+        yield url
 
 
 SIMULATED_RECIPE: dict[str, object] = {

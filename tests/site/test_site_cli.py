@@ -141,7 +141,8 @@ def test_the_hub_url_refuses_writes_to_sqlite(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_postgres_url_is_read_without_migrating_and_refuses_writes(postgres_url: str) -> None:
+def test_a_postgres_url_is_read_without_migrating_and_refuses_writes(empty_postgres_url: str) -> None:
+    postgres_url = empty_postgres_url  # the session's shared database already has tables by the time this runs
     with pytest.raises(ConfigurationError, match="has no InferSweep tables"):
         site_cli.given_database(postgres_url)  # never migrated: the orchestrator owns the schema
     migrate(make_engine(postgres_url))
