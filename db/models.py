@@ -180,6 +180,7 @@ class PointResultRow(SQLModel, table=True):
     finished_at: datetime
     retracted: bool = Field(default=False)
     retraction_reason: str | None = None
+    retracted_at: datetime | None = Field(default=None, description="When the result was retracted (UTC).")
     embargo_until: datetime | None = Field(
         default=None, description="Hidden from public readers (hub, snapshots) until this time (UTC)."
     )

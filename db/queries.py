@@ -672,8 +672,9 @@ def retract(session: Session, reason: str, sweep: str, point_key: str | None = N
     if point_key is not None:
         query = query.where(PointResultRow.point_key == point_key)
     rows = session.exec(query).all()
+    now = utcnow()
     for row in rows:
-        row.retracted, row.retraction_reason = True, reason
+        row.retracted, row.retraction_reason, row.retracted_at = True, reason, now
         session.add(row)
     session.commit()
     return len(rows)

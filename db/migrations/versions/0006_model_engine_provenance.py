@@ -126,7 +126,11 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         # SQLite cannot drop a column that has a foreign key: batch mode copies the table without it, and the
         # old table can only be dropped (rows of other tables refer to it) with foreign-key checks off.
-        # Alembic runs SQLite DDL outside a transaction, where this PRAGMA takes effect.
+        # The PRAGMA only takes effect outside a transaction, and a later revision's downgrade (Alembic's update
+        # of alembic_version) may have begun one: finish it first. The driver begins the next one by itself.
+        driver_connection = op.get_bind().connection.dbapi_connection
+        if driver_connection is not None and driver_connection.in_transaction:
+            driver_connection.commit()
         op.execute("PRAGMA foreign_keys=OFF")
         with op.batch_alter_table("job", schema=None) as batch_op:
             batch_op.drop_column("engine_id")

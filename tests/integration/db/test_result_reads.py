@@ -146,7 +146,11 @@ def test_the_version_moves_with_every_change_to_the_public_results(database: Eng
         assert queries.record_point(session, _point(ids["fixed"], "fixed-c128", 128))
         recorded = queries.results_version(session)
         assert recorded != first
+        before = datetime.now(UTC)
         assert queries.retract(session, "engine misconfigured", "s1", "fixed-c128") == 1
+        row = session.exec(select(PointResultRow).where(PointResultRow.point_key == "fixed-c128")).one()
+        assert row.retraction_reason == "engine misconfigured" and row.retracted_at is not None
+        assert before <= row.retracted_at.replace(tzinfo=row.retracted_at.tzinfo or UTC) <= datetime.now(UTC)
         retracted = queries.results_version(session)
         assert retracted not in {first, recorded}
         queries.embargo(session, "s1", datetime(2100, 1, 1, tzinfo=UTC))
