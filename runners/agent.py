@@ -21,12 +21,14 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from runners.job import ErrorInfo, JobEvent, JobSpec
 from runners.local import LocalRunner
+from runners.process import stop_engines_owned_by
 
 EVENT_PREFIX = "@@infersweep-event "
 
@@ -45,6 +47,20 @@ def decode_event(line: str) -> JobEvent | None:
 
 def _stop(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
+
+
+# How long the main thread gets to unwind (stopping its engine on the way) once the connection is gone.
+UNWIND_GRACE_S = 10.0
+
+
+def _stop_for_good() -> None:
+    """The connection is gone: interrupt the main thread, which stops the engine as it unwinds. Should it not
+    have exited after UNWIND_GRACE_S (blocked in a call that does not return to Python), stop this process's
+    engines from here and exit: an engine must never outlive the connection that started it."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(UNWIND_GRACE_S)
+    stop_engines_owned_by(os.getpid())
+    os._exit(143)
 
 
 def _watch_for_eof(stream: TextIO, on_eof: Callable[[], None]) -> None:
@@ -81,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _stop)
     if args.watch_stdin:
-        _watch_for_eof(sys.stdin, lambda: os.kill(os.getpid(), signal.SIGTERM))
+        _watch_for_eof(sys.stdin, _stop_for_good)
 
     if args.events == "-":
         out: TextIO = sys.stdout

@@ -124,6 +124,23 @@ def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
     return reaped
 
 
+def stop_engines_owned_by(owner_pid: int) -> list[str]:
+    """Stop the engines this process started (by their pidfiles), whatever its main thread is doing;
+    return their run ids. The last resort of a process that must exit now."""
+    stopped = []
+    for pidfile in pid_dir().glob("*.json"):
+        try:
+            info = json.loads(pidfile.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if int(info["owner_pid"]) != owner_pid:
+            continue
+        if _kill_group(int(info["pgid"]), grace_s=5.0):
+            pidfile.unlink(missing_ok=True)
+        stopped.append(str(info["run_id"]))
+    return stopped
+
+
 def running_engines() -> list[dict[str, object]]:
     """Pidfiles of engines believed to be running on this host (for tests and `infersweep doctor`)."""
     entries = []
