@@ -38,7 +38,7 @@ from runners.server_metrics import CacheShape
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
-from runners.traces.planner import ReplayShape, ReplayTraffic
+from runners.traces.planner import ReplayShape, ReplayTraffic, scaled_lengths
 from runners.traces.synthesis import BlockCache, scope_key, synthesize
 
 SESSION_HEADER = "X-Session-ID"
@@ -70,14 +70,8 @@ class ReplayRequest:
 
 
 def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) -> tuple[TraceRequest, int]:
-    if settings.length_scale == 1.0:
-        out = request.output_tokens
-    else:
-        out = max(1, round(request.output_tokens * settings.length_scale))
-    scaled_block = max(1, round(block_size * settings.length_scale))
-    inputs = max(1, math.ceil(request.input_tokens * settings.length_scale))
-    if settings.max_output_tokens is not None:
-        out = min(out, settings.max_output_tokens)
+    inputs, out, scaled_block = scaled_lengths(request.input_tokens, request.output_tokens, block_size,
+                                               settings.length_scale, settings.max_output_tokens)  # fmt: skip
     return replace(request, input_tokens=inputs, output_tokens=out), scaled_block
 
 

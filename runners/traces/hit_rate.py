@@ -49,8 +49,9 @@ capacity the LRU reproduces `theoretical_hit_rate` (and `.rebase(B)` at an engin
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -177,6 +178,33 @@ class _Access:
     counted: bool = True  # False: it fills the cache but is not measured (a replay's history priming)
 
 
+def engine_block_keys(
+    hash_ids: Sequence[int],
+    input_tokens: int,
+    output_tokens: int,
+    trace_block: int,
+    engine_block: int,
+    scope: Hashable | None,
+    unique: Iterator[int],
+) -> list[Hashable]:
+    """The cache keys of a request's full engine blocks (see the module doc), prompt first, then those its
+    `output_tokens` fill: engine block i is keyed by the trace block j holding its last token (hash id j and
+    the offset in it, within `scope` unless None) when j is within the hash ids, else by a fresh `unique` key
+    (filler and generated tokens take room but never hit)."""
+    full = input_tokens // engine_block
+    keys: list[Hashable] = []
+    for i in range(full):
+        end = (i + 1) * engine_block - 1
+        j = end // trace_block
+        if j < len(hash_ids):
+            key: Hashable = hash_ids[j] * trace_block + (end - j * trace_block)
+            keys.append(key if scope is None else (scope, key))
+        else:
+            keys.append(next(unique))
+    keys += [next(unique) for _ in range((input_tokens + output_tokens) // engine_block - full)]
+    return keys
+
+
 def _plan(
     trace: Trace,
     block_size: int | None,
@@ -188,7 +216,7 @@ def _plan(
     b = trace.block_size
     scopes = {_cache_scope(trace, item, subagent_cache) for item in trace.timeline()}
     single_scope = len(scopes) == 1
-    unique = 0  # filler / output blocks: negative keys, never equal to anything
+    unique = itertools.count(-1, -1)  # filler / output blocks: negative keys, never equal to anything
     plan: list[_Access] = []
     for item in trace.timeline():
         request = item.request
@@ -201,20 +229,8 @@ def _plan(
             continue
         big = block_size
         full = length // big
-        keys = []
-        for i in range(full):
-            end = (i + 1) * big - 1
-            j = end // b
-            if j < len(request.hash_ids):
-                key: Hashable = request.hash_ids[j] * b + (end - j * b)
-                keys.append(key if single_scope else (scope, key))
-            else:
-                unique -= 1
-                keys.append(unique)
-        if output_blocks:
-            for _ in range((length + request.output_tokens) // big - full):
-                unique -= 1
-                keys.append(unique)
+        output = request.output_tokens if output_blocks else 0
+        keys = engine_block_keys(request.hash_ids, length, output, b, big, None if single_scope else scope, unique)
         hittable = (length - 1) // big if recompute == "block" else full
         plan.append(_Access(keys, min(hittable, full), length))
     return plan

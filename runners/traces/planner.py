@@ -30,14 +30,14 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.hardware import Hardware
 from recipes.model_registry import RegistryModelSpec, kv_bytes_per_token
-from runners.traces.hit_rate import DramPolicy, TieredHitRate, _Access, _simulate
+from runners.traces.hit_rate import DramPolicy, TieredHitRate, _Access, _simulate, engine_block_keys
 from runners.traces.models import Session, Trace
 from runners.traces.synthesis import scope_key
 
@@ -126,27 +126,28 @@ def replay_order(trace: Trace, shape: ReplayShape, requests_per_lane: int) -> li
     return order
 
 
+def scaled_lengths(
+    input_tokens: int, output_tokens: int, block_size: int, length_scale: float, max_output_tokens: int | None
+) -> tuple[int, int, int]:
+    """(input, output, block) tokens of a request as a replay with `length_scale` sends it (shared with the
+    replayer, so the planner sees the very lengths the engine gets)."""
+    output = output_tokens if length_scale == 1.0 else max(1, round(output_tokens * length_scale))
+    if max_output_tokens is not None:
+        output = min(output, max_output_tokens)
+    return max(1, math.ceil(input_tokens * length_scale)), output, max(1, round(block_size * length_scale))
+
+
 def _accesses(trace: Trace, shape: ReplayShape, order: list[_Step], engine_block_size: int) -> list[_Access]:
-    scaled_block = max(1, round(trace.block_size * shape.length_scale))
     unique = itertools.count(-1, -1)  # filler and generated blocks: keys that never match anything
     accesses = []
     for step in order:
         request = step.session.requests[step.turn]
-        length = max(1, math.ceil(request.input_tokens * shape.length_scale))
-        output = 1 if step.primer else max(1, round(request.output_tokens * shape.length_scale))
-        if shape.max_output_tokens is not None:
-            output = min(output, shape.max_output_tokens)
+        length, output, scaled_block = scaled_lengths(request.input_tokens, request.output_tokens, trace.block_size,
+                                                      shape.length_scale, shape.max_output_tokens)  # fmt: skip
+        output = 1 if step.primer else output  # the priming request asks for one token
         scope = scope_key(trace, f"{shape.seed}-{step.copy}", step.root)
+        keys = engine_block_keys(request.hash_ids, length, output, scaled_block, engine_block_size, scope, unique)
         full = length // engine_block_size
-        keys: list[Hashable] = []
-        for block in range(full):
-            end = (block + 1) * engine_block_size - 1
-            index = end // scaled_block
-            if index < len(request.hash_ids):
-                keys.append((scope, request.hash_ids[index], end - index * scaled_block))
-            else:
-                keys.append(next(unique))
-        keys += [next(unique) for _ in range((length + output) // engine_block_size - full)]
         hittable = min((length - 1) // engine_block_size, full)
         accesses.append(_Access(keys, hittable, length, counted=not step.primer))
     return accesses
