@@ -66,6 +66,11 @@ def _body(endpoint: Endpoint, request: PreparedRequest) -> dict[str, object]:
     return body
 
 
+def encode_body(endpoint: Endpoint, request: PreparedRequest) -> bytes:
+    """The request's JSON body, ready to send (a replayer encodes it ahead of the request's due time)."""
+    return json.dumps(_body(endpoint, request)).encode()
+
+
 def _choice_text(choice: object) -> str | None:
     """Generated text of one streamed choice: `text` (completions) or `delta.content` (chat)."""
     if not isinstance(choice, dict):
@@ -176,7 +181,9 @@ async def send_one(
     scheduled: float,
     timeout_s: float,
     extra_headers: dict[str, str] | None = None,
+    body: bytes | None = None,
 ) -> RequestRecord:
+    """Send one request and stream its answer into a record; `body` is `encode_body`'s, if already made."""
     record = RequestRecord(
         index=request.index,
         warmup=request.warmup,
@@ -191,7 +198,8 @@ async def send_one(
         headers.update(extra_headers)  # e.g. a session id, so KV-aware routers keep a session on one worker
     # Serialised before the clock starts. `sent` is set here and then, by the session's trace hook
     # (`client_session`), moved to when the request's last bytes were written to the connection.
-    body = json.dumps(_body(endpoint, request)).encode()
+    if body is None:
+        body = encode_body(endpoint, request)
     reader = _SseReader(endpoint.continuous_usage_stats, endpoint.keep_text)
     try:
         record.sent = time.perf_counter()

@@ -7,7 +7,14 @@ flight, as AgentX does), scaled by `time_scale`. Subagents spawn at their record
 parent request they follow. When a tree ends, the lane takes the next copy of a root session with a new
 salt, so copies never share cache the real traffic would not have shared (runners/traces/synthesis.py).
 Warmup: each lane's first tree starts at a random turn in [25 %, 75 %] of its root session, with the
-history primed by one unmeasured request carrying the previous turn's prompt.
+history primed by one unmeasured request carrying the previous turn's prompt; that turn is then due its
+own think time after the window opens, so lanes are at random phases as in steady traffic. When the window
+closes on a tree (its next request is due after the end), the lane stops.
+
+Schedule: a request is due at the end of the answer before it plus the think time. Its prompt is made
+(synthesised and JSON-encoded) during that think time, on one synthesis thread, so the event loop only
+sends; schedule lag (sent - due) is then the client's own delay. The trace is frozen out of the garbage
+collector while it replays.
 
 Open loop (`mode="timeline"`, e.g. Mooncake): every request is sent at its recorded time x time_scale.
 
@@ -18,10 +25,13 @@ multiplied alike, which keeps the sharing structure (which blocks repeat) intact
 from __future__ import annotations
 
 import asyncio
+import functools
+import gc
 import itertools
 import math
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -30,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ValidityThresholds
-from runners.loadgen.client import Endpoint, PreparedRequest, client_session, send_one
+from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
 from runners.loadgen.fixed_length import Vocabulary
 from runners.loadgen.metrics import compute_point_metrics, summarize
 from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint, ReplayStats, RequestRecord
@@ -69,6 +79,17 @@ class ReplayRequest:
     record: RequestRecord
 
 
+@dataclass(frozen=True)
+class _Outgoing:
+    """A request synthesised and encoded ahead of its due time."""
+
+    request: PreparedRequest
+    body: bytes
+    session_id: str
+    turn: int
+    due: float
+
+
 def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) -> tuple[TraceRequest, int]:
     inputs, out, scaled_block = scaled_lengths(request.input_tokens, request.output_tokens, block_size,
                                                settings.length_scale, settings.max_output_tokens)  # fmt: skip
@@ -90,31 +111,52 @@ class Replayer:
         self.window_end = math.inf
         self.session_times: list[float] = []
         self.lags: list[float] = []
+        self._synthesis: ThreadPoolExecutor | None = None  # one thread: prompts are made off the event loop
 
     # --- one request -----------------------------------------------------------------------------
 
-    async def _send(
-        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, session: Session, turn: int,
-        scheduled: float, max_tokens: int | None = None, warmup: bool = False,
-    ) -> RequestRecord:  # fmt: skip
+    async def _prepare(
+        self, copy: int, root: int, session: Session, turn: int, due: float,
+        max_tokens: int | None = None, warmup: bool = False,
+    ) -> _Outgoing:  # fmt: skip
+        """Synthesise and encode a request ahead of `due`, on the synthesis thread.
+
+        Off the event loop: when many lanes recycle at once, each new session's blocks are all new, and
+        making them in the loop would hold back every other session's due request behind them.
+        """
+        make = functools.partial(self._make, copy, root, session, turn, due, max_tokens, warmup)
+        if self._synthesis is None:
+            return make()
+        return await asyncio.get_running_loop().run_in_executor(self._synthesis, make)
+
+    def _make(
+        self, copy: int, root: int, session: Session, turn: int, due: float, max_tokens: int | None, warmup: bool
+    ) -> _Outgoing:
+        # Only the synthesis thread runs this while a replay runs: the block cache has one user.
         request, block = _scaled(session.requests[turn], self.settings, self.trace.block_size)
         scope = scope_key(self.trace, f"{self.settings.seed}-{copy}", root)
         prompt = synthesize(request, block, scope, self.settings.vocabulary, cache=self.blocks)
         prepared = PreparedRequest(
             index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,
-            warmup=warmup or time.perf_counter() < self.window_start,
+            warmup=warmup or due < self.window_start,
         )  # fmt: skip
         session_id = f"{self.settings.seed}-{copy}-{session.path}"
+        return _Outgoing(prepared, encode_body(self.endpoint, prepared), session_id, turn, due)
+
+    async def _send(self, http: aiohttp.ClientSession, lane: int, outgoing: _Outgoing) -> RequestRecord:
+        """Wait until the request is due, send it; its schedule lag is how late it left the client."""
+        await asyncio.sleep(max(0.0, outgoing.due - time.perf_counter()))
         self.in_flight += 1
         try:
             record = await send_one(
-                http, self.endpoint, prepared, scheduled, self.settings.timeout_s, {SESSION_HEADER: session_id}
-            )
+                http, self.endpoint, outgoing.request, outgoing.due, self.settings.timeout_s,
+                {SESSION_HEADER: outgoing.session_id}, body=outgoing.body,
+            )  # fmt: skip
         finally:
             self.in_flight -= 1
         if not record.warmup and record.sent is not None:
-            self.lags.append((record.sent - scheduled) * 1000)
-        self.records.append(ReplayRequest(lane, session_id, turn, record))
+            self.lags.append((record.sent - outgoing.due) * 1000)
+        self.records.append(ReplayRequest(lane, outgoing.session_id, outgoing.turn, record))
         return record
 
     def _gap(self, seconds: float) -> float:
@@ -123,36 +165,51 @@ class Replayer:
             gap = min(gap, self.settings.idle_cap_s)  # nothing in flight anywhere: compress idle time
         return gap * self.settings.time_scale
 
+    @staticmethod
+    def _think_before(session: Session, turn: int) -> float:
+        """The recorded think time before `turn` (from the timestamps when the trace has none)."""
+        upcoming = session.requests[turn]
+        if upcoming.think_time is not None:
+            return upcoming.think_time
+        previous = session.requests[turn - 1]
+        return max(0.0, upcoming.t - previous.t - (previous.api_time or 0.0))
+
     # --- closed loop -------------------------------------------------------------------------------
 
     async def _session(
-        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, session: Session, first_turn: int
-    ) -> None:
-        children: list[asyncio.Task[None]] = []
+        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, session: Session, first_turn: int,
+        due: float | None = None,
+    ) -> bool:  # fmt: skip
+        """Run `session` from `first_turn` (due at `due`, now by default) to its end or the window's.
+
+        True when the whole tree ran; False when the window closed first (a request was due after it).
+        """
+        children: list[asyncio.Task[bool]] = []
         for child in session.subagents_after(first_turn - 1) if first_turn == 0 else ():
             children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child)))
+        outgoing = await self._prepare(copy, root, session, first_turn, time.perf_counter() if due is None else due)
+        completed = True
         for turn in range(first_turn, len(session.requests)):
-            if time.perf_counter() >= self.window_end:
+            # Each next prompt is made during the think time before it, so synthesis is off the schedule.
+            if max(time.perf_counter(), outgoing.due) >= self.window_end:
+                completed = False
                 break
-            scheduled = time.perf_counter()
-            record = await self._send(http, lane, copy, root, session, turn, scheduled)
+            record = await self._send(http, lane, outgoing)
             for child in session.subagents_after(turn):
                 children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child)))
-            if turn + 1 < len(session.requests) and record.end is not None:
-                upcoming = session.requests[turn + 1]
-                recorded = upcoming.think_time
-                if recorded is None:
-                    current = session.requests[turn]
-                    recorded = max(0.0, upcoming.t - current.t - (current.api_time or 0.0))
-                await asyncio.sleep(self._gap(recorded))
+            if turn + 1 < len(session.requests):
+                ended = record.end if record.end is not None else time.perf_counter()
+                due = ended + self._gap(self._think_before(session, turn + 1))
+                outgoing = await self._prepare(copy, root, session, turn + 1, due)
         if children:
-            await asyncio.gather(*children)
+            completed &= all(await asyncio.gather(*children))
+        return completed
 
     async def _spawn(
         self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, parent: Session, child: Session
-    ) -> None:
-        await asyncio.sleep(self._gap(max(0.0, parent.spawn_delay(child))))
-        await self._session(http, lane, copy, root, child, 0)
+    ) -> bool:
+        due = time.perf_counter() + self._gap(max(0.0, parent.spawn_delay(child)))
+        return await self._session(http, lane, copy, root, child, 0, due)
 
     async def _lane(self, http: aiohttp.ClientSession, lane: int, primed: asyncio.Event) -> None:
         first = True
@@ -166,15 +223,23 @@ class Replayer:
                 high = max(low, int(0.75 * len(session.requests)))
                 start_turn = self.random.randint(low, high)
                 # Prime the history: the previous turn's prompt, one token out, never measured.
-                await self._send(http, lane, copy, root, session, start_turn - 1, time.perf_counter(), 1, warmup=True)
+                priming = await self._prepare(copy, root, session, start_turn - 1, time.perf_counter(), 1, warmup=True)
+                await self._send(http, lane, priming)
+            due = None
             if first:
                 first = False
                 primed.set()
                 await self._all_primed.wait()
-            started = time.perf_counter()
-            await self._session(http, lane, copy, root, session, start_turn)
+                if start_turn:
+                    # A primed session is mid-conversation: its next turn follows its own think time, as in
+                    # steady traffic, instead of every lane firing at once when the window opens.
+                    due = self.window_start + self._gap(self._think_before(session, start_turn))
+            started = time.perf_counter() if due is None else due
+            completed = await self._session(http, lane, copy, root, session, start_turn, due)
+            if not completed:
+                return  # the window closed on this tree: the lane is done, no new copy starts
             ended = time.perf_counter()
-            if started >= self.window_start and ended <= self.window_end:
+            if started >= self.window_start and ended <= self.window_end:  # the whole tree inside the window
                 self.session_times.append(ended - started)
 
     async def run_sessions(self) -> None:
@@ -182,35 +247,37 @@ class Replayer:
         events = [asyncio.Event() for _ in range(lanes)]
         self._all_primed = asyncio.Event()
         connector = aiohttp.TCPConnector(limit=0)
-        async with client_session(connector) as http:
-            tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
-            await asyncio.gather(*(event.wait() for event in events))
-            self.window_start = time.perf_counter()
-            self.window_end = self.window_start + self.settings.duration_s
-            self._all_primed.set()
-            await asyncio.gather(*tasks)
+        with ThreadPoolExecutor(1, thread_name_prefix="replay-synthesis") as self._synthesis:
+            async with client_session(connector) as http:
+                tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
+                await asyncio.gather(*(event.wait() for event in events))
+                self.window_start = time.perf_counter()
+                self.window_end = self.window_start + self.settings.duration_s
+                self._all_primed.set()
+                await asyncio.gather(*tasks)
 
     # --- open loop ---------------------------------------------------------------------------------
 
     async def run_timeline(self) -> None:
         slots = asyncio.Semaphore(self.settings.concurrency)
         connector = aiohttp.TCPConnector(limit=0)
-        async with client_session(connector) as http:
-            self.window_start = start = time.perf_counter()
-            self.window_end = start + self.settings.duration_s
-            tasks = []
-            for item in self.trace.timeline():
-                due = start + item.time * self.settings.time_scale
-                if due >= self.window_end:
-                    break
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        with ThreadPoolExecutor(1, thread_name_prefix="replay-synthesis") as self._synthesis:
+            async with client_session(connector) as http:
+                self.window_start = start = time.perf_counter()
+                self.window_end = start + self.settings.duration_s
+                tasks = []
+                for item in self.trace.timeline():
+                    due = start + item.time * self.settings.time_scale
+                    if due >= self.window_end:
+                        break
+                    outgoing = await self._prepare(0, item.root, item.session, item.index, due)
 
-                async def one(item=item, due=due) -> None:
-                    async with slots:
-                        await self._send(http, 0, 0, item.root, item.session, item.index, due)
+                    async def one(outgoing: _Outgoing = outgoing) -> None:
+                        async with slots:
+                            await self._send(http, 0, outgoing)
 
-                tasks.append(asyncio.create_task(one()))
-            await asyncio.gather(*tasks)
+                    tasks.append(asyncio.create_task(one()))
+                await asyncio.gather(*tasks)
 
     # --- results -----------------------------------------------------------------------------------
 
@@ -241,7 +308,13 @@ def replay(trace: Trace, endpoint: Endpoint, settings: ReplaySettings) -> tuple[
     from runners.loadgen import loop
 
     replayer = Replayer(trace, endpoint, settings)
-    loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
+    # The trace's many small objects never die during a replay: frozen out of the collector, a full
+    # collection does not stop the event loop for tens of milliseconds to walk them again and again.
+    gc.freeze()
+    try:
+        loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
+    finally:
+        gc.unfreeze()
     return replayer.stats(), replayer.records
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from runners.loadgen import loop
 from runners.loadgen.client import Endpoint
-from runners.loadgen.replay import ReplaySettings, replay
-from runners.traces.formats import load_trace
+from runners.loadgen.replay import Replayer, ReplaySettings, replay
+from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from tests.conftest import ROOT, run_cli
 from tests.integration.loadgen.test_bench import start_simulated
@@ -68,6 +70,35 @@ def test_warm_start_primes_history(caching_server: str) -> None:
     first_measured = next(item.record for item in records if not item.record.warmup)
     # The primed history is already cached when the first measured request of the lane arrives.
     assert first_measured.cached_tokens and first_measured.cached_tokens > 0.5 * first_measured.prompt_tokens_sent
+
+
+def test_each_request_is_due_its_think_time_after_the_answer_before_it(caching_server: str) -> None:
+    # One session, think times all different; two lanes start primed at random turns.
+    thinks = [0.0, 0.05, 0.15, 0.25, 0.35]
+    requests = [{"t": sum(thinks[: i + 1]), "type": "s", "in": 8 * (i + 1), "out": 2, "hash_ids": list(range(i + 1)),
+                 "think_time": think} for i, think in enumerate(thinks)]  # fmt: skip
+    trace = parse_trace(json.dumps({"id": "thinks", "block_size": 8, "requests": requests}).encode(), "thinks.json")
+    settings = ReplaySettings(concurrency=2, duration_s=1.5, warmup=True, seed=5)
+    replayer = Replayer(trace, Endpoint(base_url=caching_server, model="sim"), settings)
+    loop.run(replayer.run_sessions())
+    for lane in (0, 1):
+        sent = [item for item in replayer.records if item.lane == lane and not item.record.warmup]
+        # The first measured turn follows the primed history by its own think time, not when the window opens.
+        first = sent[0]
+        assert first.record.scheduled - replayer.window_start == pytest.approx(thinks[first.turn], abs=1e-6)
+        for before, after in itertools.pairwise(sent):
+            if after.turn == before.turn + 1:  # the same session's next turn: due think time after the answer
+                assert after.record.scheduled - before.record.end == pytest.approx(thinks[after.turn], abs=1e-6)
+    assert replayer.stats().schedule_lag_ms.p99 is not None
+    # When the window closes on a tree, its lane stops: it does not start copy after copy of which only
+    # the first request fits. So, per lane, every copy but the last ran to its session's last turn.
+    for lane in (0, 1):
+        copies: dict[str, list[int]] = {}
+        for item in replayer.records:
+            if item.lane == lane:
+                copies.setdefault(item.session, []).append(item.turn)
+        *finished, _last = copies.values()
+        assert all(turns[-1] == len(thinks) - 1 for turns in finished), copies
 
 
 def test_mooncake_timeline_replay_reports_schedule_lag(caching_server: str) -> None:
