@@ -18,6 +18,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,6 +307,19 @@ def _check_port(address: str, port: int) -> None:
             ) from None
 
 
+def _warm(base_url: str) -> None:
+    """Open the busiest pages once so the first viewer finds the hub's caches full (`site_warmup`)."""
+    from orchestrator.site_warmup import warm
+
+    started = time.perf_counter()
+    warmed = warm(base_url)
+    if warmed.problem:
+        errors.print(f"note: the hub was not warmed ({warmed.problem}); its first viewer waits for the first read")
+        return
+    pages = ", ".join(f"/{page} {seconds:.1f} s" for page, seconds in warmed.seconds.items() if seconds is not None)
+    console.print(f"hub ready: pages opened once in advance ({pages}; {time.perf_counter() - started:.1f} s)")
+
+
 def run_hub(database: HubDatabase, port: int, address: str) -> int:
     """Run Streamlit until it exits or this process is asked to stop; return its exit code."""
     if not APP.is_file():
@@ -315,6 +330,7 @@ def run_hub(database: HubDatabase, port: int, address: str) -> int:
     hub = subprocess.Popen(streamlit_argv(port, address), cwd=ROOT, env=env)
     host = f"[{address}]" if ":" in address else address
     console.print(f"InferSweep hub: http://{host}:{port}  ({database.description})", highlight=False)
+    threading.Thread(target=_warm, args=(f"http://{host}:{port}",), name="hub-warm-up", daemon=True).start()
     if address not in {"127.0.0.1", "localhost", "::1"}:
         errors.print(f"note: listening on {address}: other machines can open the hub (it has no write path)")
 

@@ -1,8 +1,13 @@
 """Sidebar controls whose state lives in the URL, so any view can be shared as a link.
 
 Each control reads its starting value from `st.query_params` (ignoring values that are not options,
-so an old link never breaks a page) and writes its current value back. Widget state is seeded once
-per session under a stable key, so a changed default never resets what the viewer chose.
+so an old link never breaks a page) and writes its current value back (`_link`). Widget state is seeded
+once per session under a stable key, so a changed default never resets what the viewer chose.
+
+A value at its fixed default is not added to the URL: a link without the parameter means the default
+(for a filter, every option, including options that appear later), and every query-string write costs the
+browser a round of re-rendering (about 0.3 s for a default Pareto view's eleven writes at 50,000 points:
+docs/BENCHMARKS.md, "Hub render"). A parameter the URL already holds is kept and follows the widget.
 """
 
 from __future__ import annotations
@@ -13,6 +18,16 @@ import pandas as pd
 import streamlit as st
 
 from hubkit.data import NOT_MEASUREMENTS, SHOWN_BY_DEFAULT
+
+
+def _link(param: str, value: str | list[str], default: str | list[str] | None) -> None:
+    """Write `value` to the query parameter `param` unless it is already there, or is the default and absent."""
+    if param in st.query_params:
+        current: str | list[str] = st.query_params.get_all(param) if isinstance(value, list) else st.query_params[param]
+        if current != value:
+            st.query_params[param] = value
+    elif value != default:
+        st.query_params[param] = value
 
 
 def _seed(key: str, value: object) -> None:
@@ -34,13 +49,14 @@ def multiselect(label: str, options: Sequence[str], param: str, default: Sequenc
     st.session_state[key] = [value for value in st.session_state[key] if value in options]
     container = st.sidebar if sidebar else st
     chosen = container.multiselect(label, options, key=key, help=help)
-    st.query_params[param] = chosen
+    _link(param, chosen, list(default if default is not None else options))
     return chosen
 
 
 def selectbox(label: str, options: Sequence[str], param: str, default: str | None = None,
               help: str | None = None, sidebar: bool = True) -> str | None:  # fmt: skip
-    """A selectbox bound to the query parameter `param`."""
+    """A selectbox bound to the query parameter `param` (always written unless `default` is given: the first
+    option may depend on the data, and a link must keep opening what it showed)."""
     options = list(options)
     if not options:
         return None
@@ -51,7 +67,21 @@ def selectbox(label: str, options: Sequence[str], param: str, default: str | Non
         st.session_state[key] = options[0]
     container = st.sidebar if sidebar else st
     chosen = container.selectbox(label, options, key=key, help=help)
-    st.query_params[param] = chosen
+    _link(param, chosen, default if default in options else None)
+    return chosen
+
+
+def radio(label: str, options: Sequence[str], param: str, default: str, sidebar: bool = False) -> str:
+    """Horizontal radio buttons bound to the query parameter `param` (e.g. a page's chart or table view)."""
+    options = list(options)
+    linked = st.query_params.get(param)
+    key = f"param-{param}"
+    _seed(key, linked if linked in options else default)
+    if st.session_state[key] not in options:
+        st.session_state[key] = default
+    container = st.sidebar if sidebar else st
+    chosen = str(container.radio(label, options, key=key, horizontal=True))
+    _link(param, chosen, default)
     return chosen
 
 
@@ -66,7 +96,7 @@ def number(label: str, param: str, default: float, min_value: float = 0.0, step:
     _seed(key, max(linked, min_value))
     container = st.sidebar if sidebar else st
     chosen = container.number_input(label, min_value=min_value, step=step, key=key, help=help)
-    st.query_params[param] = f"{chosen:g}"
+    _link(param, f"{chosen:g}", f"{max(default, min_value):g}")
     return float(chosen)
 
 
@@ -76,7 +106,7 @@ def toggle(label: str, param: str, default: bool = False, help: str | None = Non
     _seed(key, default if linked is None else linked == "1")
     container = st.sidebar if sidebar else st
     chosen = container.toggle(label, key=key, help=help)
-    st.query_params[param] = "1" if chosen else "0"
+    _link(param, "1" if chosen else "0", "1" if default else "0")
     return bool(chosen)
 
 

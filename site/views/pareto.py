@@ -224,9 +224,9 @@ frame = page.results_or_stop()
 
 y_labels = {axis.label: key for key, axis in axes.Y_AXES.items()}
 x_labels = {axis.label: key for key, axis in axes.X_AXES.items()}
-y_metric = y_labels[str(controls.selectbox("y axis", list(y_labels), "y"))]
+y_metric = y_labels[str(controls.selectbox("y axis", list(y_labels), "y", default=next(iter(y_labels))))]
 tier, custom_usd = rate_choice(y_metric)
-x_metric = x_labels[str(controls.selectbox("x axis", list(x_labels), "x"))]
+x_metric = x_labels[str(controls.selectbox("x axis", list(x_labels), "x", default=next(iter(x_labels))))]
 y_axis, x_axis = axes.Y_AXES[y_metric], axes.X_AXES[x_metric]
 
 frame = controls.filters(frame)
@@ -258,8 +258,10 @@ if points.empty:
     st.warning(page.dollars(f"No point has a figure for {y_axis.label} {rate_note}."))
     st.stop()
 
-chart_tab, table_tab = st.tabs(["Chart", "Table"])
-with chart_tab:
+# The chart or, as its alternative, the table of the same points (one at a time: a browser drawing both takes
+# half a second longer, docs/BENCHMARKS.md "Hub render"); the CSV is there in both views.
+as_table = controls.radio("Show", ["Chart", "Table"], "view", default="Chart") == "Table"
+if not as_table:
     # Past eight series the palette repeats and a legend entry each is noise: colour by hardware, shape by
     # engine, and the configuration in the tooltip.
     many = points["series"].nunique() > len(charts.PALETTE)
@@ -298,16 +300,16 @@ with chart_tab:
             "The table and its CSV have every point."
         )
 
-with table_tab:
-    # The rate columns only when the y metric used them; energy only where some host sampled power.
-    dropped = [
-        column
-        for column, drop in {
-            "$/GPU-hr": y_metric not in PRICED, "all-in kW/GPU": y_metric != axes.TOKENS_PER_MW,
-            "J per output token": points["power"].isna().all(),
-        }.items()
-        if drop
-    ]  # fmt: skip
+# The rate columns only when the y metric used them; energy only where some host sampled power.
+dropped = [
+    column
+    for column, drop in {
+        "$/GPU-hr": y_metric not in PRICED, "all-in kW/GPU": y_metric != axes.TOKENS_PER_MW,
+        "J per output token": points["power"].isna().all(),
+    }.items()
+    if drop
+]  # fmt: skip
+if as_table:
     listed = points
     if len(points) > TABLE_ROWS:
         listed = points.sort_values("frontier", ascending=False, kind="stable").head(TABLE_ROWS)
@@ -316,8 +318,8 @@ with table_tab:
         point_table(listed, x_axis.label, y_axis.label).drop(columns=dropped), hide_index=True, width="stretch",
         column_config={"run": st.column_config.LinkColumn("run", display_text="open run detail")},
     )  # fmt: skip
-    # Built only when someone downloads it: at 50,000 points the CSV takes longer than the page.
-    controls.csv_download(lambda: point_table(points, x_axis.label, y_axis.label).drop(columns=dropped), "pareto")
+# Built only when someone downloads it: at 50,000 points the CSV takes longer than the page.
+controls.csv_download(lambda: point_table(points, x_axis.label, y_axis.label).drop(columns=dropped), "pareto")
 
 st.caption(
     page.dollars(

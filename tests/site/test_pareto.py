@@ -33,6 +33,10 @@ def open_pareto(link: dict[str, str | list[str]] | None = None) -> AppTest:
 
 
 def table(app: AppTest) -> pd.DataFrame:
+    """The points as a table: the view's alternative to the chart (one radio click away, kept in the link)."""
+    if not app.dataframe:
+        app.radio(key="param-view").set_value("Table").run()
+        assert not app.get("vega_lite_chart") and app.query_params["view"] == "Table"
     return app.dataframe[0].value
 
 
@@ -154,6 +158,18 @@ def test_share_link_reproduces_a_selection(seeded_hub: str) -> None:
     assert app.selectbox(key="param-x").value == "TTFT p50 (ms)"
     # The page writes the view back into the URL, so copying it shares the same view.
     assert app.query_params["hardware"] == "h200" and app.query_params["x"] == "TTFT p50 (ms)"
+
+
+def test_a_default_view_adds_nothing_to_the_link_and_a_choice_only_itself(seeded_hub: str) -> None:
+    app = open_pareto()
+    assert not app.exception and dict(app.query_params) == {}  # every control at its default: a bare link
+    app.toggle(key="param-frontier").set_value(True).run()
+    app.multiselect(key="param-hardware").set_value(["b200"]).run()
+    assert dict(app.query_params) == {"frontier": "1", "hardware": "b200"}
+    # Back to the default: a parameter the link already holds follows the widget rather than vanishing.
+    app.toggle(key="param-frontier").set_value(False).run()
+    assert app.query_params["frontier"] == "0"
+    assert len(open_pareto({"frontier": "0", "hardware": "b200"}).get("vega_lite_chart")) == 1
 
 
 def test_date_range_from_a_link(seeded_hub: str) -> None:

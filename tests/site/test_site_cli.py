@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from db.session import make_engine, migrate
 from orchestrator import site_cli
 from orchestrator.artifacts import LocalArtifactStore
 from orchestrator.publish import publish_snapshot
+from orchestrator.site_warmup import warm
 from recipes.errors import ConfigurationError
 from runners.process import pick_free_port
 from tests.conftest import ROOT, run_cli
@@ -187,3 +189,56 @@ def test_a_busy_port_is_refused_before_streamlit_starts(tmp_path: Path) -> None:
         result = run_cli("site", "--port", str(port), env={"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"})
     assert result.returncode == 2
     assert f"--port {port} --address '127.0.0.1': cannot listen there" in result.stderr
+
+
+def test_the_hub_runs_its_busiest_pages_before_the_first_viewer(tmp_path: Path) -> None:
+    database = tmp_path / "results.db"
+    seed_hub(f"sqlite:///{database}")
+    process, port = _start("--database-url", f"sqlite:///{database}", env={})
+    lines: list[str] = []
+    try:
+        _healthy(process, port)
+        assert process.stdout is not None
+        while not any("hub ready" in line or "not warmed" in line for line in lines):
+            line = process.stdout.readline()
+            assert line, f"the hub's output ended before it said whether it was warmed: {lines}"
+            lines.append(line)
+    finally:
+        if process.poll() is None:
+            _stop(process, port, signal.SIGTERM)
+    (ready,) = [line for line in lines if "hub ready" in line]
+    assert re.search(r"\(/ [\d.]+ s, /pareto [\d.]+ s;", ready), ready
+
+
+def test_warming_runs_each_page_script_to_its_end(tmp_path: Path) -> None:
+    """`site_warmup.warm` opens sessions the way a browser does: each page's script really runs, to its end."""
+    runs = tmp_path / "runs.txt"
+    (tmp_path / "app.py").write_text(
+        "import streamlit as st\n"
+        "def page(name):\n"
+        "    def run():\n"
+        "        st.title(name)\n"
+        f"        open({str(runs)!r}, 'a').write(name + ' started\\n')\n"
+        "        import time; time.sleep(0.5)\n"
+        f"        open({str(runs)!r}, 'a').write(name + ' finished\\n')\n"
+        "    return run\n"
+        "st.navigation([st.Page(page('home'), title='Home', url_path='home', default=True),\n"
+        "               st.Page(page('second'), title='Second', url_path='second')]).run()\n"
+    )
+    port = pick_free_port()
+    streamlit = subprocess.Popen(site_cli.streamlit_argv(port, "127.0.0.1", tmp_path / "app.py"), cwd=tmp_path,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        warmed = warm(f"http://127.0.0.1:{port}", ("", "second"))
+    finally:
+        streamlit.terminate()
+        streamlit.wait(timeout=30)
+    assert warmed.problem is None and all(seconds is not None for seconds in warmed.seconds.values())
+    assert runs.read_text().split("\n")[:-1] == ["home started", "home finished", "second started", "second finished"]
+
+
+def test_warming_a_hub_that_never_answers_says_so() -> None:
+    port = pick_free_port()
+    warmed = warm(f"http://127.0.0.1:{port}", health_wait_s=1)
+    assert warmed.problem == f"the hub did not answer http://127.0.0.1:{port}/_stcore/health within 1 s"
+    assert warmed.seconds == {"": None, "pareto": None}
