@@ -45,6 +45,10 @@ class RequestRecord(Strict):
     tokenizer_tokens: int | None = Field(None, description="Output tokens counted by re-tokenising output_text.")
     http_status: int | None = Field(None, description="HTTP status of the response.")
     error: str | None = Field(None, description="Why the request failed; None when it succeeded.")
+    session: str | None = Field(
+        None, description="Trace replay only: the replayed session, '<seed>-<copy>-<path>' (the X-Session-ID sent)."
+    )
+    turn: int | None = Field(None, description="Trace replay only: the request's index within its session.")
 
     @property
     def ok(self) -> bool:

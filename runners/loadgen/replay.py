@@ -154,6 +154,7 @@ class Replayer:
             )  # fmt: skip
         finally:
             self.in_flight -= 1
+        record.session, record.turn = outgoing.session_id, outgoing.turn  # kept with the Point's records
         if not record.warmup and record.sent is not None:
             self.lags.append((record.sent - outgoing.due) * 1000)
         self.records.append(ReplayRequest(lane, outgoing.session_id, outgoing.turn, record))

@@ -5,6 +5,7 @@ The vLLM test is the test run's second (and last) real engine launch: prefix cac
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -98,15 +99,33 @@ def test_planner_predicts_the_simulated_cache_at_two_capacities_and_with_dram_of
     assert sum(_counter_rates(rows["offload"])) > sum(_counter_rates(rows["small"])) + 0.2
 
 
+def _salted_copies_share_nothing(records: pd.DataFrame) -> None:
+    """Each replayed copy of the one root session has its own salt: a copy that starts at turn 0 after another
+    copy already sent that session's prompts gets no cached token for its first request from vLLM (without
+    the salt, its system-prompt blocks would all hit), while its own next turn hits its own history."""
+    records = records.assign(copy=records["session"].str.split("-").str[1], root=records["session"].str.endswith("-0"))
+    roots = records[records["root"]].sort_values("sent")
+    fresh = [first for _, first in roots.groupby("copy").head(1).iterrows() if first["turn"] == 0]
+    assert fresh, "no lane finished its tree and started a new copy within the window: lengthen it"
+    for first in fresh:
+        others = roots[(roots["copy"] != first["copy"]) & (roots["end"] < first["sent"])]
+        assert len(others) > 0  # another copy had already sent prompts that begin with this one's blocks
+        assert first["cached_tokens"] == 0, first.to_dict()
+        own = roots[(roots["copy"] == first["copy"]) & (roots["turn"] == 1)]
+        assert own.empty or (own["cached_tokens"] > 0).all()  # the copy's own history does hit
+
+
 @pytest.mark.vllm
 def test_real_vllm_prefix_cache_on_an_agentic_trace(write_recipe) -> None:
-    recipe = write_recipe(base=recipe_from("local/agentic-tiny-llama-cpu.yaml", {"concurrency": [1], "duration_s": 12}))
+    # Two live sessions: two salted copies of the trace's one root session at a time, and recycled copies.
+    recipe = write_recipe(base=recipe_from("local/agentic-tiny-llama-cpu.yaml", {"concurrency": [2], "duration_s": 40}))
     result = run_cli("run", str(recipe), "--sweep", "agentic-vllm", timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
     (row,) = replay_rows("agentic-vllm")
     replay = row.metrics["replay"]
     assert row.origin == "measured" and row.valid, row.validity_reasons
     assert replay["requests_measured"] > 20
+    _salted_copies_share_nothing(pd.read_parquet(row.records_path))
     # vLLM's own cached_tokens (prefix caching on, 128-token blocks) track the trace's reuse.
     assert replay["realized_hit_rate"] is not None
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.1)
