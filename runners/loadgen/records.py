@@ -142,6 +142,12 @@ class ReplayPoint(Strict):
 class PlannerPrediction(Strict):
     """What the KV capacity planner predicted for the cache the engine reported (vllm:cache_config_info)."""
 
+    model: Literal["lru", "scheduler"] = Field(
+        "lru",
+        description="'lru': the replay's requests one after another through an LRU of the cache (traces/planner.py);"
+        " 'scheduler': a vLLM-style scheduler that pins running requests' blocks, queues and preempts, at the "
+        "speed the Point measured (traces/scheduler_sim.py).",
+    )
     block_size: int = Field(description="Engine block size in tokens.")
     hbm_blocks: int = Field(description="Blocks of the engine's accelerator-memory KV cache.")
     dram_blocks: int = Field(description="Blocks of its DRAM offload tier (0: none).")
@@ -149,6 +155,7 @@ class PlannerPrediction(Strict):
     hbm_hit_rate: float = Field(description="Predicted share of prompt tokens hit in HBM.")
     dram_hit_rate: float = Field(description="Predicted share of prompt tokens loaded from DRAM.")
     hit_rate: float = Field(description="Both tiers together.")
+    preemptions: int | None = Field(None, description="Scheduler model only: requests it preempted.")
 
 
 class ReplayStats(Strict):

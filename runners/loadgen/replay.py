@@ -49,6 +49,7 @@ from runners.traces.formats import load_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
 from runners.traces.planner import ReplayShape, ReplayTraffic, scaled_lengths
+from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
 from runners.traces.synthesis import BlockCache, scope_key, synthesize
 
 SESSION_HEADER = "X-Session-ID"
@@ -166,15 +167,6 @@ class Replayer:
             gap = min(gap, self.settings.idle_cap_s)  # nothing in flight anywhere: compress idle time
         return gap * self.settings.time_scale
 
-    @staticmethod
-    def _think_before(session: Session, turn: int) -> float:
-        """The recorded think time before `turn` (from the timestamps when the trace has none)."""
-        upcoming = session.requests[turn]
-        if upcoming.think_time is not None:
-            return upcoming.think_time
-        previous = session.requests[turn - 1]
-        return max(0.0, upcoming.t - previous.t - (previous.api_time or 0.0))
-
     # --- closed loop -------------------------------------------------------------------------------
 
     async def _session(
@@ -200,7 +192,7 @@ class Replayer:
                 children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child)))
             if turn + 1 < len(session.requests):
                 ended = record.end if record.end is not None else time.perf_counter()
-                due = ended + self._gap(self._think_before(session, turn + 1))
+                due = ended + self._gap(session.think_before(turn + 1))
                 outgoing = await self._prepare(copy, root, session, turn + 1, due)
         if children:
             completed &= all(await asyncio.gather(*children))
@@ -234,7 +226,7 @@ class Replayer:
                 if start_turn:
                     # A primed session is mid-conversation: its next turn follows its own think time, as in
                     # steady traffic, instead of every lane firing at once when the window opens.
-                    due = self.window_start + self._gap(self._think_before(session, start_turn))
+                    due = self.window_start + self._gap(session.think_before(start_turn))
             started = time.perf_counter() if due is None else due
             completed = await self._session(http, lane, copy, root, session, start_turn, due)
             if not completed:
@@ -327,11 +319,15 @@ def run_replay_point(
     thresholds: ValidityThresholds,
     engine_block_size: int,
     cache: CacheShape | None = None,
+    token_budget: int | None = None,
 ) -> tuple[PointMetrics, list[RequestRecord]]:
     """One replay Point of a recipe: replay, then the usual aggregates plus the replay figures.
 
     With the engine's cache shape (`cache`, from its /metrics) the Point also stores the KV capacity
     planner's prediction for that cache and the traffic that was replayed, next to the realised rates.
+    `token_budget` (the engine's step token budget) says the engine schedules like vLLM, pinning the blocks
+    of running requests: the prediction then replays its scheduler (traces/scheduler_sim.py) at the speed
+    this Point measured; without it (the simulated engine) the planner's LRU (traces/planner.py).
     """
     trace = load_trace(point.trace_path)
     if trace.content_hash != point.trace_version:
@@ -351,8 +347,12 @@ def run_replay_point(
     metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
     # The engine sees lengths scaled by length_scale: its block covers engine_block / scale trace tokens.
     theoretical = theoretical_hit_rate(trace).rebase(max(1, round(engine_block_size / point.length_scale))).rate
+    timing = _timing(records, metrics, token_budget)
     metrics.replay = stats.model_copy(
-        update={"theoretical_hit_rate": theoretical, "planner": _prediction(trace, settings, cache, stats)}
+        update={
+            "theoretical_hit_rate": theoretical,
+            "planner": _prediction(trace, settings, cache, stats, timing),
+        }
     )
     lag = stats.schedule_lag_ms.p99
     if lag is not None and lag > point.max_schedule_lag_p99_ms:
@@ -363,14 +363,39 @@ def run_replay_point(
     return metrics, records
 
 
+def _timing(records: list[RequestRecord], metrics: PointMetrics, token_budget: int | None) -> StepTiming | None:
+    """The engine's speed as this Point measured it, for the scheduler model: a step takes the median TPOT,
+    and a prompt token the median TTFT beyond that over the median prompt tokens not served from cache."""
+    decode_ms, first_ms = metrics.tpot_ms.p50, metrics.ttft_ms.p50
+    uncached = sorted(
+        (record.prompt_tokens or record.prompt_tokens_sent) - (record.cached_tokens or 0)
+        for record in records
+        if record.ok and not record.warmup
+    )
+    if token_budget is None or decode_ms is None or first_ms is None or not uncached:
+        return None
+    per_token = max(0.0, first_ms - decode_ms) / 1000 / max(1, uncached[len(uncached) // 2])
+    return StepTiming(step_s=decode_ms / 1000, prefill_s_per_token=per_token, token_budget=token_budget)
+
+
 def _prediction(
-    trace: Trace, settings: ReplaySettings, cache: CacheShape | None, stats: ReplayStats
+    trace: Trace, settings: ReplaySettings, cache: CacheShape | None, stats: ReplayStats, timing: StepTiming | None
 ) -> PlannerPrediction | None:
-    """The planner's hit rates for the engine's cache, replaying as many requests per lane as were measured."""
+    """The planner's hit rates for the engine's cache: its scheduler replayed for the Point's duration when
+    `timing` is known and there is no DRAM tier, else the LRU over as many requests per lane as were measured."""
     if cache is None or cache.gpu_blocks is None or settings.mode != "sessions" or not stats.requests_measured:
         return None
     shape = ReplayShape(concurrency=settings.concurrency, seed=settings.seed, warmup=settings.warmup,
                         length_scale=settings.length_scale, max_output_tokens=settings.max_output_tokens)  # fmt: skip
+    if timing is not None and not cache.cpu_blocks and cache.gpu_blocks > 0:
+        scheduled = scheduled_hit_rate(trace, shape, cache.block_size, cache.gpu_blocks, timing, settings.duration_s,
+                                       time_scale=settings.time_scale, think_cap_s=settings.think_cap_s)  # fmt: skip
+        return PlannerPrediction(
+            model="scheduler", block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=0,
+            requests_per_lane=max(1, round(scheduled.requests / settings.concurrency)),
+            hbm_hit_rate=scheduled.rate, dram_hit_rate=0.0, hit_rate=scheduled.rate,
+            preemptions=scheduled.preemptions,
+        )  # fmt: skip
     per_lane = max(1, round(stats.requests_measured / settings.concurrency))
     predicted = ReplayTraffic(trace, shape, cache.block_size, per_lane).hit_rate(cache.gpu_blocks, cache.cpu_blocks)
     return PlannerPrediction(

