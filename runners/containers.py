@@ -50,6 +50,11 @@ def container_name(run_id: str) -> str:
     return "infersweep-" + re.sub(r"[^a-zA-Z0-9_.-]", "-", run_id)
 
 
+def _missing(stderr: str) -> bool:
+    """The runtime says the container does not exist (docker: "No such container", podman: "no container")."""
+    return any(phrase in stderr.lower() for phrase in ("no such container", "no container with"))
+
+
 def _tail(completed: subprocess.CompletedProcess[str], lines: int = 10) -> str:
     return "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-lines:])
 
@@ -90,7 +95,7 @@ class ContainerRuntime:
     def image_id(self, image: str) -> str | None:
         """The local image's id (a sha256 digest of its config), or None when the image is not present."""
         completed = self._cli(["image", "inspect", "--format", "{{.Id}}", image])
-        return completed.stdout.strip() or None if completed.returncode == 0 else None
+        return (completed.stdout.strip() or None) if completed.returncode == 0 else None
 
     def pull(self, image: str) -> None:
         completed = self._cli(["pull", image], timeout_s=PULL_TIMEOUT_S)
@@ -144,7 +149,7 @@ class ContainerRuntime:
     def remove(self, name: str) -> bool:
         """Kill and remove the named container; True once it is gone (also when it never existed)."""
         completed = self._cli(["rm", "-f", name])
-        return completed.returncode == 0 or "no such container" in completed.stderr.lower()
+        return completed.returncode == 0 or _missing(completed.stderr)
 
     def labelled(self) -> list[dict[str, str]]:
         """Containers this project started on the host (any state): name, run id, owner pid and host."""

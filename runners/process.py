@@ -116,7 +116,8 @@ def _run_stop_argv(info: dict[str, object]) -> bool:
         completed = subprocess.run([str(arg) for arg in argv], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return completed.returncode == 0 or "no such container" in completed.stderr.lower()
+    stderr = completed.stderr.lower()  # already gone counts as stopped (docker's and podman's wording)
+    return completed.returncode == 0 or "no such container" in stderr or "no container with" in stderr
 
 
 def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
