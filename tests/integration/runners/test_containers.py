@@ -7,10 +7,13 @@ bind-mounted read-only at their own paths (conftest.docker_host), so the project
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -153,3 +156,40 @@ def test_ssh_runner_runs_a_container_engine(docker_host: DockerHost, sshd: Sshd,
     assert outcome.metrics.host is not None and outcome.metrics.host.preflight is not None
     assert outcome.metrics.host.preflight.engine_image == DOCKER.image_id(docker_host.image)
     assert containers_of(job.job_id) == []
+
+
+def test_parallel_jobs_pull_a_missing_image_once(docker_host: DockerHost) -> None:
+    """Two jobs that miss the same image: one pulls under the host's lock, the other waits and finds it."""
+    image = f"infersweep-test/pulled-{uuid.uuid4().hex[:8]}:1"
+    pulls: list[str] = []
+
+    class ImportingRuntime(ContainerRuntime):
+        # The real daemon; only the registry is replaced, by importing the skeleton under the pulled name.
+        def pull(self, name: str) -> None:
+            pulls.append(name)
+            time.sleep(0.5)  # a slow pull: the other job must be waiting on the lock by now
+            exported = subprocess.run(["docker", "save", docker_host.image], capture_output=True, check=True)
+            subprocess.run(["docker", "load"], input=exported.stdout, capture_output=True, check=True)
+            subprocess.run(["docker", "tag", docker_host.image, name], capture_output=True, check=True)
+
+    runtime = ImportingRuntime("docker")
+    with ThreadPoolExecutor(2) as pool:
+        ids = list(pool.map(lambda _: ensure_image(runtime, image, log=lambda _line: None), range(2)))
+    try:
+        assert pulls == [image]
+        assert ids[0] == ids[1] == DOCKER.image_id(image)
+    finally:
+        subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
+
+
+def test_a_runtime_missing_on_the_host_fails_the_preflight(docker_host: DockerHost, tmp_path: Path) -> None:
+    if shutil.which("podman") is not None:
+        pytest.skip("podman is installed here: nothing is missing")
+    job = make_job(tmp_path, docker_host, {"engine": {"environment": {"runtime": "podman"}}})
+    events = list(LocalRunner().run_job(job))
+    error = events[-1].error
+    assert error is not None and error.kind == "ConfigurationError" and not error.retryable
+    assert error.message == (
+        f"engine.environment.runtime: got 'podman'; no 'podman' executable on PATH on host {socket.gethostname()!r} "
+        "(install it there, or use a venv environment)"
+    )
