@@ -35,6 +35,8 @@ OWNER_PID_LABEL = "infersweep.owner-pid"
 OWNER_HOST_LABEL = "infersweep.owner-host"
 # Short CLI calls (inspect, rm, ps) answer in well under a second on a healthy daemon.
 CLI_TIMEOUT_S = 60.0
+# Listing for the reaper runs before every job, container or not: a hung daemon must not stall them all long.
+LIST_TIMEOUT_S = 15.0
 # A pull of a multi-GB engine image over a slow link: generous, but not forever.
 PULL_TIMEOUT_S = 3600.0
 
@@ -153,13 +155,13 @@ class ContainerRuntime:
 
     def labelled(self) -> list[dict[str, str]]:
         """Containers this project started on the host (any state): name, run id, owner pid and host."""
-        listed = self._cli(["ps", "-a", "--filter", f"label={RUN_LABEL}", "--format", "{{.ID}}"])
+        listed = self._cli(["ps", "-a", "--filter", f"label={RUN_LABEL}", "--format", "{{.ID}}"], LIST_TIMEOUT_S)
         ids = listed.stdout.split() if listed.returncode == 0 else []
         if not ids:
             return []
         fields = (RUN_LABEL, OWNER_PID_LABEL, OWNER_HOST_LABEL)
         template = "{{.Name}}" + "".join(f'\t{{{{index .Config.Labels "{label}"}}}}' for label in fields)
-        inspected = self._cli(["inspect", "--format", template, *ids])
+        inspected = self._cli(["inspect", "--format", template, *ids], LIST_TIMEOUT_S)
         found = []
         for line in inspected.stdout.splitlines():  # a container removed meanwhile is just missing here
             parts = line.split("\t")
