@@ -247,11 +247,13 @@ def docker_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerHost
                     pytest.fail(message)
                 pytest.skip(message)
             time.sleep(0.2)
-    imported = subprocess.run(
-        ["docker", "import", "-", SKELETON_IMAGE], input=_skeleton_rootfs(), capture_output=True, timeout=60,
-        check=False,
-    )  # fmt: skip
-    assert imported.returncode == 0, imported.stderr.decode(errors="replace")
+    present = subprocess.run(["docker", "image", "inspect", SKELETON_IMAGE], capture_output=True, timeout=30)
+    if present.returncode != 0:  # imported once per daemon: a re-import would leave a dangling image each session
+        imported = subprocess.run(
+            ["docker", "import", "-", SKELETON_IMAGE], input=_skeleton_rootfs(), capture_output=True, timeout=60,
+            check=False,
+        )  # fmt: skip
+        assert imported.returncode == 0, imported.stderr.decode(errors="replace")
     venv = Path(sys.prefix)
     mounts = sorted({"/usr", sys.base_prefix, str(venv), str(PROJECT)})
     try:

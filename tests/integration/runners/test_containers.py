@@ -20,7 +20,7 @@ import pytest
 
 from orchestrator.plan import expand_points
 from recipes.loader import parse_recipe
-from runners.containers import RUN_LABEL, ContainerRuntime, container_name, ensure_image
+from runners.containers import RUN_LABEL, ContainerRuntime, _pull_lock_path, container_name, ensure_image
 from runners.inventory import SshTarget
 from runners.job import JobEvent, JobSpec
 from runners.local.runner import LocalRunner
@@ -180,6 +180,7 @@ def test_parallel_jobs_pull_a_missing_image_once(docker_host: DockerHost) -> Non
         assert ids[0] == ids[1] == DOCKER.image_id(image)
     finally:
         subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
+        _pull_lock_path(runtime, image).unlink(missing_ok=True)  # one per random name: do not pile them up
 
 
 def test_a_runtime_missing_on_the_host_fails_the_preflight(docker_host: DockerHost, tmp_path: Path) -> None:
