@@ -28,6 +28,7 @@ from orchestrator.progress import SweepProgress
 from orchestrator.recorder import Recorder
 from recipes.errors import ConfigurationError
 from recipes.loader import LoadedRecipe
+from runners.containers import reap_orphaned_containers
 from runners.inventory import Inventory
 from runners.job import ErrorInfo, JobEvent, JobSpec, PointRequest, runner_class
 from runners.paths import data_dir
@@ -205,6 +206,8 @@ class SweepRunner:
             self.dispatcher.shutdown()
             self.recorder.close()
             reap_orphaned_engines(log=lambda line: self.console.print(f"[yellow]{line}"))
+            # Containers of this host's dead workers whose pidfile is elsewhere (another INFERSWEEP_HOME).
+            reap_orphaned_containers(log=lambda line: self.console.print(f"[yellow]{line}"))
         if not summary.interrupted and not summary.cancelled:
             self.recorder = Recorder(self.engine, self.options.name)
             failed = len(summary.failures)

@@ -226,18 +226,22 @@ def trace_exists(recipe: Recipe, context: RuleContext) -> list[Problem]:
 
 
 ENVIRONMENT_KIND = Message(
-    "engine.environment.kind", "the simulated engine (and only it) runs in environment kind 'project'"
+    "engine.environment.kind",
+    "only the simulated engine runs in environment kind 'project', and it runs nowhere else but in a 'container' "
+    "that mounts the project",
 )
 SIMULATED_SETTINGS = Message("engine.simulated", "only allowed when engine.kind is 'simulated'")
 
 
 @rule("engine-environment-matches-kind", ENVIRONMENT_KIND, SIMULATED_SETTINGS, kind="consistency")
 def engine_environment_matches_kind(recipe: Recipe, context: RuleContext) -> list[Problem]:
-    """The simulated engine runs with the project's own Python (environment kind `project`), and no other
-    engine may; `engine.simulated` settings only mean something to the simulated engine."""
+    """The simulated engine runs with the project's own Python (environment kind `project`, or a container
+    that mounts the project: how container launching is tested without a GPU engine image), and no other
+    engine may use `project`; `engine.simulated` settings only mean something to the simulated engine."""
     problems = []
     is_simulated = recipe.engine.kind == "simulated"
-    if is_simulated != (recipe.engine.environment.kind == "project"):
+    allowed = ("project", "container") if is_simulated else ("venv", "container")
+    if recipe.engine.environment.kind not in allowed:
         problems.append(ENVIRONMENT_KIND(recipe.engine.environment.kind))
     if recipe.engine.simulated is not None and not is_simulated:
         problems.append(SIMULATED_SETTINGS("..."))

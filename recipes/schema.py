@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -212,6 +213,31 @@ class VenvEnvironment(StrictModel):
 class ContainerEnvironment(StrictModel):
     kind: Literal["container"] = Field(description="A container image run by the runner (docker/enroot).")
     image: str = Field(description="Image reference pinned by tag or digest, e.g. 'vllm/vllm-openai:v0.11.0'.")
+    runtime: Literal["docker", "podman"] = Field(
+        "docker", description="Container runtime on the engine host that runs the image (same argv for both)."
+    )
+    python: str = Field(
+        "python3",
+        description="Interpreter inside the image that the engine adapter starts the engine with (path or name).",
+    )
+    mounts: list[str] = Field(
+        default_factory=list,
+        description="Extra absolute host paths bind-mounted read-only at the same path (the model directory "
+        "always is).",
+    )
+
+    @field_validator("mounts")
+    @classmethod
+    def _absolute_mounts(cls, mounts: list[str]) -> list[str]:
+        for mount in mounts:
+            if not mount.startswith("/") or ":" in mount:
+                raise ValueError(f"got {mount!r}; expected an absolute host path without ':'")
+        return mounts
+
+    @model_serializer(mode="wrap")
+    def _omit_default_runtime(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Added after container recipes were fingerprinted: dumped only when set, so fingerprints hold.
+        return _without_defaults(self, handler(self), ("runtime", "python", "mounts"))
 
 
 class InProcessEnvironment(StrictModel):

@@ -94,8 +94,6 @@ def ensure_environment(environment: EngineEnvironment, log: Callable[[str], None
     if isinstance(environment, VenvEnvironment):
         return setup_environment(environment.name, log)
     if isinstance(environment, ContainerEnvironment):
-        raise ConfigurationError(
-            f"engine.environment.image: got {environment.image!r}; the local runner has no container engine "
-            "(use a venv environment locally, or the ssh/slurm runner on a host with one)"
-        )
+        # The interpreter inside the image; the image itself is prepared by runners.containers.ensure_image.
+        return Path(environment.python)
     raise ConfigurationError(f"engine.environment: unsupported {environment!r}")

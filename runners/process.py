@@ -106,6 +106,20 @@ def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | Non
     return False
 
 
+def _run_stop_argv(info: dict[str, object]) -> bool:
+    """Run the pidfile's `stop_argv` (a container engine's `docker rm -f NAME`); True when it succeeded or
+    there is none. The process group alone is not the engine when a daemon owns it."""
+    argv = info.get("stop_argv")
+    if not isinstance(argv, list) or not argv:
+        return True
+    try:
+        completed = subprocess.run([str(arg) for arg in argv], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    stderr = completed.stderr.lower()  # already gone counts as stopped (docker's and podman's wording)
+    return completed.returncode == 0 or "no such container" in stderr or "no container with" in stderr
+
+
 def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
     """Stop engines whose owner process is gone; return the run ids reaped."""
     reaped = []
@@ -118,7 +132,8 @@ def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
         if _alive(int(info["owner_pid"])):
             continue
         log(f"reaping engine of dead run {info['run_id']} (process group {info['pgid']})")
-        if _kill_group(int(info["pgid"]), grace_s=5.0):
+        stopped = _run_stop_argv(info)
+        if _kill_group(int(info["pgid"]), grace_s=5.0) and stopped:
             pidfile.unlink(missing_ok=True)
         reaped.append(str(info["run_id"]))
     return reaped
@@ -135,7 +150,8 @@ def stop_engines_owned_by(owner_pid: int) -> list[str]:
             continue
         if int(info["owner_pid"]) != owner_pid:
             continue
-        if _kill_group(int(info["pgid"]), grace_s=5.0):
+        stopped = _run_stop_argv(info)
+        if _kill_group(int(info["pgid"]), grace_s=5.0) and stopped:
             pidfile.unlink(missing_ok=True)
         stopped.append(str(info["run_id"]))
     return stopped
@@ -198,7 +214,7 @@ class EngineProcess:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(content, encoding="utf-8")
             self.process = subprocess.Popen(
-                self.argv,
+                self._launch_argv(),
                 cwd=self.log_path.parent,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -206,9 +222,20 @@ class EngineProcess:
                 env={**os.environ, **self.env, "INFERSWEEP_RUN_ID": self.run_id},
                 start_new_session=True,
             )
-        self._pidfile.write_text(
-            json.dumps({"run_id": self.run_id, "pgid": self.process.pid, "owner_pid": os.getpid(), "port": self.port})
-        )
+        self._pidfile.write_text(self._pidfile_text())
+
+    def _launch_argv(self) -> list[str]:
+        """What is started in the new session (a container engine starts its runtime's client instead)."""
+        return self.argv
+
+    def _pidfile_extra(self) -> dict[str, object]:
+        """More pidfile fields: a `stop_argv` run before the group is killed, when the group is not all."""
+        return {}
+
+    def _pidfile_text(self) -> str:
+        pgid = self.process.pid if self.process is not None else None
+        info = {"run_id": self.run_id, "pgid": pgid, "owner_pid": os.getpid(), "port": self.port}
+        return json.dumps({**info, **self._pidfile_extra()})
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:

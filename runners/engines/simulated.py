@@ -1,11 +1,11 @@
-"""Simulated engine adapter: launches `runners.engines.simulated_server` with the project's Python.
+"""Simulated engine adapter: launches `runners.engines.simulated_server` with the project's Python (or, in a
+container environment, the interpreter the recipe names inside the image, which must import the project).
 
 Its results always carry origin `simulated` and are never shown as measurements.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from recipes.model_registry import kv_bytes_per_token, load_model_registry
@@ -41,7 +41,7 @@ class SimulatedAdapter(EngineAdapter):
     def launch_plan(self, recipe: Recipe, port: int, python: Path, model_dir: Path | None) -> LaunchPlan:
         settings = recipe.engine.simulated or SimulatedEngineSettings()
         argv = [
-            sys.executable, "-m", "runners.engines.simulated_server",
+            str(python), "-m", "runners.engines.simulated_server",
             "--port", str(port),
             "--model", recipe.model.name,
             "--ttft-ms", str(settings.ttft_ms),

@@ -1,4 +1,4 @@
-"""The `local` runner: launches the engine as a child process group on this host and drives it."""
+"""The `local` runner: launches the engine on this host (a child process group, or a container) and drives it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
 from runners.accuracy import run_accuracy_gate
+from runners.containers import ContainerEngine, container_runtime, device_flags, ensure_image, reap_orphaned_containers
 from runners.engines.base import engine_adapter
 from runners.environments import ensure_environment
 from runners.job import JobEvent, JobSpec, PointOutcome, Runner, engine_launch_limitations, register_runner
@@ -92,31 +93,43 @@ class LocalRunner(Runner):
 
     @classmethod
     def limitations(cls, recipe: Recipe) -> list[str]:
-        problems = engine_launch_limitations(recipe, cls.kind, single_host=True)
-        if isinstance(recipe.engine.environment, ContainerEnvironment):
-            problems.append(
-                f"engine.environment.image: got {recipe.engine.environment.image!r}; the local runner starts "
-                "engines as processes, not containers (use a venv environment, or the ssh/slurm runner)"
-            )
-        return problems
+        # A container runtime missing on the host is a pre-flight error of the job, not a limitation of the kind.
+        return engine_launch_limitations(recipe, cls.kind, single_host=True)
 
     def execute(self, job: JobSpec) -> Iterator[JobEvent]:
         recipe: Recipe = job.recipe
+        environment = recipe.engine.environment
+        # Pidfiles first (they know their containers), then labelled containers whose pidfile is elsewhere.
         reaped = reap_orphaned_engines()
+        reaped += [run for run in reap_orphaned_containers() if run not in reaped]
         adapter = engine_adapter(recipe.engine.kind)
         preflight = run_preflight(data_dir(), leftover_engines=len(reaped))
         yield JobEvent(kind="engine_preparing", job_id=job.job_id, message="engine environment and model")
-        python = ensure_environment(recipe.engine.environment)
+        python = ensure_environment(environment)
+        if isinstance(environment, ContainerEnvironment):
+            # Before the engine-start timer (wait_healthy): a pull can take longer than any startup timeout.
+            runtime = container_runtime(environment.runtime)
+            runtime.check_ready()
+            image_id = ensure_image(runtime, environment.image)
+            preflight = preflight.model_copy(update={"engine_image": image_id})
         model_dir = resolve_model_dir(recipe.model)
         vocabulary = Vocabulary.from_model_dir(model_dir)
         port = recipe.engine.port or pick_free_port()
         plan = adapter.launch_plan(recipe, port, python, model_dir)
         log_path = Path(job.log_dir) / "engine.log"
         yield JobEvent(kind="engine_launching", job_id=job.job_id, message=f"{recipe.engine.kind} on port {port}")
-        with EngineProcess(
-            plan.argv, plan.env, port, log_path, job.job_id, plan.health_path,
-            ready_model=plan.ready_model, files=plan.files,
-        ) as engine:  # fmt: skip
+        if isinstance(environment, ContainerEnvironment):
+            launched: EngineProcess = ContainerEngine(
+                environment, plan.argv, plan.env, port, log_path, job.job_id,
+                model_dir=plan.model_dir or model_dir, devices=device_flags(recipe.hardware),
+                health_path=plan.health_path, ready_model=plan.ready_model, files=plan.files,
+            )  # fmt: skip
+        else:
+            launched = EngineProcess(
+                plan.argv, plan.env, port, log_path, job.job_id, plan.health_path,
+                ready_model=plan.ready_model, files=plan.files,
+            )  # fmt: skip
+        with launched as engine:
             waited = engine.wait_healthy(recipe.engine.startup_timeout_s)
             yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s")
             endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model)

@@ -422,9 +422,9 @@ class SlurmRunner(Runner):
         problems = engine_launch_limitations(recipe, cls.kind, single_host=False)
         if isinstance(recipe.engine.environment, ContainerEnvironment):
             problems.append(
-                f"engine.environment.image: got {recipe.engine.environment.image!r}; the slurm runner starts the "
-                "agent with srun and the agent launches engines as processes, so a container image is not run "
-                "(use a venv environment on the cluster; pyxis containers are not supported yet, see "
+                f"engine.environment.image: got {recipe.engine.environment.image!r}; the slurm runner does not run "
+                "containers: its agents start engines as processes under srun, and neither pyxis (srun "
+                "--container-image) nor enroot launching is built yet (use a venv environment on the cluster; see "
                 "runners/slurm/NOTES.md)"
             )
         return problems

@@ -17,7 +17,7 @@ from typing import ClassVar, TextIO
 from pydantic import ValidationError
 
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
-from recipes.schema import ContainerEnvironment, Recipe
+from recipes.schema import Recipe
 from runners.agent import decode_event
 from runners.inventory import SshTarget, TpuVmTarget
 from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
@@ -47,14 +47,9 @@ class SshRunner(Runner):
 
     @classmethod
     def limitations(cls, recipe: Recipe) -> list[str]:
-        problems = engine_launch_limitations(recipe, cls.kind, single_host=True)
-        if isinstance(recipe.engine.environment, ContainerEnvironment):
-            problems.append(
-                f"engine.environment.image: got {recipe.engine.environment.image!r}; the {cls.kind} runner does "
-                "not run containers yet (its agent starts engines as processes: use a venv environment installed "
-                "on the target, or the slurm runner with pyxis/enroot)"
-            )
-        return problems
+        # Container environments run through the agent's local pipeline (runners/containers.py); a target
+        # without the runtime fails the job's pre-flight there, naming the host.
+        return engine_launch_limitations(recipe, cls.kind, single_host=True)
 
     def placed_message(self, target: RemoteTarget) -> str:
         """Starts with the target's name (the orchestrator reads it back for `avoid_targets` on retry)."""

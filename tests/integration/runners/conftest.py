@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,26 +25,32 @@ KEY_ENV = "INFERSWEEP_TEST_SSH_KEY"
 PROJECT = Path(__file__).resolve().parents[3]
 
 
-def _ensure_openssh_server() -> None:
-    if SSHD.exists():
+def _ensure_package(package: str, binary: Path, needed_for: str) -> None:
+    """Install `package` with apt-get when `binary` is missing; fail under CI=true, else skip, if that cannot work."""
+    if binary.exists():
         return
     commands = [
         ["apt-get", "update", "-qq"],
-        ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-qq", "openssh-server"],
+        ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-qq", package],
     ]
     for argv in commands:
         if shutil.which(argv[0]) is None:
             completed = None
-            reason = f"{argv[0]} is not available to install openssh-server"
+            reason = f"{argv[0]} is not available to install {package}"
         else:
-            completed = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            completed = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
             tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-10:])
             reason = f"{' '.join(argv)!r} exited with {completed.returncode}:\n{tail}"
         if completed is None or completed.returncode != 0:
-            message = f"openssh-server is needed for the ssh runner tests and could not be installed: {reason}"
+            message = f"{package} is needed for {needed_for} and could not be installed: {reason}"
             if os.environ.get("CI") == "true":
                 pytest.fail(message)
             pytest.skip(message)
+
+
+def _ensure_openssh_server() -> None:
+    _ensure_package("openssh-server", SSHD, "the ssh runner tests")
 
 
 def _free_port() -> int:
@@ -175,3 +184,85 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         for pid in leftovers:
             with contextlib.suppress(ProcessLookupError):  # already gone
                 os.kill(pid, signal.SIGKILL)
+
+
+# --- a real Docker daemon and a registry-free test image --------------------------------------------
+
+DOCKERD = Path("/usr/sbin/dockerd")
+SKELETON_IMAGE = "infersweep-test/skeleton:1"
+
+
+def _docker_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    completed = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
+    return completed.returncode == 0
+
+
+def _skeleton_rootfs() -> bytes:
+    """An image with no files of its own: the host's /usr, interpreter, venv and project are mounted read-only.
+
+    /sbin must be a real directory: the runtime bind-mounts its init at /sbin/docker-init, which fails
+    through a symlink into the read-only /usr mount."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name in ("usr", "etc", "tmp", "root", "proc", "sys", "dev", "var", "var/tmp", "sbin", "work"):
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.DIRTYPE
+            info.mode = 0o1777 if name in ("tmp", "var/tmp") else 0o755
+            tar.addfile(info)
+        for name, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")):
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+@dataclass
+class DockerHost:
+    image: str
+    mounts: list[str]  # host paths the test image needs mounted (read-only, same path)
+    python: str  # the project's interpreter, as seen inside the container
+
+    def environment(self) -> dict[str, object]:
+        return {"kind": "container", "image": self.image, "python": self.python, "mounts": self.mounts}
+
+
+@pytest.fixture(scope="session")
+def docker_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerHost]:
+    """A Docker daemon that answers (started here when none runs) and the skeleton test image imported."""
+    _ensure_package("docker.io", DOCKERD, "the container engine tests")
+    daemon = None
+    if not _docker_answers():
+        directory = tmp_path_factory.mktemp("dockerd")
+        with open(directory / "dockerd.log", "wb") as log:
+            daemon = subprocess.Popen([str(DOCKERD)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not _docker_answers():
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                daemon.kill()
+                message = f"dockerd did not answer within 30 s:\n{(directory / 'dockerd.log').read_text()[-3000:]}"
+                if os.environ.get("CI") == "true":
+                    pytest.fail(message)
+                pytest.skip(message)
+            time.sleep(0.2)
+    present = subprocess.run(["docker", "image", "inspect", SKELETON_IMAGE], capture_output=True, timeout=30)
+    if present.returncode != 0:  # imported once per daemon: a re-import would leave a dangling image each session
+        imported = subprocess.run(
+            ["docker", "import", "-", SKELETON_IMAGE], input=_skeleton_rootfs(), capture_output=True, timeout=60,
+            check=False,
+        )  # fmt: skip
+        assert imported.returncode == 0, imported.stderr.decode(errors="replace")
+    venv = Path(sys.prefix)
+    mounts = sorted({"/usr", sys.base_prefix, str(venv), str(PROJECT)})
+    try:
+        yield DockerHost(image=SKELETON_IMAGE, mounts=mounts, python=str(venv / "bin" / "python"))
+    finally:
+        if daemon is not None:
+            daemon.terminate()  # ours: stop it, with whatever containers a failed test left
+            try:
+                daemon.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()

@@ -93,7 +93,8 @@ BROKEN: dict[str, list[tuple[dict, str]]] = {
         (
             data_of({"engine": {"kind": "vllm", "simulated": None}}),
             "field 'engine.environment.kind': got 'project'; "
-            "the simulated engine (and only it) runs in environment kind 'project'",
+            "only the simulated engine runs in environment kind 'project', and it runs nowhere else but in a "
+            "'container' that mounts the project",
         ),
         (
             data_of({"engine": {"kind": "vllm", "environment": {"kind": "venv", "name": "vllm-cpu"}}}),

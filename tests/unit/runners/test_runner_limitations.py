@@ -43,3 +43,12 @@ def test_vllm_dram_offload_is_refused_on_a_cpu_host_but_not_on_a_gpu() -> None:
     assert runner_class("ssh").limitations(recipe(deep_update(vllm, {"hardware": "b200"}))) == []
     # The simulated engine has a DRAM tier of its own: nothing to refuse.
     assert runner_class("local").limitations(recipe({"methodology": vllm["methodology"]})) == []
+
+
+def test_container_environments_run_everywhere_but_slurm() -> None:
+    contained = recipe({"engine": {"environment": {"kind": "container", "image": "vllm/vllm-openai:v0.11.0"}}})
+    for kind in ("local", "ssh", "tpu-vm"):
+        assert runner_class(kind).limitations(contained) == [], kind
+    (problem,) = runner_class("slurm").limitations(contained)
+    assert problem.startswith("engine.environment.image: got 'vllm/vllm-openai:v0.11.0'; the slurm runner does not")
+    assert "neither pyxis (srun --container-image) nor enroot launching is built yet" in problem
