@@ -23,6 +23,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parents[1]
+# Public traces shipped with the project, with their licences (traces/README.md): no test depends on files
+# outside the clone.
+TRACES = ROOT / "traces"
 POSTGRES_ADMIN_URL = os.environ.get("INFERSWEEP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 

@@ -4,7 +4,7 @@ File models mirror the formats exactly and reject unknown keys (`extra="forbid"`
 hand-edited trace is an error rather than a silently ignored field:
 
 - `WekaTrace` / `WekaRequest` / `WekaSubagent`: the Claude Code trace format of
-  callanjfox/agentic-coding-analysis (`/work/shared/traces/claude-code-weka/TRACE_FORMAT.md`). Every
+  callanjfox/agentic-coding-analysis (`traces/claude-code-weka/TRACE_FORMAT.md`). Every
   documented field is modelled, including the build metadata (`_analysis`, `totals`) and two fields the
   published samples carry beyond the document (`hash_id_scope`, `_start_ts`).
 - `MooncakeRequest`: one line of a Mooncake FAST'25 trace (`timestamp` ms, `input_length`,

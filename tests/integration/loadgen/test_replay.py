@@ -14,11 +14,10 @@ from runners.loadgen.client import Endpoint
 from runners.loadgen.replay import Replayer, ReplaySettings, replay
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
-from tests.conftest import ROOT, run_cli
+from tests.conftest import TRACES, run_cli
 from tests.integration.loadgen.test_bench import start_simulated
 
 pytestmark = pytest.mark.integration
-TRACES = ROOT.parent / "shared" / "traces"
 WEKA = TRACES / "claude-code-weka" / "sample_trace_with_subagent.json"
 MOONCAKE = TRACES / "mooncake" / "conversation_trace.jsonl"
 BLOCK = 16  # the simulated engine's cache block
@@ -26,8 +25,6 @@ BLOCK = 16  # the simulated engine's cache block
 
 @pytest.fixture(scope="module")
 def caching_server() -> Iterator[str]:
-    if not WEKA.exists():
-        pytest.skip(f"shared traces not found at {TRACES}")
     process, url = start_simulated("--ttft-ms", "5", "--itl-ms", "0.5", "--prefix-caching", "--block-size", str(BLOCK))
     yield url
     process.terminate()

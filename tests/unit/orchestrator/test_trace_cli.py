@@ -10,13 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli import app
-from tests.conftest import ROOT
+from tests.conftest import TRACES
 
-SHARED = ROOT.parent / "shared" / "traces"
-WEKA = [
-    ROOT / "traces" / "claude-code-weka" / name for name in ("sample_trace.json", "sample_trace_with_subagent.json")
-]
-MOONCAKE = [SHARED / "mooncake" / name for name in ("conversation_trace.jsonl", "synthetic_trace.jsonl")]
+WEKA = [TRACES / "claude-code-weka" / name for name in ("sample_trace.json", "sample_trace_with_subagent.json")]
+MOONCAKE = [TRACES / "mooncake" / name for name in ("conversation_trace.jsonl", "synthetic_trace.jsonl")]
 runner = CliRunner()
 
 
@@ -77,7 +74,6 @@ def test_stats_of_the_weka_samples_match_an_independent_walk() -> None:
     assert rows[1]["sessions"] == 5 and rows[1]["requests"] == 90
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"public Mooncake traces not available ({SHARED} is absent)")
 def test_stats_of_the_mooncake_traces_match_an_independent_walk() -> None:
     rows = _stats(*MOONCAKE)
     for row, path in zip(rows, MOONCAKE, strict=True):

@@ -15,19 +15,14 @@ from recipes.errors import MISSING, ConfigurationError, RecipeError
 from runners.traces import formats
 from runners.traces.formats import TraceFormat, detect_trace_kind, load_trace, parse_trace, register_trace_format
 from runners.traces.models import Session, Trace, TraceRequest
+from tests.conftest import TRACES
 
 pytestmark = pytest.mark.timeout(60)
 
-ROOT = Path(__file__).resolve().parents[4]
-TRACES = ROOT.parent / "shared" / "traces"
 WEKA = TRACES / "claude-code-weka" / "sample_trace.json"
 WEKA_SUB = TRACES / "claude-code-weka" / "sample_trace_with_subagent.json"
 MOONCAKE_CONV = TRACES / "mooncake" / "conversation_trace.jsonl"
 MOONCAKE_SYN = TRACES / "mooncake" / "synthetic_trace.jsonl"
-
-needs_traces = pytest.mark.skipif(
-    not TRACES.is_dir(), reason=f"public traces not available ({TRACES} is absent on this machine)"
-)
 
 
 def tiny_weka(**overrides: Any) -> dict[str, Any]:
@@ -67,7 +62,6 @@ def problems_of(path: Path, kind: str | None = None) -> list[tuple[str, Any, str
 # --- real traces -------------------------------------------------------------------------------------
 
 
-@needs_traces
 def test_weka_sample_loads() -> None:
     trace = load_trace(WEKA)
     assert (trace.kind, trace.id, trace.block_size, trace.hash_id_scope) == ("weka", "02f3098e-6bc", 64, "global")
@@ -81,7 +75,6 @@ def test_weka_sample_loads() -> None:
     assert trace.meta["tool_tokens"] == 14901 and trace.meta["start_ts"] == "2026-03-25T15:42:12-04:00"
 
 
-@needs_traces
 def test_weka_sample_with_subagents_nests_them_at_their_offsets() -> None:
     trace = load_trace(WEKA_SUB)
     (root,) = trace.sessions
@@ -104,7 +97,6 @@ def test_weka_sample_with_subagents_nests_them_at_their_offsets() -> None:
     assert any(i.time > parent_after.time for i in timeline if i.session.is_subagent)
 
 
-@needs_traces
 @pytest.mark.parametrize(
     ("path", "count", "last_time"), [(MOONCAKE_CONV, 12031, 3536.999), (MOONCAKE_SYN, 3993, 1022.025)]
 )
@@ -127,7 +119,6 @@ def test_mooncake_traces_load_fast(path: Path, count: int, last_time: float) -> 
     )
 
 
-@needs_traces
 def test_kind_detection_and_explicit_kind() -> None:
     assert detect_trace_kind(WEKA.read_bytes()) == "weka"
     assert detect_trace_kind(MOONCAKE_SYN.read_bytes()) == "mooncake"
@@ -228,7 +219,6 @@ def test_malformed_weka_names_record_and_field(
     assert expected in problem[2]
 
 
-@needs_traces
 def test_broken_copy_of_the_real_subagent_trace(tmp_path: Path) -> None:
     data = json.loads(WEKA_SUB.read_text())
     data["requests"][3]["requests"][5]["hash_ids"][7] = -1
@@ -309,7 +299,6 @@ def test_mooncake_blank_lines_are_skipped_and_errors_are_capped(tmp_path: Path) 
     assert len(problems) == formats.MAX_PROBLEMS and problems[0][0] == "line 2.input_length"
 
 
-@needs_traces
 def test_broken_copy_of_the_real_mooncake_trace(tmp_path: Path) -> None:
     lines = MOONCAKE_CONV.read_text().splitlines()
     record = json.loads(lines[11999])

@@ -13,18 +13,14 @@ import pytest
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import capacity_curve, lru_hit_rate, theoretical_hit_rate
 from runners.traces.models import Trace
+from tests.conftest import TRACES
 
 pytestmark = pytest.mark.timeout(60)
 
-ROOT = Path(__file__).resolve().parents[4]
-TRACES = ROOT.parent / "shared" / "traces"
 WEKA = TRACES / "claude-code-weka" / "sample_trace.json"
 WEKA_SUB = TRACES / "claude-code-weka" / "sample_trace_with_subagent.json"
 MOONCAKE_CONV = TRACES / "mooncake" / "conversation_trace.jsonl"
 MOONCAKE_SYN = TRACES / "mooncake" / "synthetic_trace.jsonl"
-needs_traces = pytest.mark.skipif(
-    not TRACES.is_dir(), reason=f"public traces not available ({TRACES} is absent on this machine)"
-)
 
 
 def weka(requests: list[dict[str, Any]], block_size: int = 4) -> Trace:
@@ -210,7 +206,6 @@ def doc_simulate_cache(path: Path) -> tuple[int, int]:
     return hits, total
 
 
-@needs_traces
 def test_weka_samples() -> None:
     plain, with_subagents = load_trace(WEKA), load_trace(WEKA_SUB)
     six = theoretical_hit_rate(plain)
@@ -227,7 +222,6 @@ def test_weka_samples() -> None:
     assert isolated.rate < full.rate  # siblings' shared tools+system prefix is lost when isolated
 
 
-@needs_traces
 def test_weka_lru_consistency_and_capacity_curve() -> None:
     trace = load_trace(WEKA_SUB)
     unbounded = theoretical_hit_rate(trace)
@@ -245,7 +239,6 @@ def test_weka_lru_consistency_and_capacity_curve() -> None:
         assert tiered.dram_rate > 0
 
 
-@needs_traces
 @pytest.mark.parametrize(("path", "low", "high"), [(MOONCAKE_CONV, 0.36, 0.39), (MOONCAKE_SYN, 0.64, 0.66)])
 def test_mooncake_traces(path: Path, low: float, high: float) -> None:
     trace = load_trace(path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,15 +11,11 @@ import pytest
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.models import Trace, TraceRequest
 from runners.traces.synthesis import BlockCache, scope_key, synthesize
+from tests.conftest import TRACES
 
 pytestmark = pytest.mark.timeout(60)
 
-ROOT = Path(__file__).resolve().parents[4]
-TRACES = ROOT.parent / "shared" / "traces"
 WEKA_SUB = TRACES / "claude-code-weka" / "sample_trace_with_subagent.json"
-needs_traces = pytest.mark.skipif(
-    not TRACES.is_dir(), reason=f"public traces not available ({TRACES} is absent on this machine)"
-)
 
 VOCAB = (100, 5000)
 
@@ -113,7 +108,6 @@ def test_session_scope_keeps_root_sessions_apart() -> None:
     assert synthesize(two, 512, scope_key(trace, 0, 0), VOCAB)[:512] == p1[:512]
 
 
-@needs_traces
 def test_real_subagent_trace_shares_within_session_and_with_subagents() -> None:
     trace = load_trace(WEKA_SUB)
     (root,) = trace.sessions
