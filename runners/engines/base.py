@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from recipes.errors import ConfigurationError
+from recipes.hardware import load_hardware_registry
 from recipes.schema import ContainerEnvironment, Recipe
 from runners.loadgen.records import Origin
 
@@ -100,6 +101,9 @@ class EngineAdapter:
     kind: ClassVar[str]
     origin: ClassVar[Origin] = "measured"
     honoured_fields: ClassVar[frozenset[str]] = frozenset()
+    # Tokens one scheduler step computes when the recipe sets no `max_num_batched_tokens`: on a CPU host, on
+    # accelerators (vLLM's API-server defaults). None: the engine's cache does not pin running requests.
+    default_step_tokens: ClassVar[tuple[int, int] | None] = (2048, 8192)
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -112,6 +116,17 @@ class EngineAdapter:
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         """Flags for the typed methodology knobs; unsupported combinations raise ConfigurationError."""
         raise NotImplementedError
+
+    def step_token_budget(self, recipe: Recipe) -> int | None:
+        """The step token budget the planner's scheduler model uses (traces/scheduler_sim.py); None for an
+        engine whose cache does not pin running requests, which the planner's LRU models instead."""
+        if self.default_step_tokens is None:
+            return None
+        if recipe.engine.max_num_batched_tokens is not None:
+            return recipe.engine.max_num_batched_tokens
+        on_cpu, on_accelerators = self.default_step_tokens
+        host = load_hardware_registry()[recipe.hardware].accelerator_unit == "host"
+        return on_cpu if host else on_accelerators
 
 
 def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan]:

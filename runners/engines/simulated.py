@@ -27,6 +27,7 @@ def _kv_bytes_per_token(model_name: str) -> float:
 class SimulatedAdapter(EngineAdapter):
     kind = "simulated"
     origin = "simulated"
+    default_step_tokens = None  # its cache is an LRU that never pins running requests
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         flags = ["--prefix-caching"] if recipe.methodology.prefix_caching else []

@@ -25,12 +25,13 @@ multiplied alike, which keeps the sharing structure (which blocks repeat) intact
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import itertools
 import math
-import random
 import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -48,7 +49,7 @@ from runners.server_metrics import CacheShape
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
-from runners.traces.planner import ReplayShape, ReplayTraffic, scaled_lengths
+from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scaled_lengths
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
 from runners.traces.synthesis import BlockCache, scope_key, synthesize
 
@@ -70,6 +71,12 @@ class ReplaySettings(BaseModel):
     vocabulary: tuple[int, int] = Field((10, 1000), description="Token ids [lo, hi) used for synthesized blocks.")
     seed: int = Field(0, description="Seed of start points and salts.")
     timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+
+    @property
+    def shape(self) -> ReplayShape:
+        """What of these settings shapes the cache traffic (what the planner needs)."""
+        return ReplayShape(concurrency=self.concurrency, seed=self.seed, warmup=self.warmup,
+                           length_scale=self.length_scale, max_output_tokens=self.max_output_tokens)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -106,8 +113,7 @@ class Replayer:
         self.records: list[ReplayRequest] = []
         self.in_flight = 0
         self.index = itertools.count()
-        self.copies = itertools.count()
-        self.random = random.Random(settings.seed)
+        self.trees = lane_trees(trace, settings.shape)
         self.window_start = math.inf
         self.window_end = math.inf
         self.session_times: list[float] = []
@@ -205,16 +211,13 @@ class Replayer:
         return await self._session(http, lane, copy, root, child, 0, due)
 
     async def _lane(self, http: aiohttp.ClientSession, lane: int, primed: asyncio.Event) -> None:
+        # The planner's own tree plans (copy numbers, salts and warm starts), so it predicts what is replayed.
+        trees = self.trees[lane]
         first = True
         while time.perf_counter() < self.window_end:
-            copy = next(self.copies)
-            root = copy % len(self.trace.sessions)
-            session = self.trace.sessions[root]
-            start_turn = 0
-            if first and self.settings.warmup and len(session.requests) > 1:
-                low = max(1, int(0.25 * len(session.requests)))
-                high = max(low, int(0.75 * len(session.requests)))
-                start_turn = self.random.randint(low, high)
+            plan = next(trees)
+            copy, root, session, start_turn = plan.copy, plan.root, plan.session, plan.first_turn
+            if plan.primed:
                 # Prime the history: the previous turn's prompt, one token out, never measured.
                 priming = await self._prepare(copy, root, session, start_turn - 1, time.perf_counter(), 1, warmup=True)
                 await self._send(http, lane, priming)
@@ -223,7 +226,7 @@ class Replayer:
                 first = False
                 primed.set()
                 await self._all_primed.wait()
-                if start_turn:
+                if plan.primed:
                     # A primed session is mid-conversation: its next turn follows its own think time, as in
                     # steady traffic, instead of every lane firing at once when the window opens.
                     due = self.window_start + self._gap(session.think_before(start_turn))
@@ -235,42 +238,46 @@ class Replayer:
             if started >= self.window_start and ended <= self.window_end:  # the whole tree inside the window
                 self.session_times.append(ended - started)
 
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[aiohttp.ClientSession]:
+        """The replay's HTTP session (no connection limit: every live session has its own) and its synthesis
+        thread, for as long as the replay runs."""
+        with ThreadPoolExecutor(1, thread_name_prefix="replay-synthesis") as self._synthesis:
+            async with client_session(aiohttp.TCPConnector(limit=0)) as http:
+                yield http
+
     async def run_sessions(self) -> None:
         lanes = self.settings.concurrency
         events = [asyncio.Event() for _ in range(lanes)]
         self._all_primed = asyncio.Event()
-        connector = aiohttp.TCPConnector(limit=0)
-        with ThreadPoolExecutor(1, thread_name_prefix="replay-synthesis") as self._synthesis:
-            async with client_session(connector) as http:
-                tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
-                await asyncio.gather(*(event.wait() for event in events))
-                self.window_start = time.perf_counter()
-                self.window_end = self.window_start + self.settings.duration_s
-                self._all_primed.set()
-                await asyncio.gather(*tasks)
+        async with self._client() as http:
+            tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
+            await asyncio.gather(*(event.wait() for event in events))
+            self.window_start = time.perf_counter()
+            self.window_end = self.window_start + self.settings.duration_s
+            self._all_primed.set()
+            await asyncio.gather(*tasks)
 
     # --- open loop ---------------------------------------------------------------------------------
 
     async def run_timeline(self) -> None:
         slots = asyncio.Semaphore(self.settings.concurrency)
-        connector = aiohttp.TCPConnector(limit=0)
-        with ThreadPoolExecutor(1, thread_name_prefix="replay-synthesis") as self._synthesis:
-            async with client_session(connector) as http:
-                self.window_start = start = time.perf_counter()
-                self.window_end = start + self.settings.duration_s
-                tasks = []
-                for item in self.trace.timeline():
-                    due = start + item.time * self.settings.time_scale
-                    if due >= self.window_end:
-                        break
-                    outgoing = await self._prepare(0, item.root, item.session, item.index, due)
+        async with self._client() as http:
+            self.window_start = start = time.perf_counter()
+            self.window_end = start + self.settings.duration_s
+            tasks = []
+            for item in self.trace.timeline():
+                due = start + item.time * self.settings.time_scale
+                if due >= self.window_end:
+                    break
+                outgoing = await self._prepare(0, item.root, item.session, item.index, due)
 
-                    async def one(outgoing: _Outgoing = outgoing) -> None:
-                        async with slots:
-                            await self._send(http, 0, outgoing)
+                async def one(outgoing: _Outgoing = outgoing) -> None:
+                    async with slots:
+                        await self._send(http, 0, outgoing)
 
-                    tasks.append(asyncio.create_task(one()))
-                await asyncio.gather(*tasks)
+                tasks.append(asyncio.create_task(one()))
+            await asyncio.gather(*tasks)
 
     # --- results -----------------------------------------------------------------------------------
 
@@ -385,8 +392,7 @@ def _prediction(
     `timing` is known and there is no DRAM tier, else the LRU over as many requests per lane as were measured."""
     if cache is None or cache.gpu_blocks is None or settings.mode != "sessions" or not stats.requests_measured:
         return None
-    shape = ReplayShape(concurrency=settings.concurrency, seed=settings.seed, warmup=settings.warmup,
-                        length_scale=settings.length_scale, max_output_tokens=settings.max_output_tokens)  # fmt: skip
+    shape = settings.shape
     if timing is not None and not cache.cpu_blocks and cache.gpu_blocks > 0:
         scheduled = scheduled_hit_rate(trace, shape, cache.block_size, cache.gpu_blocks, timing, settings.duration_s,
                                        time_scale=settings.time_scale, think_cap_s=settings.think_cap_s)  # fmt: skip

@@ -62,19 +62,8 @@ def _agentic_replay(context: PointContext, workload: ReplayPoint) -> tuple[Point
         context.endpoint, workload, context.vocabulary, context.recipe.parallelism.accelerators,
         context.recipe.validity,
         context.cache.block_size if context.cache else ENGINE_BLOCK_SIZES.get(context.recipe.engine.kind, 16),
-        context.cache, _token_budget(context.recipe),
+        context.cache, engine_adapter(context.recipe.engine.kind).step_token_budget(context.recipe),
     )  # fmt: skip
-
-
-def _token_budget(recipe: Recipe) -> int | None:
-    """The engine's step token budget, for the planner's scheduler model; None for the simulated engine, whose
-    cache does not pin running requests (the planner's LRU models it)."""
-    if recipe.engine.kind == "simulated":
-        return None
-    if recipe.engine.max_num_batched_tokens is not None:
-        return recipe.engine.max_num_batched_tokens
-    # vLLM's defaults for its API server: 2048 tokens on CPU, 8192 on accelerators.
-    return 2048 if recipe.hardware == CPU_HARDWARE else 8192
 
 
 # Workload kinds, by the Point's `kind`: a new workload is one entry here, not a branch in the runner.
@@ -82,7 +71,6 @@ WORKLOAD_RUNNERS: dict[str, Callable[[PointContext, Any], tuple[PointMetrics, li
     "fixed-length": _fixed_length,
     "agentic-replay": _agentic_replay,
 }
-CPU_HARDWARE = "cpu-local"  # the registry's entry for the host's own CPU (recipes/hardware.yaml)
 # KV-cache block size of each engine as deployed here (vLLM on CPU: 128; the simulated engine: 16).
 ENGINE_BLOCK_SIZES = {"vllm": 128, "simulated": 16}
 

@@ -100,7 +100,7 @@ class _Stream:
 @dataclass(eq=False)
 class _Tree:
     lane: int
-    live_streams: int = 0
+    outstanding: int = 0  # requests of the tree launched and not yet finished: at 0 the tree is done
 
 
 class _Cache:
@@ -154,7 +154,7 @@ class _Scheduler:
         self.tie = itertools.count()
         self.now = 0.0
         self.trees = lane_trees(trace, shape)
-        self.result = ScheduledHitRate(0, 0, 0, 0)
+        self.requests = self.input_tokens = self.hit_tokens = self.preemptions = 0  # counted so far
 
     # --- traffic -----------------------------------------------------------------------------------
 
@@ -180,7 +180,7 @@ class _Scheduler:
         self._launch(stream, self._gap(max(0.0, parent.spawn_delay(child))))
 
     def _launch(self, stream: _Stream, delay_s: float) -> None:
-        stream.tree.live_streams += 1
+        stream.tree.outstanding += 1
         heapq.heappush(self.arrivals, (self.now + delay_s, next(self.tie), stream))
 
     def _gap(self, seconds: float) -> float:
@@ -197,17 +197,17 @@ class _Scheduler:
         self.cache.release(request.blocks)
         request.blocks = []
         if stream.then_first_turn is not None:
-            tree.live_streams -= 1
+            tree.outstanding -= 1
             self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
             return
         turn = stream.turns[stream.position]
         for child in stream.session.subagents_after(turn):
             self._spawn(tree, stream.copy, stream.root, stream.session, child)
         stream.position += 1
-        tree.live_streams -= 1
+        tree.outstanding -= 1
         if stream.position < len(stream.turns):
             self._launch(stream, self._gap(stream.session.think_before(stream.turns[stream.position])))
-        elif tree.live_streams == 0:
+        elif tree.outstanding == 0:
             self._start_tree(tree.lane)
 
     # --- the engine --------------------------------------------------------------------------------
@@ -236,8 +236,7 @@ class _Scheduler:
                 self.cache.release(victim.blocks)
                 victim.blocks, victim.computed, victim.generated = [], 0, 0
                 self.waiting.appendleft(victim)
-                self.result = ScheduledHitRate(self.result.requests, self.result.input_tokens,
-                                               self.result.hit_tokens, self.result.preemptions + 1)  # fmt: skip
+                self.preemptions += 1
                 if victim is request:
                     break
             else:
@@ -260,10 +259,9 @@ class _Scheduler:
                 break
             self.waiting.popleft()
             if not request.admitted_before and access.counted:
-                self.result = ScheduledHitRate(
-                    self.result.requests + 1, self.result.input_tokens + access.input_tokens,
-                    self.result.hit_tokens + cached, self.result.preemptions,
-                )  # fmt: skip
+                self.requests += 1
+                self.input_tokens += access.input_tokens
+                self.hit_tokens += cached
             request.admitted_before = True
             request.computed = cached + wanted
             computed += wanted
@@ -294,7 +292,7 @@ class _Scheduler:
                     request.computed = request.access.input_tokens + request.generated
                 still.append(request)
             self.running = still
-        return self.result
+        return ScheduledHitRate(self.requests, self.input_tokens, self.hit_tokens, self.preemptions)
 
 
 def scheduled_hit_rate(

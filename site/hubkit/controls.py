@@ -53,36 +53,32 @@ def multiselect(label: str, options: Sequence[str], param: str, default: Sequenc
     return chosen
 
 
-def selectbox(label: str, options: Sequence[str], param: str, default: str | None = None,
-              help: str | None = None, sidebar: bool = True) -> str | None:  # fmt: skip
-    """A selectbox bound to the query parameter `param` (always written unless `default` is given: the first
-    option may depend on the data, and a link must keep opening what it showed)."""
-    options = list(options)
-    if not options:
-        return None
+def _one_of(widget: Callable[..., object], label: str, options: list[str], param: str, default: str | None,
+            **widget_options: object) -> str:  # fmt: skip
+    """One of `options` (not empty), chosen with `widget` (st.selectbox, st.radio...) bound to `param`."""
+    fallback = default if default in options else options[0]
     linked = st.query_params.get(param)
     key = f"param-{param}"
-    _seed(key, linked if linked in options else (default if default in options else options[0]))
+    _seed(key, linked if linked in options else fallback)
     if st.session_state[key] not in options:
-        st.session_state[key] = options[0]
-    container = st.sidebar if sidebar else st
-    chosen = container.selectbox(label, options, key=key, help=help)
+        st.session_state[key] = fallback
+    chosen = str(widget(label, options, key=key, **widget_options))
     _link(param, chosen, default if default in options else None)
     return chosen
 
 
+def selectbox(label: str, options: Sequence[str], param: str, default: str | None = None,
+              help: str | None = None, sidebar: bool = True) -> str | None:  # fmt: skip
+    """A selectbox bound to the query parameter `param` (always written unless `default` is given: the first
+    option may depend on the data, and a link must keep opening what it showed)."""
+    if not options:
+        return None
+    return _one_of((st.sidebar if sidebar else st).selectbox, label, list(options), param, default, help=help)
+
+
 def radio(label: str, options: Sequence[str], param: str, default: str, sidebar: bool = False) -> str:
     """Horizontal radio buttons bound to the query parameter `param` (e.g. a page's chart or table view)."""
-    options = list(options)
-    linked = st.query_params.get(param)
-    key = f"param-{param}"
-    _seed(key, linked if linked in options else default)
-    if st.session_state[key] not in options:
-        st.session_state[key] = default
-    container = st.sidebar if sidebar else st
-    chosen = str(container.radio(label, options, key=key, horizontal=True))
-    _link(param, chosen, default)
-    return chosen
+    return _one_of((st.sidebar if sidebar else st).radio, label, list(options), param, default, horizontal=True)
 
 
 def number(label: str, param: str, default: float, min_value: float = 0.0, step: float = 1.0,

@@ -67,3 +67,14 @@ def test_vllm_refuses_disaggregation(write_recipe) -> None:
 def test_unknown_engine_kind_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match=r"engine\.kind: got 'tgi'"):
         engine_adapter("tgi")
+
+
+def test_step_token_budget_for_the_planners_scheduler_model(write_recipe) -> None:
+    vllm = engine_adapter("vllm")
+    assert vllm.step_token_budget(vllm_recipe(write_recipe)) == 2048  # the base recipe runs on cpu-local
+    on_b200 = vllm_recipe(write_recipe).model_copy(update={"hardware": "b200"})
+    assert vllm.step_token_budget(on_b200) == 8192
+    tuned = vllm_recipe(write_recipe, {"engine": {**VLLM["engine"], "max_num_batched_tokens": 512}})
+    assert vllm.step_token_budget(tuned) == 512
+    # The simulated engine's LRU never pins running requests: no scheduler model.
+    assert engine_adapter("simulated").step_token_budget(load_recipe(write_recipe()).recipe) is None
