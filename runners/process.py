@@ -17,9 +17,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from recipes.errors import InfrastructureError
+from recipes.errors import ConfigurationError, InfrastructureError
 from runners.paths import data_dir
 
 LOG_TAIL_LINES = 30
@@ -180,6 +182,7 @@ class EngineProcess:
         stop_grace_s: float = 20.0,
         ready_model: str | None = None,
         files: dict[str, str] | None = None,
+        ready_workers: int | None = None,
     ) -> None:
         self.argv = argv
         # Config files the engine reads by relative path (LaunchPlan.files): written into its working
@@ -193,6 +196,8 @@ class EngineProcess:
         # When set (LaunchPlan.ready_model), ready means this model is listed by the health URL (an OpenAI
         # /v1/models answer), not just a 200: Dynamo's frontend answers before any worker has registered.
         self.ready_model = ready_model
+        # When set (LaunchPlan.ready_workers), ready also means /health lists this many `generate` workers.
+        self.ready_workers = ready_workers
         self.stop_grace_s = stop_grace_s
         self.process: subprocess.Popen[bytes] | None = None
         self._pidfile = pid_dir() / f"{run_id}.json"
@@ -201,27 +206,36 @@ class EngineProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    def _prepare(self) -> None:
+        """Before launch: the port is free, and the config files are in the working directory (the log's)."""
         if not port_is_free(self.port):
             raise InfrastructureError(
                 f"engine.port: port {self.port} is already in use on 127.0.0.1; stop what listens there or "
                 "leave engine.port unset to pick a free port"
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            for relative, content in self.files.items():
-                target = self.log_path.parent / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(content, encoding="utf-8")
-            self.process = subprocess.Popen(
-                self._launch_argv(),
+        for relative, content in self.files.items():
+            target = self.log_path.parent / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+
+    def _spawn(self, argv: list[str], env: dict[str, str], log_path: Path, **grouping: Any) -> subprocess.Popen[bytes]:
+        """Start one process in the working directory, its output appended to `log_path`, tagged with the run id
+        (`grouping`: Popen's start_new_session or process_group)."""
+        with open(log_path, "ab") as log:
+            return subprocess.Popen(
+                argv,
                 cwd=self.log_path.parent,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.env, "INFERSWEEP_RUN_ID": self.run_id},
-                start_new_session=True,
+                env={**os.environ, **env, "INFERSWEEP_RUN_ID": self.run_id},
+                **grouping,
             )
+
+    def start(self) -> None:
+        self._prepare()
+        self.process = self._spawn(self._launch_argv(), self.env, self.log_path, start_new_session=True)
         self._pidfile.write_text(self._pidfile_text())
 
     def _launch_argv(self) -> list[str]:
@@ -261,7 +275,11 @@ class EngineProcess:
                 )
             try:
                 with urllib.request.urlopen(self.health_url, timeout=2) as response:  # noqa: S310 - loopback URL
-                    if response.status == 200 and (self.ready_model is None or self._lists_model(response.read())):
+                    if (
+                        response.status == 200
+                        and (self.ready_model is None or self._lists_model(response.read()))
+                        and self._workers_registered()
+                    ):
                         return time.monotonic() - started
             except (urllib.error.URLError, OSError, TimeoutError):
                 pass  # not up yet
@@ -283,6 +301,22 @@ class EngineProcess:
             isinstance(model, dict) and model.get("id") == self.ready_model for model in models
         )
 
+    def _workers_registered(self) -> bool:
+        """True when no worker count is asked for, or `/health` lists that many instances serving `generate`
+        (Dynamo's frontend: `{"instances": [{"component": ..., "endpoint": "generate", ...}, ...]}`)."""
+        if self.ready_workers is None:
+            return True
+        try:
+            with urllib.request.urlopen(self.base_url + "/health", timeout=2) as response:  # noqa: S310 - loopback
+                listed = json.loads(response.read())
+        except (urllib.error.URLError, OSError, TimeoutError, ValueError):
+            return False
+        instances = listed.get("instances") if isinstance(listed, dict) else None
+        if not isinstance(instances, list):
+            return False
+        serving = [item for item in instances if isinstance(item, dict) and item.get("endpoint") == "generate"]
+        return len(serving) >= self.ready_workers
+
     def stop(self) -> None:
         gone = True
         if self.process is not None:
@@ -297,3 +331,82 @@ class EngineProcess:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One process of a multi-process engine (e.g. Dynamo's frontend and workers), started in list order."""
+
+    name: str  # e.g. "frontend-0", "prefill-0": names its log file
+    argv: list[str]
+    env: dict[str, str]
+    entry: bool = False  # the process listening on the engine's port: its log is engine.log
+
+
+class EngineProcessGroup(EngineProcess):
+    """An engine made of several processes sharing one process group: one pidfile, one `killpg` stops them all,
+    and the reaper of dead runs needs nothing new. The engine is dead as soon as any member exits."""
+
+    def __init__(self, members: list[GroupMember], port: int, log_path: Path, run_id: str, **options: Any) -> None:
+        """`options`: EngineProcess's keyword arguments after `run_id` (readiness, stop grace, config files)."""
+        entries = [member for member in members if member.entry]
+        if len(entries) != 1:
+            raise ValueError(f"an engine process group needs exactly one entry process, got {len(entries)}")
+        super().__init__(entries[0].argv, entries[0].env, port, log_path, run_id, **options)
+        self.members = members
+        self.started: list[tuple[GroupMember, subprocess.Popen[bytes]]] = []
+
+    def member_log(self, member: GroupMember) -> Path:
+        return self.log_path if member.entry else self.log_path.with_name(f"engine-{member.name}.log")
+
+    def start(self) -> None:
+        self._prepare()
+        try:
+            for member in self.members:
+                self._start_member(member)
+        except BaseException:
+            self.stop()  # the members already running: `with` never reaches __exit__ when __enter__ raises
+            raise
+
+    def _start_member(self, member: GroupMember) -> None:
+        try:
+            # The first process leads a new process group (of this session: a group of another session cannot be
+            # joined); a terminal's Ctrl-C reaches only its foreground group, not this one.
+            group = 0 if self.process is None else self.process.pid
+            process = self._spawn(member.argv, member.env, self.member_log(member), process_group=group)
+        except FileNotFoundError as error:
+            raise ConfigurationError(
+                f"engine process {member.name}: {member.argv[0]!r} is not installed on this host ({error.strerror})"
+            ) from error
+        self.started.append((member, process))
+        if self.process is None:
+            self.process = process
+            # Written once the group exists, before the other members start: a crash from here on leaves the
+            # reaper the group to stop.
+            self._pidfile.write_text(self._pidfile_text())
+
+    def _first_exited(self) -> tuple[GroupMember, int] | None:
+        for member, process in self.started:
+            code = process.poll()
+            if code is not None:
+                return member, code
+        return None
+
+    def exited(self) -> int | None:
+        ended = self._first_exited()
+        return None if ended is None else ended[1]
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The tail of the member that exited first (what explains the failure), else of the entry process."""
+        ended = self._first_exited()
+        member = ended[0] if ended is not None else next(member for member in self.members if member.entry)
+        try:
+            text = self.member_log(member).read_text(errors="replace")
+        except OSError:
+            return f"(no log of {member.name})"
+        return f"[{member.name}]\n" + "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        super().stop()
+        for _member, process in self.started:
+            process.poll()  # reap every member (the group kill only reaps the leader)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -58,6 +58,9 @@ class LaunchPlan:
     - `files`: config files the entry process reads, relative path -> content; argv names them by that
       relative path, so the runner writes them into the engine's working directory before launch.
     - `image`: the container image the argv runs in (the recipe's engine.environment), or None.
+    - `ready_workers`: when set, readiness also needs the entry process's `/health` to list this many worker
+      instances serving `generate` (Dynamo's frontend lists a model once one worker registered; the prefill
+      workers of a disaggregated launch may register later, and requests before that skip them).
     """
 
     argv: list[str]
@@ -72,6 +75,7 @@ class LaunchPlan:
     processes: list[ProcessSpec] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     image: str | None = None
+    ready_workers: int | None = None
 
 
 # Typed engine fields an adapter must turn into flags, or refuse. A recipe that sets one of them (to a
@@ -113,6 +117,16 @@ class EngineAdapter:
     def launch_plan(self, recipe: Recipe, port: int, python: Path, model_dir: Path | None) -> LaunchPlan:
         raise NotImplementedError
 
+    def origin_of(self, recipe: Recipe) -> Origin:
+        """The origin of this recipe's results: the adapter's, unless the recipe picks a stand-in engine inside it
+        (Dynamo's mocker workers)."""
+        return self.origin
+
+    def uses_accelerators(self, recipe: Recipe) -> bool:
+        """Whether the engine's processes occupy real accelerators (a stand-in engine's do not, so all of them
+        fit on one host whatever the recipe's parallelism says)."""
+        return self.origin != "simulated"
+
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         """Flags for the typed methodology knobs; unsupported combinations raise ConfigurationError."""
         raise NotImplementedError
@@ -141,6 +155,42 @@ def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan
         return launch_plan(self, recipe, *args, **kwargs)
 
     return checked
+
+
+def hosts_needed(recipe: Recipe) -> int:
+    """Hosts the engine's processes need: 1 when the recipe's accelerators fit one host of its hardware (or it uses
+    none), else every accelerator's host: a disaggregated recipe gives each worker group whole hosts of its own."""
+    adapter = engine_adapter(recipe.engine.kind)
+    hardware = load_hardware_registry().get(recipe.hardware)
+    if hardware is None or not adapter.uses_accelerators(recipe):
+        return 1
+    per_host = hardware.gpus_per_node
+    disaggregated = recipe.parallelism.disaggregated
+    if disaggregated is not None:
+        groups = (disaggregated.prefill.accelerators, disaggregated.decode.accelerators)
+        return 1 if sum(groups) <= per_host else sum(-(-group // per_host) for group in groups)
+    return -(-recipe.parallelism.accelerators // per_host)
+
+
+def on_one_host(process: ProcessSpec) -> ProcessSpec:
+    """`process` with the placeholders of other hosts filled for a launch where every process shares one host."""
+    if process.nodes > 1:
+        raise ConfigurationError(
+            f"parallelism: the {process.name} process spans {process.nodes} hosts; this runner starts every process "
+            "on one host"
+        )
+    fill = {LEADER_HOST: "127.0.0.1", NODE_RANK: "0"}
+
+    def filled(text: str) -> str:
+        for placeholder, value in fill.items():
+            text = text.replace(placeholder, value)
+        return text
+
+    return replace(
+        process,
+        argv=[filled(word) for word in process.argv],
+        env={name: filled(value) for name, value in process.env.items()},
+    )
 
 
 def container_image(recipe: Recipe) -> str | None:

@@ -7,7 +7,10 @@ One launch is several processes (`LaunchPlan.processes`, in start order):
 - `frontend`: `python3 -m dynamo.frontend --http-port <port> [--router-mode kv|round-robin]`, the entry
   process the load generator talks to. It is ready when the served model is listed on `/v1/models`
   (workers register after the frontend answers), hence `health_path="/v1/models"` and `ready_model`.
-- workers: `python3 -m dynamo.<backend>` (`engine.dynamo.backend`: vllm, sglang or trtllm), one process
+- with `engine.dynamo.discovery: file`, no etcd or NATS: every process gets `--discovery-backend file
+  --request-plane tcp --event-plane zmq` and `DYN_FILE_KV` names a store in the job's directory.
+- workers: `python3 -m dynamo.<backend>` (`engine.dynamo.backend`: vllm, sglang, trtllm, or `mocker`: Dynamo's
+  stand-in worker with simulated timing, whose results are labelled simulated), one process
   per worker of `parallelism.disaggregated.prefill` and `.decode` (with `--disaggregation-mode`), or for
   an aggregated recipe `parallelism.dp` workers of tp x pp (one worker with attention DP inside when
   `dp_attention` is set).
@@ -44,8 +47,12 @@ from runners.engines.base import (
     register_engine,
 )
 from runners.engines.vllm import vllm_engine_args, vllm_prefix_args, vllm_speculative_args
+from runners.loadgen.records import Origin
 
 ETCD_PORT = 2379
+# Dynamo's file discovery store (`--discovery-backend file`), relative to the processes' working directory.
+FILE_STORE_VARIABLE = "DYN_FILE_KV"
+FILE_STORE = "dynamo-discovery"
 NATS_PORT = 4222
 KV_EVENT_PORT_BASE = 20080  # worker n publishes KV events on this + n (unique even when workers share a host)
 ROUTER_MODES = {"kv-aware": "kv", "round-robin": "round-robin"}
@@ -93,6 +100,13 @@ class DynamoAdapter(EngineAdapter):
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
 
+    def origin_of(self, recipe: Recipe) -> Origin:
+        settings = recipe.engine.dynamo
+        return "simulated" if settings is not None and settings.backend == "mocker" else self.origin
+
+    def uses_accelerators(self, recipe: Recipe) -> bool:
+        return self.origin_of(recipe) != "simulated"
+
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         """The frontend's router flags (the workers' methodology flags depend on their backend and role)."""
         routing = recipe.methodology.routing.kind
@@ -128,36 +142,44 @@ class DynamoAdapter(EngineAdapter):
             raise ConfigurationError(f"hardware: got {recipe.hardware!r}; expected a key of recipes/hardware.yaml")
         router = self.methodology_flags(recipe)
         kv_router = recipe.methodology.routing.kind == "kv-aware"
-        local = {"ETCD_ENDPOINTS": f"http://127.0.0.1:{ETCD_PORT}", "NATS_SERVER": f"nats://127.0.0.1:{NATS_PORT}"}
-        remote = {
-            "ETCD_ENDPOINTS": f"http://{LEADER_HOST}:{ETCD_PORT}",
-            "NATS_SERVER": f"nats://{LEADER_HOST}:{NATS_PORT}",
-        }
+        if settings.discovery == "file":
+            # Every process runs in the job's directory (the runner's working directory for the engine), so the
+            # relative store is one per job: nothing registered by an earlier run is found.
+            planes = ["--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"]
+            local = remote = {FILE_STORE_VARIABLE: FILE_STORE}
+            processes: list[ProcessSpec] = []
+        else:
+            planes = []
+            local = {"ETCD_ENDPOINTS": f"http://127.0.0.1:{ETCD_PORT}", "NATS_SERVER": f"nats://127.0.0.1:{NATS_PORT}"}
+            remote = {
+                "ETCD_ENDPOINTS": f"http://{LEADER_HOST}:{ETCD_PORT}",
+                "NATS_SERVER": f"nats://{LEADER_HOST}:{NATS_PORT}",
+            }
+            etcd = [
+                "etcd",
+                "--listen-client-urls", f"http://0.0.0.0:{ETCD_PORT}",
+                "--advertise-client-urls", f"http://{LEADER_HOST}:{ETCD_PORT}",
+            ]  # fmt: skip
+            processes = [
+                ProcessSpec(role="etcd", index=0, argv=etcd),
+                ProcessSpec(role="nats", index=0, argv=["nats-server", "-js", "--port", str(NATS_PORT)]),
+            ]
         frontend = ProcessSpec(
             role="frontend",
             index=0,
-            argv=[str(python), "-m", "dynamo.frontend", "--http-port", str(port), *router],
+            argv=[str(python), "-m", "dynamo.frontend", "--http-port", str(port), *router, *planes],
             env=local,
         )
-        etcd = [
-            "etcd",
-            "--listen-client-urls", f"http://0.0.0.0:{ETCD_PORT}",
-            "--advertise-client-urls", f"http://{LEADER_HOST}:{ETCD_PORT}",
-        ]  # fmt: skip
-        processes = [
-            ProcessSpec(role="etcd", index=0, argv=etcd),
-            ProcessSpec(role="nats", index=0, argv=["nats-server", "-js", "--port", str(NATS_PORT)]),
-            frontend,
-        ]
+        processes.append(frontend)
         ordinal = 0
         for role, group, where in _worker_groups(recipe.parallelism):
             nodes = _nodes_per_worker(group, hardware.gpus_per_node, where)
             for index in range(group.num_workers):
                 builder = _WORKER_BUILDERS[settings.backend]
                 argv, files = builder(recipe, group, where, role, nodes, str(python), str(model_dir))
-                if kv_router and settings.backend != "trtllm":
+                if kv_router and settings.backend in ("vllm", "sglang"):
                     argv += _events_config(settings.backend, KV_EVENT_PORT_BASE + ordinal)
-                argv += recipe.engine.extra_args
+                argv += planes + recipe.engine.extra_args
                 processes.append(
                     ProcessSpec(
                         role=role,
@@ -180,6 +202,7 @@ class DynamoAdapter(EngineAdapter):
             ready_model=recipe.model.name,
             processes=processes,
             image=container_image(recipe),
+            ready_workers=sum(group.num_workers for _, group, _ in _worker_groups(recipe.parallelism)),
         )
 
 
@@ -287,4 +310,41 @@ def _trtllm_worker(
     return argv, {name: trtllm.options_yaml(options)}
 
 
-_WORKER_BUILDERS = {"sglang": _sglang_worker, "vllm": _vllm_worker, "trtllm": _trtllm_worker}
+def _mocker_worker(
+    recipe: Recipe, group: WorkerGroup, where: str, role: str, nodes: int, python: str, model_dir: str
+) -> tuple[list[str], dict[str, str]]:
+    """Dynamo's mocker: a worker that answers like an engine on the real Dynamo runtime (registration, router, KV
+    events, disaggregated hand-off) with simulated timing. It publishes KV events itself (no ZMQ flags)."""
+    _single_host("mocker", nodes, where)
+    knobs = recipe.methodology
+    if knobs.kv_offload.backend != "none":
+        raise ConfigurationError(
+            f"methodology.kv_offload.backend: got {knobs.kv_offload.backend!r}; the dynamo adapter does not map the "
+            "mocker's host-block tier yet (use 'none')"
+        )
+    if knobs.speculative_decoding is not None:
+        raise ConfigurationError(
+            "methodology.speculative_decoding: the mocker worker does not simulate speculative decoding (unset it)"
+        )
+    engine = recipe.engine
+    argv = [
+        python, "-m", "dynamo.mocker",
+        "--model-path", model_dir,
+        "--model-name", recipe.model.name,
+        "--max-model-len", str(engine.max_model_len),
+        "--enable-prefix-caching" if knobs.prefix_caching else "--no-enable-prefix-caching",
+        *_disaggregation_mode(role),
+    ]  # fmt: skip
+    tuning = {
+        "--max-num-seqs": engine.max_num_seqs, "--max-num-batched-tokens": engine.max_num_batched_tokens,
+        "--gpu-memory-utilization": engine.gpu_memory_utilization,
+    }  # fmt: skip
+    for flag, value in tuning.items():
+        if value is not None:
+            argv += [flag, str(value)]
+    if engine.kv_cache_dtype != "auto":
+        argv += ["--kv-cache-dtype", engine.kv_cache_dtype]
+    return argv, {}
+
+
+_WORKER_BUILDERS = {"sglang": _sglang_worker, "vllm": _vllm_worker, "trtllm": _trtllm_worker, "mocker": _mocker_worker}

@@ -12,7 +12,7 @@ from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
 from runners.accuracy import run_accuracy_gate
 from runners.containers import ContainerEngine, container_runtime, device_flags, ensure_image, reap_orphaned_containers
-from runners.engines.base import engine_adapter
+from runners.engines.base import engine_adapter, on_one_host
 from runners.environments import ensure_environment
 from runners.job import JobEvent, JobSpec, PointOutcome, Runner, engine_launch_limitations, register_runner
 from runners.loadgen.client import Endpoint
@@ -21,7 +21,7 @@ from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint,
 from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
 from runners.paths import data_dir
-from runners.process import EngineProcess, pick_free_port, reap_orphaned_engines
+from runners.process import EngineProcess, EngineProcessGroup, GroupMember, pick_free_port, reap_orphaned_engines
 from runners.server_metrics import CacheShape, RawScrapes, cache_shape, counter_deltas, parse_prometheus, scrape_text
 from runners.telemetry import HostReport, TelemetrySampler, run_preflight
 
@@ -106,8 +106,22 @@ class LocalRunner(Runner):
         plan = adapter.launch_plan(recipe, port, python, model_dir)
         log_path = Path(job.log_dir) / "engine.log"
         yield JobEvent(kind="engine_launching", job_id=job.job_id, message=f"{recipe.engine.kind} on port {port}")
-        if isinstance(environment, ContainerEnvironment):
-            launched: EngineProcess = ContainerEngine(
+        if plan.processes:
+            if isinstance(environment, ContainerEnvironment):
+                raise ConfigurationError(
+                    f"engine.environment.image: got {environment.image!r}; the {recipe.engine.kind} engine is several "
+                    "processes, and the local runner starts those as processes of a venv or the host, not containers"
+                )
+            members = []
+            for spec in plan.processes:
+                here = on_one_host(spec)
+                members.append(GroupMember(here.name, here.argv, here.env, entry=spec.argv == plan.argv))
+            launched: EngineProcess = EngineProcessGroup(
+                members, port, log_path, job.job_id, health_path=plan.health_path, ready_model=plan.ready_model,
+                files=plan.files, ready_workers=plan.ready_workers,
+            )  # fmt: skip
+        elif isinstance(environment, ContainerEnvironment):
+            launched = ContainerEngine(
                 environment, plan.argv, plan.env, port, log_path, job.job_id,
                 model_dir=plan.model_dir or model_dir, devices=device_flags(recipe.hardware),
                 health_path=plan.health_path, ready_model=plan.ready_model, files=plan.files,
@@ -149,7 +163,7 @@ class LocalRunner(Runner):
                     )
                 outcome = PointOutcome(
                     point_key=point.point_key,
-                    origin="dry-run" if job.dry_run else adapter.origin,
+                    origin="dry-run" if job.dry_run else adapter.origin_of(recipe),
                     metrics=metrics,
                     records=records,
                     server_scrapes=RawScrapes(before=before_text, after=after_text),

@@ -296,7 +296,11 @@ if not logs:
     log_dir = f" (its log directory was `{job.log_dir}`)" if job and job.log_dir else ""
     st.info(f"No engine log was stored for this job{log_dir}.")
 for artifact in logs:
-    st.markdown(f"Engine log ({artifact.size_bytes:,} bytes, sha256 `{artifact.sha256[:16]}…`): {where(artifact)}")
+    # A multi-process engine (Dynamo) has a log per process: engine.log, engine-<role>-<index>.log.
+    name = Path(artifact.local_path).name if artifact.local_path else "engine.log"
+    st.markdown(
+        f"Engine log `{name}` ({artifact.size_bytes:,} bytes, sha256 `{artifact.sha256[:16]}…`): {where(artifact)}"
+    )
     readable = local_file(artifact)
     if readable is not None:
         with st.expander(f"Last {LOG_TAIL_LINES} lines"):

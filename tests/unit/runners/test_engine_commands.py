@@ -272,6 +272,46 @@ def test_dynamo_aggregated_replicas_are_separate_workers() -> None:
     assert all("--disaggregation-mode" not in w.argv for w in workers)
 
 
+MOCKER_PAIR = {"disaggregated": {"prefill": {"tp": 1}, "decode": {"tp": 1}}}
+
+
+def mocker(**changes: Any) -> Recipe:
+    changes.setdefault("engine", {"dynamo": {"backend": "mocker", "discovery": "file"}})
+    changes.setdefault("methodology", {"prefix_caching": False, "routing": {"kind": "round-robin"}})
+    return dynamo("mocker", hardware="cpu-local", parallelism=MOCKER_PAIR, **changes)
+
+
+def test_dynamo_mocker_with_file_discovery_starts_no_etcd_or_nats_and_is_simulated() -> None:
+    recipe = mocker()
+    plan = plan_of(recipe)
+    assert [process.name for process in plan.processes] == ["frontend-0", "prefill-0", "decode-0"]
+    for process in plan.processes:
+        planes = process.argv[process.argv.index("--discovery-backend") :][:6]
+        assert planes == ["--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"]
+        assert process.env["DYN_FILE_KV"] == "dynamo-discovery"  # relative: one store per job directory
+    prefill, decode = plan.processes[1:]
+    assert prefill.argv[:3] == ["python3", "-m", "dynamo.mocker"] and value_after(prefill.argv, "--model-path") == "/m"
+    assert value_after(prefill.argv, "--disaggregation-mode") == "prefill"
+    assert value_after(decode.argv, "--disaggregation-mode") == "decode"
+    assert "--no-enable-prefix-caching" in decode.argv and "--kv-events-config" not in decode.argv
+    assert plan.ready_workers == 2 and plan.ready_model == recipe.model.name
+    adapter = engine_adapter("dynamo")
+    assert adapter.origin_of(recipe) == "simulated" and not adapter.uses_accelerators(recipe)
+    assert adapter.origin_of(dynamo("sglang")) == "measured"
+    # etcd discovery (the default) keeps the etcd and NATS processes in front of the workers.
+    etcd = plan_of(mocker(engine={"dynamo": {"backend": "mocker"}}))
+    assert [process.name for process in etcd.processes][:2] == ["etcd-0", "nats-0"]
+
+
+def test_dynamo_mocker_refuses_what_it_does_not_simulate() -> None:
+    offload = {"prefix_caching": True, "routing": {"kind": "round-robin"},
+               "kv_offload": {"backend": "dram", "dram_gib": 4}}  # fmt: skip
+    with pytest.raises(ConfigurationError, match=r"methodology\.kv_offload\.backend: got 'dram'; the dynamo adapter"):
+        plan_of(mocker(methodology=offload))
+    assert value_after(plan_of(mocker(engine={"dynamo": {"backend": "mocker"}, "max_num_seqs": 8})).processes[-1].argv,
+                       "--max-num-seqs") == "8"  # fmt: skip
+
+
 def test_dynamo_settings_are_required_for_dynamo_and_refused_elsewhere() -> None:
     data = copy.deepcopy(BASE)
     data["engine"]["kind"] = "dynamo"
@@ -331,10 +371,14 @@ def models_server() -> Iterator[tuple[int, list[str]]]:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = json.dumps({"object": "list", "data": [{"id": name} for name in listed]}).encode()
+            models = json.dumps({"object": "list", "data": [{"id": name} for name in listed]}).encode()
+            # Dynamo's frontend lists registered worker instances on /health; "worker:<component>" entries here.
+            workers = [name.split(":", 1)[1] for name in listed if name.startswith("worker:")]
+            instances = [{"component": component, "endpoint": "generate"} for component in workers]
+            health = json.dumps({"status": "healthy", "instances": instances}).encode()
             self.send_response(200)
             self.end_headers()
-            self.wfile.write(body if self.path == "/v1/models" else b"ok")
+            self.wfile.write(models if self.path == "/v1/models" else health)
 
         def log_message(self, *_args: object) -> None:
             pass
@@ -355,3 +399,16 @@ def test_ready_model_waits_until_the_model_is_listed(models_server: tuple[int, l
     assert engine.wait_healthy(timeout_s=2, poll_s=0.05) < 2
     plain = EngineProcess(["true"], {}, port, tmp_path / "log", "run2")  # default: /health answering 200 is enough
     assert plain.wait_healthy(timeout_s=2, poll_s=0.05) < 2
+
+
+def test_ready_workers_waits_until_every_worker_is_registered(
+    models_server: tuple[int, list[str]], tmp_path: Path
+) -> None:
+    port, listed = models_server
+    listed += ["m", "worker:backend"]  # the model is listed once the decode worker registered
+    engine = EngineProcess(["true"], {}, port, tmp_path / "log", "run", health_path="/v1/models", ready_model="m",
+                           ready_workers=2)  # fmt: skip
+    with pytest.raises(InfrastructureError, match="not healthy"):
+        engine.wait_healthy(timeout_s=0.3, poll_s=0.05)  # the prefill worker has not registered yet
+    listed.append("worker:prefill")
+    assert engine.wait_healthy(timeout_s=2, poll_s=0.05) < 2

