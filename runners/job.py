@@ -7,7 +7,7 @@ the moment it exists: an interrupted job loses nothing that had finished.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recipes.errors import ConfigurationError, InferSweepError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import Recipe
-from runners.inventory import Target
+from runners.inventory import SlurmContainerRuntime, Target
 from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
 from runners.server_metrics import RawScrapes
 
@@ -48,6 +48,11 @@ class JobSpec(Strict):
     )
     dry_run: bool = Field(
         False, description="A dry run on a stand-in engine: every result is labelled origin 'dry-run'."
+    )
+    container_runtime: SlurmContainerRuntime | None = Field(
+        None,
+        description="Set by a runner whose target launches container engines its own way (slurm: the target's "
+        "container_runtime); replaces engine.environment.runtime for the agent that runs the job.",
     )
 
 
@@ -111,8 +116,11 @@ class Runner:
         raise NotImplementedError
 
     @classmethod
-    def limitations(cls, recipe: Recipe) -> list[str]:
-        """What this runner kind cannot do for `recipe`, each with the reason; checked before anything is reserved."""
+    def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
+        """What this runner kind cannot do for `recipe`, each with the reason; checked before anything is reserved.
+
+        `targets` are the inventory targets the job may use, when known (a kind whose targets differ in what
+        they can launch refuses by them; empty means "not known here" and refuses nothing for that reason)."""
         return []
 
 

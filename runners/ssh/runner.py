@@ -10,7 +10,7 @@ this side is cancelled, the agent sees end of file and stops its engine.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar, TextIO
 
@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.schema import Recipe
 from runners.agent import decode_event
-from runners.inventory import SshTarget, TpuVmTarget
+from runners.inventory import SshTarget, Target, TpuVmTarget
 from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
 from runners.leases import lease_target
 from runners.ssh.transport import SshSession
@@ -46,7 +46,7 @@ class SshRunner(Runner):
     target_type: ClassVar[type[SshTarget] | type[TpuVmTarget]] = SshTarget
 
     @classmethod
-    def limitations(cls, recipe: Recipe) -> list[str]:
+    def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
         # Container environments run through the agent's local pipeline (runners/containers.py); a target
         # without the runtime fails the job's pre-flight there, naming the host.
         return engine_launch_limitations(recipe, cls.kind, single_host=True)

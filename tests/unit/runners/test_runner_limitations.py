@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recipes.schema import Recipe
+from runners.inventory import RemoteInstall, SlurmTarget
 from runners.job import runner_class
 from tests.conftest import SIMULATED_RECIPE, deep_update
 
@@ -45,10 +46,14 @@ def test_vllm_dram_offload_is_refused_on_a_cpu_host_but_not_on_a_gpu() -> None:
     assert runner_class("local").limitations(recipe({"methodology": vllm["methodology"]})) == []
 
 
-def test_container_environments_run_everywhere_but_slurm() -> None:
+def test_container_environments_run_everywhere_slurm_only_on_pyxis_targets() -> None:
     contained = recipe({"engine": {"environment": {"kind": "container", "image": "vllm/vllm-openai:v0.11.0"}}})
     for kind in ("local", "ssh", "tpu-vm"):
         assert runner_class(kind).limitations(contained) == [], kind
-    (problem,) = runner_class("slurm").limitations(contained)
-    assert problem.startswith("engine.environment.image: got 'vllm/vllm-openai:v0.11.0'; the slurm runner does not")
-    assert "neither pyxis (srun --container-image) nor enroot launching is built yet" in problem
+    install = RemoteInstall(python="/opt/py/bin/python", workdir="/srv/w")
+    plain = SlurmTarget(kind="slurm", name="plain", hardware="cpu-local", install=install)
+    (problem,) = runner_class("slurm").limitations(contained, [plain])
+    assert problem.startswith("engine.environment.image: got 'vllm/vllm-openai:v0.11.0'; the slurm runner launches")
+    assert "target 'plain': container_runtime is None" in problem
+    pyxis = plain.model_copy(update={"name": "pyxis", "container_runtime": "pyxis"})
+    assert runner_class("slurm").limitations(contained, [plain, pyxis]) == []
