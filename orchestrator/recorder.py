@@ -115,6 +115,8 @@ SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
     "prompt_tokens_local_cache_hit": ("vllm:prompt_tokens_by_source_total", {"source": "local_cache_hit"}),
     "prompt_tokens_external": ("vllm:prompt_tokens_by_source_total", {"source": "external_kv_transfer"}),
     "preemptions": ("vllm:num_preemptions_total", {}),
+    "router_overlap_sum": ("dynamo_component_router_kv_hit_rate_sum", {}),
+    "router_overlap_count": ("dynamo_component_router_kv_hit_rate_count", {}),
 }
 
 

@@ -29,7 +29,7 @@ from orchestrator.recorder import Recorder
 from recipes.errors import ConfigurationError
 from recipes.loader import LoadedRecipe
 from runners.containers import reap_orphaned_containers
-from runners.inventory import Inventory
+from runners.inventory import Inventory, Target
 from runners.job import ErrorInfo, JobEvent, JobSpec, PointRequest, runner_class
 from runners.paths import data_dir
 from runners.process import reap_orphaned_engines, running_engines
@@ -273,10 +273,10 @@ class SweepRunner:
             return
         self.waiting.setdefault(loaded.recipe.hardware, deque()).append(job)
 
-    def _cannot_run(self, loaded: LoadedRecipe, targets: list[object]) -> tuple[str, str] | None:
+    def _cannot_run(self, loaded: LoadedRecipe, targets: list[Target]) -> tuple[str, str] | None:
         """Why this job can never start here, checked before anything is reserved; None when it can."""
         recipe = loaded.recipe
-        limits = runner_class(recipe.runner.kind).limitations(recipe)
+        limits = runner_class(recipe.runner.kind).limitations(recipe, targets)
         if limits:
             reasons = "\n  ".join(limits)
             return "RunnerLimitation", f"{loaded.path}: runner kind {recipe.runner.kind!r} cannot run it:\n  {reasons}"

@@ -140,6 +140,21 @@ class ContainerRuntime:
             command += ["-v", f"{path}:{path}:{'rw' if writable else 'ro'}"]
         return [*command, image, *argv]
 
+    def prepare(self, image: str, container: str, log: Callable[[str], None] = print) -> str:
+        """Make the image ready to start `container` without a download (before the engine-start timer);
+        return what the preflight records as the engine's image (here the local image id)."""
+        return ensure_image(self, image, log)
+
+    def slurm_problem(self, srun_help: str) -> str | None:
+        """Why this runtime cannot start an engine as a Slurm job step on a cluster whose `srun --help` printed
+        `srun_help`; None when it can. Docker and podman never do: their containers belong to a daemon."""
+        return f"container runtime {self.name!r} does not launch engines as Slurm job steps"
+
+    def stop_argv(self, name: str) -> list[str]:
+        """What the pidfile reaper runs to stop the named container when its owner died (no group kill reaches
+        a daemon's container)."""
+        return [self.name, "rm", "-f", name]
+
     def state(self, name: str) -> int | None:
         """The container's exit code once it has stopped; None while it runs, or once it is gone (--rm)."""
         completed = self._cli(["inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", name])
@@ -183,11 +198,10 @@ register_runtime(ContainerRuntime("docker"))
 register_runtime(ContainerRuntime("podman"))
 
 
-def container_runtime(name: str) -> ContainerRuntime:
+def container_runtime(name: str, field: str = "engine.environment.runtime") -> ContainerRuntime:
+    """The runtime registered under `name`; `field` names where the name came from (recipe or inventory)."""
     if name not in CONTAINER_RUNTIMES:
-        raise ConfigurationError(
-            f"engine.environment.runtime: got {name!r}; expected one of {', '.join(sorted(CONTAINER_RUNTIMES))}"
-        )
+        raise ConfigurationError(f"{field}: got {name!r}; expected one of {', '.join(sorted(CONTAINER_RUNTIMES))}")
     return CONTAINER_RUNTIMES[name]
 
 
@@ -271,11 +285,13 @@ class ContainerEngine(EngineProcess):
         health_path: str = "/health",
         ready_model: str | None = None,
         files: dict[str, str] | None = None,
+        runtime: ContainerRuntime | None = None,
     ) -> None:
         super().__init__(
             argv, env, port, log_path, run_id, health_path, stop_grace_s=10.0, ready_model=ready_model, files=files
         )  # fmt: skip
-        self.runtime = container_runtime(environment.runtime)
+        # A runner whose target launches containers its own way (slurm: pyxis) passes that runtime instead.
+        self.runtime = runtime or container_runtime(environment.runtime)
         self.image = environment.image
         self.name = container_name(run_id)
         workdir = str(log_path.parent.resolve())
@@ -309,7 +325,7 @@ class ContainerEngine(EngineProcess):
             return code
 
     def _pidfile_extra(self) -> dict[str, object]:
-        return {"container": self.name, "stop_argv": [self.runtime.name, "rm", "-f", self.name]}
+        return {"container": self.name, "stop_argv": self.runtime.stop_argv(self.name)}
 
     def stop(self) -> None:
         removed = self.runtime.remove(self.name)

@@ -27,6 +27,10 @@ from recipes.yamlio import load_validated
 
 INVENTORY_ENV = "INFERSWEEP_INVENTORY"
 
+# How a Slurm cluster launches a container engine as a job step (a plugin registered under this name in
+# runners.containers.CONTAINER_RUNTIMES; runners/pyxis.py).
+SlurmContainerRuntime = Literal["pyxis"]
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -115,6 +119,12 @@ class SlurmTarget(Strict):
     concurrent_jobs: int = Field(1, ge=1, description="Jobs this cluster may run at once for the orchestrator.")
     container_flags: list[str] = Field(
         default_factory=list, description="Extra srun flags for pyxis/enroot, e.g. ['--container-mounts=/lustre']."
+    )
+    container_runtime: SlurmContainerRuntime | None = Field(
+        None,
+        description="How this cluster runs recipes whose engine.environment is a container: 'pyxis' launches the "
+        "engine as a job step with `srun --container-image` (needs the pyxis SPANK plugin and enroot on the "
+        "cluster). Absent: container recipes are not placed on this target.",
     )
     poll_s: float = Field(2.0, gt=0, description="Seconds between squeue / event-file polls.")
 

@@ -7,7 +7,7 @@ the moment it exists: an interrupted job loses nothing that had finished.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError, InferSweepError
 from recipes.hardware import load_hardware_registry
-from recipes.schema import Recipe
+from recipes.schema import ContainerEnvironment, Recipe
 from runners.engines.base import hosts_needed
-from runners.inventory import Target
+from runners.inventory import SlurmContainerRuntime, Target
 from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
 from runners.server_metrics import RawScrapes
 
@@ -49,6 +49,11 @@ class JobSpec(Strict):
     )
     dry_run: bool = Field(
         False, description="A dry run on a stand-in engine: every result is labelled origin 'dry-run'."
+    )
+    container_runtime: SlurmContainerRuntime | None = Field(
+        None,
+        description="Set by a runner whose target launches container engines its own way (slurm: the target's "
+        "container_runtime); replaces engine.environment.runtime for the agent that runs the job.",
     )
 
 
@@ -112,8 +117,11 @@ class Runner:
         raise NotImplementedError
 
     @classmethod
-    def limitations(cls, recipe: Recipe) -> list[str]:
-        """What this runner kind cannot do for `recipe`, each with the reason; checked before anything is reserved."""
+    def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
+        """What this runner kind cannot do for `recipe`, each with the reason; checked before anything is reserved.
+
+        `targets` are the inventory targets the job may use, when known (a kind whose targets differ in what
+        they can launch refuses by them; empty means "not known here" and refuses nothing for that reason)."""
         return []
 
 
@@ -126,7 +134,13 @@ def engine_launch_limitations(recipe: Recipe, kind: str, *, single_host: bool) -
             f"parallelism: the engine's workers need {hosts} hosts of {recipe.hardware!r}, which the {kind} runner "
             "cannot reserve together (use the slurm runner)"
         )
-    elif hosts > 1 and recipe.engine.kind == "dynamo":
+    if recipe.engine.kind == "dynamo" and isinstance(recipe.engine.environment, ContainerEnvironment):
+        problems.append(
+            f"engine.environment.image: got {recipe.engine.environment.image!r}; Dynamo's processes start as one "
+            "process group from a venv or the host (engine.environment kind 'venv' or 'project'), and starting "
+            "them in containers is not built yet"
+        )
+    if hosts > 1 and recipe.engine.kind == "dynamo" and not single_host:
         problems.append(
             f"engine.kind: got 'dynamo' with workers on {hosts} hosts; runners start every Dynamo process on one "
             "host, and starting workers on the other hosts of an allocation is not built yet (only their command "

@@ -333,6 +333,11 @@ class EngineProcess:
         self.stop()
 
 
+def member_log_name(name: str) -> str:
+    """The log file of a multi-process engine's process other than its entry (whose log is engine.log)."""
+    return f"engine-{name}.log"
+
+
 @dataclass(frozen=True)
 class GroupMember:
     """One process of a multi-process engine (e.g. Dynamo's frontend and workers), started in list order."""
@@ -357,7 +362,7 @@ class EngineProcessGroup(EngineProcess):
         self.started: list[tuple[GroupMember, subprocess.Popen[bytes]]] = []
 
     def member_log(self, member: GroupMember) -> Path:
-        return self.log_path if member.entry else self.log_path.with_name(f"engine-{member.name}.log")
+        return self.log_path if member.entry else self.log_path.with_name(member_log_name(member.name))
 
     def start(self) -> None:
         self._prepare()

@@ -84,11 +84,26 @@ class ServerCounters(BaseModel):
     prompt_tokens_local_cache_hit: float | None = Field(None, description="prompt_tokens_by_source{local_cache_hit}.")
     prompt_tokens_external: float | None = Field(None, description="prompt_tokens_by_source{external_kv_transfer}.")
     preemptions: float | None = Field(None, description="vllm:num_preemptions_total.")
+    router_overlap_sum: float | None = Field(
+        None,
+        description="dynamo_component_router_kv_hit_rate_sum: Dynamo's KV router's PREDICTED prefix overlap of the "
+        "workers it picked, summed over routing decisions (not a realised cache hit; DESIGN.md section 4).",
+    )
+    router_overlap_count: float | None = Field(
+        None, description="dynamo_component_router_kv_hit_rate_count: routing decisions behind router_overlap_sum."
+    )
 
     @property
     def prefix_hit_rate(self) -> float | None:
         if self.prefix_cache_queries and self.prefix_cache_hits is not None:
             return self.prefix_cache_hits / self.prefix_cache_queries
+        return None
+
+    @property
+    def router_predicted_hit_rate(self) -> float | None:
+        """Mean predicted overlap per routing decision of Dynamo's KV router; realised hits are the workers'."""
+        if self.router_overlap_count and self.router_overlap_sum is not None:
+            return self.router_overlap_sum / self.router_overlap_count
         return None
 
 
@@ -118,6 +133,8 @@ def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCount
         prompt_tokens_local_cache_hit=delta("vllm:prompt_tokens_by_source_total", source="local_cache_hit"),
         prompt_tokens_external=delta("vllm:prompt_tokens_by_source_total", source="external_kv_transfer"),
         preemptions=delta("vllm:num_preemptions_total"),
+        router_overlap_sum=delta("dynamo_component_router_kv_hit_rate_sum"),
+        router_overlap_count=delta("dynamo_component_router_kv_hit_rate_count"),
     )
 
 

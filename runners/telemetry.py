@@ -38,7 +38,9 @@ class Preflight(Strict):
     leftover_engines: int = Field(description="Engines of dead runs reaped before this job.")
     accelerator_driver: str | None = Field(None, description="Accelerator driver version (nvidia-smi), when reported.")
     engine_image: str | None = Field(
-        None, description="Id of the container image the engine ran from (`docker image inspect`), when in one."
+        None,
+        description="Id of the container image the engine ran from (`docker image inspect`; under pyxis the image "
+        "reference it imported), when in one.",
     )
     notes: list[str] = Field(default_factory=list, description="Checks that could not run here, and why.")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from recipes.errors import InferSweepError
 from recipes.schema import Recipe
 from runners.engines.base import (
     DIST_INIT_ADDR,
@@ -26,6 +27,7 @@ from runners.engines.base import (
     container_image,
     engine_adapter,
 )
+from runners.process import member_log_name
 
 MODEL_DIR = "{model_dir}"
 PORT = "{port}"
@@ -40,6 +42,16 @@ def render_plan(recipe: Recipe) -> LaunchPlan:
     """The recipe's launch plan with placeholder model directory, port and interpreter."""
     adapter = engine_adapter(recipe.engine.kind)
     return adapter.launch_plan(recipe, _PORT_SENTINEL, Path(PYTHON), Path(MODEL_DIR))
+
+
+def engine_log_names(recipe: Recipe) -> list[str]:
+    """The logs a launch of the recipe writes in its job directory: engine.log, and one per further process of a
+    multi-process engine (what remote runners fetch back)."""
+    try:
+        plan = render_plan(recipe)
+    except InferSweepError:
+        return ["engine.log"]  # the launch itself fails with the reason; its log is the one to fetch
+    return ["engine.log", *(member_log_name(process.name) for process in plan.processes if process.argv != plan.argv)]
 
 
 def _command(argv: list[str], env: dict[str, str]) -> str:

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import runners.pyxis  # noqa: F401  (registers the 'pyxis' runtime a slurm target hands its agent)
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
 from runners.accuracy import run_accuracy_gate
-from runners.containers import ContainerEngine, container_runtime, device_flags, ensure_image, reap_orphaned_containers
+from runners.containers import (
+    ContainerEngine,
+    ContainerRuntime,
+    container_name,
+    container_runtime,
+    device_flags,
+    reap_orphaned_containers,
+)
 from runners.engines.base import engine_adapter, on_one_host
 from runners.environments import ensure_environment
+from runners.inventory import Target
 from runners.job import JobEvent, JobSpec, PointOutcome, Runner, engine_launch_limitations, register_runner
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
@@ -80,7 +89,7 @@ class LocalRunner(Runner):
     kind = "local"
 
     @classmethod
-    def limitations(cls, recipe: Recipe) -> list[str]:
+    def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
         # A container runtime missing on the host is a pre-flight error of the job, not a limitation of the kind.
         return engine_launch_limitations(recipe, cls.kind, single_host=True)
 
@@ -94,11 +103,17 @@ class LocalRunner(Runner):
         preflight = run_preflight(data_dir(), leftover_engines=len(reaped))
         yield JobEvent(kind="engine_preparing", job_id=job.job_id, message="engine environment and model")
         python = ensure_environment(environment)
+        runtime: ContainerRuntime | None = None
         if isinstance(environment, ContainerEnvironment):
-            # Before the engine-start timer (wait_healthy): a pull can take longer than any startup timeout.
-            runtime = container_runtime(environment.runtime)
+            # The runner's target may launch containers its own way (slurm: pyxis), whatever the recipe's runtime.
+            runtime = (
+                container_runtime(job.container_runtime, field="container_runtime (of the job's target)")
+                if job.container_runtime
+                else container_runtime(environment.runtime)
+            )
             runtime.check_ready()
-            image_id = ensure_image(runtime, environment.image)
+            # Before the engine-start timer (wait_healthy): a pull can take longer than any startup timeout.
+            image_id = runtime.prepare(environment.image, container_name(job.job_id))
             preflight = preflight.model_copy(update={"engine_image": image_id})
         model_dir = resolve_model_dir(recipe.model)
         vocabulary = Vocabulary.from_model_dir(model_dir)
@@ -124,7 +139,7 @@ class LocalRunner(Runner):
             launched = ContainerEngine(
                 environment, plan.argv, plan.env, port, log_path, job.job_id,
                 model_dir=plan.model_dir or model_dir, devices=device_flags(recipe.hardware),
-                health_path=plan.health_path, ready_model=plan.ready_model, files=plan.files,
+                health_path=plan.health_path, ready_model=plan.ready_model, files=plan.files, runtime=runtime,
             )  # fmt: skip
         else:
             launched = EngineProcess(

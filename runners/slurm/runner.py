@@ -20,6 +20,7 @@ import contextlib
 import math
 import posixpath
 import shlex
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,11 +28,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+import runners.pyxis  # noqa: F401  (registers the 'pyxis' runtime that targets name in container_runtime)
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import ContainerEnvironment, Recipe
 from runners.agent import decode_event
-from runners.inventory import SlurmTarget
+from runners.containers import container_runtime
+from runners.engines.render import engine_log_names
+from runners.inventory import SlurmTarget, Target
 from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
 from runners.leases import lease_target
 from runners.shell import CommandResult, Commands, LocalCommands
@@ -85,6 +89,51 @@ def nodes_for(recipe: Recipe) -> int:
         raise ConfigurationError(f"hardware: got {recipe.hardware!r}; expected a key of recipes/hardware.yaml")
     per_node = hardware.gpus_per_node
     return sum(math.ceil(group.accelerators / per_node) for group in (disaggregated.prefill, disaggregated.decode))
+
+
+def container_problem(target: SlurmTarget) -> str | None:
+    """Why `target` cannot run a recipe whose engine is a container image; None when it can (as far as the
+    inventory says: whether its srun really has the plugin is asked on the login node before submitting)."""
+    if target.container_runtime is None:
+        return (
+            f"target {target.name!r}: container_runtime is None (set container_runtime: pyxis on a target whose "
+            "srun has the pyxis plugin)"
+        )
+    if target.container_flags:
+        # The agent itself runs in an image then: starting another step from inside it needs srun, munge and the
+        # cluster's slurm.conf in that image, which nothing here arranges.
+        return (
+            f"target {target.name!r}: container_flags {target.container_flags!r} run the agent itself in a "
+            "container, from where it cannot start the engine's pyxis step (drop container_flags for container "
+            "recipes)"
+        )
+    return None
+
+
+# What each target's login node answered to `srun --help`, as the problem it shows (None: none): asked once per
+# target and process, since installing a SPANK plugin means a restart of the cluster's daemons anyway.
+_SRUN_PROBLEMS: dict[tuple[str, str], str | None] = {}
+_SRUN_PROBLEMS_LOCK = threading.Lock()
+
+
+def check_container_runtime(commands: Commands, target: SlurmTarget) -> None:
+    """Fail (not retryable) unless the login node's srun can launch `target.container_runtime` steps."""
+    if target.container_runtime is None:
+        raise ConfigurationError(f"{container_problem(target)}; the job's engine is a container image")
+    runtime = container_runtime(target.container_runtime, field=f"container_runtime of target {target.name!r}")
+    key = (target.name, runtime.name)
+    with _SRUN_PROBLEMS_LOCK:
+        if key not in _SRUN_PROBLEMS:
+            result = slurm(commands, target, ["srun", "--help"])
+            # srun prints its help on stdout; an srun without a usable slurm.conf complains on stderr first.
+            _SRUN_PROBLEMS[key] = runtime.slurm_problem(result.stdout + result.stderr)
+        problem = _SRUN_PROBLEMS[key]
+    if problem is not None:
+        raise ConfigurationError(
+            f"target {target.name!r} declares container_runtime {target.container_runtime!r}, but `srun --help` on "
+            f"its login node ({commands.description}) shows {runtime.name} is missing: {problem}. Install pyxis (and "
+            "enroot) on the cluster, or remove container_runtime from the target; not retryable"
+        )
 
 
 def job_comment(job: JobSpec) -> str:
@@ -271,11 +320,16 @@ class _SlurmJob:
 
     def _submit(self) -> None:
         job, target, commands = self.job, self.target, self.commands
+        contained = isinstance(job.recipe.engine.environment, ContainerEnvironment)
+        if contained:
+            check_container_runtime(commands, target)  # before sbatch: a cluster without pyxis never runs it
         comment = job_comment(job)
         for stale in cancel_stale(commands, target, f"{job.recipe.name}-", comment=comment):
             print(f"cancelled stale Slurm job {stale.slurm_id} ({stale.name}, {stale.state}) on {target.name}")
         commands.run(["mkdir", "-p", self.job_dir]).check(f"creating {self.job_dir} on {commands.description}")
-        agent_spec = job.model_copy(update={"log_dir": self.job_dir, "targets": []})
+        # The agent launches a container engine the way this target says (pyxis), not with the recipe's docker.
+        launcher = target.container_runtime if contained else None
+        agent_spec = job.model_copy(update={"log_dir": self.job_dir, "targets": [], "container_runtime": launcher})
         commands.write_text(self.spec_path, agent_spec.model_dump_json())
         commands.write_text(self.events_path, "")
         commands.write_text(self.script_path, _batch_script(target, self.spec_path, self.events_path))
@@ -390,8 +444,9 @@ class _SlurmJob:
         if not self.submitted or self.log_fetched:
             return
         self.log_fetched = True
-        with contextlib.suppress(InferSweepError):  # a lost log must not hide why the job ended
-            self.commands.fetch(posixpath.join(self.job_dir, "engine.log"), Path(self.job.log_dir) / "engine.log")
+        for name in engine_log_names(self.job.recipe):  # engine.log, and one per further process (Dynamo)
+            with contextlib.suppress(InferSweepError):  # a lost log must not hide why the job ended
+                self.commands.fetch(posixpath.join(self.job_dir, name), Path(self.job.log_dir) / name)
 
     # --- diagnostics -------------------------------------------------------------------------------
 
@@ -417,16 +472,19 @@ class SlurmRunner(Runner):
     kind = "slurm"
 
     @classmethod
-    def limitations(cls, recipe: Recipe) -> list[str]:
+    def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
         # A Slurm allocation reserves every node of a disaggregated recipe at once: only the launch is missing.
         problems = engine_launch_limitations(recipe, cls.kind, single_host=False)
-        if isinstance(recipe.engine.environment, ContainerEnvironment):
-            problems.append(
-                f"engine.environment.image: got {recipe.engine.environment.image!r}; the slurm runner does not run "
-                "containers: its agents start engines as processes under srun, and neither pyxis (srun "
-                "--container-image) nor enroot launching is built yet (use a venv environment on the cluster; see "
-                "runners/slurm/NOTES.md)"
-            )
+        environment = recipe.engine.environment
+        slurm_targets = [target for target in targets if isinstance(target, SlurmTarget)]
+        if isinstance(environment, ContainerEnvironment) and slurm_targets:
+            refusals = [container_problem(target) for target in slurm_targets]
+            if all(refusals):
+                problems.append(
+                    f"engine.environment.image: got {environment.image!r}; the slurm runner launches container "
+                    "engines only as pyxis steps (srun --container-image), and no slurm target for hardware "
+                    f"{recipe.hardware!r} can: " + "; ".join(str(refusal) for refusal in refusals)
+                )
         return problems
 
     def execute(self, job: JobSpec) -> Iterator[JobEvent]:
@@ -436,5 +494,13 @@ class SlurmRunner(Runner):
                 f"runner.kind: 'slurm' needs a Slurm target for hardware {job.recipe.hardware!r} in the inventory "
                 "(--inventory or INFERSWEEP_INVENTORY); none was given to this job"
             )
+        if isinstance(job.recipe.engine.environment, ContainerEnvironment):
+            refusals = {target.name: container_problem(target) for target in targets}
+            targets = [target for target in targets if refusals[target.name] is None]
+            if not targets:
+                raise ConfigurationError(
+                    f"engine.environment.image: got {job.recipe.engine.environment.image!r}; no slurm target of "
+                    f"this job can run a container engine: {'; '.join(str(r) for r in refusals.values())}"
+                )
         with lease_target(targets, job.avoid_targets) as target, _commands_for(target) as commands:
             yield from _SlurmJob(job, target, commands).run()

@@ -10,7 +10,7 @@ this side is cancelled, the agent sees end of file and stops its engine.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar, TextIO
 
@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.schema import Recipe
 from runners.agent import decode_event
-from runners.inventory import SshTarget, TpuVmTarget
+from runners.engines.render import engine_log_names
+from runners.inventory import SshTarget, Target, TpuVmTarget
 from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
 from runners.leases import lease_target
 from runners.ssh.transport import SshSession
@@ -46,7 +47,7 @@ class SshRunner(Runner):
     target_type: ClassVar[type[SshTarget] | type[TpuVmTarget]] = SshTarget
 
     @classmethod
-    def limitations(cls, recipe: Recipe) -> list[str]:
+    def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
         # Container environments run through the agent's local pipeline (runners/containers.py); a target
         # without the runtime fails the job's pre-flight there, naming the host.
         return engine_launch_limitations(recipe, cls.kind, single_host=True)
@@ -129,12 +130,22 @@ class SshRunner(Runner):
                 f"read (is the same InferSweep version installed there?): {error}"
             ) from error
 
+    @classmethod
+    def _collect(
+        cls, job: JobSpec, target: RemoteTarget, session: SshSession, remote_dir: str, agent_log: TextIO
+    ) -> None:
+        """Fetch the engine's logs (engine.log, and one per further process of a multi-process engine)."""
+        for name in engine_log_names(job.recipe):
+            cls._collect_one(name, job, target, session, remote_dir, agent_log)
+
     @staticmethod
-    def _collect(job: JobSpec, target: RemoteTarget, session: SshSession, remote_dir: str, agent_log: TextIO) -> None:
-        """Fetch the engine log, over a fresh connection when the job's dropped; failures are logged, never
-        raised over the job's own outcome."""
-        remote = posixpath.join(remote_dir, "engine.log")
-        local = Path(job.log_dir) / "engine.log"
+    def _collect_one(
+        name: str, job: JobSpec, target: RemoteTarget, session: SshSession, remote_dir: str, agent_log: TextIO
+    ) -> None:
+        """Fetch one log, over a fresh connection when the job's dropped; failures are logged, never raised over
+        the job's own outcome."""
+        remote = posixpath.join(remote_dir, name)
+        local = Path(job.log_dir) / name
         try:
             fetched = session.fetch(remote, local)
         except InfrastructureError as error:

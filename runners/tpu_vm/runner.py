@@ -6,10 +6,11 @@ inventory's `provisioning` says which, and the placement message records it with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from recipes.schema import Recipe
-from runners.inventory import TpuVmTarget
+from runners.inventory import Target, TpuVmTarget
 from runners.job import register_runner
 from runners.ssh.runner import RemoteTarget, SshRunner
 
@@ -22,8 +23,8 @@ class TpuVmRunner(SshRunner):
     target_type: ClassVar[type[TpuVmTarget]] = TpuVmTarget
 
     @classmethod
-    def limitations(cls, recipe: Recipe) -> list[str]:
-        problems = super().limitations(recipe)
+    def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
+        problems = super().limitations(recipe, targets)
         if recipe.engine.kind not in TPU_ENGINES:
             problems.append(
                 f"engine.kind: got {recipe.engine.kind!r}; a TPU VM runs only {' or '.join(sorted(TPU_ENGINES))} "

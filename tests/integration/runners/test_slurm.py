@@ -11,12 +11,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
 from orchestrator.plan import plan_jobs
 from recipes.loader import parse_recipe
 from runners.inventory import RemoteInstall, SlurmTarget
 from runners.job import JobEvent, JobSpec
-from runners.shell import LocalCommands
+from runners.shell import CommandResult, LocalCommands
 from runners.slurm import SlurmRunner, cancel_stale, stale_jobs
 from runners.slurm.runner import job_comment
 from tests.conftest import SIMULATED_RECIPE, deep_update, processes_of_runs
@@ -27,6 +28,8 @@ __all__ = ["slurm_cluster"]  # the fixture, imported so pytest finds it
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 NEVER_HEALTHY = {"engine": {"startup_timeout_s": 600, "simulated": {"fault": "never-healthy"}}}
+REPO = str(Path(__file__).resolve().parents[3])
+CONTAINED = {"engine": {"environment": {"kind": "container", "image": "nvcr.io/nvidia/vllm:25.09-py3"}}}
 
 
 @pytest.fixture
@@ -36,7 +39,9 @@ def target(slurm_cluster: SlurmCluster, tmp_path: Path) -> SlurmTarget:
         name="test-cluster",
         hardware="cpu-local",
         slurm_conf=str(slurm_cluster.conf),
-        install=RemoteInstall(python=sys.executable, workdir=str(tmp_path / "shared")),
+        # PYTHONPATH: the agent in the job imports the code under test, not whatever checkout the interpreter's
+        # environment has installed (an editable install of another worktree).
+        install=RemoteInstall(python=sys.executable, workdir=str(tmp_path / "shared"), env={"PYTHONPATH": REPO}),
         poll_s=0.5,
     )
 
@@ -105,6 +110,31 @@ def test_measures_points_end_to_end(slurm_cluster: SlurmCluster, target: SlurmTa
     # Fetched from the shared filesystem (the simulated engine may log nothing at all when all goes well).
     shared_log = Path(target.install.workdir) / "jobs" / job.job_id / "engine.log"
     assert (Path(job.log_dir) / "engine.log").read_bytes() == shared_log.read_bytes()
+    assert wait_no_engines(job.job_id) == []
+
+
+def test_dynamo_frontend_and_mocker_workers_run_in_a_slurm_job(
+    slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path
+) -> None:
+    """Real Dynamo's processes (frontend, prefill and decode mockers) as one process group inside the job."""
+    shipped = yaml.safe_load((Path(REPO) / "recipes" / "local" / "dynamo-mocker-disagg-cpu.yaml").read_text())
+    loaded = parse_recipe(deep_update(shipped, {"runner": {"kind": "slurm"}}), str(tmp_path / "dynamo.yaml"))
+    job_id = f"{loaded.name}-{uuid.uuid4().hex[:8]}"
+    job = JobSpec(
+        job_id=job_id, sweep="slurm-dynamo", recipe=loaded.recipe, points=plan_jobs([loaded])[0].points,
+        log_dir=str(tmp_path / "logs" / job_id), targets=[target],
+    )  # fmt: skip
+
+    events = list(SlurmRunner().run_job(job))
+
+    failed = [event.message for event in events if event.kind == "job_failed"]
+    assert not failed, failed
+    outcomes = [event.outcome for event in events if event.kind == "point_finished" and event.outcome]
+    assert [(o.origin, o.metrics.validity.valid, o.metrics.failed) for o in outcomes] == [("simulated", True, 0)] * 2
+    # Every process's log came back from the job's directory; the frontend's shows the prefill worker registered.
+    logs = {path.name for path in Path(job.log_dir).glob("engine*.log")}
+    assert logs == {"engine.log", "engine-prefill-0.log", "engine-decode-0.log"}
+    assert "Prefill worker detected" in (Path(job.log_dir) / "engine.log").read_text(errors="replace")
     assert wait_no_engines(job.job_id) == []
 
 
@@ -220,7 +250,9 @@ def test_nodes_and_limitations(tmp_path: Path) -> None:
     assert SlurmRunner.limitations(gb200) == []
     image = ContainerEnvironment(kind="container", image="vllm/vllm-openai:v0.11.0")
     contained = recipe.model_copy(update={"engine": recipe.engine.model_copy(update={"environment": image})})
-    assert "pyxis" in SlurmRunner.limitations(contained)[0]
+    offline = _offline_target(tmp_path)
+    assert "container_runtime is None" in SlurmRunner.limitations(contained, [offline])[0]
+    assert SlurmRunner.limitations(contained, [offline.model_copy(update={"container_runtime": "pyxis"})]) == []
 
 
 def test_batch_script_quotes_every_value(tmp_path: Path) -> None:
@@ -315,3 +347,97 @@ def _pids_with_argument(fragment: str) -> list[int]:
         for entry in Path("/proc").iterdir()
         if entry.name.isdigit() and fragment.encode() in _cmdline(int(entry.name))
     ]
+
+
+# --- containers through pyxis: Debian's Slurm has no pyxis, so only its absence is tested for real ------------
+
+
+def test_container_recipe_on_a_cluster_without_pyxis_fails_before_sbatch(
+    slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runners.slurm.runner as slurm_runner
+
+    monkeypatch.setattr(slurm_runner, "_SRUN_PROBLEMS", {})
+    asked: list[list[str]] = []
+    real_slurm = slurm_runner.slurm
+
+    def counting(
+        commands: LocalCommands, target: SlurmTarget, argv: list[str], timeout_s: float = 60.0
+    ) -> CommandResult:
+        asked.append(argv)
+        return real_slurm(commands, target, argv, timeout_s)
+
+    monkeypatch.setattr(slurm_runner, "slurm", counting)
+    pyxis_target = target.model_copy(update={"container_runtime": "pyxis"})
+
+    for _attempt in range(2):
+        job = make_job(pyxis_target, tmp_path, CONTAINED)
+        events = list(SlurmRunner().run_job(job))
+
+        assert [event.kind for event in events] == ["job_failed"], [(e.kind, e.message) for e in events]
+        error = events[0].error
+        assert error is not None and error.kind == "ConfigurationError" and error.retryable is False
+        assert error.message.startswith(
+            "target 'test-cluster' declares container_runtime 'pyxis', but `srun --help` on its login node "
+        )
+        assert "pyxis is missing: its srun has no --container-image option" in error.message
+        assert not (Path(target.install.workdir) / "jobs" / job.job_id).exists()  # nothing written, nothing queued
+        assert job.job_id not in slurm_cluster.queued().values()
+    assert asked == [["srun", "--help"]]  # once per target, not once per job
+
+
+def test_agent_checks_pyxis_on_its_node_too(
+    slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A login node with pyxis over compute nodes without it (plugstack.conf differs): the agent, inside the job,
+    says so before the engine-start timer. The login node's answer is faked here; the node's is real."""
+    import runners.slurm.runner as slurm_runner
+
+    monkeypatch.setattr(slurm_runner, "_SRUN_PROBLEMS", {("test-cluster", "pyxis"): None})
+    job = make_job(target.model_copy(update={"container_runtime": "pyxis"}), tmp_path, CONTAINED)
+
+    events = list(SlurmRunner().run_job(job))
+
+    kinds = [event.kind for event in events]
+    assert kinds[-1] == "job_failed" and "engine_launching" not in kinds, [(e.kind, e.message) for e in events]
+    error = events[-1].error
+    assert error is not None and error.kind == "ConfigurationError" and error.retryable is False
+    assert f"container runtime 'pyxis' on node {slurm_cluster.node!r}: its srun has no --container-image" in (
+        error.message
+    )
+    spec = JobSpec.model_validate_json((Path(target.install.workdir) / "jobs" / job.job_id / "spec.json").read_text())
+    assert spec.container_runtime == "pyxis"  # what made the agent ask for pyxis instead of the recipe's docker
+
+
+def test_pyxis_steps_are_cancelled_by_name(
+    slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `remove` and the reaper's stop_argv do, on real steps (started without containers)."""
+    from runners.pyxis import main as pyxis_main
+
+    step = "srun --overlap --nodes=1 --ntasks=1 --job-name={} sleep 300 &"
+    script = f"{step.format('infersweep-run-1')} {step.format('infersweep-run-2')} wait"
+    submitted = slurm_cluster.run("sbatch", "--parsable", "--output=/dev/null", "--wrap", script)
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip()
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+
+    def steps() -> set[str]:
+        listed = slurm_cluster.run("squeue", "--steps", "-h", "-j", job, "-o", "%j").stdout.split()
+        return set(listed) - {"batch", "extern"}
+
+    try:
+        deadline = time.monotonic() + 15
+        while steps() != {"infersweep-run-1", "infersweep-run-2"} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert steps() == {"infersweep-run-1", "infersweep-run-2"}
+
+        assert pyxis_main(["cancel", "--job", job, "infersweep-run-1"]) == 0
+
+        deadline = time.monotonic() + 15
+        while "infersweep-run-1" in steps() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert steps() == {"infersweep-run-2"}  # the other step and the job go on
+        assert pyxis_main(["cancel", "--job", job, "infersweep-run-1"]) == 0  # nothing left: idempotent
+    finally:
+        slurm_cluster.run("scancel", job)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recipes.schema import Recipe
+from runners.inventory import RemoteInstall, SlurmTarget
 from runners.job import runner_class
 from tests.conftest import SIMULATED_RECIPE, deep_update
 
@@ -22,6 +23,12 @@ def test_dynamo_runs_on_one_host_everywhere_and_several_hosts_are_refused() -> N
     for kind in ("local", "ssh", "slurm"):
         assert runner_class(kind).limitations(recipe(DYNAMO)) == [], kind
         assert runner_class(kind).limitations(recipe({**mocker, **DISAGGREGATED})) == [], kind
+    image = {"kind": "container", "image": "dynamo:1"}
+    contained = recipe({"engine": {**DYNAMO["engine"], "environment": image}})
+    assert any(
+        problem.startswith("engine.environment.image: got 'dynamo:1'; Dynamo's processes start as one process group")
+        for problem in runner_class("local").limitations(contained)
+    )
     # Eight GPUs per B200 host: two groups of eight are two hosts, which no runner starts Dynamo's workers on yet.
     eight = {"num_workers": 1, "tp": 8}
     wide = recipe({**DYNAMO, "hardware": "b200", "parallelism": {"disaggregated": {"prefill": eight, "decode": eight}}})
@@ -61,10 +68,14 @@ def test_vllm_dram_offload_is_refused_on_a_cpu_host_but_not_on_a_gpu() -> None:
     assert runner_class("local").limitations(recipe({"methodology": vllm["methodology"]})) == []
 
 
-def test_container_environments_run_everywhere_but_slurm() -> None:
+def test_container_environments_run_everywhere_slurm_only_on_pyxis_targets() -> None:
     contained = recipe({"engine": {"environment": {"kind": "container", "image": "vllm/vllm-openai:v0.11.0"}}})
     for kind in ("local", "ssh", "tpu-vm"):
         assert runner_class(kind).limitations(contained) == [], kind
-    (problem,) = runner_class("slurm").limitations(contained)
-    assert problem.startswith("engine.environment.image: got 'vllm/vllm-openai:v0.11.0'; the slurm runner does not")
-    assert "neither pyxis (srun --container-image) nor enroot launching is built yet" in problem
+    install = RemoteInstall(python="/opt/py/bin/python", workdir="/srv/w")
+    plain = SlurmTarget(kind="slurm", name="plain", hardware="cpu-local", install=install)
+    (problem,) = runner_class("slurm").limitations(contained, [plain])
+    assert problem.startswith("engine.environment.image: got 'vllm/vllm-openai:v0.11.0'; the slurm runner launches")
+    assert "target 'plain': container_runtime is None" in problem
+    pyxis = plain.model_copy(update={"name": "pyxis", "container_runtime": "pyxis"})
+    assert runner_class("slurm").limitations(contained, [plain, pyxis]) == []

@@ -68,3 +68,21 @@ def test_simulated_cache_splits_hits_between_hbm_and_dram() -> None:
     for prompt in (first, second):
         without_dram.lookup_and_insert(prompt)
     assert without_dram.lookup_and_insert(first) == (0, 0)  # evicted for good
+
+
+# Dynamo's frontend, two workers: the router's predicted overlap is a histogram (sum and count per worker).
+DYNAMO_BEFORE = """# TYPE dynamo_component_router_kv_hit_rate histogram
+dynamo_component_router_kv_hit_rate_sum{dynamo_component="backend",worker_id="a"} 1.5
+dynamo_component_router_kv_hit_rate_count{dynamo_component="backend",worker_id="a"} 3
+dynamo_component_router_kv_hit_rate_sum{dynamo_component="backend",worker_id="b"} 0.5
+dynamo_component_router_kv_hit_rate_count{dynamo_component="backend",worker_id="b"} 1
+"""
+DYNAMO_AFTER = DYNAMO_BEFORE.replace('"a"} 1.5', '"a"} 4.5').replace('"a"} 3', '"a"} 7').replace('"b"} 1\n', '"b"} 2\n')
+
+
+def test_dynamo_router_overlap_is_kept_apart_from_realised_hits() -> None:
+    deltas = counter_deltas(parse_prometheus(DYNAMO_BEFORE), parse_prometheus(DYNAMO_AFTER))
+    assert deltas is not None
+    assert (deltas.router_overlap_sum, deltas.router_overlap_count) == (3.0, 5.0)  # both workers, this window only
+    assert deltas.router_predicted_hit_rate == pytest.approx(0.6)
+    assert deltas.prefix_hit_rate is None  # no worker counters: nothing realised is claimed
