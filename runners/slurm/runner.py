@@ -34,6 +34,7 @@ from recipes.hardware import load_hardware_registry
 from recipes.schema import ContainerEnvironment, Recipe
 from runners.agent import decode_event
 from runners.containers import container_runtime
+from runners.engines.base import hosts_needed
 from runners.engines.render import engine_log_names
 from runners.inventory import SlurmTarget, Target
 from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
@@ -76,19 +77,16 @@ def slurm(commands: Commands, target: SlurmTarget, argv: list[str], timeout_s: f
 
 
 def nodes_for(recipe: Recipe) -> int:
-    """Nodes to allocate: 1, or for a disaggregated recipe whole nodes for each worker group.
+    """Nodes to allocate: the hosts the engine's workers need (`runners.engines.base.hosts_needed`).
 
-    Each group (prefill, decode) gets ceil(group accelerators / accelerators per node of the recipe's
-    hardware); groups do not share nodes. Slurm reserves all of them at once or none.
+    One, when the recipe's accelerators fit one node of its hardware or its engine uses none (the simulated
+    engine, Dynamo's mocker); otherwise a disaggregated recipe's groups (prefill, decode) each get
+    ceil(group accelerators / accelerators per node) nodes of their own. Slurm reserves all of them at once or
+    none.
     """
-    disaggregated = recipe.parallelism.disaggregated
-    if disaggregated is None:
-        return 1
-    hardware = load_hardware_registry().get(recipe.hardware)
-    if hardware is None:
+    if load_hardware_registry().get(recipe.hardware) is None:
         raise ConfigurationError(f"hardware: got {recipe.hardware!r}; expected a key of recipes/hardware.yaml")
-    per_node = hardware.gpus_per_node
-    return sum(math.ceil(group.accelerators / per_node) for group in (disaggregated.prefill, disaggregated.decode))
+    return hosts_needed(recipe)
 
 
 def container_problem(target: SlurmTarget) -> str | None:

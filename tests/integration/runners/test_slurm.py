@@ -238,7 +238,7 @@ def test_queue_timeout_cancels_a_pending_job(
 
 
 def test_nodes_and_limitations(tmp_path: Path) -> None:
-    from recipes.schema import ContainerEnvironment, Disaggregation, WorkerGroup
+    from recipes.schema import ContainerEnvironment, Disaggregation, VenvEnvironment, WorkerGroup
     from runners.slurm import nodes_for
 
     recipe = make_job(_offline_target(tmp_path), tmp_path).recipe
@@ -246,6 +246,9 @@ def test_nodes_and_limitations(tmp_path: Path) -> None:
     split = Disaggregation(prefill=WorkerGroup(num_workers=2, tp=4), decode=WorkerGroup(tp=8, dp=2))
     gb200 = recipe.model_copy(update={"hardware": "gb200-nvl72"})
     gb200 = gb200.model_copy(update={"parallelism": gb200.parallelism.model_copy(update={"disaggregated": split})})
+    assert nodes_for(gb200) == 1  # the simulated engine occupies no GPU: its workers share one node
+    vllm = VenvEnvironment(kind="venv", name="vllm-cpu")
+    gb200 = gb200.model_copy(update={"engine": gb200.engine.model_copy(update={"kind": "vllm", "environment": vllm})})
     assert nodes_for(gb200) == 2 + 4  # 8 prefill GPUs on 4-GPU trays, 16 decode GPUs
     assert SlurmRunner.limitations(gb200) == []
     image = ContainerEnvironment(kind="container", image="vllm/vllm-openai:v0.11.0")
