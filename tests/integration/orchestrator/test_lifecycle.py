@@ -159,12 +159,13 @@ def test_job_past_its_deadline_is_stopped_and_not_retried(write_recipe) -> None:
 
 
 def test_a_runner_limitation_is_refused_before_anything_is_reserved(write_recipe) -> None:
-    group = {"num_workers": 1, "tp": 1}
-    recipe = write_recipe({"parallelism": {"disaggregated": {"prefill": group, "decode": group}}})
-    result = run_cli("run", str(recipe), "--sweep", "life-limit")
+    # Dynamo's processes start as one process group of a venv or the host: a container image is refused.
+    image = {"kind": "container", "image": "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0"}
+    engine = {"kind": "dynamo", "environment": image, "simulated": None, "dynamo": {"backend": "mocker"}}
+    result = run_cli("run", str(write_recipe({"engine": engine})), "--sweep", "life-limit")
     assert result.returncode == 1
     assert "runner kind 'local' cannot run it" in result.stderr
-    assert "parallelism.disaggregated: separate prefill and decode workers span several hosts" in result.stderr
+    assert "Dynamo's processes start as one process group" in result.stderr
     _, jobs, history = sweep_state("life-limit")
     assert jobs == [(1, "failed", "RunnerLimitation")]
     assert list(history.values()) == [["queued", "failed"]]
