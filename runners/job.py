@@ -140,12 +140,6 @@ def engine_launch_limitations(recipe: Recipe, kind: str, *, single_host: bool) -
             "process group from a venv or the host (engine.environment kind 'venv' or 'project'), and starting "
             "them in containers is not built yet"
         )
-    if hosts > 1 and recipe.engine.kind == "dynamo" and not single_host:
-        problems.append(
-            f"engine.kind: got 'dynamo' with workers on {hosts} hosts; runners start every Dynamo process on one "
-            "host, and starting workers on the other hosts of an allocation is not built yet (only their command "
-            "lines render, e.g. in dry runs)"
-        )
     if recipe.engine.kind == "vllm" and recipe.methodology.kv_offload.backend == "dram":
         hardware = load_hardware_registry().get(recipe.hardware)
         if hardware is not None and hardware.accelerator_unit == "host":

@@ -172,17 +172,11 @@ def hosts_needed(recipe: Recipe) -> int:
     return -(-recipe.parallelism.accelerators // per_host)
 
 
-def on_one_host(process: ProcessSpec) -> ProcessSpec:
-    """`process` with the placeholders of other hosts filled for a launch where every process shares one host."""
-    if process.nodes > 1:
-        raise ConfigurationError(
-            f"parallelism: the {process.name} process spans {process.nodes} hosts; this runner starts every process "
-            "on one host"
-        )
-    fill = {LEADER_HOST: "127.0.0.1", NODE_RANK: "0"}
+def fill_placeholders(process: ProcessSpec, values: dict[str, str]) -> ProcessSpec:
+    """`process` with the placeholders of `values` (LEADER_HOST, NODE_RANK, ...) replaced in its argv and env."""
 
     def filled(text: str) -> str:
-        for placeholder, value in fill.items():
+        for placeholder, value in values.items():
             text = text.replace(placeholder, value)
         return text
 

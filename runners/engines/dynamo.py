@@ -105,7 +105,11 @@ class DynamoAdapter(EngineAdapter):
         return "simulated" if settings is not None and settings.backend == "mocker" else self.origin
 
     def uses_accelerators(self, recipe: Recipe) -> bool:
-        return self.origin_of(recipe) != "simulated"
+        """Real workers do. Mocker workers stand in for the workers of the recipe's hardware: on accelerator
+        hardware they are placed as those would be (a rehearsal of a multi-node layout); on a CPU host they all
+        share it."""
+        hardware = load_hardware_registry().get(recipe.hardware)
+        return self.origin_of(recipe) != "simulated" or (hardware is not None and hardware.accelerator_unit != "host")
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         """The frontend's router flags (the workers' methodology flags depend on their backend and role)."""

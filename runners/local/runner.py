@@ -20,7 +20,7 @@ from runners.containers import (
     device_flags,
     reap_orphaned_containers,
 )
-from runners.engines.base import engine_adapter, on_one_host
+from runners.engines.base import engine_adapter
 from runners.environments import ensure_environment
 from runners.inventory import Target
 from runners.job import JobEvent, JobSpec, PointOutcome, Runner, engine_launch_limitations, register_runner
@@ -30,7 +30,8 @@ from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint,
 from runners.loadgen.replay import run_replay_point
 from runners.models import ensure_generated_model
 from runners.paths import data_dir
-from runners.process import EngineProcess, EngineProcessGroup, GroupMember, pick_free_port, reap_orphaned_engines
+from runners.placement import engine_members
+from runners.process import EngineProcess, EngineProcessGroup, pick_free_port, reap_orphaned_engines
 from runners.server_metrics import CacheShape, RawScrapes, cache_shape, counter_deltas, parse_prometheus, scrape_text
 from runners.telemetry import HostReport, TelemetrySampler, run_preflight
 
@@ -127,10 +128,7 @@ class LocalRunner(Runner):
                     f"engine.environment.image: got {environment.image!r}; the {recipe.engine.kind} engine is several "
                     "processes, and the local runner starts those as processes of a venv or the host, not containers"
                 )
-            members = []
-            for spec in plan.processes:
-                here = on_one_host(spec)
-                members.append(GroupMember(here.name, here.argv, here.env, entry=spec.argv == plan.argv))
+            members = engine_members(plan, recipe, job.job_id)
             launched: EngineProcess = EngineProcessGroup(
                 members, port, log_path, job.job_id, health_path=plan.health_path, ready_model=plan.ready_model,
                 files=plan.files, ready_workers=plan.ready_workers,

@@ -120,23 +120,27 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _write_conf(directory: Path, node: str, munge_socket: Path) -> Path:
+def _write_conf(directory: Path, host: str, munge_socket: Path, nodes: list[str]) -> Path:
+    """slurm.conf for `nodes` on this machine. One node is the machine itself (SlurmdPort); several are one
+    slurmd each (`slurmd -N NAME`, Debian builds Slurm with multiple-slurmd support), each on a port of its own,
+    with its own spool, pid and log files (`%n` is the node's name). Each node gets one of the two CPUs."""
     conf = directory / "slurm.conf"
+    several = len(nodes) > 1
     lines = [
         "ClusterName=infersweep-test",
-        f"SlurmctldHost={node}",
+        f"SlurmctldHost={host}",
         f"SlurmctldPort={_free_port()}",
-        f"SlurmdPort={_free_port()}",
+        *([] if several else [f"SlurmdPort={_free_port()}"]),
         "SlurmUser=root",
         "SlurmdUser=root",
         "AuthType=auth/munge",
         f"AuthInfo=socket={munge_socket}",
         f"StateSaveLocation={directory / 'state'}",
-        f"SlurmdSpoolDir={directory / 'spool'}",
+        f"SlurmdSpoolDir={directory / 'spool'}" + ("-%n" if several else ""),
         f"SlurmctldPidFile={directory / 'slurmctld.pid'}",
-        f"SlurmdPidFile={directory / 'slurmd.pid'}",
+        f"SlurmdPidFile={directory / 'slurmd'}" + ("-%n" if several else "") + ".pid",
         f"SlurmctldLogFile={directory / 'slurmctld.log'}",
-        f"SlurmdLogFile={directory / 'slurmd.log'}",
+        f"SlurmdLogFile={directory / 'slurmd'}" + ("-%n" if several else "") + ".log",
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "SchedulerType=sched/backfill",
@@ -148,11 +152,19 @@ def _write_conf(directory: Path, node: str, munge_socket: Path) -> Path:
         "SlurmdTimeout=30",
         "InactiveLimit=0",
         "JobAcctGatherType=jobacct_gather/none",
-        f"NodeName={node} CPUs=2 RealMemory=20000 State=UNKNOWN",
-        f"PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP",
     ]
-    for sub in ("state", "spool"):
-        (directory / sub).mkdir()
+    if several:
+        lines += [
+            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs=1 RealMemory=8000 "
+            "State=UNKNOWN"
+            for node in nodes
+        ]
+    else:
+        lines.append(f"NodeName={host} CPUs=2 RealMemory=20000 State=UNKNOWN")
+    lines.append(f"PartitionName=debug Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
+    (directory / "state").mkdir()
+    for spool in [f"spool-{node}" for node in nodes] if several else ["spool"]:
+        (directory / spool).mkdir()
     conf.write_text("\n".join(lines) + "\n")
     return conf
 
@@ -205,24 +217,25 @@ def _stop(cluster: SlurmCluster) -> None:
             cluster.munged.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+def _cluster(directory: Path, nodes: list[str] | None = None) -> Iterator[SlurmCluster]:
+    """A running cluster of `nodes` (default: this machine as its one node), stopped afterwards."""
     _ensure_installed()
-    directory = tmp_path_factory.mktemp("slurm")
     munged, munge_socket = _start_munged(directory)
-    node = socket.gethostname()
-    conf = _write_conf(directory, node, munge_socket)
-    cluster = SlurmCluster(directory=directory, conf=conf, node=node, munged=munged)
+    host = socket.gethostname()
+    names = nodes or [host]
+    conf = _write_conf(directory, host, munge_socket, names)
+    cluster = SlurmCluster(directory=directory, conf=conf, node=names[0], munged=munged)
     env = {**os.environ, **cluster.env}
+    daemons = [["slurmctld", "-D"]] + (
+        [["slurmd", "-D", "-N", name] for name in names] if nodes else [["slurmd", "-D"]]
+    )
     try:
-        for daemon in ("slurmctld", "slurmd"):
-            with open(directory / f"{daemon}.stdout", "wb") as out:
+        for argv in daemons:
+            with open(directory / f"{'-'.join([argv[0], *argv[3:]])}.stdout", "wb") as out:  # slurmd-node-a
                 cluster.daemons.append(
-                    subprocess.Popen(
-                        [daemon, "-D"], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-                    )
+                    subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
                 )
-            if daemon == "slurmctld":
+            if argv[0] == "slurmctld":
                 time.sleep(0.5)  # slurmd registers with the controller: give it a head start
         _wait_idle(cluster)
     except BaseException:
@@ -232,3 +245,15 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         yield cluster
     finally:
         _stop(cluster)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """This machine as a one-node cluster."""
+    yield from _cluster(tmp_path_factory.mktemp("slurm"))
+
+
+@pytest.fixture(scope="session")
+def slurm_two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """Two nodes, `node-a` and `node-b`, both slurmds on this machine (one CPU each): multi-node allocations."""
+    yield from _cluster(tmp_path_factory.mktemp("slurm-two"), ["node-a", "node-b"])

@@ -18,12 +18,12 @@ from recipes.loader import parse_recipe
 from runners.inventory import RemoteInstall, SlurmTarget
 from runners.job import JobEvent, JobSpec
 from runners.shell import CommandResult, LocalCommands
-from runners.slurm import SlurmRunner, cancel_stale, stale_jobs
+from runners.slurm import SlurmRunner, cancel_stale, nodes_for, stale_jobs
 from runners.slurm.runner import job_comment
 from tests.conftest import SIMULATED_RECIPE, deep_update, processes_of_runs
-from tests.integration.runners.slurm_cluster import SlurmCluster, slurm_cluster
+from tests.integration.runners.slurm_cluster import SlurmCluster, slurm_cluster, slurm_two_nodes
 
-__all__ = ["slurm_cluster"]  # the fixture, imported so pytest finds it
+__all__ = ["slurm_cluster", "slurm_two_nodes"]  # the fixtures, imported so pytest finds them
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -135,6 +135,41 @@ def test_dynamo_frontend_and_mocker_workers_run_in_a_slurm_job(
     logs = {path.name for path in Path(job.log_dir).glob("engine*.log")}
     assert logs == {"engine.log", "engine-prefill-0.log", "engine-decode-0.log"}
     assert "Prefill worker detected" in (Path(job.log_dir) / "engine.log").read_text(errors="replace")
+    assert wait_no_engines(job.job_id) == []
+
+
+def test_dynamo_workers_span_the_nodes_of_a_two_node_allocation(slurm_two_nodes: SlurmCluster, tmp_path: Path) -> None:
+    """Mocker workers standing in for B200 workers of eight GPUs each: prefill on the first node (with the
+    frontend and the agent), decode as a step of the same job on the second."""
+    target = SlurmTarget(
+        kind="slurm", name="two-nodes", hardware="b200", slurm_conf=str(slurm_two_nodes.conf), poll_s=0.5,
+        install=RemoteInstall(python=sys.executable, workdir=str(tmp_path / "shared"), env={"PYTHONPATH": REPO}),
+    )  # fmt: skip
+    shipped = yaml.safe_load((Path(REPO) / "recipes" / "local" / "dynamo-mocker-disagg-cpu.yaml").read_text())
+    eight = {"num_workers": 1, "tp": 8}
+    changes = {"hardware": "b200", "runner": {"kind": "slurm"},
+               "parallelism": {"disaggregated": {"prefill": eight, "decode": eight}}}  # fmt: skip
+    loaded = parse_recipe(deep_update(shipped, changes), str(tmp_path / "dynamo-b200.yaml"))
+    job_id = f"{loaded.name}-{uuid.uuid4().hex[:8]}"
+    job = JobSpec(
+        job_id=job_id, sweep="slurm-two-nodes", recipe=loaded.recipe, points=plan_jobs([loaded])[0].points,
+        log_dir=str(tmp_path / "logs" / job_id), targets=[target],
+    )  # fmt: skip
+    assert nodes_for(job.recipe) == 2
+
+    events, steps = [], ""
+    for event in SlurmRunner().run_job(job):
+        events.append(event)
+        if event.kind == "engine_ready":  # every worker registered: list the job's steps and their nodes
+            steps = slurm_two_nodes.run("squeue", "--steps", "-h", "-o", "%j|%N").stdout
+
+    failed = [event.message for event in events if event.kind == "job_failed"]
+    assert not failed, failed
+    assert f"infersweep-{job_id}-decode-0|node-b" in steps.splitlines(), steps
+    outcomes = [event.outcome for event in events if event.kind == "point_finished" and event.outcome]
+    assert [(o.origin, o.metrics.validity.valid, o.metrics.failed) for o in outcomes] == [("simulated", True, 0)] * 2
+    assert "Prefill worker detected" in (Path(job.log_dir) / "engine.log").read_text(errors="replace")
+    assert (Path(job.log_dir) / "engine-decode-0.log").stat().st_size > 0  # the step's output, through srun
     assert wait_no_engines(job.job_id) == []
 
 
