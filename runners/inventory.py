@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from recipes.errors import ConfigurationError, RecipeError
 from recipes.hardware import load_hardware_registry
@@ -104,6 +104,13 @@ class TpuVmTarget(_SshReachable):
     provisioning: TpuProvisioning = Field(description="How the VM was provisioned, recorded with results.")
 
 
+# sbatch options the slurm runner sets itself (runners/slurm/runner.py `_sbatch_argv`), long and short forms.
+RUNNER_SBATCH_OPTIONS = (
+    "--job-name", "-J", "--comment", "--nodes", "-N", "--output", "-o", "--chdir", "-D", "--time", "-t",
+    "--parsable", "--partition", "-p", "--account", "-A",
+)  # fmt: skip
+
+
 class SlurmTarget(Strict):
     kind: Literal["slurm"] = Field(description="A Slurm cluster: jobs go through sbatch on its login node.")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Unique target name.")
@@ -126,7 +133,28 @@ class SlurmTarget(Strict):
         "engine as a job step with `srun --container-image` (needs the pyxis SPANK plugin and enroot on the "
         "cluster). Absent: container recipes are not placed on this target.",
     )
+    sbatch_flags: list[str] = Field(
+        default_factory=list,
+        description="Extra sbatch options, one argv word each, e.g. ['--gres=gpu:8'] or ['--gpus-per-node=4'] "
+        "(clusters that constrain devices show a job no GPU it did not request), ['--constraint=gb300']. The "
+        "options the runner sets itself (job name, comment, nodes, output, working directory, time) are refused.",
+    )
     poll_s: float = Field(2.0, gt=0, description="Seconds between squeue / event-file polls.")
+
+    @field_validator("sbatch_flags")
+    @classmethod
+    def _not_ours(cls, flags: list[str]) -> list[str]:
+        for flag in flags:
+            option = flag.split("=", 1)[0]
+            if option in RUNNER_SBATCH_OPTIONS:
+                raise ValueError(
+                    f"sbatch options other than the slurm runner's own; {flag!r} sets {option}, which the runner "
+                    f"sets itself (its own: {', '.join(RUNNER_SBATCH_OPTIONS)}; the job name is the run id, the node "
+                    "count follows the recipe)"
+                )
+            if not flag.startswith("-"):
+                raise ValueError(f"sbatch options such as '--gres=gpu:8', one word each; {flag!r} is not one")
+        return flags
 
 
 Target = Annotated[SshTarget | TpuVmTarget | SlurmTarget, Field(discriminator="kind")]

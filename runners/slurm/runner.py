@@ -241,7 +241,7 @@ def _sbatch_argv(job: JobSpec, target: SlurmTarget, job_dir: str, script: str) -
         argv.append(f"--partition={target.partition}")
     if target.account:
         argv.append(f"--account={target.account}")
-    return [*argv, script]
+    return [*argv, *target.sbatch_flags, script]
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ def target(slurm_cluster: SlurmCluster, tmp_path: Path) -> SlurmTarget:
         # environment has installed (an editable install of another worktree).
         install=RemoteInstall(python=sys.executable, workdir=str(tmp_path / "shared"), env={"PYTHONPATH": REPO}),
         poll_s=0.5,
+        sbatch_flags=["--mem=512"],  # what a GPU cluster's --gres would be: passed to sbatch as it is
     )
 
 
@@ -107,6 +108,7 @@ def test_measures_points_end_to_end(slurm_cluster: SlurmCluster, target: SlurmTa
     slurm_id = slurm_id_of(events[0])
     state = slurm_cluster.run("squeue", "-h", "-t", "all", "-j", slurm_id, "-o", "%T").stdout.strip()
     assert state == "COMPLETED"
+    assert "MinMemoryNode=512M" in slurm_cluster.run("scontrol", "show", "job", slurm_id).stdout  # target.sbatch_flags
     # Fetched from the shared filesystem (the simulated engine may log nothing at all when all goes well).
     shared_log = Path(target.install.workdir) / "jobs" / job.job_id / "engine.log"
     assert (Path(job.log_dir) / "engine.log").read_bytes() == shared_log.read_bytes()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from recipes.errors import ConfigurationError, RecipeError
+from recipes.schema import Recipe
 from runners.inventory import (
     INVENTORY_ENV,
     Inventory,
@@ -17,6 +18,9 @@ from runners.inventory import (
     inventory_from_environment,
     load_inventory,
 )
+from runners.job import JobSpec
+from runners.slurm.runner import _sbatch_argv
+from tests.conftest import SIMULATED_RECIPE, deep_update
 
 INSTALL = "install: {python: /opt/infersweep/.venv/bin/python, workdir: /srv/infersweep}"
 
@@ -129,3 +133,19 @@ def test_identity_file_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
     assert str(raised.value) == "inventory: identity_file_env names 'FLEET_KEY', which is not set in the environment"
     monkeypatch.setenv("FLEET_KEY", "~/keys/fleet")
     assert access.identity_file() == str(Path.home() / "keys" / "fleet")
+
+
+def test_sbatch_flags_pass_through_but_never_the_runners_own(tmp_path: Path) -> None:
+    flags = FLEET + "    sbatch_flags: ['--gres=gpu:8', '--constraint=nvl72']\n"
+    (slurm,) = [target for target in load_inventory(write(tmp_path, flags)).targets if isinstance(target, SlurmTarget)]
+    recipe = Recipe.model_validate(deep_update(SIMULATED_RECIPE, {"runner": {"kind": "slurm"}}))
+    job = JobSpec(job_id="j-1", sweep="s", recipe=recipe, points=[], log_dir=str(tmp_path))
+    argv = _sbatch_argv(job, slurm, "/w/jobs/j-1", "/w/jobs/j-1/job.sh")
+    assert argv[-3:] == ["--gres=gpu:8", "--constraint=nvl72", "/w/jobs/j-1/job.sh"]
+    assert "--job-name=j-1" in argv and "--nodes=1" in argv
+    with pytest.raises(RecipeError) as raised:
+        load_inventory(write(tmp_path, FLEET + "    sbatch_flags: ['--nodes=4']\n"))
+    assert "field 'targets[3].sbatch_flags': got ['--nodes=4']; expected: " in str(raised.value)
+    assert "'--nodes=4' sets --nodes, which the runner sets itself" in str(raised.value)
+    with pytest.raises(RecipeError, match=r"'gpu:8' is not one"):
+        load_inventory(write(tmp_path, FLEET + "    sbatch_flags: ['gpu:8']\n"))
