@@ -57,7 +57,8 @@ def _missing(stderr: str) -> bool:
     return any(phrase in stderr.lower() for phrase in ("no such container", "no container with"))
 
 
-def _tail(completed: subprocess.CompletedProcess[str], lines: int = 10) -> str:
+def output_tail(completed: subprocess.CompletedProcess[str], lines: int = 10) -> str:
+    """The last lines of a command's output and errors, for an error message."""
     return "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-lines:])
 
 
@@ -91,7 +92,7 @@ class ContainerRuntime:
         if completed.returncode != 0:
             raise InfrastructureError(
                 f"engine.environment.runtime: {self.name!r} on host {socket.gethostname()!r} does not answer "
-                f"(`{self.name} info` exited {completed.returncode}):\n{_tail(completed)}"
+                f"(`{self.name} info` exited {completed.returncode}):\n{output_tail(completed)}"
             )
 
     def image_id(self, image: str) -> str | None:
@@ -104,7 +105,7 @@ class ContainerRuntime:
         if completed.returncode != 0:
             raise InfrastructureError(
                 f"engine.environment.image: got {image!r}; it is not on host {socket.gethostname()!r} and "
-                f"`{self.name} pull {image}` failed (exit {completed.returncode}):\n{_tail(completed)}"
+                f"`{self.name} pull {image}` failed (exit {completed.returncode}):\n{output_tail(completed)}"
             )
 
     def run_argv(

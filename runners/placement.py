@@ -22,10 +22,9 @@ hardware's vendor has such a variable.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 
-from recipes.errors import ConfigurationError, InfrastructureError
+from recipes.errors import ConfigurationError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import Recipe
 from runners.engines.base import (
@@ -39,6 +38,7 @@ from runners.engines.base import (
     hosts_needed,
 )
 from runners.process import GroupMember
+from runners.shell import LocalCommands
 
 # Port of a multi-node worker's rendezvous on its first node (SGLang's --dist-init-addr).
 DIST_INIT_PORT = 29500
@@ -65,15 +65,7 @@ class Placed:
 
 
 def _scontrol(*args: str) -> str:
-    try:
-        completed = subprocess.run(
-            ["scontrol", *args], capture_output=True, text=True, timeout=SCONTROL_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise InfrastructureError(f"scontrol {' '.join(args)} failed on this node: {error}") from error
-    if completed.returncode != 0:
-        raise InfrastructureError(f"scontrol {' '.join(args)} failed: {completed.stderr.strip()[-500:]}")
-    return completed.stdout
+    return LocalCommands().run(["scontrol", *args], timeout_s=SCONTROL_TIMEOUT_S).check("on this node").stdout
 
 
 def slurm_allocation() -> list[Node] | None:
@@ -105,7 +97,6 @@ def _assign(plan: LaunchPlan, recipe: Recipe, hosts: int) -> list[Placed]:
             continue
         if hosts > 1:
             node, used = group_start, 0
-            group_start += -(-sum(spec.accelerators * spec.nodes for spec in specs) // per_host)
         for spec in specs:
             if spec.nodes > 1:  # a worker wider than a node: whole nodes, one copy on each
                 node, used = (node + 1 if used else node), 0
@@ -116,6 +107,7 @@ def _assign(plan: LaunchPlan, recipe: Recipe, hosts: int) -> list[Placed]:
                 node, used = node + 1, 0
             placed.append(Placed(spec, node, tuple(range(used, used + spec.accelerators))))
             used += spec.accelerators
+        group_start = node + 1 if used else node  # the next group starts on a node of its own
     return placed
 
 
@@ -128,12 +120,19 @@ def _device_env(recipe: Recipe, placed: list[Placed], copy: Placed) -> dict[str,
     return {variable: ",".join(str(device) for device in copy.devices)}
 
 
-def _remote(argv: list[str], node: Node, name: str, run_id: str) -> list[str]:
-    """`argv` as a step of this Slurm job on `node` (srun passes this process's environment on)."""
+def job_step_argv(job: str, node: str, name: str) -> list[str]:
+    """srun's words for a further step of Slurm job `job` on `node`, named `name` (squeue --steps shows it, and
+    it is cancelled by that name). The agent's own step holds the node's CPUs: without --overlap this step would
+    wait for them forever."""
     return [
-        "srun", "--overlap", f"--jobid={os.environ['SLURM_JOB_ID']}", "--nodes=1", "--ntasks=1",
-        f"--nodelist={node.name}", f"--job-name=infersweep-{run_id}-{name}", *argv,
-    ]  # fmt: skip
+        "srun",
+        "--overlap",
+        f"--jobid={job}",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--nodelist={node}",
+        f"--job-name={name}",
+    ]
 
 
 def engine_members(plan: LaunchPlan, recipe: Recipe, run_id: str) -> list[GroupMember]:
@@ -158,6 +157,7 @@ def engine_members(plan: LaunchPlan, recipe: Recipe, run_id: str) -> list[GroupM
         filled = fill_placeholders(spec, values)
         name = filled.name if spec.nodes == 1 else f"{filled.name}-node{copy.node - first}"
         env = {**filled.env, **_device_env(recipe, placed, copy)}
-        argv = filled.argv if copy.node == 0 else _remote(filled.argv, nodes[copy.node], name, run_id)
+        step = job_step_argv(os.environ.get("SLURM_JOB_ID", ""), nodes[copy.node].name, f"infersweep-{run_id}-{name}")
+        argv = filled.argv if copy.node == 0 else [*step, *filled.argv]
         members.append(GroupMember(name, argv, env, entry=spec.argv == plan.argv))
     return members

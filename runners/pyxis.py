@@ -31,7 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from recipes.errors import ConfigurationError, InfrastructureError
-from runners.containers import CLI_TIMEOUT_S, PULL_TIMEOUT_S, ContainerRuntime, register_runtime
+from runners.containers import CLI_TIMEOUT_S, PULL_TIMEOUT_S, ContainerRuntime, output_tail, register_runtime
+from runners.placement import job_step_argv
 
 # The option pyxis adds to `srun --help` (a SPANK plugin's options are listed there): present means loaded.
 PYXIS_OPTION = "--container-image"
@@ -136,16 +137,12 @@ class PyxisRuntime(ContainerRuntime):
 
     def _step_argv(self, job: str, node: str, name: str, image: str) -> list[str]:
         return [
-            "srun",
-            # The agent's own step holds the node's CPUs: without --overlap this step would wait for them forever.
-            "--overlap",
-            f"--jobid={job}", "--nodes=1", "--ntasks=1", f"--nodelist={node}",
-            # The step's name, so `remove` and the reaper find it (scancel has no --name for steps).
-            f"--job-name={name}",
+            # Named after the container, so `remove` and the reaper find the step (scancel has no --name for steps).
+            *job_step_argv(job, node, name),
             f"--container-image={pyxis_image(image)}",
             # Named: the container `prepare` imported is the one the engine step starts (import skipped).
             f"--container-name={name}",
-        ]  # fmt: skip
+        ]
 
     def prepare(self, image: str, container: str, log: Callable[[str], None] = print) -> str:
         """Import the image into the named container with a step that runs `true`: the download and unpack
@@ -161,10 +158,10 @@ class PyxisRuntime(ContainerRuntime):
                 f"{PULL_TIMEOUT_S:g} s"
             ) from error
         if completed.returncode != 0:
-            tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-10:])
             raise InfrastructureError(
                 f"engine.environment.image: got {image!r} (pyxis {pyxis_image(image)!r}); importing it on node "
-                f"{node!r} with `srun --container-image` failed (exit {completed.returncode}):\n{tail}"
+                f"{node!r} with `srun --container-image` failed (exit {completed.returncode}):\n"
+                + output_tail(completed)
             )
         return pyxis_image(image)
 

@@ -159,7 +159,8 @@ def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan
 
 def hosts_needed(recipe: Recipe) -> int:
     """Hosts the engine's processes need: 1 when the recipe's accelerators fit one host of its hardware (or it uses
-    none), else every accelerator's host: a disaggregated recipe gives each worker group whole hosts of its own."""
+    none), else the hosts its workers fill packed whole (`group_hosts`): a disaggregated recipe gives each worker
+    group hosts of its own, an aggregated one packs its dp replicas of tp x pp."""
     adapter = engine_adapter(recipe.engine.kind)
     hardware = load_hardware_registry().get(recipe.hardware)
     if hardware is None or not adapter.uses_accelerators(recipe):
@@ -167,9 +168,22 @@ def hosts_needed(recipe: Recipe) -> int:
     per_host = hardware.gpus_per_node
     disaggregated = recipe.parallelism.disaggregated
     if disaggregated is not None:
-        groups = (disaggregated.prefill.accelerators, disaggregated.decode.accelerators)
-        return 1 if sum(groups) <= per_host else sum(-(-group // per_host) for group in groups)
-    return -(-recipe.parallelism.accelerators // per_host)
+        groups = (disaggregated.prefill, disaggregated.decode)
+        if sum(group.accelerators for group in groups) <= per_host:
+            return 1
+        return sum(group_hosts(group.num_workers, group.tp * group.pp * group.dp, per_host) for group in groups)
+    parallel = recipe.parallelism
+    if parallel.dp_attention:  # one server whose attention is data-parallel inside it
+        return group_hosts(1, parallel.accelerators, per_host)
+    return group_hosts(parallel.dp, parallel.tp * parallel.pp, per_host)  # dp replicas of tp x pp
+
+
+def group_hosts(workers: int, size: int, per_host: int) -> int:
+    """Hosts `workers` workers of `size` accelerators fill, packed whole: a worker never straddles two hosts
+    unless it is wider than one, and then it has hosts of its own (runners/placement.py packs the same way)."""
+    if size > per_host:
+        return workers * -(-size // per_host)
+    return -(-workers // (per_host // size))
 
 
 def fill_placeholders(process: ProcessSpec, values: dict[str, str]) -> ProcessSpec:

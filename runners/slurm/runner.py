@@ -80,9 +80,8 @@ def nodes_for(recipe: Recipe) -> int:
     """Nodes to allocate: the hosts the engine's workers need (`runners.engines.base.hosts_needed`).
 
     One, when the recipe's accelerators fit one node of its hardware or its engine uses none (the simulated
-    engine, Dynamo's mocker); otherwise a disaggregated recipe's groups (prefill, decode) each get
-    ceil(group accelerators / accelerators per node) nodes of their own. Slurm reserves all of them at once or
-    none.
+    engine, Dynamo's mocker on a CPU host); otherwise the nodes its workers fill packed whole, each group of a
+    disaggregated recipe (prefill, decode) on nodes of its own. Slurm reserves all of them at once or none.
     """
     if load_hardware_registry().get(recipe.hardware) is None:
         raise ConfigurationError(f"hardware: got {recipe.hardware!r}; expected a key of recipes/hardware.yaml")

@@ -9,7 +9,7 @@ import pytest
 from recipes.errors import ConfigurationError
 from recipes.schema import Recipe
 from runners import placement
-from runners.engines.base import engine_adapter
+from runners.engines.base import engine_adapter, hosts_needed
 from runners.placement import Node, engine_members
 from tests.conftest import SIMULATED_RECIPE, deep_update
 
@@ -92,3 +92,30 @@ def test_mocker_workers_stand_in_for_the_hardware_they_name(monkeypatch: pytest.
     rehearsal = members_of(dynamo("b200", {"disaggregated": {"prefill": eight, "decode": eight}}, "mocker"),
                            NODES[:2], monkeypatch)  # fmt: skip
     assert "--nodelist=gpu-b" in rehearsal["decode-0"] and rehearsal["prefill-0"][0] == "python3"
+
+
+def test_workers_are_packed_whole_and_the_node_count_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Five prefill workers of three GPUs on eight-GPU hosts: two per host, so three hosts (not ceil(15 / 8) = 2),
+    # then the decode worker's own host.
+    parallelism = {"disaggregated": {"prefill": {"num_workers": 5, "tp": 3}, "decode": {"num_workers": 1, "tp": 8}}}
+    recipe = dynamo("b200", parallelism)
+    assert hosts_needed(recipe) == 4
+    nodes = [*NODES, Node("gpu-d", "10.0.0.4")]
+    members = members_of(recipe, nodes, monkeypatch)
+    where = {name: next((word for word in argv if word.startswith("--nodelist=")), "here") for name, argv in
+             members.items() if not name.endswith(" env")}  # fmt: skip
+    assert [where[f"prefill-{index}"] for index in range(5)] == [
+        "here", "here", "--nodelist=gpu-b", "--nodelist=gpu-b", "--nodelist=gpu-c"
+    ]  # fmt: skip
+    assert where["decode-0"] == "--nodelist=gpu-d"
+    assert members["prefill-1 env"] == ["CUDA_VISIBLE_DEVICES=3,4,5"]
+
+
+def test_replicas_are_packed_whole_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Aggregated: five replicas of three GPUs need three hosts (two per host), not ceil(15 / 8) = 2.
+    recipe = dynamo("b200", {"tp": 3, "dp": 5})
+    assert hosts_needed(recipe) == 3
+    members = members_of(recipe, NODES, monkeypatch)
+    assert "--nodelist=gpu-c" in members["worker-4"] and members["worker-1"][0] == "python3"
+    with pytest.raises(ConfigurationError, match=r"need 3 hosts of 'b200' and this job runs in an allocation of 2"):
+        members_of(recipe, NODES[:2], monkeypatch)
