@@ -73,13 +73,13 @@ def slurm_allocation() -> list[Node] | None:
     job, nodelist = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_JOB_NODELIST")
     if not job or not nodelist:
         return None
-    nodes = []
-    for name in _scontrol("show", "hostnames", nodelist).split():
-        fields = dict(
-            field.split("=", 1) for field in _scontrol("show", "node", "--oneliner", name).split() if "=" in field
-        )
-        nodes.append(Node(name, fields.get("NodeAddr") or name))
-    return nodes
+    # One call for every node's address (a line each), whatever the allocation's size.
+    addresses = {}
+    for line in _scontrol("show", "node", "--oneliner", nodelist).splitlines():
+        fields = dict(field.split("=", 1) for field in line.split() if "=" in field)
+        if "NodeName" in fields:
+            addresses[fields["NodeName"]] = fields.get("NodeAddr") or fields["NodeName"]
+    return [Node(name, addresses.get(name, name)) for name in _scontrol("show", "hostnames", nodelist).split()]
 
 
 def _assign(plan: LaunchPlan, recipe: Recipe, hosts: int) -> list[Placed]:

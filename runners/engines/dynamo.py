@@ -330,25 +330,16 @@ def _mocker_worker(
         raise ConfigurationError(
             "methodology.speculative_decoding: the mocker worker does not simulate speculative decoding (unset it)"
         )
-    engine = recipe.engine
     argv = [
         python, "-m", "dynamo.mocker",
         "--model-path", model_dir,
         "--model-name", recipe.model.name,
-        "--max-model-len", str(engine.max_model_len),
+        "--max-model-len", str(recipe.engine.max_model_len),
         "--enable-prefix-caching" if knobs.prefix_caching else "--no-enable-prefix-caching",
         *_disaggregation_mode(role),
     ]  # fmt: skip
-    tuning = {
-        "--max-num-seqs": engine.max_num_seqs, "--max-num-batched-tokens": engine.max_num_batched_tokens,
-        "--gpu-memory-utilization": engine.gpu_memory_utilization,
-    }  # fmt: skip
-    for flag, value in tuning.items():
-        if value is not None:
-            argv += [flag, str(value)]
-    if engine.kv_cache_dtype != "auto":
-        argv += ["--kv-cache-dtype", engine.kv_cache_dtype]
-    return argv, {}
+    # The mocker takes vLLM's names for the tuning fields (its CLI is vLLM-style).
+    return argv + vllm_engine_args(recipe), {}
 
 
 _WORKER_BUILDERS = {"sglang": _sglang_worker, "vllm": _vllm_worker, "trtllm": _trtllm_worker, "mocker": _mocker_worker}
