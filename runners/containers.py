@@ -63,6 +63,20 @@ def output_tail(completed: subprocess.CompletedProcess[str], lines: int = 10) ->
 
 
 @dataclass(frozen=True)
+class ContainerLaunch:
+    """One engine to start in a container, whatever the runtime (`ContainerRuntime.run_argv` renders it)."""
+
+    image: str
+    argv: list[str]  # what runs inside the image
+    name: str  # the container's name: container_name(run id)
+    run_id: str
+    env_names: list[str]  # variables passed by name: their values stay in the client's environment
+    mounts: list[tuple[str, bool]]  # host paths mounted at the same path, and whether writable
+    workdir: str
+    device_flags: tuple[str, ...]  # the runtime's accelerator flags (docker's --gpus), from the hardware vendor
+
+
+@dataclass(frozen=True)
 class ContainerRuntime:
     """A container runtime CLI with docker's argv (docker, podman)."""
 
@@ -108,19 +122,9 @@ class ContainerRuntime:
                 f"`{self.name} pull {image}` failed (exit {completed.returncode}):\n{output_tail(completed)}"
             )
 
-    def run_argv(
-        self,
-        image: str,
-        argv: list[str],
-        *,
-        name: str,
-        run_id: str,
-        env_names: list[str],
-        mounts: list[tuple[str, bool]],
-        workdir: str,
-        device_flags: tuple[str, ...],
-    ) -> list[str]:
+    def run_argv(self, launch: ContainerLaunch) -> list[str]:
         """`run` in the foreground: the client's output is the engine's log, its exit code the engine's."""
+        name, workdir = launch.name, launch.workdir
         command = [
             self.name, "run", "--rm",
             # An init as PID 1 forwards SIGTERM and reaps zombies; an engine as PID 1 ignores SIGTERM (no
@@ -128,18 +132,18 @@ class ContainerRuntime:
             "--init",
             "--network", "host",
             "--name", name,
-            "--label", f"{RUN_LABEL}={run_id}",
+            "--label", f"{RUN_LABEL}={launch.run_id}",
             "--label", f"{OWNER_PID_LABEL}={os.getpid()}",
             "--label", f"{OWNER_HOST_LABEL}={socket.gethostname()}",
             "--workdir", workdir,
-            *device_flags,
+            *launch.device_flags,
         ]  # fmt: skip
-        for key in env_names:
+        for key in launch.env_names:
             # `-e NAME` takes the value from the client's environment: values (tokens) stay out of `ps`.
             command += ["-e", key]
-        for path, writable in mounts:
+        for path, writable in launch.mounts:
             command += ["-v", f"{path}:{path}:{'rw' if writable else 'ro'}"]
-        return [*command, image, *argv]
+        return [*command, launch.image, *launch.argv]
 
     def prepare(self, image: str, container: str, log: Callable[[str], None] = print) -> str:
         """Make the image ready to start `container` without a download (before the engine-start timer);
@@ -302,9 +306,8 @@ class ContainerEngine(EngineProcess):
         mounts += [(path, False) for path in environment.mounts]
         env_names = sorted({*env, "INFERSWEEP_RUN_ID"})
         self.run_argv = self.runtime.run_argv(
-            self.image, argv, name=self.name, run_id=run_id, env_names=env_names, mounts=mounts,
-            workdir=workdir, device_flags=devices,
-        )  # fmt: skip
+            ContainerLaunch(self.image, argv, self.name, run_id, env_names, mounts, workdir, devices)
+        )
 
     def _launch_argv(self) -> list[str]:
         # A container left by an earlier attempt of this run id would make `run --name` fail.

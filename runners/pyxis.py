@@ -31,7 +31,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from recipes.errors import ConfigurationError, InfrastructureError
-from runners.containers import CLI_TIMEOUT_S, PULL_TIMEOUT_S, ContainerRuntime, output_tail, register_runtime
+from runners.containers import (
+    CLI_TIMEOUT_S,
+    PULL_TIMEOUT_S,
+    ContainerLaunch,
+    ContainerRuntime,
+    output_tail,
+    register_runtime,
+)
 from runners.placement import job_step_argv
 
 # The option pyxis adds to `srun --help` (a SPANK plugin's options are listed there): present means loaded.
@@ -165,34 +172,28 @@ class PyxisRuntime(ContainerRuntime):
             )
         return pyxis_image(image)
 
-    def run_argv(
-        self,
-        image: str,
-        argv: list[str],
-        *,
-        name: str,
-        run_id: str,
-        env_names: list[str],
-        mounts: list[tuple[str, bool]],
-        workdir: str,
-        device_flags: tuple[str, ...],
-    ) -> list[str]:
+    def run_argv(self, launch: ContainerLaunch) -> list[str]:
         """The engine's step. `device_flags` (docker's --gpus) are not srun's: enroot's hooks give the container
         the GPUs Slurm gave the step. Host networking is enroot's default (no network namespace)."""
         job, node = _allocation()
-        command = [*self._step_argv(job, node, name, image), f"--container-workdir={_pyxis_path(workdir)}"]
-        if mounts:
+        command = [
+            *self._step_argv(job, node, launch.name, launch.image),
+            f"--container-workdir={_pyxis_path(launch.workdir)}",
+        ]
+        if launch.mounts:
             command.append(
                 "--container-mounts="
-                + ",".join(f"{_pyxis_path(path)}:{path}" + ("" if writable else ":ro") for path, writable in mounts)
+                + ",".join(
+                    f"{_pyxis_path(path)}:{path}" + ("" if writable else ":ro") for path, writable in launch.mounts
+                )
             )
-        if env_names:
+        if launch.env_names:
             # Names only: pyxis takes each value from srun's environment (the engine's env), so values stay out of
             # `ps`, and these win over the image's own ENV lines.
-            command.append("--container-env=" + ",".join(env_names))
+            command.append("--container-env=" + ",".join(launch.env_names))
         # The user's home stays out: a benchmark must not read ~/.cache or ~/.config of whoever submitted it.
         command.append("--no-container-mount-home")
-        return [*command, "--", *argv]
+        return [*command, "--", *launch.argv]
 
     def state(self, name: str) -> int | None:
         # The srun client exits with its step: its own exit code is the engine's, nothing else to ask.

@@ -12,7 +12,7 @@ import pytest
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ContainerEnvironment, Recipe
-from runners.containers import ContainerEngine, container_runtime
+from runners.containers import ContainerEngine, ContainerLaunch, container_runtime
 from runners.inventory import RemoteInstall, SlurmTarget
 from runners.pyxis import PYXIS, PyxisRuntime, pyxis_image
 from runners.slurm import SlurmRunner
@@ -88,16 +88,13 @@ def test_pyxis_needs_the_agent_inside_a_slurm_job(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     monkeypatch.delenv("SLURMD_NODENAME", raising=False)
     with pytest.raises(ConfigurationError, match=r"runs outside one \(SLURM_JOB_ID='', SLURMD_NODENAME=''\)"):
-        PYXIS.run_argv(IMAGE, ["true"], name="n", run_id="r", env_names=[], mounts=[], workdir="/w", device_flags=())
+        PYXIS.run_argv(ContainerLaunch(IMAGE, ["true"], "n", "r", [], [], "/w", ()))
     assert PYXIS.remove("infersweep-r") is True  # outside a job no step of ours can be running
 
 
 def test_mount_paths_pyxis_cannot_say_are_refused(allocation: None) -> None:
     with pytest.raises(ConfigurationError, match=r"container mount: got '/data/a,b'; pyxis .* cannot mount"):
-        PYXIS.run_argv(
-            IMAGE, ["true"], name="n", run_id="r", env_names=[], mounts=[("/data/a,b", False)], workdir="/w",
-            device_flags=(),
-        )  # fmt: skip
+        PYXIS.run_argv(ContainerLaunch(IMAGE, ["true"], "n", "r", [], [("/data/a,b", False)], "/w", ()))
 
 
 def test_no_docker_style_cli_call_reaches_a_shell() -> None:
