@@ -153,7 +153,7 @@ def start_hub(url: str, app: Path | None = None) -> tuple[subprocess.Popen[bytes
     has warmed itself (`orchestrator.site_warmup`); also the seconds from start until then."""
     from orchestrator.site_cli import read_only_url, streamlit_argv
     from orchestrator.site_warmup import warm
-    from runners.process import pick_free_port
+    from runners.host.process import pick_free_port
 
     port = pick_free_port()
     env = {**os.environ, "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"}

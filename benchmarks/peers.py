@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from runners.engines.simulated_server import spawn
-from runners.environments import setup_environment
-from runners.models import ensure_generated_model
+from runners.host.environments import setup_environment
+from runners.host.generated_model import ensure_generated_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

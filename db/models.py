@@ -238,7 +238,7 @@ class ProvenanceRow(SQLModel, table=True):
     preflight: dict[str, Any] | None = Field(
         default=None,
         sa_column=Column(JSON(none_as_null=True), nullable=True),
-        description="Pre-flight checks of the host before the engine started (runners.telemetry.Preflight).",
+        description="Pre-flight checks of the host before the engine started (runners.host.telemetry.Preflight).",
     )
     git_commit: str | None = Field(default=None, description="Commit of the project the orchestrator ran from.")
     git_dirty: bool | None = Field(default=None, description="The checkout had uncommitted changes to tracked files.")
@@ -247,7 +247,7 @@ class ProvenanceRow(SQLModel, table=True):
 
 
 class ServerMetricDeltaRow(SQLModel, table=True):
-    """One engine counter over one Point (runners.server_metrics.ServerCounters), written with the Point."""
+    """One engine counter over one Point (runners.host.server_metrics.ServerCounters), written with the Point."""
 
     __tablename__ = "server_metric_delta"
     __table_args__ = (Index("ix_server_metric_delta_point_metric", "point_result_id", "metric"),)

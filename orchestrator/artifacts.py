@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from recipes.errors import ConfigurationError, InfrastructureError
-from runners.paths import data_dir
+from runners.host.paths import data_dir
 
 
 def sha256_of(path: Path) -> str:

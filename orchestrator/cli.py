@@ -70,7 +70,7 @@ def run(
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
     from orchestrator.sweep import SweepOptions, SweepRunner
     from recipes.loader import load_recipes
-    from runners.inventory import inventory_from_environment
+    from runners.fleet.inventory import inventory_from_environment
 
     try:
         loaded = load_recipes(list(recipes))
@@ -668,8 +668,8 @@ def engine_setup(
     force: Annotated[bool, typer.Option(help="Rebuild even if present.")] = False,
 ) -> None:
     """Build an isolated engine environment (a venv playing the role of a container image)."""
-    from runners.environments import setup_environment
-    from runners.models import ensure_generated_model
+    from runners.host.environments import setup_environment
+    from runners.host.generated_model import ensure_generated_model
 
     try:
         python = setup_environment(name, log=lambda line: console.print(line, highlight=False), force=force)
@@ -682,7 +682,7 @@ def engine_setup(
 @model_app.command("generate")
 def model_generate(preset: Annotated[str, typer.Argument(help="Model preset.")] = "tiny-llama") -> None:
     """Generate a tiny model (config + locally built tokenizer) for `--load-format dummy` serving."""
-    from runners.models import ensure_generated_model
+    from runners.host.generated_model import ensure_generated_model
 
     try:
         console.print(str(ensure_generated_model(preset)))

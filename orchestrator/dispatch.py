@@ -25,7 +25,8 @@ from ray.exceptions import (
 )
 
 from recipes.hardware import pool_resource_name
-from runners.job import ErrorInfo, JobEvent, JobSpec, runner_for
+from runners.job import ErrorInfo, JobEvent, JobSpec
+from runners.registry import runner_for
 
 # Faults of the machinery, not of the benchmark: a new attempt may succeed.
 _RETRYABLE_RAY_ERRORS = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)

@@ -126,7 +126,7 @@ def resources(inventory: Annotated[Path, typer.Argument(help="Inventory file.")]
     """The `--resources` JSON for the Ray node that runs jobs for this inventory's SSH hosts and Slurm clusters."""
     from recipes.errors import RecipeError
     from recipes.hardware import pool_resource_name
-    from runners.inventory import load_inventory
+    from runners.fleet.inventory import load_inventory
 
     try:
         fleet = load_inventory(inventory)

@@ -41,8 +41,7 @@ from recipes.loader import LoadedRecipe
 from recipes.model_registry import attention_summary, kv_bytes_per_token, load_model_registry
 from recipes.schema import ContainerEnvironment, Recipe
 from runners.job import JobEvent, PointOutcome, PointRequest
-from runners.loadgen.records import FixedLengthPoint, PointMetrics, records_frame
-from runners.server_metrics import ServerCounters
+from runners.loadgen.records import FixedLengthPoint, PointMetrics, ServerCounters, records_frame
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +103,7 @@ AnyRecipe = LoadedRecipe | RecipeIdentity
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
-# The Prometheus series (and label filter) behind each ServerCounters field (runners/server_metrics.py).
+# The Prometheus series (and label filter) behind each ServerCounters field (runners/host/server_metrics.py).
 # A field missing here is still stored, under its field name, rather than dropped.
 SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
     "prompt_tokens": ("vllm:prompt_tokens_total", {}),

@@ -56,7 +56,7 @@ from rich.console import Console
 
 from recipes.errors import RecipeError
 from recipes.yamlio import read_yaml, validation_problems
-from runners.paths import data_dir
+from runners.host.paths import data_dir
 
 WHAT = "schedule file"
 STATE_WHAT = "schedule state file"

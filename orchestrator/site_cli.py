@@ -201,7 +201,7 @@ def given_database(url: str) -> HubDatabase:
 
 
 def snapshot_cache() -> Path:
-    from runners.paths import data_dir
+    from runners.host.paths import data_dir
 
     path = data_dir() / "snapshots"
     path.mkdir(parents=True, exist_ok=True)

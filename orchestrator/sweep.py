@@ -28,11 +28,12 @@ from orchestrator.progress import SweepProgress
 from orchestrator.recorder import Recorder
 from recipes.errors import ConfigurationError
 from recipes.loader import LoadedRecipe
-from runners.containers import reap_orphaned_containers
-from runners.inventory import Inventory, Target
-from runners.job import ErrorInfo, JobEvent, JobSpec, PointRequest, runner_class
-from runners.paths import data_dir
-from runners.process import reap_orphaned_engines, running_engines
+from runners.fleet.inventory import Inventory, Target
+from runners.host.containers import reap_orphaned_containers
+from runners.host.paths import data_dir
+from runners.host.process import reap_orphaned_engines, running_engines
+from runners.job import ErrorInfo, JobEvent, JobSpec, PointRequest
+from runners.registry import runner_class
 
 
 class BudgetError(ConfigurationError):

@@ -147,7 +147,8 @@ class RegistryModelSpec(BaseModel):
     )
     generated: Literal["tiny-llama"] | None = Field(
         None,
-        description="Preset of runners/models.py that generates this model locally (recipe model.source.preset).",
+        description="Preset of runners/host/generated_model.py that generates this model locally "
+        "(recipe model.source.preset).",
     )
     architecture: Literal["dense", "moe"] = Field(
         ..., description="'dense' (every parameter is active) or 'moe' (mixture of experts)."

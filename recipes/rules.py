@@ -466,7 +466,7 @@ GATE_QUESTIONS_INVALID = Message(
 def accuracy_gate(recipe: Recipe, context: RuleContext) -> list[Problem]:
     """Fast garbage is not a result: an engine that serves a broken quantisation, a wrong chat template or
     corrupted weights can be very fast. Before the first Point the runner asks a handful of questions
-    with unambiguous short answers through the endpoint (`methodology.accuracy_gate`, runners/accuracy.py);
+    with unambiguous short answers through the endpoint (`methodology.accuracy_gate`, runners/loadgen/accuracy.py);
     a configuration that scores below `min_accuracy` is marked invalid. With real weights
     (`model.source.kind` 'hub' or 'path') the gate may be disabled only with a stated `reason`. With
     dummy weights (a generated model, or `--load-format dummy`) it is skipped at run time, the reason

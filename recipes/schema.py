@@ -35,7 +35,7 @@ class StrictModel(BaseModel):
 class GeneratedModelSource(StrictModel):
     kind: Literal["generated"] = Field(description="A tiny model the project builds locally (no download).")
     preset: Literal["tiny-llama"] = Field(
-        "tiny-llama", description="Which locally generated model to build; see runners/models.py."
+        "tiny-llama", description="Which locally generated model to build; see runners/host/generated_model.py."
     )
 
 
@@ -93,7 +93,7 @@ class Routing(StrictModel):
     )
 
 
-# Built-in question sets of the accuracy gate (their questions live in runners/accuracy.py).
+# Built-in question sets of the accuracy gate (their questions live in runners/loadgen/accuracy.py).
 ACCURACY_QUESTION_SETS: tuple[str, ...] = ("basic",)
 DUMMY_WEIGHTS_REASON = "dummy weights: answers are random, so accuracy cannot be judged"
 
@@ -112,7 +112,7 @@ class AccuracyQuestionFile(StrictModel):
 
 
 class AccuracyGate(StrictModel):
-    """A quick correctness check sent through the endpoint before the first Point (runners/accuracy.py)."""
+    """A quick correctness check sent through the endpoint before the first Point (runners/loadgen/accuracy.py)."""
 
     enabled: bool = Field(True, description="Run the gate (skipped anyway, with the reason, for dummy weights).")
     prompts: str = Field(

@@ -5,8 +5,8 @@ so the engine launch, the load generator and the cleanup are the `local` runner'
 engine: network latency to the orchestrator never enters TTFT.
 
 Protocol: the JobSpec arrives as one JSON line (on stdin with `--spec -`, or in a file); each event
-leaves as one line `EVENT_PREFIX + JSON` (on stdout, or appended to `--events FILE`). Lines without
-the prefix are anything else the process printed and are only logged by the reader.
+leaves as one line `EVENT_PREFIX + JSON` (runners/protocol.py), on stdout or appended to `--events FILE`.
+Lines without the prefix are anything else the process printed and are only logged by the reader.
 
 The agent stops its engine and exits when it is told to (SIGTERM, SIGINT, SIGHUP: scancel, a closed
 SSH session) and, with `--watch-stdin`, when its stdin reaches end of file: that is how a dropped SSH
@@ -26,23 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from runners.host.process import stop_engines_owned_by
 from runners.job import ErrorInfo, JobEvent, JobSpec
 from runners.local import LocalRunner
-from runners.process import stop_engines_owned_by
-
-EVENT_PREFIX = "@@infersweep-event "
-
-
-def encode_event(event: JobEvent) -> str:
-    return EVENT_PREFIX + event.model_dump_json() + "\n"
-
-
-def decode_event(line: str) -> JobEvent | None:
-    """The event on this line, or None for a line that is not an event (engine chatter, shell banners)."""
-    text = line.rstrip("\r\n")
-    if not text.startswith(EVENT_PREFIX):
-        return None
-    return JobEvent.model_validate_json(text[len(EVENT_PREFIX) :])
+from runners.protocol import encode_event
 
 
 def _stop(_signum: int, _frame: object) -> None:

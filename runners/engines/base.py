@@ -157,30 +157,9 @@ def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan
     return checked
 
 
-def hosts_needed(recipe: Recipe) -> int:
-    """Hosts the engine's processes need: 1 when the recipe's accelerators fit one host of its hardware (or it uses
-    none), else the hosts its workers fill packed whole (`group_hosts`): a disaggregated recipe gives each worker
-    group hosts of its own, an aggregated one packs its dp replicas of tp x pp."""
-    adapter = engine_adapter(recipe.engine.kind)
-    hardware = load_hardware_registry().get(recipe.hardware)
-    if hardware is None or not adapter.uses_accelerators(recipe):
-        return 1
-    per_host = hardware.gpus_per_node
-    disaggregated = recipe.parallelism.disaggregated
-    if disaggregated is not None:
-        groups = (disaggregated.prefill, disaggregated.decode)
-        if sum(group.accelerators for group in groups) <= per_host:
-            return 1
-        return sum(group_hosts(group.num_workers, group.tp * group.pp * group.dp, per_host) for group in groups)
-    parallel = recipe.parallelism
-    if parallel.dp_attention:  # one server whose attention is data-parallel inside it
-        return group_hosts(1, parallel.accelerators, per_host)
-    return group_hosts(parallel.dp, parallel.tp * parallel.pp, per_host)  # dp replicas of tp x pp
-
-
 def group_hosts(workers: int, size: int, per_host: int) -> int:
     """Hosts `workers` workers of `size` accelerators fill, packed whole: a worker never straddles two hosts
-    unless it is wider than one, and then it has hosts of its own (runners/placement.py packs the same way)."""
+    unless it is wider than one, and then it has hosts of its own (runners/host/placement.py packs the same way)."""
     if size > per_host:
         return workers * -(-size // per_host)
     return -(-workers // (per_host // size))
@@ -213,14 +192,3 @@ ENGINE_ADAPTERS: dict[str, type[EngineAdapter]] = {}
 def register_engine(adapter: type[EngineAdapter]) -> type[EngineAdapter]:
     ENGINE_ADAPTERS[adapter.kind] = adapter
     return adapter
-
-
-def engine_adapter(kind: str) -> EngineAdapter:
-    # Importing the package registers every built-in adapter.
-    import runners.engines  # noqa: F401
-
-    if kind not in ENGINE_ADAPTERS:
-        raise ConfigurationError(
-            f"engine.kind: got {kind!r}; no adapter registered (available: {', '.join(sorted(ENGINE_ADAPTERS))})"
-        )
-    return ENGINE_ADAPTERS[kind]()

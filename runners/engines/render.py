@@ -25,9 +25,9 @@ from runners.engines.base import (
     LaunchPlan,
     ProcessSpec,
     container_image,
-    engine_adapter,
 )
-from runners.process import member_log_name
+from runners.engines.registry import engine_adapter
+from runners.host.process import member_log_name
 
 MODEL_DIR = "{model_dir}"
 PORT = "{port}"

@@ -333,7 +333,7 @@ def spawn(*arguments: str, model: str = "sim") -> tuple[subprocess.Popen[bytes],
 
     For tests and benchmarks; the caller terminates the process. (Sweeps launch it through the runner.)
     """
-    from runners.process import pick_free_port
+    from runners.host.process import pick_free_port
 
     port = pick_free_port()
     command = [sys.executable, "-m", "runners.engines.simulated_server", "--port", str(port), "--model", model]

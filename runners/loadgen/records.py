@@ -1,4 +1,7 @@
-"""Result models of the load generator: one record per request, aggregates per Point.
+"""Every result model a runner reports: one record per request, aggregates per Point, the engine's counters,
+the host's report and the accuracy gate's verdict.
+
+This module imports nothing else from `runners`, so the contract (`runners/job.py`) and every layer can use it.
 
 These are plain pydantic models so they cross process boundaries (Ray) and land in SQL unchanged.
 Definitions of every figure: docs/METRICS.md (and DESIGN.md §4).
@@ -10,10 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runners.accuracy import AccuracyResult
-from runners.server_metrics import ServerCounters
-from runners.telemetry import HostReport
-
 RESULT_SCHEMA_VERSION = 1
 
 Origin = Literal["measured", "simulated", "dry-run", "imported"]
@@ -21,6 +20,134 @@ Origin = Literal["measured", "simulated", "dry-run", "imported"]
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# What the engine's /metrics said over a Point (filled by runners/host/server_metrics.py).
+
+
+class RawScrapes(BaseModel):
+    """The engine's /metrics exactly as served before and after a Point: the evidence behind its counter deltas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    before: str | None = Field(None, description="Prometheus text scraped just before the Point.")
+    after: str | None = Field(None, description="Prometheus text scraped just after it.")
+
+
+class ServerCounters(BaseModel):
+    """Deltas of the engine's counters over one Point (vLLM names; None where the engine has none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: float | None = Field(None, description="vllm:prompt_tokens_total.")
+    generation_tokens: float | None = Field(None, description="vllm:generation_tokens_total.")
+    prefix_cache_queries: float | None = Field(None, description="vllm:prefix_cache_queries_total (tokens).")
+    prefix_cache_hits: float | None = Field(None, description="vllm:prefix_cache_hits_total (tokens).")
+    prompt_tokens_local_compute: float | None = Field(None, description="prompt_tokens_by_source{local_compute}.")
+    prompt_tokens_local_cache_hit: float | None = Field(None, description="prompt_tokens_by_source{local_cache_hit}.")
+    prompt_tokens_external: float | None = Field(None, description="prompt_tokens_by_source{external_kv_transfer}.")
+    preemptions: float | None = Field(None, description="vllm:num_preemptions_total.")
+    router_overlap_sum: float | None = Field(
+        None,
+        description="dynamo_component_router_kv_hit_rate_sum: Dynamo's KV router's PREDICTED prefix overlap of the "
+        "workers it picked, summed over routing decisions (not a realised cache hit; DESIGN.md section 4).",
+    )
+    router_overlap_count: float | None = Field(
+        None, description="dynamo_component_router_kv_hit_rate_count: routing decisions behind router_overlap_sum."
+    )
+
+    @property
+    def prefix_hit_rate(self) -> float | None:
+        if self.prefix_cache_queries and self.prefix_cache_hits is not None:
+            return self.prefix_cache_hits / self.prefix_cache_queries
+        return None
+
+    @property
+    def router_predicted_hit_rate(self) -> float | None:
+        """Mean predicted overlap per routing decision of Dynamo's KV router; realised hits are the workers'."""
+        if self.router_overlap_count and self.router_overlap_sum is not None:
+            return self.router_overlap_sum / self.router_overlap_count
+        return None
+
+
+# The host side of a Point (filled by runners/host/telemetry.py).
+
+
+class Preflight(Strict):
+    checked_at: float = Field(description="Unix time of the checks.")
+    free_disk_gb: float = Field(description="Free space where logs and artifacts are written.")
+    accelerators_idle: bool | None = Field(
+        description="No foreign process on the accelerators (None when the host cannot tell)."
+    )
+    accelerator_processes: list[str] = Field(default_factory=list, description="What was found running on them.")
+    leftover_engines: int = Field(description="Engines of dead runs reaped before this job.")
+    accelerator_driver: str | None = Field(None, description="Accelerator driver version (nvidia-smi), when reported.")
+    engine_image: str | None = Field(
+        None,
+        description="Id of the container image the engine ran from (`docker image inspect`; under pyxis the image "
+        "reference it imported), when in one.",
+    )
+    notes: list[str] = Field(default_factory=list, description="Checks that could not run here, and why.")
+
+
+class TelemetrySummary(Strict):
+    source: str = Field(
+        description="Where figures came from: nvidia-smi, amd-smi, dcgmi, /proc/stat, or 'unavailable'."
+    )
+    samples: int = Field(description="Samples taken during the Point.")
+    interval_s: float = Field(description="Seconds between samples.")
+    power_w_mean: float | None = Field(None, description="Mean total accelerator power draw (W).")
+    power_w_max: float | None = Field(None, description="Highest total accelerator power draw (W).")
+    utilization_pct_mean: float | None = Field(None, description="Mean accelerator (or CPU) utilisation, %.")
+    memory_used_gb_max: float | None = Field(None, description="Highest accelerator memory in use (GB).")
+    unavailable: list[str] = Field(default_factory=list, description="Figures this host could not report, and why.")
+
+
+class HostReport(Strict):
+    """The host side of one Point's result."""
+
+    preflight: Preflight | None = Field(None, description="Checks made before the engine started.")
+    telemetry: TelemetrySummary | None = Field(None, description="Power and utilisation during the Point.")
+
+
+# What the accuracy gate found (filled by runners/loadgen/accuracy.py).
+
+
+class AccuracyAnswer(Strict):
+    prompt: str = Field(description="The question asked.")
+    expected: list[str] = Field(description="Accepted answers.")
+    answer: str | None = Field(description="The reply's text (None when the request failed).")
+    normalised: str | None = Field(description="The reply after normalisation, as compared.")
+    correct: bool = Field(description="The normalised reply equals a normalised accepted answer.")
+    error: str | None = Field(None, description="Why the request failed; None when it succeeded.")
+
+
+class AccuracyResult(Strict):
+    """What the accuracy gate found, stored with every Point of the job (`PointMetrics.accuracy`)."""
+
+    ran: bool = Field(description="False when the gate was skipped (see skipped_reason).")
+    skipped_reason: str | None = Field(None, description="Why the gate did not run.")
+    prompts: str = Field(description="Question set name or question file.")
+    prompts_version: str | None = Field(None, description="sha256 (16 hex) of the questions and answers asked.")
+    correct: int = Field(0, description="Questions answered correctly.")
+    total: int = Field(0, description="Questions asked.")
+    accuracy: float | None = Field(None, description="correct / total; None when skipped.")
+    min_accuracy: float = Field(description="Share needed to pass.")
+    passed: bool | None = Field(None, description="accuracy >= min_accuracy; None when skipped.")
+    errors: int = Field(0, description="Questions whose request failed (counted as wrong).")
+    duration_s: float = Field(0.0, description="Wall time of the gate.")
+    answers: list[AccuracyAnswer] = Field(default_factory=list, description="Every question with its reply.")
+
+    @property
+    def invalid_reason(self) -> str | None:
+        """The validity reason for every Point when the gate ran and failed; None otherwise."""
+        if not self.ran or self.passed:
+            return None
+        reason = f"accuracy gate failed: {self.correct}/{self.total} correct (min {self.min_accuracy:g})"
+        if self.errors:
+            first = next(answer.error for answer in self.answers if answer.error)
+            reason += f"; {self.errors} requests failed (first: {first})"
+        return reason
 
 
 class RequestRecord(Strict):

@@ -41,11 +41,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ValidityThresholds
+from runners.host.server_metrics import CacheShape
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
 from runners.loadgen.fixed_length import Vocabulary
 from runners.loadgen.metrics import compute_point_metrics, summarize
 from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint, ReplayStats, RequestRecord
-from runners.server_metrics import CacheShape
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest

@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import runners.pyxis  # noqa: F401  (registers the 'pyxis' runtime a slurm target hands its agent)
+import runners.host.pyxis  # noqa: F401  (registers the 'pyxis' runtime a slurm target hands its agent)
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
-from runners.accuracy import run_accuracy_gate
-from runners.containers import (
+from runners.engines.registry import engine_adapter, engine_launch_limitations
+from runners.fleet.inventory import Target
+from runners.host.containers import (
     ContainerEngine,
     ContainerRuntime,
     container_name,
@@ -20,20 +21,27 @@ from runners.containers import (
     device_flags,
     reap_orphaned_containers,
 )
-from runners.engines.base import engine_adapter
-from runners.environments import ensure_environment
-from runners.inventory import Target
-from runners.job import JobEvent, JobSpec, PointOutcome, Runner, engine_launch_limitations, register_runner
+from runners.host.environments import ensure_environment
+from runners.host.generated_model import ensure_generated_model
+from runners.host.paths import data_dir
+from runners.host.placement import engine_members
+from runners.host.process import EngineProcess, EngineProcessGroup, pick_free_port, reap_orphaned_engines
+from runners.host.server_metrics import CacheShape, cache_shape, counter_deltas, parse_prometheus, scrape_text
+from runners.host.telemetry import TelemetrySampler, run_preflight
+from runners.job import JobEvent, JobSpec, PointOutcome, Runner, register_runner
+from runners.loadgen.accuracy import run_accuracy_gate
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
-from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint, RequestRecord, Validity
+from runners.loadgen.records import (
+    FixedLengthPoint,
+    HostReport,
+    PointMetrics,
+    RawScrapes,
+    ReplayPoint,
+    RequestRecord,
+    Validity,
+)
 from runners.loadgen.replay import run_replay_point
-from runners.models import ensure_generated_model
-from runners.paths import data_dir
-from runners.placement import engine_members
-from runners.process import EngineProcess, EngineProcessGroup, pick_free_port, reap_orphaned_engines
-from runners.server_metrics import CacheShape, RawScrapes, cache_shape, counter_deltas, parse_prometheus, scrape_text
-from runners.telemetry import HostReport, TelemetrySampler, run_preflight
 
 
 def resolve_model_dir(model: ModelSpec) -> Path:
@@ -149,7 +157,8 @@ class LocalRunner(Runner):
             yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s")
             endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model)
             context = PointContext(endpoint, vocabulary, recipe)
-            # Once per job, before the first Point: a failed gate marks every Point invalid (runners/accuracy.py).
+            # Once per job, before the first Point: a failed gate marks every Point invalid
+            # (runners/loadgen/accuracy.py).
             accuracy = run_accuracy_gate(endpoint, recipe.methodology.accuracy_gate, recipe.model.source, plan.argv)
             for point in job.points:
                 yield JobEvent(kind="point_started", job_id=job.job_id, point_key=point.point_key)

@@ -28,18 +28,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-import runners.pyxis  # noqa: F401  (registers the 'pyxis' runtime that targets name in container_runtime)
+import runners.host.pyxis  # noqa: F401  (registers the 'pyxis' runtime that targets name in container_runtime)
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import ContainerEnvironment, Recipe
-from runners.agent import decode_event
-from runners.containers import container_runtime
-from runners.engines.base import hosts_needed
+from runners.engines.registry import engine_launch_limitations, hosts_needed
 from runners.engines.render import engine_log_names
-from runners.inventory import SlurmTarget, Target
-from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
-from runners.leases import lease_target
-from runners.shell import CommandResult, Commands, LocalCommands
+from runners.fleet.inventory import SlurmTarget, Target
+from runners.fleet.leases import lease_target
+from runners.host.containers import container_runtime
+from runners.host.shell import CommandResult, Commands, LocalCommands
+from runners.job import JobEvent, JobSpec, Runner, register_runner
+from runners.protocol import decode_event
 
 # A job still PENDING after this long is cancelled and fails (retryable: another target, or later, may
 # have room). Module constant on purpose: the inventory has no field for it yet.
@@ -77,7 +77,7 @@ def slurm(commands: Commands, target: SlurmTarget, argv: list[str], timeout_s: f
 
 
 def nodes_for(recipe: Recipe) -> int:
-    """Nodes to allocate: the hosts the engine's workers need (`runners.engines.base.hosts_needed`).
+    """Nodes to allocate: the hosts the engine's workers need (`runners.engines.registry.hosts_needed`).
 
     One, when the recipe's accelerators fit one node of its hardware or its engine uses none (the simulated
     engine, Dynamo's mocker on a CPU host); otherwise the nodes its workers fill packed whole, each group of a
@@ -219,7 +219,7 @@ def _batch_script(target: SlurmTarget, spec_path: str, events_path: str) -> str:
             "# An agent killed outright (SIGKILL, OOM killer) leaves its engine running when Slurm tracks",
             "# processes by parentage (proctrack/linuxproc): stop engines whose owner died on this node.",
             f'env INFERSWEEP_HOME="$node_home" {" ".join(env)} {python} -c '
-            + shlex.quote("from runners.process import reap_orphaned_engines; reap_orphaned_engines()")
+            + shlex.quote("from runners.host.process import reap_orphaned_engines; reap_orphaned_engines()")
             + " || true",
             'exit "$status"',
             "",

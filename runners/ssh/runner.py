@@ -18,11 +18,12 @@ from pydantic import ValidationError
 
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.schema import Recipe
-from runners.agent import decode_event
+from runners.engines.registry import engine_launch_limitations
 from runners.engines.render import engine_log_names
-from runners.inventory import SshTarget, Target, TpuVmTarget
-from runners.job import JobEvent, JobSpec, Runner, engine_launch_limitations, register_runner
-from runners.leases import lease_target
+from runners.fleet.inventory import SshTarget, Target, TpuVmTarget
+from runners.fleet.leases import lease_target
+from runners.job import JobEvent, JobSpec, Runner, register_runner
+from runners.protocol import decode_event
 from runners.ssh.transport import SshSession
 
 RemoteTarget = SshTarget | TpuVmTarget
@@ -48,7 +49,7 @@ class SshRunner(Runner):
 
     @classmethod
     def limitations(cls, recipe: Recipe, targets: Sequence[Target] = ()) -> list[str]:
-        # Container environments run through the agent's local pipeline (runners/containers.py); a target
+        # Container environments run through the agent's local pipeline (runners/host/containers.py); a target
         # without the runtime fails the job's pre-flight there, naming the host.
         return engine_launch_limitations(recipe, cls.kind, single_host=True)
 

@@ -23,8 +23,8 @@ from types import TracebackType
 import paramiko
 
 from recipes.errors import ConfigurationError, InfrastructureError
-from runners.inventory import SshAccess
-from runners.shell import CommandResult
+from runners.fleet.inventory import SshAccess
+from runners.host.shell import CommandResult
 
 KEEPALIVE_S = 5  # SSH-level keepalive; TCP keepalive below notices a silently dead link
 TCP_KEEPALIVE = {"TCP_KEEPIDLE": 10, "TCP_KEEPINTVL": 5, "TCP_KEEPCNT": 3}
@@ -67,7 +67,7 @@ def _split_lines(buffer: bytearray) -> list[str]:
 
 
 class SshSession:
-    """One SSH connection to a machine; implements `runners.shell.Commands` plus `stream_lines`."""
+    """One SSH connection to a machine; implements `runners.host.shell.Commands` plus `stream_lines`."""
 
     def __init__(self, access: SshAccess, name: str | None = None) -> None:
         self.access = access

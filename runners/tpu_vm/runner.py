@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from recipes.schema import Recipe
-from runners.inventory import Target, TpuVmTarget
+from runners.fleet.inventory import Target, TpuVmTarget
 from runners.job import register_runner
 from runners.ssh.runner import RemoteTarget, SshRunner
 

@@ -15,7 +15,7 @@ from sqlmodel import select
 from db import queries
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
-from runners.process import running_engines
+from runners.host.process import running_engines
 from tests.conftest import processes_of_runs, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.vllm]

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, sync_playwright
 
-from runners.process import pick_free_port
+from runners.host.process import pick_free_port
 from tests.conftest import ROOT
 from tests.site.hub_fixture import seed_hub
 

@@ -22,7 +22,7 @@ from orchestrator.artifacts import LocalArtifactStore
 from orchestrator.publish import publish_snapshot
 from orchestrator.site_warmup import warm
 from recipes.errors import ConfigurationError
-from runners.process import pick_free_port
+from runners.host.process import pick_free_port
 from tests.conftest import ROOT, run_cli
 from tests.site.hub_fixture import seed_hub
 

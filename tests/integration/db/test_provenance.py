@@ -23,9 +23,7 @@ from recipes.model_registry import kv_bytes_per_token, load_model_registry
 from recipes.schema import ValidityThresholds
 from runners.job import PointOutcome, PointRequest
 from runners.loadgen.metrics import compute_point_metrics
-from runners.loadgen.records import FixedLengthPoint, PointMetrics, RequestRecord
-from runners.server_metrics import ServerCounters
-from runners.telemetry import HostReport, Preflight
+from runners.loadgen.records import FixedLengthPoint, HostReport, PointMetrics, Preflight, RequestRecord, ServerCounters
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration

@@ -23,12 +23,12 @@ from recipes.schema import (
     GeneratedModelSource,
     PathModelSource,
 )
-from runners.accuracy import BUILTIN_QUESTIONS, normalise, run_accuracy_gate
 from runners.engines.simulated_server import spawn
+from runners.host.generated_model import ensure_generated_model
 from runners.job import JobSpec
+from runners.loadgen.accuracy import BUILTIN_QUESTIONS, normalise, run_accuracy_gate
 from runners.loadgen.client import Endpoint
 from runners.local import LocalRunner
-from runners.models import ensure_generated_model
 from tests.conftest import SIMULATED_RECIPE, deep_update
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

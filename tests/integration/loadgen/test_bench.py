@@ -18,8 +18,8 @@ import pytest
 
 from recipes.errors import ConfigurationError
 from runners.engines.simulated_server import spawn
+from runners.host.generated_model import ensure_generated_model
 from runners.loadgen.bench import BenchResult, BenchSettings, parse_goodput, run_bench
-from runners.models import ensure_generated_model
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from db import queries
 from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import S3ArtifactStore
 from orchestrator.publish import fetch_latest_snapshot
-from runners.process import pick_free_port
+from runners.host.process import pick_free_port
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration

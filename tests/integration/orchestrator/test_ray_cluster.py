@@ -30,7 +30,7 @@ import pytest
 from db import queries
 from db.models import JobRow
 from db.session import make_engine, migrate, open_session
-from runners.process import pick_free_port, running_engines
+from runners.host.process import pick_free_port, running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
 
 pytestmark = pytest.mark.integration

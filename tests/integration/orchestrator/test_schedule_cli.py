@@ -13,7 +13,7 @@ import pytest
 
 from db import queries
 from db.session import make_engine, migrate, open_session
-from runners.paths import data_dir
+from runners.host.paths import data_dir
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration

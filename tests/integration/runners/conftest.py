@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.inventory import RemoteInstall, SshAccess
+from runners.fleet.inventory import RemoteInstall, SshAccess
 
 SSHD = Path("/usr/sbin/sshd")
 KEY_ENV = "INFERSWEEP_TEST_SSH_KEY"

@@ -13,8 +13,8 @@ import pytest
 
 from orchestrator.plan import expand_points
 from recipes.loader import parse_recipe
-from runners.agent import decode_event
 from runners.job import JobSpec
+from runners.protocol import decode_event
 from tests.conftest import ROOT, SIMULATED_RECIPE, deep_update
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

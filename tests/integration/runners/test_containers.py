@@ -20,11 +20,11 @@ import pytest
 
 from orchestrator.plan import expand_points
 from recipes.loader import parse_recipe
-from runners.containers import RUN_LABEL, ContainerRuntime, _pull_lock_path, container_name, ensure_image
-from runners.inventory import SshTarget
+from runners.fleet.inventory import SshTarget
+from runners.host.containers import RUN_LABEL, ContainerRuntime, _pull_lock_path, container_name, ensure_image
+from runners.host.process import running_engines
 from runners.job import JobEvent, JobSpec
 from runners.local.runner import LocalRunner
-from runners.process import running_engines
 from runners.ssh.runner import SshRunner
 from tests.conftest import SIMULATED_RECIPE, deep_update, processes_of_runs
 from tests.integration.runners.conftest import PROJECT, DockerHost, Sshd
@@ -95,7 +95,7 @@ def _orphan(docker_host: DockerHost, tmp_path: Path, run_id: str) -> None:
         "import os, sys\n"
         "from pathlib import Path\n"
         "from recipes.schema import ContainerEnvironment\n"
-        "from runners.containers import ContainerEngine\n"
+        "from runners.host.containers import ContainerEngine\n"
         f"environment = ContainerEnvironment.model_validate({docker_host.environment()!r})\n"
         f"engine = ContainerEngine(environment, [{docker_host.python!r}, '-c', 'import time; time.sleep(300)'], {{}},"
         f" 1, Path({str(tmp_path / run_id / 'engine.log')!r}), {run_id!r}, model_dir=None)\n"

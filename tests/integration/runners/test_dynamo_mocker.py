@@ -13,8 +13,8 @@ import pytest
 
 from db import queries
 from db.session import make_engine, migrate, open_session
-from runners.paths import data_dir
-from runners.process import running_engines
+from runners.host.paths import data_dir
+from runners.host.process import running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
 
 pytestmark = pytest.mark.integration

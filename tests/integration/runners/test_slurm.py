@@ -15,9 +15,9 @@ import yaml
 
 from orchestrator.plan import plan_jobs
 from recipes.loader import parse_recipe
-from runners.inventory import RemoteInstall, SlurmTarget
+from runners.fleet.inventory import RemoteInstall, SlurmTarget
+from runners.host.shell import CommandResult, LocalCommands
 from runners.job import JobEvent, JobSpec
-from runners.shell import CommandResult, LocalCommands
 from runners.slurm import SlurmRunner, cancel_stale, nodes_for, stale_jobs
 from runners.slurm.runner import job_comment
 from tests.conftest import SIMULATED_RECIPE, deep_update, processes_of_runs
@@ -453,7 +453,7 @@ def test_pyxis_steps_are_cancelled_by_name(
     slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What `remove` and the reaper's stop_argv do, on real steps (started without containers)."""
-    from runners.pyxis import main as pyxis_main
+    from runners.host.pyxis import main as pyxis_main
 
     step = "srun --overlap --nodes=1 --ntasks=1 --job-name={} sleep 300 &"
     script = f"{step.format('infersweep-run-1')} {step.format('infersweep-run-2')} wait"

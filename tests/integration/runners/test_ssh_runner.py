@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.plan import expand_points
 from recipes.loader import parse_recipe
-from runners.inventory import SshTarget
+from runners.fleet.inventory import SshTarget
 from runners.job import JobEvent, JobSpec
 from runners.ssh.runner import SshRunner
 from runners.ssh.transport import SshSession

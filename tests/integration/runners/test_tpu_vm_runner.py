@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from recipes.loader import parse_recipe
-from runners.inventory import SshTarget, TpuProvisioning, TpuVmTarget
-from runners.job import runner_class
+from runners.fleet.inventory import SshTarget, TpuProvisioning, TpuVmTarget
+from runners.registry import runner_class
 from runners.tpu_vm.runner import TpuVmRunner
 from tests.conftest import SIMULATED_RECIPE, deep_update
 from tests.integration.runners.conftest import Sshd
@@ -32,7 +32,7 @@ def test_tpu_vm_limitations(tmp_path: Path) -> None:
     assert TpuVmRunner.limitations(simulated) == []
     container = deep_update(SIMULATED_RECIPE, VLLM)
     container["engine"]["environment"] = {"kind": "container", "image": "vllm/vllm-tpu:v1"}  # type: ignore[index]
-    # Containers run through the agent's local pipeline (runners/containers.py): only the engine kind is refused.
+    # Containers run through the agent's local pipeline (runners/host/containers.py): only the engine kind is refused.
     assert TpuVmRunner.limitations(parse_recipe(container, "r.yaml").recipe) == [
         "engine.kind: got 'vllm'; a TPU VM runs only simulated or vllm-tpu (the other engines need GPUs)"
     ]

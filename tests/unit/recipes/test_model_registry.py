@@ -101,7 +101,7 @@ def test_gpt_oss_sliding_layers_make_it_about_half() -> None:
 
 
 def test_tiny_llama_matches_the_generated_config(tmp_path: Path) -> None:
-    from runners.models import generate_tiny_llama
+    from runners.host.generated_model import generate_tiny_llama
 
     config = json.loads((generate_tiny_llama(tmp_path / "tiny") / "config.json").read_text())
     tiny = load_model_registry()["tiny-llama"]

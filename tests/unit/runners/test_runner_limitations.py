@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from recipes.schema import Recipe
-from runners.inventory import RemoteInstall, SlurmTarget
-from runners.job import runner_class
+from runners.fleet.inventory import RemoteInstall, SlurmTarget
+from runners.registry import runner_class
 from tests.conftest import SIMULATED_RECIPE, deep_update
 
 DYNAMO = {"engine": {"kind": "dynamo", "environment": {"kind": "venv", "name": "dynamo"}, "simulated": None,

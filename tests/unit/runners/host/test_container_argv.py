@@ -10,7 +10,7 @@ import pytest
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ContainerEnvironment
-from runners.containers import ContainerEngine, container_name, container_runtime, device_flags
+from runners.host.containers import ContainerEngine, container_name, container_runtime, device_flags
 
 
 def test_run_argv_for_an_nvidia_host(tmp_path: Path) -> None:

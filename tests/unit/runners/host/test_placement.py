@@ -1,4 +1,4 @@
-"""Where a multi-process engine's processes run (runners/placement.py), worked by hand on Dynamo's plans."""
+"""Where a multi-process engine's processes run (runners/host/placement.py), worked by hand on Dynamo's plans."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 from recipes.errors import ConfigurationError
 from recipes.schema import Recipe
-from runners import placement
-from runners.engines.base import engine_adapter, hosts_needed
-from runners.placement import Node, engine_members
+from runners.engines.registry import engine_adapter, hosts_needed
+from runners.host import placement
+from runners.host.placement import Node, engine_members
 from tests.conftest import SIMULATED_RECIPE, deep_update
 
 GROUP = {"num_workers": 1, "tp": 1}

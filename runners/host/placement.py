@@ -2,7 +2,7 @@
 
 A launch plan (runners/engines/base.py `LaunchPlan.processes`) lists its processes in start order; the
 runner that starts them (runners/local, which the ssh, tpu-vm and slurm agents run) asks `engine_members`
-for the group it launches (runners/process.py `EngineProcessGroup`):
+for the group it launches (runners/host/process.py `EngineProcessGroup`):
 
 - When the engine's workers fit one host (`hosts_needed` is 1), every process runs here, with the other
   hosts' placeholders filled for this host.
@@ -33,12 +33,11 @@ from runners.engines.base import (
     NODE_RANK,
     LaunchPlan,
     ProcessSpec,
-    engine_adapter,
     fill_placeholders,
-    hosts_needed,
 )
-from runners.process import GroupMember
-from runners.shell import LocalCommands
+from runners.engines.registry import engine_adapter, hosts_needed
+from runners.host.process import GroupMember
+from runners.host.shell import LocalCommands
 
 # Port of a multi-node worker's rendezvous on its first node (SGLang's --dist-init-addr).
 DIST_INIT_PORT = 29500

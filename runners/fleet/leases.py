@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 from recipes.errors import InfrastructureError
-from runners.inventory import SlurmTarget, SshTarget, TpuVmTarget
-from runners.paths import data_dir
+from runners.fleet.inventory import SlurmTarget, SshTarget, TpuVmTarget
+from runners.host.paths import data_dir
 
 T = TypeVar("T", SshTarget, TpuVmTarget, SlurmTarget)
 

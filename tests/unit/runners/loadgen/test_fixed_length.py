@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from recipes.errors import ConfigurationError
+from runners.host.generated_model import generate_tiny_llama
 from runners.loadgen.fixed_length import Vocabulary, build_requests, sample_lengths
 from runners.loadgen.records import FixedLengthPoint
-from runners.models import generate_tiny_llama
 
 pytestmark = pytest.mark.timeout(60)
 

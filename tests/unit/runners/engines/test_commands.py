@@ -2,7 +2,7 @@
 the typed recipe fields into its engine's flags or refuses, naming the field and the value.
 
 Golden files live in tests/golden/engine_commands/<recipe name>.txt. After an intended change, rewrite them
-with `INFERSWEEP_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/runners/test_engine_commands.py` and
+with `INFERSWEEP_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/runners/engines/test_commands.py` and
 review the diff (docs/RECIPES.md).
 """
 
@@ -23,11 +23,12 @@ import yaml
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.loader import load_recipe, recipe_files_in
 from recipes.schema import Recipe
-from runners.engines.base import LaunchPlan, engine_adapter
+from runners.engines.base import LaunchPlan
+from runners.engines.registry import engine_adapter
 from runners.engines.render import render_command_lines
-from runners.process import EngineProcess
+from runners.host.process import EngineProcess
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 CATALOGUE = ROOT / "recipes" / "catalogue"
 GOLDEN = ROOT / "tests" / "golden" / "engine_commands"
 UPDATE = os.environ.get("INFERSWEEP_UPDATE_GOLDEN") == "1"

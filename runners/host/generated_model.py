@@ -16,7 +16,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 from recipes.errors import ConfigurationError
-from runners.paths import cache_dir
+from runners.host.paths import cache_dir
 
 TINY_LLAMA_VOCAB = 4096
 BOS_TOKEN = "<s>"  # noqa: S105 - a tokenizer token, not a secret

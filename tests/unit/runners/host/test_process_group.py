@@ -1,4 +1,4 @@
-"""Multi-process engines (runners/process.py `EngineProcessGroup`): real child processes, one process group.
+"""Multi-process engines (runners/host/process.py `EngineProcessGroup`): real child processes, one process group.
 
 The entry process is Python's own file server, which answers /health once a file of that name is in its
 working directory (written through `files`, as a launch plan's config files are).
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from recipes.errors import ConfigurationError, InfrastructureError
-from runners.process import EngineProcessGroup, GroupMember, pick_free_port, pid_dir, reap_orphaned_engines
+from runners.host.process import EngineProcessGroup, GroupMember, pick_free_port, pid_dir, reap_orphaned_engines
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -90,7 +90,7 @@ def test_the_reaper_stops_every_member_of_a_dead_owners_group(tmp_path: Path) ->
     owner = textwrap.dedent(f"""
         import os, sys
         from pathlib import Path
-        from runners.process import EngineProcessGroup, GroupMember
+        from runners.host.process import EngineProcessGroup, GroupMember
         sleeper = {SLEEPER!r}
         server = [sys.executable, "-m", "http.server", "{port}", "--bind", "127.0.0.1"]
         group = EngineProcessGroup(
@@ -101,7 +101,7 @@ def test_the_reaper_stops_every_member_of_a_dead_owners_group(tmp_path: Path) ->
         print(" ".join(str(process.pid) for _, process in group.started), flush=True)
         os._exit(0)  # no stop(): the members outlive their owner
     """)
-    root = Path(__file__).resolve().parents[3]
+    root = Path(__file__).resolve().parents[4]
     completed = subprocess.run(
         [sys.executable, "-c", owner], cwd=root, capture_output=True, text=True, timeout=60, check=True,
         env={**os.environ, "PYTHONPATH": str(root)},

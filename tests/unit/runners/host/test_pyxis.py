@@ -12,9 +12,9 @@ import pytest
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ContainerEnvironment, Recipe
-from runners.containers import ContainerEngine, ContainerLaunch, container_runtime
-from runners.inventory import RemoteInstall, SlurmTarget
-from runners.pyxis import PYXIS, PyxisRuntime, pyxis_image
+from runners.fleet.inventory import RemoteInstall, SlurmTarget
+from runners.host.containers import ContainerEngine, ContainerLaunch, container_runtime
+from runners.host.pyxis import PYXIS, PyxisRuntime, pyxis_image
 from runners.slurm import SlurmRunner
 from runners.slurm.runner import container_problem
 from tests.conftest import SIMULATED_RECIPE, deep_update
@@ -70,7 +70,7 @@ def test_the_engine_step_argv(tmp_path: Path, allocation: None) -> None:
     # The reaper cancels the step by name when the agent died without stopping it.
     assert engine._pidfile_extra() == {
         "container": "infersweep-job-1-a",
-        "stop_argv": [sys.executable, "-m", "runners.pyxis", "cancel", "--job", "4242", "infersweep-job-1-a"],
+        "stop_argv": [sys.executable, "-m", "runners.host.pyxis", "cancel", "--job", "4242", "infersweep-job-1-a"],
     }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, EngineEnvironment, InProcessEnvironment, VenvEnvironment
-from runners.paths import cache_dir
+from runners.host.paths import cache_dir
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,6 @@ def ensure_environment(environment: EngineEnvironment, log: Callable[[str], None
     if isinstance(environment, VenvEnvironment):
         return setup_environment(environment.name, log)
     if isinstance(environment, ContainerEnvironment):
-        # The interpreter inside the image; the image itself is prepared by runners.containers.ensure_image.
+        # The interpreter inside the image; the image itself is prepared by runners.host.containers.ensure_image.
         return Path(environment.python)
     raise ConfigurationError(f"engine.environment: unsupported {environment!r}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.errors import ConfigurationError, InfrastructureError
-from runners.paths import data_dir
+from runners.host.paths import data_dir
 
 LOG_TAIL_LINES = 30
 

@@ -22,9 +22,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.schema import (
     ACCURACY_QUESTION_SETS,
@@ -38,9 +35,8 @@ from recipes.schema import (
     serves_dummy_weights,
 )
 from recipes.yamlio import load_validated
-
-if TYPE_CHECKING:  # the client imports the result models; only the type is needed here
-    from runners.loadgen.client import Endpoint
+from runners.loadgen.client import Endpoint
+from runners.loadgen.records import AccuracyAnswer, AccuracyResult
 
 ERROR_TEXT_LIMIT = 300
 
@@ -64,47 +60,6 @@ BUILTIN_QUESTIONS: dict[str, tuple[AccuracyQuestion, ...]] = {
         _q("What is the chemical symbol for gold? Answer with the symbol only.", "Au"),
     ),
 }
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class AccuracyAnswer(Strict):
-    prompt: str = Field(description="The question asked.")
-    expected: list[str] = Field(description="Accepted answers.")
-    answer: str | None = Field(description="The reply's text (None when the request failed).")
-    normalised: str | None = Field(description="The reply after normalisation, as compared.")
-    correct: bool = Field(description="The normalised reply equals a normalised accepted answer.")
-    error: str | None = Field(None, description="Why the request failed; None when it succeeded.")
-
-
-class AccuracyResult(Strict):
-    """What the accuracy gate found, stored with every Point of the job (`PointMetrics.accuracy`)."""
-
-    ran: bool = Field(description="False when the gate was skipped (see skipped_reason).")
-    skipped_reason: str | None = Field(None, description="Why the gate did not run.")
-    prompts: str = Field(description="Question set name or question file.")
-    prompts_version: str | None = Field(None, description="sha256 (16 hex) of the questions and answers asked.")
-    correct: int = Field(0, description="Questions answered correctly.")
-    total: int = Field(0, description="Questions asked.")
-    accuracy: float | None = Field(None, description="correct / total; None when skipped.")
-    min_accuracy: float = Field(description="Share needed to pass.")
-    passed: bool | None = Field(None, description="accuracy >= min_accuracy; None when skipped.")
-    errors: int = Field(0, description="Questions whose request failed (counted as wrong).")
-    duration_s: float = Field(0.0, description="Wall time of the gate.")
-    answers: list[AccuracyAnswer] = Field(default_factory=list, description="Every question with its reply.")
-
-    @property
-    def invalid_reason(self) -> str | None:
-        """The validity reason for every Point when the gate ran and failed; None otherwise."""
-        if not self.ran or self.passed:
-            return None
-        reason = f"accuracy gate failed: {self.correct}/{self.total} correct (min {self.min_accuracy:g})"
-        if self.errors:
-            first = next(answer.error for answer in self.answers if answer.error)
-            reason += f"; {self.errors} requests failed (first: {first})"
-        return reason
 
 
 def load_questions(prompts: str) -> tuple[AccuracyQuestion, ...]:

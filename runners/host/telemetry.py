@@ -17,52 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from recipes.errors import InfrastructureError
+from runners.loadgen.records import Preflight, TelemetrySummary
 
 MIN_FREE_DISK_GB = 2.0  # engine logs, request records and staged artifacts of one job fit in far less
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Preflight(Strict):
-    checked_at: float = Field(description="Unix time of the checks.")
-    free_disk_gb: float = Field(description="Free space where logs and artifacts are written.")
-    accelerators_idle: bool | None = Field(
-        description="No foreign process on the accelerators (None when the host cannot tell)."
-    )
-    accelerator_processes: list[str] = Field(default_factory=list, description="What was found running on them.")
-    leftover_engines: int = Field(description="Engines of dead runs reaped before this job.")
-    accelerator_driver: str | None = Field(None, description="Accelerator driver version (nvidia-smi), when reported.")
-    engine_image: str | None = Field(
-        None,
-        description="Id of the container image the engine ran from (`docker image inspect`; under pyxis the image "
-        "reference it imported), when in one.",
-    )
-    notes: list[str] = Field(default_factory=list, description="Checks that could not run here, and why.")
-
-
-class TelemetrySummary(Strict):
-    source: str = Field(
-        description="Where figures came from: nvidia-smi, amd-smi, dcgmi, /proc/stat, or 'unavailable'."
-    )
-    samples: int = Field(description="Samples taken during the Point.")
-    interval_s: float = Field(description="Seconds between samples.")
-    power_w_mean: float | None = Field(None, description="Mean total accelerator power draw (W).")
-    power_w_max: float | None = Field(None, description="Highest total accelerator power draw (W).")
-    utilization_pct_mean: float | None = Field(None, description="Mean accelerator (or CPU) utilisation, %.")
-    memory_used_gb_max: float | None = Field(None, description="Highest accelerator memory in use (GB).")
-    unavailable: list[str] = Field(default_factory=list, description="Figures this host could not report, and why.")
-
-
-class HostReport(Strict):
-    """The host side of one Point's result."""
-
-    preflight: Preflight | None = Field(None, description="Checks made before the engine started.")
-    telemetry: TelemetrySummary | None = Field(None, description="Power and utilisation during the Point.")
 
 
 def _run(argv: list[str]) -> str | None:

@@ -10,7 +10,7 @@ import pytest
 from recipes.errors import ConfigurationError
 from recipes.loader import load_recipe
 from recipes.schema import Recipe
-from runners.engines.base import engine_adapter
+from runners.engines.registry import engine_adapter
 
 VLLM = {"engine": {"kind": "vllm", "environment": {"kind": "venv", "name": "vllm-cpu"}, "simulated": None}}
 

@@ -15,6 +15,8 @@ from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runners.loadgen.records import ServerCounters
+
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')  # values may hold commas and escapes
 
@@ -60,51 +62,6 @@ def scrape(url: str, timeout_s: float = 5.0) -> Samples | None:
     """The server's samples, or None when /metrics cannot be read (the Point is still measured)."""
     text = scrape_text(url, timeout_s)
     return parse_prometheus(text) if text is not None else None
-
-
-class RawScrapes(BaseModel):
-    """The engine's /metrics exactly as served before and after a Point: the evidence behind its counter deltas."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    before: str | None = Field(None, description="Prometheus text scraped just before the Point.")
-    after: str | None = Field(None, description="Prometheus text scraped just after it.")
-
-
-class ServerCounters(BaseModel):
-    """Deltas of the engine's counters over one Point (vLLM names; None where the engine has none)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    prompt_tokens: float | None = Field(None, description="vllm:prompt_tokens_total.")
-    generation_tokens: float | None = Field(None, description="vllm:generation_tokens_total.")
-    prefix_cache_queries: float | None = Field(None, description="vllm:prefix_cache_queries_total (tokens).")
-    prefix_cache_hits: float | None = Field(None, description="vllm:prefix_cache_hits_total (tokens).")
-    prompt_tokens_local_compute: float | None = Field(None, description="prompt_tokens_by_source{local_compute}.")
-    prompt_tokens_local_cache_hit: float | None = Field(None, description="prompt_tokens_by_source{local_cache_hit}.")
-    prompt_tokens_external: float | None = Field(None, description="prompt_tokens_by_source{external_kv_transfer}.")
-    preemptions: float | None = Field(None, description="vllm:num_preemptions_total.")
-    router_overlap_sum: float | None = Field(
-        None,
-        description="dynamo_component_router_kv_hit_rate_sum: Dynamo's KV router's PREDICTED prefix overlap of the "
-        "workers it picked, summed over routing decisions (not a realised cache hit; DESIGN.md section 4).",
-    )
-    router_overlap_count: float | None = Field(
-        None, description="dynamo_component_router_kv_hit_rate_count: routing decisions behind router_overlap_sum."
-    )
-
-    @property
-    def prefix_hit_rate(self) -> float | None:
-        if self.prefix_cache_queries and self.prefix_cache_hits is not None:
-            return self.prefix_cache_hits / self.prefix_cache_queries
-        return None
-
-    @property
-    def router_predicted_hit_rate(self) -> float | None:
-        """Mean predicted overlap per routing decision of Dynamo's KV router; realised hits are the workers'."""
-        if self.router_overlap_count and self.router_overlap_sum is not None:
-            return self.router_overlap_sum / self.router_overlap_count
-        return None
 
 
 def _total(samples: Samples, name: str, **labels: str) -> float | None:

@@ -1,6 +1,6 @@
 """Container engines on Slurm through pyxis: the engine runs as a job step, `srun --container-image=...`.
 
-Registered as the container runtime "pyxis" (runners.containers.CONTAINER_RUNTIMES). The slurm runner
+Registered as the container runtime "pyxis" (runners.host.containers.CONTAINER_RUNTIMES). The slurm runner
 asks for it when the target it placed a container recipe on declares `container_runtime: pyxis`; the
 agent, running inside that Slurm job, then starts the engine as a second step of the job on its own
 node:
@@ -15,7 +15,7 @@ the engine-start timer, `remove` cancels the engine's step by its name, `stop_ar
 reaper do the same after the agent died. Nothing here was run against a real pyxis (see
 runners/slurm/NOTES.md): only the argv and the "pyxis missing" path are tested.
 
-Run as `python -m runners.pyxis cancel --job JOB NAME` it cancels the steps of JOB named NAME: the
+Run as `python -m runners.host.pyxis cancel --job JOB NAME` it cancels the steps of JOB named NAME: the
 `stop_argv` a pidfile keeps for the reaper.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from recipes.errors import ConfigurationError, InfrastructureError
-from runners.containers import (
+from runners.host.containers import (
     CLI_TIMEOUT_S,
     PULL_TIMEOUT_S,
     ContainerLaunch,
@@ -39,7 +39,7 @@ from runners.containers import (
     output_tail,
     register_runtime,
 )
-from runners.placement import job_step_argv
+from runners.host.placement import job_step_argv
 
 # The option pyxis adds to `srun --help` (a SPANK plugin's options are listed there): present means loaded.
 PYXIS_OPTION = "--container-image"
@@ -207,7 +207,7 @@ class PyxisRuntime(ContainerRuntime):
 
     def stop_argv(self, name: str) -> list[str]:
         job, _node = _allocation()
-        return [sys.executable, "-m", "runners.pyxis", "cancel", "--job", job, name]
+        return [sys.executable, "-m", "runners.host.pyxis", "cancel", "--job", job, name]
 
     def labelled(self) -> list[dict[str, str]]:
         # Steps die with their job; within a live job the pidfile reaper finds an orphaned step by its run id.
@@ -218,7 +218,7 @@ PYXIS = register_runtime(PyxisRuntime())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runners.pyxis", description="Cancel an engine's pyxis step.")
+    parser = argparse.ArgumentParser(prog="python -m runners.host.pyxis", description="Cancel an engine's pyxis step.")
     commands = parser.add_subparsers(dest="command", required=True)
     cancel = commands.add_parser("cancel", help="scancel the steps of a job that carry a name")
     cancel.add_argument("--job", required=True, help="Slurm job id.")

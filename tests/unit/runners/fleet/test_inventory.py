@@ -8,7 +8,7 @@ import pytest
 
 from recipes.errors import ConfigurationError, RecipeError
 from recipes.schema import Recipe
-from runners.inventory import (
+from runners.fleet.inventory import (
     INVENTORY_ENV,
     Inventory,
     SlurmTarget,

@@ -28,7 +28,7 @@ from pathlib import Path
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import ContainerEnvironment
-from runners.process import EngineProcess, _alive
+from runners.host.process import EngineProcess, _alive
 
 RUN_LABEL = "infersweep.run"
 OWNER_PID_LABEL = "infersweep.owner-pid"

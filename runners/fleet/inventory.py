@@ -28,7 +28,7 @@ from recipes.yamlio import load_validated
 INVENTORY_ENV = "INFERSWEEP_INVENTORY"
 
 # How a Slurm cluster launches a container engine as a job step (a plugin registered under this name in
-# runners.containers.CONTAINER_RUNTIMES; runners/pyxis.py).
+# runners.host.containers.CONTAINER_RUNTIMES; runners/host/pyxis.py).
 SlurmContainerRuntime = Literal["pyxis"]
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from recipes.errors import InfrastructureError
-from runners import telemetry
-from runners.telemetry import TelemetrySampler, parse_nvidia_smi, run_preflight
+from runners.host import telemetry
+from runners.host.telemetry import TelemetrySampler, parse_nvidia_smi, run_preflight
 
 GPU_QUERY_OUTPUT = "712.45, 97, 81234\n698.10, 95, 80011\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runners.engines.simulated_server import PrefixCache
-from runners.server_metrics import cache_shape, counter_deltas, parse_prometheus
+from runners.host.server_metrics import cache_shape, counter_deltas, parse_prometheus
 
 BEFORE = """# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
 # TYPE vllm:prefix_cache_queries_total counter
