@@ -151,7 +151,7 @@ def seed(url: str, points: int, configurations: int) -> None:
 def start_hub(url: str, app: Path | None = None) -> tuple[subprocess.Popen[bytes], str, float]:
     """`infersweep site` on `url` (with `app`, that Streamlit script instead, to try a change to a page), once it
     has warmed itself (`orchestrator.site_warmup`); also the seconds from start until then."""
-    from orchestrator.site_cli import read_only_url, streamlit_argv
+    from orchestrator.cli.site import read_only_url, streamlit_argv
     from orchestrator.site_warmup import warm
     from runners.host.process import pick_free_port
 

@@ -17,8 +17,8 @@ from sqlalchemy import inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db.session import make_engine, migrate
-from orchestrator import site_cli
 from orchestrator.artifacts import LocalArtifactStore
+from orchestrator.cli import site as site_cli
 from orchestrator.publish import publish_snapshot
 from orchestrator.site_warmup import warm
 from recipes.errors import ConfigurationError

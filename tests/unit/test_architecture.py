@@ -193,3 +193,8 @@ def test_records_are_layered_below_the_rest_of_loadgen() -> None:
     assert runner_layer("runners.loadgen.records") == 0
     assert runner_layer("runners.loadgen.client") == 2
     assert runner_layer("runners.fleet.leases") == 1
+
+
+def test_no_cli_module_is_loose_in_orchestrator() -> None:
+    loose = [path.name for path in (ROOT / "orchestrator").glob("*.py") if path.stem == "cli" or path.stem.endswith("_cli")]
+    assert loose == []

@@ -34,7 +34,6 @@ def options_of(callback: Any) -> set[str]:
 
 def cli_commands() -> dict[str, set[str] | dict[str, set[str]]]:
     """`infersweep` subcommands with their option names; a group maps its subcommands to theirs."""
-    from orchestrator import recipe_cli, schedule_cli
     from orchestrator.cli import app
 
     commands: dict[str, set[str] | dict[str, set[str]]] = {
@@ -46,16 +45,6 @@ def cli_commands() -> dict[str, set[str] | dict[str, set[str]]]:
             info.name or info.callback.__name__.replace("_", "-"): options_of(info.callback)
             for info in group.typer_instance.registered_commands
         }
-    # Until orchestrator/cli.py registers them: the functions the workflows' commands run.
-    commands.setdefault("schedule", options_of(schedule_cli.schedule))
-    recipe = commands.setdefault("recipe", {})
-    assert isinstance(recipe, dict)
-    for name, callback in (
-        ("plan", recipe_cli.plan),
-        ("diff", recipe_cli.diff),
-        ("changelog-check", recipe_cli.changelog_check),
-    ):
-        recipe.setdefault(name, options_of(callback))
     return commands
 
 

@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,27 +17,8 @@ from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration
 
-# The command as the workflow runs it; until orchestrator/cli.py registers `schedule`, through an app
-# holding the same function.
-_APP = (
-    "import sys, typer\n"
-    "from orchestrator.cli import app\n"
-    "from orchestrator.schedule_cli import schedule\n"
-    "if 'schedule' not in {c.name for c in app.registered_commands}:\n"
-    "    app.command('schedule')(schedule)\n"
-    "sys.exit(app())\n"
-)
-
-
 def run_schedule(*args: str) -> subprocess.CompletedProcess[str]:
-    from orchestrator.cli import app
-
-    if "schedule" in {command.name for command in app.registered_commands}:
-        return run_cli("schedule", *args)
-    return subprocess.run(
-        [sys.executable, "-c", _APP, "schedule", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    return run_cli("schedule", *args)
 
 
 def test_run_now_runs_the_schedule_as_a_new_named_sweep(tmp_path: Path) -> None:

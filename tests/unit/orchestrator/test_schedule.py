@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from orchestrator import schedule_cli
+from orchestrator.cli import schedule as schedule_commands
 from orchestrator.schedule import (
     LATE_TOLERANCE,
     MAX_SLOTS_EXAMINED,
@@ -469,7 +469,7 @@ def test_launch_forwards_ctrl_c_to_the_sweep_and_waits_for_it(tmp_path: Path) ->
 
 def schedule_app() -> typer.Typer:
     app = typer.Typer()
-    app.command("schedule")(schedule_cli.schedule)
+    app.command("schedule")(schedule_commands.schedule)
     app.command("other")(lambda: None)  # two commands, so `schedule` is a subcommand as in `infersweep`
     return app
 

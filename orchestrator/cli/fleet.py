@@ -6,18 +6,17 @@ They read (and, for cancel, flag) the database; the driver running the sweep is 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
-console = Console(width=None if sys.stdout.isatty() else 180)
+from orchestrator.cli.output import console
 
 
 def _age(moment: datetime | None) -> str:

@@ -6,23 +6,19 @@ fast; the scheduler (`orchestrator.schedule`) is imported when the command runs.
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from orchestrator.cli.output import console, errors
 from recipes.errors import InferSweepError
 
 if TYPE_CHECKING:
     from orchestrator.schedule import Schedules, ScheduleState
 
-# Wide output when not a terminal (CI logs), as in orchestrator/cli.py.
-console = Console(width=None if sys.stdout.isatty() else 180)
-errors = Console(stderr=True, width=None if sys.stderr.isatty() else 180)
 
 UPCOMING_COUNT = 3
 MISSED_SHOWN = 20

@@ -10,26 +10,18 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from recipes.errors import InferSweepError
+from orchestrator.cli.output import console, fail
+from recipes.errors import ConfigurationError, InferSweepError
 
 trace_app = typer.Typer(help="Agentic traces: statistics, synthetic corpora, and the KV capacity planner.",
                         no_args_is_help=True)  # fmt: skip
-console = Console(width=None if sys.stdout.isatty() else 160)
-
 TraceFile = Annotated[Path, typer.Argument(help="Trace file: Weka JSON, Weka JSON Lines corpus, or Mooncake JSONL.")]
-
-
-def _fail(error: Exception) -> typer.Exit:
-    console.print(f"[red]{error}")
-    return typer.Exit(2)
 
 
 @trace_app.command("stats")
@@ -49,7 +41,7 @@ def stats(
         try:
             trace = load_trace(path)
         except InferSweepError as error:
-            raise _fail(error) from error
+            fail(error)
         timeline = trace.timeline()
         inputs = [item.request.input_tokens for item in timeline]
         walk = theoretical_hit_rate(trace)
@@ -90,11 +82,11 @@ def synth(
     from runners.traces.synthetic import PROFILES, write_corpus
 
     if profile not in PROFILES:
-        raise _fail(ValueError(f"--profile: got {profile!r}; expected one of {', '.join(sorted(PROFILES))}"))
+        fail(ConfigurationError(f"--profile: got {profile!r}; expected one of {', '.join(sorted(PROFILES))}"))
     chosen = PROFILES[profile]
     if sessions is not None:
         if sessions < 1:
-            raise _fail(ValueError(f"--sessions: got {sessions}; expected >= 1"))
+            fail(ConfigurationError(f"--sessions: got {sessions}; expected >= 1"))
         chosen = chosen.model_copy(update={"sessions": sessions})
     write_corpus(chosen, output, seed)
     console.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB): profile {profile}, seed {seed}; "
@@ -125,16 +117,18 @@ def plan(
 
     models, machines = load_model_registry(), load_hardware_registry()
     if model not in models:
-        raise _fail(ValueError(f"--model: got {model!r}; expected a registry key: {', '.join(sorted(models))}"))
+        fail(ConfigurationError(f"--model: got {model!r}; expected a registry key: {', '.join(sorted(models))}"))
     unknown = [key for key in hardware if key not in machines]
     if unknown:
-        raise _fail(
-            ValueError(f"--hardware: got {unknown[0]!r}; expected a registry key: {', '.join(sorted(machines))}")
+        fail(
+            ConfigurationError(
+                f"--hardware: got {unknown[0]!r}; expected a registry key: {', '.join(sorted(machines))}"
+            )
         )
     try:
         trace = load_trace(trace_file)
     except InferSweepError as error:
-        raise _fail(error) from error
+        fail(error)
     table = Table(title=f"KV capacity planner: {model} {precision} on {gpus} accelerators, {trace.id} "
                         f"({block_size}-token blocks, {requests_per_lane} requests per lane)")  # fmt: skip
     for column in (
@@ -168,7 +162,7 @@ def plan(
                     )
                 )
             except ValueError as error:
-                raise _fail(error) from error
+                fail(ConfigurationError(str(error)))
     for lanes in concurrency:
         traffic = ReplayTraffic(trace, ReplayShape(concurrency=lanes, seed=seed), block_size, requests_per_lane)
         for key, budget, capacity in capacities:

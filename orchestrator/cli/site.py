@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote, unquote, urlparse
 
 import typer
-from rich.console import Console
 
+from orchestrator.cli.output import console, errors
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 
 if TYPE_CHECKING:
     from orchestrator.artifacts import ArtifactStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "site" / "app.py"
 DEFAULT_PORT = 8501
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -44,9 +44,6 @@ SNAPSHOT_EXPECTED = (
     "or 'latest' (the newest snapshot in the store named by INFERSWEEP_ARTIFACTS)"
 )
 URL_EXPECTED = "expected sqlite:///PATH or postgresql://USER@HOST[:PORT]/DATABASE"
-
-console = Console(soft_wrap=True)
-errors = Console(stderr=True, soft_wrap=True)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from orchestrator import recipe_cli
+from orchestrator.cli import recipe as recipe_commands
 from orchestrator.estimate import estimate_job
 from orchestrator.plan import expand_points
+from orchestrator.review import changelog, diff, plan_report
 from recipes.changelog import ChangelogEntry, changes_between, load_changelog
 from recipes.errors import RecipeError
 from recipes.hardware import TCO_TIERS, load_hardware_registry
@@ -36,11 +37,11 @@ TRACE = ROOT / "traces" / "claude-code-weka" / "sample_trace_with_subagent.json"
 
 
 def cli() -> typer.Typer:
-    """The commands as orchestrator/cli.py registers them under `infersweep recipe`."""
+    """The commands as orchestrator/cli/__init__.py registers them under `infersweep recipe`."""
     app = typer.Typer()
-    app.command("plan")(recipe_cli.plan)
-    app.command("diff")(recipe_cli.diff)
-    app.command("changelog-check")(recipe_cli.changelog_check)
+    app.command("plan")(recipe_commands.plan)
+    app.command("diff")(recipe_commands.diff)
+    app.command("changelog-check")(recipe_commands.changelog_check)
     return app
 
 
@@ -126,7 +127,7 @@ def test_plan_of_the_whole_recipe_tree_matches_the_golden_files(tmp_path: Path) 
     check_golden("catalogue.json", (tmp_path / "plan.json").read_text())
     assert_totals_are_sums(text)
     # Every recipe of the tree is a row (one job per recipe today).
-    names = sorted(load_recipe(path).name for path in recipe_cli.recipe_files([ROOT / "recipes"]))
+    names = sorted(load_recipe(path).name for path in plan_report.recipe_files([ROOT / "recipes"]))
     _, rows, _ = table_rows(text, "| recipe | hardware |")
     assert sorted(row[0] for row in rows) == names
 
@@ -168,17 +169,17 @@ def test_plan_prices_accelerator_hours_with_every_tco_tier(tmp_path: Path) -> No
 
 
 def test_totals_are_sums_of_the_rounded_rows() -> None:
-    def row(recipe: str, hours: str, cost: str | None) -> recipe_cli.JobRow:
+    def row(recipe: str, hours: str, cost: str | None) -> plan_report.JobRow:
         value = None if cost is None else Decimal(cost)
-        return recipe_cli.JobRow(
+        return plan_report.JobRow(
             recipe=recipe, hardware="h100", accelerator_unit="gpu", engine="vllm", accelerators=1, points=1,
             hours=Decimal(hours), accelerator_hours=Decimal(hours), cost_usd=dict.fromkeys(TCO_TIERS, value),
         )  # fmt: skip
 
-    totals = recipe_cli.totals_of([row("a", "0.33", "0.39"), row("b", "0.33", None), row("c", "0.34", "0.40")])
+    totals = plan_report.totals_of([row("a", "0.33", "0.39"), row("b", "0.33", None), row("c", "0.34", "0.40")])
     assert (totals.hours, totals.accelerator_hours) == (Decimal("1.00"), Decimal("1.00"))
     assert totals.cost_usd["rental_3yr"] == Decimal("0.79")
-    assert recipe_cli.totals_of([row("b", "0.33", None)]).cost_usd["neocloud"] is None
+    assert plan_report.totals_of([row("b", "0.33", None)]).cost_usd["neocloud"] is None
 
 
 def test_plan_rejects_a_bad_recipe_naming_file_field_and_value(tmp_path: Path) -> None:
@@ -228,7 +229,7 @@ def test_diff_changing_precision_re_keys_every_point(tmp_path: Path) -> None:
 def test_diff_of_a_runner_change_keeps_every_point(tmp_path: Path) -> None:
     base = write(tmp_path / "base", "r.yaml", example())
     head = write(tmp_path / "head", "r.yaml", deep_update(example(), {"runner": {"point_timeout_s": 60.0}}))
-    (change,) = recipe_cli.compare(recipe_cli.load_from_disk([base]), recipe_cli.load_from_disk([head]))
+    (change,) = diff.compare(plan_report.load_from_disk([base]), plan_report.load_from_disk([head]))
     assert change.status == "changed" and not change.fingerprint_changed
     assert change.fields == [("runner.point_timeout_s", 3600.0, 60.0)]
     assert (change.points_rekeyed, change.points_unchanged, change.points_added) == (0, 4, [])
@@ -252,9 +253,9 @@ def test_diff_lists_added_and_removed_recipes(tmp_path: Path) -> None:
 
 
 def test_diff_markdown_cells_cannot_break_the_table() -> None:
-    assert recipe_cli._code("a|b") == "`a\\|b`"
-    assert recipe_cli._code("x`y") == "``x`y``"
-    assert recipe_cli._code("`z") == "`` `z ``"
+    assert diff._code("a|b") == "`a\\|b`"
+    assert diff._code("x`y") == "``x`y``"
+    assert diff._code("`z") == "`` `z ``"
 
 
 def test_diff_needs_two_paths_without_a_base_ref(tmp_path: Path) -> None:
@@ -390,8 +391,8 @@ def test_changelog_check_of_added_and_removed_recipes(repo: Path) -> None:
 def test_changelog_check_of_entries_against_the_base_is_pure() -> None:
     today = dt.date(2026, 11, 29)
     entry = ChangelogEntry(date=dt.date(2026, 12, 25), recipes=["a"], summary="future")
-    change = recipe_cli.RecipeChange(name="a", status="unchanged", base=None, head=None)
-    verdict = recipe_cli.check_changelog([change], [entry], [], today=today)
+    change = diff.RecipeChange(name="a", status="unchanged", base=None, head=None)
+    verdict = changelog.check_changelog([change], [entry], [], today=today)
     assert [problem[0] for problem in verdict.problems] == ["entries[0].date"]
 
 

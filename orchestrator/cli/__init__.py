@@ -1,0 +1,58 @@
+"""The `infersweep` command: the typer app, its command groups, and every command registered in one place.
+
+Each module of this package holds one group's commands as plain functions (`sweeps`, `results`, `measure`,
+`imports`, `recipe`, `prepare`, `fleet`, `schedule`, `site`, `trace`); `output` holds the one console pair and
+the one error printer. Registration order is the order `infersweep --help` lists them in.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from orchestrator.cli import fleet, imports, measure, prepare, recipe, results, schedule, site, sweeps, trace
+
+app = typer.Typer(help="InferSweep: reproducible cross-vendor LLM inference benchmarks.", no_args_is_help=True)
+recipe_app = typer.Typer(help="Recipe files: validate them before spending GPU hours.", no_args_is_help=True)
+engine_app = typer.Typer(help="Engine environments on this host.", no_args_is_help=True)
+model_app = typer.Typer(help="Models the project generates locally.", no_args_is_help=True)
+db_app = typer.Typer(help="The results database.", no_args_is_help=True)
+import_app = typer.Typer(help="Import results measured by other tools (origin `imported`).", no_args_is_help=True)
+fleet_app = typer.Typer(help="The fleet: inventory targets and the Ray resources they need.", no_args_is_help=True)
+app.add_typer(recipe_app, name="recipe")
+app.add_typer(engine_app, name="engine")
+app.add_typer(model_app, name="model")
+app.add_typer(db_app, name="db")
+app.add_typer(import_app, name="import")
+app.add_typer(fleet_app, name="fleet")
+app.add_typer(trace.trace_app, name="trace")
+
+app.command()(sweeps.run)
+app.command()(measure.bench)
+import_app.command("vllm-bench")(imports.import_vllm_bench)
+app.command()(sweeps.publish)
+import_app.command("inferencex")(imports.import_inferencex)
+app.command()(results.compare)
+app.command()(results.regressions)
+app.command()(results.retract)
+app.command()(results.embargo)
+app.command()(results.export)
+app.command()(measure.replay)
+app.command()(results.results)
+recipe_app.command("validate")(recipe.recipe_validate)
+engine_app.command("setup")(prepare.engine_setup)
+model_app.command("generate")(prepare.model_generate)
+db_app.command("upgrade")(prepare.db_upgrade)
+app.command("status")(fleet.status)
+app.command("cancel")(fleet.cancel)
+app.command("schedule")(schedule.schedule)
+app.command("site")(site.site)
+recipe_app.command("plan")(recipe.plan)
+recipe_app.command("diff")(recipe.diff)
+recipe_app.command("changelog-check")(recipe.changelog_check)
+fleet_app.command("resources")(fleet.resources)
+
+
+def main() -> None:
+    sys.exit(app())

@@ -1,0 +1,154 @@
+"""One-off measurements against any OpenAI-compatible endpoint: `bench` (one load level), `replay` (a trace)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from orchestrator.cli.output import console, fail
+from recipes.errors import MISSING, InferSweepError, RecipeError
+
+
+def bench(
+    base_url: Annotated[str, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")],
+    model: Annotated[str, typer.Option(help="Model name to send.")],
+    isl: Annotated[int, typer.Option(min=1, help="Input length (tokens).")] = 1024,
+    osl: Annotated[int, typer.Option(min=1, help="Output length (tokens).")] = 128,
+    concurrency: Annotated[int, typer.Option(min=1, help="Max requests in flight.")] = 1,
+    num_prompts: Annotated[int, typer.Option(min=1, help="Measured requests.")] = 10,
+    endpoint: Annotated[str, typer.Option(help="completions or chat.")] = "completions",
+    request_rate: Annotated[float, typer.Option(help="Open-loop requests/s; inf = closed loop.")] = float("inf"),
+    burstiness: Annotated[float, typer.Option(help="Gamma shape of arrivals (1 = Poisson).")] = 1.0,
+    range_ratio: Annotated[float, typer.Option(help="Lengths uniform in [r*L, L].")] = 1.0,
+    warmup: Annotated[int, typer.Option(min=0, help="Warmup requests (not measured).")] = 0,
+    tokenizer: Annotated[str | None, typer.Option(help="Tokenizer directory (needed for chat).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of prompts, lengths, arrivals.")] = 0,
+    goodput: Annotated[str | None, typer.Option(help="SLOs, e.g. ttft:500,tpot:50,e2el:10000 (ms).")] = None,
+    timeout: Annotated[float, typer.Option(help="Per-request deadline (s).")] = 600.0,
+    output: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+    save_requests: Annotated[Path | None, typer.Option(help="Write every request record as Parquet.")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
+    workers: Annotated[int, typer.Option(help="Client processes sharing the schedule (high rates).")] = 1,
+) -> None:
+    """Measure one load level against any OpenAI-compatible endpoint (definitions: docs/METRICS.md)."""
+    from pydantic import ValidationError
+
+    from runners.loadgen.bench import BenchSettings, parse_goodput, run_bench
+    from runners.loadgen.bench import save_requests as write_parquet
+
+    try:
+        settings = BenchSettings(
+            base_url=base_url, model=model, endpoint=endpoint, isl=isl, osl=osl, range_ratio=range_ratio,
+            concurrency=concurrency, num_prompts=num_prompts, warmup=warmup, request_rate=request_rate,
+            burstiness=burstiness, seed=seed, timeout_s=timeout, tokenizer=tokenizer,
+            goodput=parse_goodput(goodput) if goodput else None, api_key_env=api_key_env, workers=workers,
+        )  # fmt: skip
+        result, records = run_bench(settings)
+    except ValidationError as error:
+        problems = [
+            ("--" + "-".join(str(part) for part in e["loc"]).replace("_", "-"), e.get("input"), e["msg"])
+            if e["loc"]
+            else ("flags", MISSING, e["msg"].removeprefix("Value error, "))
+            for e in error.errors(include_url=False)
+        ]
+        fail(RecipeError("infersweep bench", problems, what="flags"))
+    except InferSweepError as error:
+        fail(error)
+    _print_bench(result)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(result.model_dump_json(indent=2) + "\n")
+        console.print(f"result written to {output}")
+    if save_requests is not None:
+        write_parquet(records, save_requests)
+        console.print(f"{len(records)} request records written to {save_requests}")
+    if not result.complete:
+        raise typer.Exit(130)
+
+
+def _print_bench(result: object) -> None:
+    from runners.loadgen.bench import BenchResult
+
+    assert isinstance(result, BenchResult)
+    table = Table(title=f"infersweep bench ({'complete' if result.complete else 'INCOMPLETE'})")
+    table.add_column("metric")
+    for column in ("mean", "p50", "p90", "p99"):
+        table.add_column(column, justify="right")
+    for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "client_queue_ms", "interactivity"):
+        stats = getattr(result, name)
+        table.add_row(name, *("-" if v is None else f"{v:,.2f}" for v in (stats.mean, stats.p50, stats.p90, stats.p99)))
+    console.print(table)
+    console.print(
+        f"completed {result.completed}, failed {result.failed}, window {result.duration_s:.2f} s, "
+        f"{result.request_throughput:.2f} req/s, {result.output_throughput:,.1f} output tok/s, "
+        f"{result.total_token_throughput:,.1f} total tok/s"
+        + (f", goodput {result.goodput:.2f} req/s" if result.goodput is not None else "")
+        + f"; client CPU {result.client.cpu_utilisation:.0%}"
+    )
+    verdict = "valid" if result.validity.valid else "INVALID: " + "; ".join(result.validity.reasons)
+    console.print(verdict)
+
+
+def replay(
+    trace: Annotated[Path, typer.Argument(help="Trace file (Weka JSON or Mooncake JSONL).")],
+    base_url: Annotated[str, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")],
+    model: Annotated[str, typer.Option(help="Model name to send.")],
+    duration: Annotated[float, typer.Option(help="Measured window, seconds.")] = 60.0,
+    concurrency: Annotated[int, typer.Option(help="Live session trees (in-flight cap for timeline mode).")] = 1,
+    mode: Annotated[str, typer.Option(help="sessions (closed loop) or timeline (open loop on timestamps).")] = "",
+    time_scale: Annotated[float, typer.Option(help="Multiplies recorded gaps.")] = 1.0,
+    length_scale: Annotated[float, typer.Option(help="Multiplies input, output and block lengths (<= 1).")] = 1.0,
+    max_output_tokens: Annotated[int | None, typer.Option(help="Cap recorded output lengths.")] = None,
+    warmup: Annotated[bool, typer.Option(help="Start lanes at a 25-75 % turn, history primed.")] = True,
+    engine_block_size: Annotated[int, typer.Option(help="Engine KV block size for the theoretical rate.")] = 128,
+    seed: Annotated[int, typer.Option(help="Seed of start points and salts.")] = 0,
+    output: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+) -> None:
+    """Replay an agentic trace (AgentX-style) and compare realized with theoretical prefix-cache hits."""
+    import json
+
+    from pydantic import ValidationError
+
+    from runners.loadgen.client import Endpoint
+    from runners.loadgen.replay import ReplaySettings
+    from runners.loadgen.replay import replay as run_replay
+    from runners.traces.formats import load_trace
+    from runners.traces.hit_rate import theoretical_hit_rate
+
+    try:
+        loaded = load_trace(trace)
+        chosen = mode or ("timeline" if loaded.kind == "mooncake" else "sessions")
+        settings = ReplaySettings(
+            mode=chosen, concurrency=concurrency, duration_s=duration, warmup=warmup, time_scale=time_scale,
+            length_scale=length_scale, max_output_tokens=max_output_tokens, seed=seed,
+        )  # fmt: skip
+        stats, records = run_replay(loaded, Endpoint(base_url=base_url, model=model), settings)
+    except ValidationError as error:
+        problems = [
+            ("--" + "-".join(map(str, e["loc"])).replace("_", "-"), e.get("input"), e["msg"]) for e in error.errors()
+        ]
+        fail(RecipeError("infersweep replay", problems, what="flags"))
+    except InferSweepError as error:
+        fail(error)
+    theoretical = theoretical_hit_rate(loaded).rebase(engine_block_size).rate
+    failed = sum(1 for item in records if not item.record.ok)
+    console.print(
+        f"trace {loaded.id} ({loaded.kind}, version {loaded.content_hash[:12]}): {stats.requests_measured} measured "
+        f"requests, {failed} failed, {stats.sessions_completed} session trees completed"
+    )
+    realized = (
+        "n/a (server reports no cached tokens)" if stats.realized_hit_rate is None else f"{stats.realized_hit_rate:.1%}"
+    )
+    console.print(
+        f"prefix-cache hit rate: realized {realized}, theoretical {theoretical:.1%} at {engine_block_size}-token blocks"
+    )
+    console.print(f"schedule lag p50/p99: {stats.schedule_lag_ms.p50} / {stats.schedule_lag_ms.p99} ms")
+    if output is not None:
+        document = {"trace": {"id": loaded.id, "kind": loaded.kind, "version": loaded.content_hash},
+                    "settings": settings.model_dump(), "theoretical_hit_rate": theoretical,
+                    "failed": failed, "stats": stats.model_dump()}  # fmt: skip
+        output.write_text(json.dumps(document, indent=2) + "\n")
+        console.print(f"result written to {output}")

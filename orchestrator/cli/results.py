@@ -1,0 +1,244 @@
+"""Stored results: `results`, `compare`, `regressions`, `export`, and the curation commands `retract` and `embargo`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from orchestrator.cli.output import console, errors, fail
+from recipes.errors import InferSweepError
+
+
+def print_results(sweep: str | None) -> int:
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        rows = queries.list_results(session, sweep=sweep)
+    table = Table(title=f"Results{f' of sweep {sweep}' if sweep else ''}")
+    for column in ("sweep", "recipe", "hw", "origin", "isl/osl", "conc", "rep", "valid", "ok/fail"):
+        table.add_column(column)
+    for column in ("out tok/s/gpu", "TTFT p50 ms", "TPOT p50 ms", "tok/s/user p50"):
+        table.add_column(column, justify="right")
+
+    def number(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    for row in rows:
+        table.add_row(
+            row.sweep, row.recipe, row.hardware, row.origin,
+            f"{row.isl}/{row.osl}" if row.isl is not None else "trace", str(row.concurrency),
+            str(row.repeat_index), "yes" if row.valid else "[red]no[/]", f"{row.completed}/{row.failed}",
+            number(row.output_throughput_per_gpu), number(row.ttft_p50_ms), number(row.tpot_p50_ms, 2),
+            number(row.interactivity_p50),
+        )  # fmt: skip
+    console.print(table)
+    for row in rows:
+        if not row.valid:
+            console.print(
+                f"  invalid: {row.recipe} c={row.concurrency} r={row.repeat_index}: {'; '.join(row.validity_reasons)}"
+            )
+    return len(rows)
+
+
+def compare(
+    at_interactivity: Annotated[float, typer.Option(help="Target tokens/s/user to read every curve at.")],
+    sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this model (registry key, e.g. deepseek-r1).")] = None,
+    workload: Annotated[str | None, typer.Option(help="Only this workload, e.g. 8k/1k or agentic.")] = None,
+    tier: Annotated[
+        str, typer.Option(help="TCO tier: owning_hyperscaler, rental_3yr or neocloud.")
+    ] = "owning_hyperscaler",
+    include_simulated: Annotated[
+        bool, typer.Option(help="Also compare simulated results (never measurements).")
+    ] = False,
+    utilisation: Annotated[
+        float, typer.Option(min=0.01, max=1.0, help="Share of hours the GPU sells tokens (profit columns).")
+    ] = 0.6,
+    licence_fee: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of realised revenue paid to the model's licensor.")
+    ] = 0.3,
+) -> None:
+    """Throughput per GPU (95 % interval over repeats), $/M output tokens, profit and margin at one interactivity.
+
+    Profit per GPU-hour = revenue × utilisation − TCO − licence fee × revenue × utilisation, revenue selling the
+    measured token mix at the model's prices in recipes/prices.yaml (cache hits at the cached-input price).
+    """
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.analysis.compare import compare_at_interactivity
+    from orchestrator.analysis.economics import GpuHourRate, profits_at
+    from recipes.hardware import TCO_TIERS, load_hardware_registry
+    from recipes.model_registry import load_model_registry
+    from recipes.prices import load_price_table
+
+    if tier not in TCO_TIERS:
+        raise typer.BadParameter(f"expected one of {', '.join(TCO_TIERS)}, got {tier!r}", param_hint="--tier")
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        rows = queries.list_results(session, sweep=sweep)
+    shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
+    rows = [row for row in rows if row.origin in shown]
+    for name, wanted in (("--model", model), ("--workload", workload)):
+        if wanted is None:
+            continue
+        attribute = name.removeprefix("--")
+        available = sorted({getattr(row, attribute) for row in rows})
+        if wanted not in available:
+            raise typer.BadParameter(
+                f"got {wanted!r}; the results have {', '.join(available) or 'none'}", param_hint=name
+            )
+        rows = [row for row in rows if getattr(row, attribute) == wanted]
+    registry = load_hardware_registry()
+    # Read like compare_at_interactivity (all sweeps of a recipe pooled), so each profit matches its row.
+    profits = {
+        item.read.fingerprint: item
+        for item in profits_at(
+            rows, at_interactivity, registry, GpuHourRate(tier), utilisation=utilisation, licence_fee=licence_fee,
+            models=load_model_registry(), price_table=load_price_table(), per_sweep=False,
+        )
+    }  # fmt: skip
+    table = Table(title=f"At {at_interactivity:g} tok/s/user ({tier} TCO, {utilisation:.0%} utilised, "
+                        f"{licence_fee:.0%} licence fee)")  # fmt: skip
+    columns = ("recipe", "hw", "engine", "origin", "out tok/s/gpu", "95 % interval", "$/GPU-h", "$/M out",
+               "profit $/GPU-h", "margin", "note")  # fmt: skip
+    compared = compare_at_interactivity(rows, at_interactivity, registry, tier)
+    for column in columns:
+        # Recipe names stay whole (the note column wraps instead), so they can be copied from the table.
+        widest = max((len(item.recipe) for item in compared), default=0) if column == "recipe" else None
+        table.add_column(column, justify="right" if column[0] in "o9$pm" else "left", min_width=widest)
+    for item in compared:
+        interval = item.throughput
+        mean = "-" if interval is None else f"{interval.mean:,.1f}"
+        bounds = "-" if interval is None or interval.low is None else f"{interval.low:,.1f} – {interval.high:,.1f}"
+        earned = profits.get(item.fingerprint)
+        result = earned.profit if earned is not None else None
+        note = item.note
+        if earned is not None and result is None and interval is not None:
+            note = earned.reason  # in range, yet no profit: says why (e.g. no token prices for the model)
+        table.add_row(
+            item.recipe, item.hardware, item.engine, ",".join(item.origins), mean, bounds,
+            "-" if item.usd_per_gpu_hour is None else f"{item.usd_per_gpu_hour:.2f}",
+            "-" if item.usd_per_million_output is None else f"{item.usd_per_million_output:.3f}",
+            "-" if result is None else f"{result.profit_usd_per_gpu_hour:,.2f}",
+            "-" if result is None or result.margin is None else f"{result.margin:.1%}",
+            note,
+        )  # fmt: skip
+    console.print(table)
+
+
+def regressions(
+    at_interactivity: Annotated[float, typer.Option(help="Target tokens/s/user every sweep is read at.")],
+    min_drop: Annotated[float, typer.Option(help="Smallest relative drop worth flagging.")] = 0.05,
+) -> None:
+    """Compare each configuration's latest sweep with its history; exit 1 when any regressed."""
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.analysis.trends import trends_at
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        rows = [row for row in queries.list_results(session) if row.origin in {"measured", "imported"}]
+    table = Table(title=f"Output tok/s/GPU at {at_interactivity:g} tok/s/user, sweep by sweep")
+    for column in ("recipe", "hw", "history", "latest", "verdict"):
+        table.add_column(column)
+    regressed = 0
+    for trend in trends_at(rows, at_interactivity, min_drop):
+        history = ", ".join(f"{name}={'-' if value is None else f'{value:,.1f}'}" for name, value in trend.points[:-1])
+        name, latest = trend.points[-1]
+        verdict = trend.verdict.reason if trend.verdict else "fewer than two sweeps read at this interactivity"
+        if trend.verdict is not None and trend.verdict.regressed:
+            regressed += 1
+            verdict = f"[red]{verdict}[/]"
+        table.add_row(
+            trend.recipe,
+            trend.hardware,
+            history or "-",
+            f"{name}={'-' if latest is None else f'{latest:,.1f}'}",
+            verdict,
+        )
+    console.print(table)
+    if regressed:
+        errors.print(f"{regressed} configuration(s) regressed")
+        raise typer.Exit(1)
+
+
+def retract(
+    sweep: Annotated[str, typer.Option(help="Sweep whose results to retract.")],
+    reason: Annotated[str, typer.Option(help="Why (kept with the rows; shown to maintainers).")],
+    point: Annotated[str | None, typer.Option(help="Only this point key.")] = None,
+) -> None:
+    """Hide results from the hub and from comparisons; they stay in the database with the reason."""
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        changed = queries.retract(session, reason, sweep, point)
+    console.print(f"{changed} point(s) of sweep {sweep} retracted")
+    if changed == 0:
+        raise typer.Exit(1)
+
+
+def embargo(
+    sweep: Annotated[str, typer.Option(help="Sweep whose results to hold back from the public.")],
+    until: Annotated[str, typer.Option(help="UTC date or time the embargo ends, e.g. 2027-03-18.")],
+) -> None:
+    """Hide a sweep from public readers (hub, snapshots) until a date; maintainers still see it."""
+    from datetime import UTC, datetime
+
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+
+    try:
+        moment = datetime.fromisoformat(until)
+    except ValueError:
+        fail(InferSweepError(f"--until: got {until!r}; expected an ISO date such as 2027-03-18"))
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        changed = queries.embargo(session, sweep, moment)
+    console.print(f"{changed} point(s) of sweep {sweep} embargoed until {moment.isoformat()}")
+    if changed == 0:
+        raise typer.Exit(1)
+
+
+def export(
+    output: Annotated[Path, typer.Argument(help="File to write (.csv or .parquet).")],
+    sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None,
+) -> None:
+    """Write the (non-retracted) results as CSV or Parquet, one row per point."""
+    import dataclasses
+
+    import pandas as pd
+
+    from db import queries
+    from db.session import make_engine, migrate, open_session
+
+    if output.suffix not in {".csv", ".parquet"}:
+        fail(InferSweepError(f"output: got {str(output)!r}; expected a .csv or .parquet file name"))
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        frame = pd.DataFrame([dataclasses.asdict(row) for row in queries.list_results(session, sweep=sweep)])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if output.suffix == ".csv":
+        frame.to_csv(output, index=False)
+    else:
+        frame.to_parquet(output, index=False)
+    console.print(f"{len(frame)} point(s) written to {output}")
+
+
+def results(sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None) -> None:
+    """Show stored results (retracted ones are hidden)."""
+    if print_results(sweep) == 0:
+        console.print("No results yet. Run a sweep first: `infersweep run recipes/local/tiny-llama-cpu.yaml`.")
