@@ -42,7 +42,7 @@ def ours(jobs: int, slots: int) -> tuple[float, int]:
     import ray
     from rich.console import Console
 
-    from db import queries
+    from db import reads
     from db.session import make_engine, open_session
     from orchestrator.sweep import SweepOptions, SweepRunner
 
@@ -61,9 +61,9 @@ def ours(jobs: int, slots: int) -> tuple[float, int]:
     if summary.failures:
         raise SystemExit(f"{len(summary.failures)} job(s) failed: {summary.failures[0].message}")
     with open_session(make_engine()) as session:
-        sweep = queries.sweep_by_name(session, "dispatch-overhead")
+        sweep = reads.sweep_by_name(session, "dispatch-overhead")
         assert sweep is not None
-        transitions = len(queries.transitions_of_sweep(session, sweep.id))
+        transitions = len(reads.transitions_of_sweep(session, sweep.id))
     return elapsed, transitions
 
 

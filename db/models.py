@@ -247,7 +247,7 @@ class ProvenanceRow(SQLModel, table=True):
 
 
 class ServerMetricDeltaRow(SQLModel, table=True):
-    """One engine counter over one Point (runners.host.server_metrics.ServerCounters), written with the Point."""
+    """One engine counter over one Point (runners.loadgen.records.ServerCounters), written with the Point."""
 
     __tablename__ = "server_metric_delta"
     __table_args__ = (Index("ix_server_metric_delta_point_metric", "point_result_id", "metric"),)

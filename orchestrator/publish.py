@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from db import queries
+from db import reads, recording
 from db.models import (
     ArtifactRow,
     EngineRow,
@@ -44,18 +44,18 @@ def upload_artifacts(session: Session, store: ArtifactStore, artifacts: list[Art
         try:
             uri = store.put(Path(artifact.local_path), artifact.key)
         except (InfrastructureError, OSError) as error:
-            queries.mark_artifact_failed(session, artifact, str(error))
+            recording.mark_artifact_failed(session, artifact, str(error))
             log.warning("artifact %s stays pending: %s", artifact.key, error)
             failed += 1
             continue
-        queries.mark_artifact_stored(session, artifact, uri)
+        recording.mark_artifact_stored(session, artifact, uri)
         stored += 1
     return stored, failed
 
 
 def publish_pending(engine: Engine, store: ArtifactStore) -> tuple[int, int]:
     with open_session(engine) as session:
-        return upload_artifacts(session, store, queries.pending_artifacts(session))
+        return upload_artifacts(session, store, recording.pending_artifacts(session))
 
 
 def _copy(source: Session, target: Session, rows: list) -> None:  # type: ignore[type-arg]
@@ -70,7 +70,7 @@ def write_snapshot(engine: Engine, path: Path) -> int:
     migrate(snapshot)
     with open_session(engine) as source, open_session(snapshot) as target:
         public = select(PointResultRow).where(
-            col(PointResultRow.retracted).is_(False), queries.not_embargoed(), queries.not_dry_run()
+            col(PointResultRow.retracted).is_(False), reads.not_embargoed(), reads.not_dry_run()
         )
         points = source.exec(public).all()
         job_ids = {p.job_id for p in points}

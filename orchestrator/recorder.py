@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from db import queries
+from db import recording
 from db.lifecycle import JobState, PointState, SweepState
 from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRow
 from db.session import open_session
@@ -208,7 +208,7 @@ class Recorder:
         self.store = store or store_from_environment()
         self.session = open_session(engine)
         self._deferred = False
-        self.sweep, self.resumed = queries.get_or_create_sweep(self.session, sweep_name)
+        self.sweep, self.resumed = recording.get_or_create_sweep(self.session, sweep_name)
         self.recipe_ids: dict[str, int] = {}
         self.launches: dict[str, EngineLaunch] = {}  # by recipe fingerprint
         self._engine_ids: dict[tuple[str, str, str], int] = {}
@@ -224,7 +224,7 @@ class Recorder:
             (key, hw.vendor, hw.name, hw.accelerator_unit, hw.model_dump(mode="json"))
             for key, hw in load_hardware_registry().items()
         ]
-        queries.upsert_hardware(self.session, entries)
+        recording.upsert_hardware(self.session, entries)
         self.sync_models()
 
     def sync_models(self) -> None:
@@ -245,11 +245,11 @@ class Recorder:
             )
             for key, model in load_model_registry().items()
         ]
-        queries.upsert_models(self.session, rows)
+        recording.upsert_models(self.session, rows)
 
     def register_recipe(self, recipe: AnyRecipe) -> int:
         loaded = RecipeIdentity.of(recipe)
-        row = queries.upsert_recipe(
+        row = recording.upsert_recipe(
             self.session,
             fingerprint=loaded.fingerprint,
             name=loaded.name,
@@ -269,7 +269,7 @@ class Recorder:
         identity = _engine_identity(recipe)
         engine_id = self._engine_ids.get(identity)
         if engine_id is None:
-            engine_id = queries.get_or_create_engine(
+            engine_id = recording.get_or_create_engine(
                 self.session, *identity, image_digest(identity[2]), commit=not self._deferred
             )
             self._engine_ids[identity] = engine_id
@@ -277,19 +277,19 @@ class Recorder:
         return EngineLaunch(engine_id, argv, env_names)
 
     def finished_points(self) -> set[str]:
-        return queries.finished_point_keys(self.session, self.sweep_id)
+        return recording.finished_point_keys(self.session, self.sweep_id)
 
     def sweep_status(self, status: SweepState, reason: str = "") -> None:
-        queries.set_sweep_status(self.session, self.sweep, status, reason)
+        recording.set_sweep_status(self.session, self.sweep, status, reason)
 
     def set_budget(self, gpu_hours: float) -> None:
-        queries.set_sweep_budget(self.session, self.sweep, gpu_hours)
+        recording.set_sweep_budget(self.session, self.sweep, gpu_hours)
 
     def cancel_requested(self) -> bool:
-        return queries.cancel_requested(self.session, self.sweep_id)
+        return recording.cancel_requested(self.session, self.sweep_id)
 
     def clean_stale_jobs(self) -> int:
-        return queries.mark_interrupted_jobs(self.session, self.sweep_id)
+        return recording.mark_interrupted_jobs(self.session, self.sweep_id)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -312,12 +312,12 @@ class Recorder:
 
         `launched` is False for imported results: nothing was launched here, so no command line is kept."""
         launch = self.launches.get(loaded.fingerprint)
-        queries.create_job(
+        recording.create_job(
             self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir,
             engine_id=launch.engine_id if launch else None, commit=False,
         )  # fmt: skip
         revision, dirty = project_commit()
-        queries.add_provenance(
+        recording.add_provenance(
             self.session, job_id, loaded.path,
             engine_argv=launch.argv if launch and launched else None,
             env_names=launch.env_names if launch and launched else None,
@@ -328,7 +328,7 @@ class Recorder:
         self, job_id: str, status: JobState, event: JobEvent | None = None, reason: str = "", host: str | None = None
     ) -> None:
         error = event.error if event is not None else None
-        queries.update_job(
+        recording.update_job(
             self.session,
             job_id,
             status,
@@ -341,12 +341,12 @@ class Recorder:
             commit=False,
         )
         if host is not None:
-            queries.set_provenance_host(self.session, job_id, host, commit=False)
+            recording.set_provenance_host(self.session, job_id, host, commit=False)
         if not self._deferred:
             self.session.commit()
 
     def point_started(self, job_id: str, point_key: str) -> None:
-        queries.record_point_transition(
+        recording.record_point_transition(
             self.session, self.sweep_id, job_id, point_key, PointState.MEASURING.value, commit=not self._deferred
         )
 
@@ -358,7 +358,7 @@ class Recorder:
             return False
         job_id = f"import-{uuid.uuid4().hex[:12]}"
         self.job_created(job_id, loaded, attempt=1, points=1, log_dir="", launched=False)
-        queries.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
+        recording.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
         outcome = PointOutcome(
             point_key=point.point_key, origin="imported", metrics=metrics, records=[],
             started_at=measured_at, finished_at=measured_at,
@@ -419,9 +419,9 @@ class Recorder:
         if metrics.host is not None and metrics.host.preflight is not None:
             # The checks ran once, before the engine started: the job's first Point brings them.
             preflight = metrics.host.preflight.model_dump(mode="json")
-            queries.set_provenance_preflight(self.session, job_id, preflight, commit=False)
+            recording.set_provenance_preflight(self.session, job_id, preflight, commit=False)
         deltas = server_metric_rows(metrics.server)
-        if not queries.record_point_with_artifacts(self.session, row, artifacts, deltas):
+        if not recording.record_point_with_artifacts(self.session, row, artifacts, deltas):
             return False
         self.upload(artifacts)
         return True
@@ -443,7 +443,7 @@ class Recorder:
         """Register and upload a file that belongs to the sweep (an engine log, say)."""
         if not path.is_file():
             return None
-        artifact = queries.add_artifact(self.session, self._artifact(path, kind, job_id, None))
+        artifact = recording.add_artifact(self.session, self._artifact(path, kind, job_id, None))
         self.upload([artifact])
         return artifact
 

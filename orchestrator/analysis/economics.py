@@ -21,7 +21,7 @@ From the reads (cost.py's formulas):
   the lowest $/M output tokens at each interactivity tier, and its change against a reference hardware
   in the same row (same model, workload and precision: the only comparable case).
 
-Rows are result views (`db.queries.ResultView`) or DataFrame tuples of the hub (`itertuples`); only
+Rows are result views (`db.reads.ResultView`) or DataFrame tuples of the hub (`itertuples`); only
 their attributes are read. Pure Python + numpy.
 """
 

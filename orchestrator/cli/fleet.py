@@ -33,40 +33,40 @@ def _age(moment: datetime | None) -> str:
 
 
 def _sweeps_table() -> Table:
-    from db import queries
+    from db import reads, recording
     from db.session import make_engine, migrate, open_session
 
     engine = make_engine()
     migrate(engine)
     table = Table("sweep", "state", "jobs", "points", "updated", title="Sweeps")
     with open_session(engine) as session:
-        for sweep in queries.list_sweeps(session):
-            jobs = queries.jobs_of_sweep(session, sweep.id)
-            points = len(queries.finished_point_keys(session, sweep.id))
+        for sweep in reads.list_sweeps(session):
+            jobs = reads.jobs_of_sweep(session, sweep.id)
+            points = len(recording.finished_point_keys(session, sweep.id))
             table.add_row(sweep.name, sweep.status, str(len(jobs)), str(points), _age(sweep.updated_at))
     return table
 
 
 def _sweep_view(name: str) -> tuple[Group, bool]:
     """The sweep's jobs and latest transitions, and whether the sweep has ended."""
-    from db import queries
+    from db import reads
     from db.lifecycle import TERMINAL_SWEEP_STATES, SweepState
     from db.session import make_engine, migrate, open_session
 
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        sweep = queries.sweep_by_name(session, name)
+        sweep = reads.sweep_by_name(session, name)
         if sweep is None:
             raise LookupError(name)
-        recorded_by_job = queries.points_per_job(session, sweep.id)
+        recorded_by_job = reads.points_per_job(session, sweep.id)
         jobs = Table(
             "job", "attempt", "state", "host", "points", "since", "reason", title=f"Sweep {name}: {sweep.status}"
         )
         latest: dict[str, tuple[str, datetime]] = {}
-        for transition in queries.transitions_of_sweep(session, sweep.id, subject="job"):
+        for transition in reads.transitions_of_sweep(session, sweep.id, subject="job"):
             latest[transition.job_id or ""] = (transition.reason, transition.at)
-        for job in queries.jobs_of_sweep(session, sweep.id):
+        for job in reads.jobs_of_sweep(session, sweep.id):
             reason, at = latest.get(job.id, ("", job.created_at))
             first_line = reason.splitlines()[0][:80] if reason else ""
             points = f"{recorded_by_job.get(job.id, 0)}/{job.points_planned}"
@@ -103,21 +103,21 @@ def status(
 
 def cancel(sweep: Annotated[str, typer.Argument(help="Sweep to stop.")]) -> None:
     """Stop a running sweep cleanly: its driver cancels the jobs, stops their engines and keeps finished points."""
-    from db import queries
+    from db import reads, recording
     from db.lifecycle import TERMINAL_SWEEP_STATES, SweepState
     from db.session import make_engine, migrate, open_session
 
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        row = queries.sweep_by_name(session, sweep)
+        row = reads.sweep_by_name(session, sweep)
         if row is None:
             console.print(f"[red]error[/]: no sweep named {sweep!r} (see `infersweep status`)")
             raise typer.Exit(2)
         if SweepState(row.status) in TERMINAL_SWEEP_STATES:
             console.print(f"Sweep {sweep} is not running (state {row.status}); nothing to cancel.")
             return
-        queries.request_cancel(session, sweep)
+        recording.request_cancel(session, sweep)
     console.print(f"Cancel requested for sweep {sweep}; its orchestrator stops it within seconds.")
 
 

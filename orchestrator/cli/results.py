@@ -13,13 +13,13 @@ from recipes.errors import InferSweepError
 
 
 def print_results(sweep: str | None) -> int:
-    from db import queries
+    from db import reads
     from db.session import make_engine, migrate, open_session
 
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        rows = queries.list_results(session, sweep=sweep)
+        rows = reads.list_results(session, sweep=sweep)
     table = Table(title=f"Results{f' of sweep {sweep}' if sweep else ''}")
     for column in ("sweep", "recipe", "hw", "origin", "isl/osl", "conc", "rep", "valid", "ok/fail"):
         table.add_column(column)
@@ -69,7 +69,7 @@ def compare(
     Profit per GPU-hour = revenue × utilisation − TCO − licence fee × revenue × utilisation, revenue selling the
     measured token mix at the model's prices in recipes/prices.yaml (cache hits at the cached-input price).
     """
-    from db import queries
+    from db import reads
     from db.session import make_engine, migrate, open_session
     from orchestrator.analysis.compare import compare_at_interactivity
     from orchestrator.analysis.economics import GpuHourRate, profits_at
@@ -82,7 +82,7 @@ def compare(
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        rows = queries.list_results(session, sweep=sweep)
+        rows = reads.list_results(session, sweep=sweep)
     shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
     rows = [row for row in rows if row.origin in shown]
     for name, wanted in (("--model", model), ("--workload", workload)):
@@ -138,14 +138,14 @@ def regressions(
     min_drop: Annotated[float, typer.Option(help="Smallest relative drop worth flagging.")] = 0.05,
 ) -> None:
     """Compare each configuration's latest sweep with its history; exit 1 when any regressed."""
-    from db import queries
+    from db import reads
     from db.session import make_engine, migrate, open_session
     from orchestrator.analysis.trends import trends_at
 
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        rows = [row for row in queries.list_results(session) if row.origin in {"measured", "imported"}]
+        rows = [row for row in reads.list_results(session) if row.origin in {"measured", "imported"}]
     table = Table(title=f"Output tok/s/GPU at {at_interactivity:g} tok/s/user, sweep by sweep")
     for column in ("recipe", "hw", "history", "latest", "verdict"):
         table.add_column(column)
@@ -176,13 +176,13 @@ def retract(
     point: Annotated[str | None, typer.Option(help="Only this point key.")] = None,
 ) -> None:
     """Hide results from the hub and from comparisons; they stay in the database with the reason."""
-    from db import queries
+    from db import recording
     from db.session import make_engine, migrate, open_session
 
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        changed = queries.retract(session, reason, sweep, point)
+        changed = recording.retract(session, reason, sweep, point)
     console.print(f"{changed} point(s) of sweep {sweep} retracted")
     if changed == 0:
         raise typer.Exit(1)
@@ -195,7 +195,7 @@ def embargo(
     """Hide a sweep from public readers (hub, snapshots) until a date; maintainers still see it."""
     from datetime import UTC, datetime
 
-    from db import queries
+    from db import recording
     from db.session import make_engine, migrate, open_session
 
     try:
@@ -206,7 +206,7 @@ def embargo(
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        changed = queries.embargo(session, sweep, moment)
+        changed = recording.embargo(session, sweep, moment)
     console.print(f"{changed} point(s) of sweep {sweep} embargoed until {moment.isoformat()}")
     if changed == 0:
         raise typer.Exit(1)
@@ -221,7 +221,7 @@ def export(
 
     import pandas as pd
 
-    from db import queries
+    from db import reads
     from db.session import make_engine, migrate, open_session
 
     if output.suffix not in {".csv", ".parquet"}:
@@ -229,7 +229,7 @@ def export(
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        frame = pd.DataFrame([dataclasses.asdict(row) for row in queries.list_results(session, sweep=sweep)])
+        frame = pd.DataFrame([dataclasses.asdict(row) for row in reads.list_results(session, sweep=sweep)])
     output.parent.mkdir(parents=True, exist_ok=True)
     if output.suffix == ".csv":
         frame.to_csv(output, index=False)

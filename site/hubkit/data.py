@@ -14,8 +14,8 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine, inspect
 
-from db import queries
-from db.queries import workload_label
+from db import reads
+from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.prices import ModelPrice, load_price_table
@@ -23,7 +23,7 @@ from recipes.prices import ModelPrice, load_price_table
 # What the public sees unless the viewer asks for more: measurements and imported measurements.
 SHOWN_BY_DEFAULT = ("measured", "imported")
 NOT_MEASUREMENTS = {"simulated": "simulated engine, not a measurement"}
-# The results are cached until they change (`queries.results_version`: a Point recorded, retracted or put
+# The results are cached until they change (`reads.results_version`: a Point recorded, retracted or put
 # under or out of an embargo), checked on every page run; this is only a backstop for changes it cannot see.
 CACHE_SECONDS = 3600
 
@@ -56,17 +56,17 @@ def results(url: str) -> pd.DataFrame:
 
 
 def version(url: str) -> tuple[int, ...]:
-    """Changes whenever the public results may have (`queries.results_version`): a cache key for what pages
+    """Changes whenever the public results may have (`reads.results_version`): a cache key for what pages
     work out from them."""
     with open_session(engine(url)) as session:
-        return queries.results_version(session)
+        return reads.results_version(session)
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=4, show_spinner=False)
 def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
     """`results` at one `version` of the database (the argument only keys the cache)."""
     with open_session(engine(url)) as session:
-        columns = queries.result_columns(session, public=True)
+        columns = reads.result_columns(session, public=True)
     workloads = zip(columns["workload_kind"], columns["isl"], columns["osl"], strict=True)
     columns["workload"] = _labels(workload_label, workloads)
     columns["configuration"] = _labels(
@@ -100,7 +100,7 @@ def _labels(label: Callable[..., str], keys: Iterable[tuple[Any, ...]]) -> list[
 # The ResultView fields that hold numbers (or None).
 NUMBERS = tuple(
     name
-    for name, hint in get_type_hints(queries.ResultView).items()
+    for name, hint in get_type_hints(reads.ResultView).items()
     if set(get_args(hint) or (hint,)) - {NoneType} <= {int, float}
 )
 # The fields `configuration_label` reads.

@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 import yaml
 
-from db import queries
+from db import reads
 from db.models import ArtifactRow
 from db.session import open_session
 from hubkit import controls, data, page
@@ -91,7 +91,7 @@ point_key = controls.selectbox(
     "Point", list(in_sweep["point_key"]), "point", help="Point key: workload, concurrency, repeat and a hash."
 )
 with open_session(data.engine(data.database_url())) as session:
-    detail = queries.public_point_detail(session, str(sweep), str(point_key))
+    detail = reads.public_point_detail(session, str(sweep), str(point_key))
 if detail is None:  # published when the cached frame was read, retracted or embargoed since
     st.warning(f"Point `{point_key}` of sweep `{sweep}` is no longer public.")
     st.stop()

@@ -1,6 +1,6 @@
 """InferSweep hub, Runs page: where every sweep and job is in its lifecycle, and why.
 
-Presentation only: reads sweeps, jobs and their transitions through `db.queries`. A sweep with results
+Presentation only: reads sweeps, jobs and their transitions through `db.recording`. A sweep with results
 under a running embargo is not listed (its existence is part of what the embargo keeps back). The chosen
 sweep is the query parameter `sweep`, so a link opens the same sweep.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from db import queries
+from db import reads
 from db.session import open_session
 from hubkit import controls, data, page
 from hubkit.page import table_with_csv
@@ -29,8 +29,8 @@ if not data.has_schema(url):
     st.info(NO_SWEEPS)
     st.stop()
 with open_session(data.engine(url)) as session:
-    hidden = queries.embargoed_sweep_ids(session)
-    sweeps = [sweep for sweep in queries.list_sweeps(session) if sweep.id not in hidden]
+    hidden = reads.embargoed_sweep_ids(session)
+    sweeps = [sweep for sweep in reads.list_sweeps(session) if sweep.id not in hidden]
     if not sweeps:
         st.info(NO_SWEEPS)
         st.stop()
@@ -40,9 +40,9 @@ with open_session(data.engine(url)) as session:
     table_with_csv(overview, "sweeps")
     chosen = controls.selectbox("Sweep", [sweep.name for sweep in reversed(sweeps)], "sweep", help="Newest first.")
     sweep = next(s for s in sweeps if s.name == chosen)
-    jobs = queries.jobs_of_sweep(session, sweep.id)
-    recorded = queries.points_per_job(session, sweep.id)
-    transitions = queries.transitions_of_sweep(session, sweep.id, subject="job")
+    jobs = reads.jobs_of_sweep(session, sweep.id)
+    recorded = reads.points_per_job(session, sweep.id)
+    transitions = reads.transitions_of_sweep(session, sweep.id, subject="job")
 
 st.subheader(f"Jobs of {chosen} ({sweep.status})")
 job_table = pd.DataFrame(

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from db import queries
+from db import recording
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
@@ -25,7 +25,7 @@ def replay_rows(sweep: str) -> list[PointResultRow]:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        sweep_row, _ = queries.get_or_create_sweep(session, sweep)
+        sweep_row, _ = recording.get_or_create_sweep(session, sweep)
         return list(session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep_row.id)).all())
 
 

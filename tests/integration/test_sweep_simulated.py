@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from db import queries
+from db import reads, recording
 from db.models import JobRow, PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import pick_free_port, running_engines
@@ -21,18 +21,18 @@ from tests.conftest import ROOT, processes_of_runs, run_cli
 pytestmark = pytest.mark.integration
 
 
-def results_of(sweep: str) -> list[queries.ResultView]:
+def results_of(sweep: str) -> list[reads.ResultView]:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        return queries.list_results(session, sweep=sweep)
+        return reads.list_results(session, sweep=sweep)
 
 
 def jobs_of(sweep: str) -> list[JobRow]:
     engine = make_engine()
     with open_session(engine) as session:
-        sweep_row, _ = queries.get_or_create_sweep(session, sweep)
-        return queries.jobs_of_sweep(session, sweep_row.id)
+        sweep_row, _ = recording.get_or_create_sweep(session, sweep)
+        return reads.jobs_of_sweep(session, sweep_row.id)
 
 
 def test_sweep_records_simulated_points_and_resumes(write_recipe) -> None:
@@ -132,9 +132,9 @@ def test_stopping_mid_sweep_leaves_no_engine_and_no_half_point(write_recipe, sto
 
     engine = make_engine()
     with open_session(engine) as session:
-        sweep_row, _ = queries.get_or_create_sweep(session, sweep)
+        sweep_row, _ = recording.get_or_create_sweep(session, sweep)
         points = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep_row.id)).all()
-        statuses = {job.status for job in queries.jobs_of_sweep(session, sweep_row.id)}
+        statuses = {job.status for job in reads.jobs_of_sweep(session, sweep_row.id)}
     assert statuses == {"interrupted"}
     # Every stored point is complete (aggregates and verdict present), never half-written.
     assert points and all(row.completed > 0 and "validity" in row.metrics for row in points)

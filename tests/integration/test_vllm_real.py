@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from sqlmodel import select
 
-from db import queries
+from db import reads, recording
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
@@ -45,8 +45,8 @@ def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        views = queries.list_results(session, sweep="vllm-real")
-        sweep, _ = queries.get_or_create_sweep(session, "vllm-real")
+        views = reads.list_results(session, sweep="vllm-real")
+        sweep, _ = recording.get_or_create_sweep(session, "vllm-real")
         rows = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep.id)).all()
     assert len(rows) == 2
     assert [(v.concurrency, v.origin, v.valid) for v in views] == [(1, "measured", True), (2, "measured", True)], [

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from db import queries
+from db import recording
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 
@@ -53,12 +53,12 @@ class _Seeder:
 
     def sweep(self, name: str) -> int:
         with open_session(self.engine) as session:
-            sweep, _ = queries.get_or_create_sweep(session, name)
+            sweep, _ = recording.get_or_create_sweep(session, name)
             return int(sweep.id)
 
     def recipe(self, snapshot: dict[str, Any]) -> int:
         with open_session(self.engine) as session:
-            row = queries.upsert_recipe(session, f"fp-{snapshot['name']}", snapshot["name"], f"{snapshot['name']}.yaml",
+            row = recording.upsert_recipe(session, f"fp-{snapshot['name']}", snapshot["name"], f"{snapshot['name']}.yaml",
                                         snapshot["hardware"], snapshot["engine"]["kind"], snapshot)  # fmt: skip
             return int(row.id)
 
@@ -69,14 +69,14 @@ class _Seeder:
         self.jobs += 1
         job_id = f"job-{self.jobs}"
         with open_session(self.engine) as session:
-            queries.create_job(session, job_id, sweep_id, recipe_id, 1, len(curve), "")
+            recording.create_job(session, job_id, sweep_id, recipe_id, 1, len(curve), "")
             for concurrency, interactivity, per_gpu in curve:
                 replay = agentic is not None
                 metrics: dict[str, Any] = {}
                 if replay:
                     metrics = agentic[concurrency]
                 valid = concurrency not in invalid
-                queries.record_point(
+                recording.record_point(
                     session,
                     PointResultRow(
                         sweep_id=sweep_id, job_id=job_id, recipe_id=recipe_id, point_key=f"r{recipe_id}-c{concurrency}-x{repeat}",
@@ -93,7 +93,7 @@ class _Seeder:
                         started_at=at, finished_at=at + timedelta(minutes=concurrency),
                     ),
                 )  # fmt: skip
-            queries.update_job(session, job_id, _succeeded(), reason="fixture", host="node-1")
+            recording.update_job(session, job_id, _succeeded(), reason="fixture", host="node-1")
         return job_id
 
 
@@ -162,6 +162,6 @@ def seed_hub(url: str) -> None:
     secret = seeder.sweep("vendor-launch")
     seeder.points(secret, b200, at, [(4, 200.0, 9000.0)])
     with open_session(seeder.engine) as session:
-        queries.retract(session, "driver bug inflated throughput", "bad-driver")
-        queries.embargo(session, "vendor-launch", datetime(2100, 1, 1, tzinfo=UTC))
+        recording.retract(session, "driver bug inflated throughput", "bad-driver")
+        recording.embargo(session, "vendor-launch", datetime(2100, 1, 1, tzinfo=UTC))
     seeder.engine.dispose()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from db import queries
+from db import recording
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 
@@ -21,9 +21,9 @@ def _seed(url: str, agentic: bool = False, first_only: bool = False) -> None:
     migrate(engine)
     now = datetime.now(UTC)
     with open_session(engine) as session:
-        sweep, _ = queries.get_or_create_sweep(session, "nightly")
-        recipe = queries.upsert_recipe(session, "fp1", "tiny", "tiny.yaml", "cpu-local", "vllm", {"schema_version": 1})
-        queries.create_job(session, "job-1", sweep.id, recipe.id, 1, 3, "")
+        sweep, _ = recording.get_or_create_sweep(session, "nightly")
+        recipe = recording.upsert_recipe(session, "fp1", "tiny", "tiny.yaml", "cpu-local", "vllm", {"schema_version": 1})
+        recording.create_job(session, "job-1", sweep.id, recipe.id, 1, 3, "")
         rows = [
             ("a", "measured", 1, True), ("b", "measured", 2, False), ("c", "simulated", 4, True),
             ("e", "dry-run", 8, True),
@@ -34,7 +34,7 @@ def _seed(url: str, agentic: bool = False, first_only: bool = False) -> None:
             rows = rows[:1]
         for key, origin, concurrency, valid in rows:
             replay = key == "d"
-            queries.record_point(
+            recording.record_point(
                 session,
                 PointResultRow(
                     sweep_id=sweep.id, job_id="job-1", recipe_id=recipe.id, point_key=key, repeat_index=0,

@@ -21,7 +21,7 @@ import streamlit
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.hub_render import seed
-from db import queries
+from db import reads, recording
 from db.session import make_engine, open_session
 from tests.conftest import ROOT
 from tests.site.hub_fixture import DAY0, FIXED, _Seeder, _snapshot, seed_hub
@@ -124,18 +124,18 @@ def test_results_are_read_once_per_change(
     url = f"sqlite:///{tmp_path / 'hub.db'}"
     monkeypatch.setenv("INFERSWEEP_DATABASE_URL", url)
     seed_hub(url)
-    reads: list[str] = []
-    read = queries.result_columns
+    calls: list[str] = []
+    read = reads.result_columns
 
     def counted(*args: Any, **kwargs: Any) -> dict[str, list[Any]]:
-        reads.append(url)
+        calls.append(url)
         return read(*args, **kwargs)
 
-    monkeypatch.setattr(queries, "result_columns", counted)
+    monkeypatch.setattr(reads, "result_columns", counted)
     link = {"hardware": "b300", "view": "Table"}
     assert "b300" not in open_page(link).multiselect(key="param-hardware").options
     open_page(link)  # another viewer: from the cache
-    assert len(reads) == 1
+    assert len(calls) == 1
 
     # A sweep records a point: the next viewer sees it (no waiting for a timer).
     seeder = _Seeder(url)
@@ -143,11 +143,11 @@ def test_results_are_read_once_per_change(
     recipe = seeder.recipe(_snapshot("b300-vllm-8k1k", "b300", "vllm", "deepseek-r1", "fp8", {"tp": 8}, FIXED))
     seeder.points(seeder.sweep("new"), recipe, DAY0, [(16, 50.0, 2000.0)])
     app = open_page(link)
-    assert len(reads) == 2
+    assert len(calls) == 2
     assert list(app.dataframe[0].value["Output tok/s per GPU"]) == [2000.0]  # link asks for the table
 
     # Retracting it hides it from the next viewer too.
     with open_session(make_engine(url)) as session:
-        assert queries.retract(session, "wrong driver", "new") == 1
+        assert recording.retract(session, "wrong driver", "new") == 1
     assert "b300" not in open_page(link).multiselect(key="param-hardware").options
-    assert len(reads) == 3
+    assert len(calls) == 3

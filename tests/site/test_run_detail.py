@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import queries
+from db import reads, recording
 from db.models import ArtifactRow
 from db.session import make_engine, open_session
 from tests.site.conftest import assert_says_how_to_get_results, open_page
@@ -85,10 +85,10 @@ def test_hidden_points_cannot_be_opened(seeded_hub: str, sweep: str, point: str)
 
 def test_hidden_point_is_refused_by_the_query_itself(seeded_hub: str) -> None:
     with open_session(make_engine(seeded_hub)) as session:
-        assert queries.public_point_detail(session, "bad-driver", "r2-c4-x0") is None
-        assert queries.public_point_detail(session, "vendor-launch", "r1-c4-x0") is None
-        assert queries.public_point_detail(session, "local-sim", "r7-c1-x0") is None
-        assert queries.public_point_detail(session, "local-sim", "r6-c1-x0") is not None  # simulated: labelled
+        assert reads.public_point_detail(session, "bad-driver", "r2-c4-x0") is None
+        assert reads.public_point_detail(session, "vendor-launch", "r1-c4-x0") is None
+        assert reads.public_point_detail(session, "local-sim", "r7-c1-x0") is None
+        assert reads.public_point_detail(session, "local-sim", "r6-c1-x0") is not None  # simulated: labelled
 
 
 def test_imported_and_simulated_points_are_labelled(seeded_hub: str) -> None:
@@ -130,15 +130,15 @@ def test_records_logs_and_stored_command_are_shown(seeded_hub: str, tmp_path: Pa
     command_file = tmp_path / "target-engine-command.txt"
     command_file.write_text("python3 -m vllm.entrypoints.openai.api_server --tensor-parallel-size 8\n")
     with open_session(make_engine(seeded_hub)) as session:
-        sweep = queries.sweep_by_name(session, "nightly-3")
-        job_id = queries.jobs_of_sweep(session, sweep.id)[0].id  # B200 repeat 0, which measured r1-c16-x0
+        sweep = reads.sweep_by_name(session, "nightly-3")
+        job_id = reads.jobs_of_sweep(session, sweep.id)[0].id  # B200 repeat 0, which measured r1-c16-x0
         for kind, path, point_key in (("records", records_file, "r1-c16-x0"), ("engine-log", log_file, None),
                                       ("target-engine-command", command_file, None)):  # fmt: skip
             artifact = ArtifactRow(
                 sweep_id=sweep.id, job_id=job_id, point_key=point_key, kind=kind, key=f"{kind}/x", local_path=str(path),
                 sha256="ab" * 32, size_bytes=path.stat().st_size, status="stored", uri=path.as_uri(),
             )  # fmt: skip
-            queries.add_artifact(session, artifact)
+            recording.add_artifact(session, artifact)
     app = _detail({"sweep": "nightly-3", "point": "r1-c16-x0"})
     assert not app.exception
     per_request = next(frame.value for frame in app.dataframe if "ttft_ms" in frame.value.columns)
@@ -171,18 +171,18 @@ def test_stored_provenance_shows_the_engine_command_and_host(seeded_hub: str) ->
     from db.models import JobRow
 
     with open_session(make_engine(seeded_hub)) as session:
-        sweep = queries.sweep_by_name(session, "nightly-3")
-        job_id = queries.jobs_of_sweep(session, sweep.id)[0].id  # B200 repeat 0
-        engine_id = queries.get_or_create_engine(session, "vllm", "0.30.0", "vllm/vllm-openai:v0.30.0", None)
+        sweep = reads.sweep_by_name(session, "nightly-3")
+        job_id = reads.jobs_of_sweep(session, sweep.id)[0].id  # B200 repeat 0
+        engine_id = recording.get_or_create_engine(session, "vllm", "0.30.0", "vllm/vllm-openai:v0.30.0", None)
         session.exec(update(JobRow).where(JobRow.id == job_id).values(engine_id=engine_id))
-        queries.add_provenance(
+        recording.add_provenance(
             session, job_id, "recipes/b200-vllm-8k1k.yaml", git_commit="0123abcd", git_dirty=True,
             engine_argv=["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "{model_dir}",
                          "--tensor-parallel-size", "8", "--port", "{port}"],
             env_names=["VLLM_USE_V1", "HF_HUB_OFFLINE"],
         )  # fmt: skip
-        queries.set_provenance_host(session, job_id, "b200-node-7")
-        queries.set_provenance_preflight(
+        recording.set_provenance_host(session, job_id, "b200-node-7")
+        recording.set_provenance_preflight(
             session, job_id, {"free_disk_gb": 812.5, "accelerators_idle": True, "leftover_engines": 0, "notes": []}
         )
     app = _detail({"sweep": "nightly-3", "point": "r1-c16-x0"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from db import queries
+from db import recording
 from db.lifecycle import JobState
 from db.session import make_engine, migrate, open_session
 from tests.site.conftest import open_page
@@ -16,8 +16,8 @@ def test_runs_page_shows_each_job_lifecycle_and_hides_embargoed_sweeps(hub_datab
     engine = make_engine(hub_database)
     with open_session(engine) as session:
         for state in (JobState.PLACED, JobState.MEASURING, JobState.SUCCEEDED):
-            queries.update_job(session, "job-1", state, reason=f"to {state.value}", host="node-a")
-        secret, _ = queries.get_or_create_sweep(session, "vendor-launch")
+            recording.update_job(session, "job-1", state, reason=f"to {state.value}", host="node-a")
+        secret, _ = recording.get_or_create_sweep(session, "vendor-launch")
     app = open_page("runs")
     assert not app.exception
     assert list(app.dataframe[0].value["sweep"]) == ["nightly", "vendor-launch"]
@@ -31,7 +31,7 @@ def test_runs_page_shows_each_job_lifecycle_and_hides_embargoed_sweeps(hub_datab
 
     # Once the sweep's results are under embargo, the page no longer lists it.
     with open_session(engine) as session:
-        queries.embargo(session, "nightly", datetime(2100, 1, 1, tzinfo=UTC))
+        recording.embargo(session, "nightly", datetime(2100, 1, 1, tzinfo=UTC))
     app = open_page("runs")
     assert list(app.dataframe[0].value["sweep"]) == ["vendor-launch"]
     assert secret.name == "vendor-launch"

@@ -12,7 +12,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 from sqlmodel import select
 
-from db import queries
+from db import reads, recording
 from db.lifecycle import JobState
 from db.models import EngineRow, JobRow, PointResultRow, ProvenanceRow, SQLModel
 from db.session import alembic_config, make_engine, migrate, open_session
@@ -56,49 +56,49 @@ def _point(sweep_id: int, recipe_id: int, job_id: str, key: str, concurrency: in
 
 def test_write_and_read_a_sweep(database: Engine) -> None:
     with open_session(database) as session:
-        queries.upsert_hardware(session, [("cpu-local", "any", "Local CPU", "host", {"k": 1})])
-        queries.upsert_hardware(session, [("cpu-local", "any", "Local CPU host", "host", {"k": 2})])
-        sweep, existed = queries.get_or_create_sweep(session, "nightly")
+        recording.upsert_hardware(session, [("cpu-local", "any", "Local CPU", "host", {"k": 1})])
+        recording.upsert_hardware(session, [("cpu-local", "any", "Local CPU host", "host", {"k": 2})])
+        sweep, existed = recording.get_or_create_sweep(session, "nightly")
         assert existed is False
-        again, existed = queries.get_or_create_sweep(session, "nightly")
+        again, existed = recording.get_or_create_sweep(session, "nightly")
         assert existed is True and again.id == sweep.id
-        recipe = queries.upsert_recipe(
+        recipe = recording.upsert_recipe(
             session, "abc123", "r1", "r1.yaml", "cpu-local", "simulated", {"schema_version": 1}
         )
         assert (
-            queries.upsert_recipe(session, "abc123", "r1", "other.yaml", "cpu-local", "simulated", {}).id == recipe.id
+            recording.upsert_recipe(session, "abc123", "r1", "other.yaml", "cpu-local", "simulated", {}).id == recipe.id
         )
-        queries.create_job(session, "job-1", sweep.id, recipe.id, 1, 2, "/tmp/logs")
-        queries.update_job(session, "job-1", JobState.MEASURING, reason="k1")
-        assert queries.record_point(session, _point(sweep.id, recipe.id, "job-1", "k1", 1)) is True
-        assert queries.record_point(session, _point(sweep.id, recipe.id, "job-1", "k2", 4)) is True
+        recording.create_job(session, "job-1", sweep.id, recipe.id, 1, 2, "/tmp/logs")
+        recording.update_job(session, "job-1", JobState.MEASURING, reason="k1")
+        assert recording.record_point(session, _point(sweep.id, recipe.id, "job-1", "k1", 1)) is True
+        assert recording.record_point(session, _point(sweep.id, recipe.id, "job-1", "k2", 4)) is True
         # The same Point twice in a sweep is refused, not duplicated (idempotent writes).
-        assert queries.record_point(session, _point(sweep.id, recipe.id, "job-1", "k1", 1)) is False
-        assert queries.finished_point_keys(session, sweep.id) == {"k1", "k2"}
-        assert queries.mark_interrupted_jobs(session, sweep.id) == 1
-        assert queries.jobs_of_sweep(session, sweep.id)[0].status == "interrupted"
+        assert recording.record_point(session, _point(sweep.id, recipe.id, "job-1", "k1", 1)) is False
+        assert recording.finished_point_keys(session, sweep.id) == {"k1", "k2"}
+        assert recording.mark_interrupted_jobs(session, sweep.id) == 1
+        assert reads.jobs_of_sweep(session, sweep.id)[0].status == "interrupted"
         # Every change of state is kept, in order, with its reason.
-        transitions = queries.transitions_of_sweep(session, sweep.id, subject="job")
+        transitions = reads.transitions_of_sweep(session, sweep.id, subject="job")
         assert [(t.state, t.reason) for t in transitions] == [
             ("queued", "attempt 1, 2 point(s)"),
             ("measuring", "k1"),
             ("interrupted", "found unfinished when the sweep was started again"),
         ]
 
-        views = queries.list_results(session, sweep="nightly")
+        views = reads.list_results(session, sweep="nightly")
         assert [(v.concurrency, v.valid, v.recipe, v.hardware) for v in views] == [
             (1, False, "r1", "cpu-local"),
             (4, True, "r1", "cpu-local"),
         ]
         assert views[0].validity_reasons == ["too few requests"]
-        assert queries.list_results(session, sweep="other") == []
+        assert reads.list_results(session, sweep="other") == []
 
         row = session.exec(select(PointResultRow).where(PointResultRow.point_key == "k1")).one()
         row.retracted, row.retraction_reason = True, "engine misconfigured"
         session.add(row)
         session.commit()
-        assert len(queries.list_results(session, sweep="nightly")) == 1
-        assert len(queries.list_results(session, sweep="nightly", include_retracted=True)) == 2
+        assert len(reads.list_results(session, sweep="nightly")) == 1
+        assert len(reads.list_results(session, sweep="nightly", include_retracted=True)) == 2
 
 
 def test_upgrade_from_the_first_revision_keeps_rows(tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -150,17 +150,17 @@ def test_upgrade_from_the_first_revision_keeps_rows(tmp_path: Path, request: pyt
             )  # fmt: skip
         migrate(engine)
         with open_session(engine) as session:
-            views = queries.list_results(session, sweep="old")
+            views = reads.list_results(session, sweep="old")
             assert [(v.concurrency, v.recipe) for v in views] == [(2, "r")]
             assert session.exec(select(PointResultRow)).one().source is None
             old_job = session.exec(select(JobRow)).one()
             assert (old_job.id, old_job.engine_id) == ("j1", None)  # jobs from before 0006 have no engine
-            assert len(queries.transitions_of_sweep(session, 1)) == 1
+            assert len(reads.transitions_of_sweep(session, 1)) == 1
             # The new tables take rows that refer to the old ones.
-            old_job.engine_id = queries.get_or_create_engine(session, "vllm", "0.11.0", "", None)
+            old_job.engine_id = recording.get_or_create_engine(session, "vllm", "0.11.0", "", None)
             session.add(old_job)
             session.commit()
-            queries.add_provenance(session, "j1", "r.yaml", env_names=["HF_HUB_OFFLINE"])
+            recording.add_provenance(session, "j1", "r.yaml", env_names=["HF_HUB_OFFLINE"])
             assert session.get(ProvenanceRow, "j1").env_names == ["HF_HUB_OFFLINE"]
         assert {"artifact", "engine", "provenance", "server_metric_delta"} <= set(inspect(engine).get_table_names())
         # Revision 0006 also goes down and up again with rows in place (jobs referred to by other tables).
@@ -172,7 +172,7 @@ def test_upgrade_from_the_first_revision_keeps_rows(tmp_path: Path, request: pyt
         assert "engine_id" not in {column["name"] for column in inspect(engine).get_columns("job")}
         migrate(engine)
         with open_session(engine) as session:
-            assert [(v.concurrency, v.recipe) for v in queries.list_results(session, sweep="old")] == [(2, "r")]
+            assert [(v.concurrency, v.recipe) for v in reads.list_results(session, sweep="old")] == [(2, "r")]
             assert session.exec(select(JobRow)).one().engine_id is None
             assert session.exec(select(EngineRow)).all() == []
         with engine.connect() as connection:

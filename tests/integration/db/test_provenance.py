@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
 
-from db import queries
+from db import reads
 from db.lifecycle import JobState
 from db.models import EngineRow, JobRow, ModelRow, PointResultRow, ProvenanceRow, ServerMetricDeltaRow, SQLModel
 from db.session import make_engine, open_session
@@ -186,9 +186,9 @@ def test_a_simulated_sweep_records_provenance_and_server_metrics(write_recipe) -
     assert result.returncode == 0, result.stderr + result.stdout
     engine = make_engine()
     with open_session(engine) as session:
-        sweep = queries.sweep_by_name(session, "provenance-sim")
+        sweep = reads.sweep_by_name(session, "provenance-sim")
         assert sweep is not None
-        (job,) = queries.jobs_of_sweep(session, sweep.id)
+        (job,) = reads.jobs_of_sweep(session, sweep.id)
         engine_row = session.get(EngineRow, job.engine_id)
         assert engine_row is not None and (engine_row.name, engine_row.image_digest) == ("simulated", None)
         provenance = session.get(ProvenanceRow, job.id)

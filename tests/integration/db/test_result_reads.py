@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
 
-from db import queries
+from db import reads, recording
 from db.models import PointResultRow
 from db.session import open_session
 
@@ -50,17 +50,17 @@ def _point(recipe_id: int, key: str, concurrency: int, **fields: Any) -> PointRe
 
 def _seed(engine: Engine) -> dict[str, int]:
     with open_session(engine) as session:
-        sweep, _ = queries.get_or_create_sweep(session, "s1")
+        sweep, _ = recording.get_or_create_sweep(session, "s1")
         assert sweep.id == 1
         recipes = {
-            "fixed": queries.upsert_recipe(session, "fp-fixed", "b-fixed", "b.yaml", "b200", "vllm", FIXED_SNAPSHOT),
-            "imported": queries.upsert_recipe(session, "fp-imp", "a-imported", "a.csv", "mi355x", "sglang",
+            "fixed": recording.upsert_recipe(session, "fp-fixed", "b-fixed", "b.yaml", "b200", "vllm", FIXED_SNAPSHOT),
+            "imported": recording.upsert_recipe(session, "fp-imp", "a-imported", "a.csv", "mi355x", "sglang",
                                               IMPORTED_SNAPSHOT),
-            "agentic": queries.upsert_recipe(session, "fp-agentic", "c-agentic", "c.yaml", "b200", "sglang",
+            "agentic": recording.upsert_recipe(session, "fp-agentic", "c-agentic", "c.yaml", "b200", "sglang",
                                              {"model": {"name": "deepseek-r1"}}),
         }  # fmt: skip
         ids = {name: int(recipe.id) for name, recipe in recipes.items()}
-        queries.create_job(session, "job-1", 1, ids["fixed"], 1, 8, "")
+        recording.create_job(session, "job-1", 1, ids["fixed"], 1, 8, "")
         power = {"host": {"telemetry": {"power_w_mean": 8000.0}}}  # 8 GPUs: 1000 W each
         rows = [
             _point(ids["fixed"], "fixed-c16", 16, metrics=power),
@@ -73,14 +73,14 @@ def _seed(engine: Engine) -> dict[str, int]:
             _point(ids["fixed"], "embargoed-c64", 64, embargo_until=datetime(2100, 1, 1, tzinfo=UTC)),
         ]  # fmt: skip
         for row in rows:
-            assert queries.record_point(session, row)
+            assert recording.record_point(session, row)
     return ids
 
 
 def test_every_field_of_a_result(database: Engine) -> None:
     _seed(database)
     with open_session(database) as session:
-        views = {view.point_key: view for view in queries.list_results(session, sweep="s1")}
+        views = {view.point_key: view for view in reads.list_results(session, sweep="s1")}
     assert vars(views["fixed-c16"]) == {
         "sweep": "s1", "recipe": "b-fixed", "fingerprint": "fp-fixed", "hardware": "b200", "engine": "vllm",
         "origin": "measured", "isl": 8192, "osl": 1024, "concurrency": 16, "repeat_index": 0, "valid": True,
@@ -119,53 +119,53 @@ def test_every_field_of_a_result(database: Engine) -> None:
 def test_order_filters_and_columns(database: Engine) -> None:
     _seed(database)
     with open_session(database) as session:
-        every = queries.list_results(session, sweep="s1")
+        every = reads.list_results(session, sweep="s1")
         # Sweep, recipe name, ISL/OSL, concurrency: the imported 'a-' recipe first, the agentic 'c-' last.
         assert [view.point_key for view in every] == [
             "imported-c8", "dry-c1", "fixed-c4", "fixed-c16", "embargoed-c64", "agentic-c2",
         ]  # fmt: skip
-        with_retracted = queries.list_results(session, include_retracted=True)
+        with_retracted = reads.list_results(session, include_retracted=True)
         assert "retracted-c32" in {view.point_key for view in with_retracted} and len(with_retracted) == 7
-        public = [view.point_key for view in queries.list_results(session, public=True)]
+        public = [view.point_key for view in reads.list_results(session, public=True)]
         assert public == ["imported-c8", "fixed-c4", "fixed-c16", "agentic-c2"]  # no dry run, nothing embargoed
-        assert queries.list_results(session, sweep="other") == []
+        assert reads.list_results(session, sweep="other") == []
         # The column-wise read is the same results, column by column, in ResultView's field order.
-        columns = queries.result_columns(session, public=True)
-        views = queries.list_results(session, public=True)
+        columns = reads.result_columns(session, public=True)
+        views = reads.list_results(session, public=True)
         assert list(columns) == list(vars(views[0]))
         assert columns == {name: [getattr(view, name) for view in views] for name in columns}
-        empty = queries.result_columns(session, sweep="other")
+        empty = reads.result_columns(session, sweep="other")
         assert list(empty) == list(columns) and all(values == [] for values in empty.values())
 
 
 def test_the_version_moves_with_every_change_to_the_public_results(database: Engine) -> None:
     ids = _seed(database)
     with open_session(database) as session:
-        first = queries.results_version(session)
-        assert queries.results_version(session) == first  # nothing changed: the same version
-        assert queries.record_point(session, _point(ids["fixed"], "fixed-c128", 128))
-        recorded = queries.results_version(session)
+        first = reads.results_version(session)
+        assert reads.results_version(session) == first  # nothing changed: the same version
+        assert recording.record_point(session, _point(ids["fixed"], "fixed-c128", 128))
+        recorded = reads.results_version(session)
         assert recorded != first
         before = datetime.now(UTC)
-        assert queries.retract(session, "engine misconfigured", "s1", "fixed-c128") == 1
+        assert recording.retract(session, "engine misconfigured", "s1", "fixed-c128") == 1
         row = session.exec(select(PointResultRow).where(PointResultRow.point_key == "fixed-c128")).one()
         assert row.retraction_reason == "engine misconfigured" and row.retracted_at is not None
         assert before <= row.retracted_at.replace(tzinfo=row.retracted_at.tzinfo or UTC) <= datetime.now(UTC)
-        retracted = queries.results_version(session)
+        retracted = reads.results_version(session)
         assert retracted not in {first, recorded}
-        queries.embargo(session, "s1", datetime(2100, 1, 1, tzinfo=UTC))
-        embargoed = queries.results_version(session)
+        recording.embargo(session, "s1", datetime(2100, 1, 1, tzinfo=UTC))
+        embargoed = reads.results_version(session)
         assert embargoed not in {first, recorded, retracted}
         # Embargoes that have run out show their points again (the seeded one too): the version moves with them.
         for row in session.exec(select(PointResultRow)).all():
             row.embargo_until = datetime(2000, 1, 1, tzinfo=UTC)
             session.add(row)
         session.commit()
-        assert queries.results_version(session) == (*retracted[:3], 0)
+        assert reads.results_version(session) == (*retracted[:3], 0)
         assert retracted[3] == 1  # before: the seeded point under a running embargo
 
 
 def test_an_empty_database_has_a_version_and_no_results(database: Engine) -> None:
     with open_session(database) as session:
-        assert queries.results_version(session) == (0, 0, 0, 0)
-        assert queries.list_results(session, public=True) == []
+        assert reads.results_version(session) == (0, 0, 0, 0)
+        assert reads.list_results(session, public=True) == []

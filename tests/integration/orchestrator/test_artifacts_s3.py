@@ -14,7 +14,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from db import queries
+from db import reads, recording
 from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import S3ArtifactStore
 from orchestrator.publish import fetch_latest_snapshot
@@ -86,11 +86,11 @@ def test_sweep_uploads_records_and_logs(s3_endpoint: str, write_recipe, monkeypa
     assert sum(key.startswith("sweep/server-metrics/") and key.endswith(".json") for key in keys) == 2
     engine = make_engine()
     with open_session(engine) as session:
-        assert queries.pending_artifacts(session) == []
-        (view, *_) = queries.list_results(session, sweep="s3-sweep")
-        (result,) = [a for a in queries.artifacts_of_point(session, view_sweep_id(session), view.point_key)
+        assert recording.pending_artifacts(session) == []
+        (view, *_) = reads.list_results(session, sweep="s3-sweep")
+        (result,) = [a for a in recording.artifacts_of_point(session, view_sweep_id(session), view.point_key)
                      if a.kind == "result"]  # fmt: skip
-        scrapes = [a for a in queries.artifacts_of_point(session, view_sweep_id(session), view.point_key)
+        scrapes = [a for a in recording.artifacts_of_point(session, view_sweep_id(session), view.point_key)
                    if a.kind == "server-metrics"]  # fmt: skip
     monkeypatch.setenv("INFERSWEEP_S3_ENDPOINT_URL", s3_endpoint)
     store = S3ArtifactStore(BUCKET, "sweep")
@@ -102,7 +102,7 @@ def test_sweep_uploads_records_and_logs(s3_endpoint: str, write_recipe, monkeypa
 
 
 def view_sweep_id(session) -> int:
-    sweep, _ = queries.get_or_create_sweep(session, "s3-sweep")
+    sweep, _ = recording.get_or_create_sweep(session, "s3-sweep")
     return int(sweep.id)
 
 
@@ -113,8 +113,8 @@ def test_endpoint_down_keeps_rows_and_publish_finishes(s3_endpoint: str, write_r
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        assert len(queries.list_results(session, sweep="s3-outage")) == 2
-        pending = queries.pending_artifacts(session)
+        assert len(reads.list_results(session, sweep="s3-outage")) == 2
+        pending = recording.pending_artifacts(session)
     # Per Point its records, result and raw /metrics; and the engine log: 2 x 3 + 1.
     assert len(pending) == 7 and all(item.error and "failed" in item.error for item in pending)
     assert all(Path(item.local_path).exists() for item in pending)
@@ -134,8 +134,8 @@ def test_snapshot_serves_a_hub_without_the_database(
     assert run.returncode == 0, run.stderr
     engine = make_engine()
     with open_session(engine) as session:
-        views = queries.list_results(session)
-        sweep, _ = queries.get_or_create_sweep(session, "s3-snapshot")
+        views = reads.list_results(session)
+        sweep, _ = recording.get_or_create_sweep(session, "s3-snapshot")
         from sqlmodel import select
 
         from db.models import PointResultRow
@@ -152,6 +152,6 @@ def test_snapshot_serves_a_hub_without_the_database(
     snapshot = fetch_latest_snapshot(S3ArtifactStore(BUCKET, "snap"), tmp_path / "public.db")
     public = make_engine(f"sqlite:///{snapshot}")
     with open_session(public) as session:
-        public_views = queries.list_results(session)
+        public_views = reads.list_results(session)
     assert len(public_views) == len(views) - 1
     assert all(view.sweep != "s3-snapshot" or view.concurrency != retracted.concurrency for view in public_views)

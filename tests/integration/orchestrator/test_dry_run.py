@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from db import queries
+from db import reads
 from db.models import ArtifactRow
 from db.session import make_engine, migrate, open_session
 from orchestrator.dry_run import prepare_dry_run
@@ -51,9 +51,9 @@ def test_dry_run_of_b200_gb300_and_tpu_recipes() -> None:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        rows = queries.list_results(session, sweep="dry-catalogue")
-        public = queries.list_results(session, sweep="dry-catalogue", public=True)
-        sweep = queries.sweep_by_name(session, "dry-catalogue")
+        rows = reads.list_results(session, sweep="dry-catalogue")
+        public = reads.list_results(session, sweep="dry-catalogue", public=True)
+        sweep = reads.sweep_by_name(session, "dry-catalogue")
         commands = session.exec(
             select(ArtifactRow).where(ArtifactRow.sweep_id == sweep.id, ArtifactRow.kind == "target-engine-command")
         ).all()

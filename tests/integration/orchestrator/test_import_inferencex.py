@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from db import queries
+from db import reads
 from db.session import make_engine, migrate, open_session
 from orchestrator.analysis.compare import compare_at_interactivity
 from orchestrator.importers.inferencex import read_rows
@@ -41,7 +41,7 @@ def test_imported_rows_share_the_frontier_with_native_results(write_recipe, tmp_
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        views = queries.list_results(session, sweep="mixed")
+        views = reads.list_results(session, sweep="mixed")
     assert {view.origin for view in views} == {"imported", "simulated"}
     assert sum(view.source is not None and "InferenceX" in view.source for view in views) == 3
 
@@ -96,15 +96,15 @@ def test_embargo_hides_from_public_readers_until_the_date(tmp_path: Path) -> Non
     assert run_cli("embargo", "--sweep", "launch", "--until", "2999-01-01").returncode == 0
     engine = make_engine()
     with open_session(engine) as session:
-        assert queries.list_results(session, sweep="launch", public=True) == []
-        assert len(queries.list_results(session, sweep="launch")) == 3  # maintainers still see them
+        assert reads.list_results(session, sweep="launch", public=True) == []
+        assert len(reads.list_results(session, sweep="launch")) == 3  # maintainers still see them
     snapshot = tmp_path / "public.db"
     write_snapshot(engine, snapshot)
     with open_session(make_engine(f"sqlite:///{snapshot}")) as session:
-        assert queries.list_results(session, sweep="launch") == []
+        assert reads.list_results(session, sweep="launch") == []
     assert run_cli("embargo", "--sweep", "launch", "--until", "2000-01-01").returncode == 0  # lifted: date passed
     with open_session(engine) as session:
-        assert len(queries.list_results(session, sweep="launch", public=True)) == 3
+        assert len(reads.list_results(session, sweep="launch", public=True)) == 3
 
 
 def _rows_scaled(factor: float) -> list[dict]:

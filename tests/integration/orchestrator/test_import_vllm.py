@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from db import queries
+from db import reads
 from db.session import make_engine, migrate, open_session
 from orchestrator.importers.vllm_bench import load_vllm_bench
 from recipes.errors import RecipeError
@@ -71,5 +71,5 @@ def test_cli_stores_imported_points_once(write_recipe) -> None:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        views = queries.list_results(session, sweep="imp")
+        views = reads.list_results(session, sweep="imp")
     assert [(v.origin, v.isl, v.osl) for v in views] == [("imported", 64, 16)]

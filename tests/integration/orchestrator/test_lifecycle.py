@@ -12,7 +12,7 @@ import time
 import pytest
 from sqlmodel import select
 
-from db import queries
+from db import reads
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
@@ -26,11 +26,11 @@ def sweep_state(name: str) -> tuple[str, list[tuple[int, str, str | None]], dict
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        sweep = queries.sweep_by_name(session, name)
+        sweep = reads.sweep_by_name(session, name)
         assert sweep is not None, f"no sweep {name}"
-        jobs = queries.jobs_of_sweep(session, sweep.id)
+        jobs = reads.jobs_of_sweep(session, sweep.id)
         history: dict[str, list[str]] = {}
-        for transition in queries.transitions_of_sweep(session, sweep.id, subject="job"):
+        for transition in reads.transitions_of_sweep(session, sweep.id, subject="job"):
             history.setdefault(transition.job_id or "", []).append(transition.state)
         return sweep.status, [(job.attempt, job.status, job.error_kind) for job in jobs], history
 
@@ -38,9 +38,9 @@ def sweep_state(name: str) -> tuple[str, list[tuple[int, str, str | None]], dict
 def point_history(name: str) -> list[tuple[str, str]]:
     engine = make_engine()
     with open_session(engine) as session:
-        sweep = queries.sweep_by_name(session, name)
+        sweep = reads.sweep_by_name(session, name)
         assert sweep is not None
-        return [(t.point_key or "", t.state) for t in queries.transitions_of_sweep(session, sweep.id, "point")]
+        return [(t.point_key or "", t.state) for t in reads.transitions_of_sweep(session, sweep.id, "point")]
 
 
 def test_every_transition_is_persisted_in_order_and_status_shows_it(write_recipe) -> None:
@@ -58,7 +58,7 @@ def test_every_transition_is_persisted_in_order_and_status_shows_it(write_recipe
     # Each result carries the host's pre-flight checks and what it could sample during the Point.
     engine = make_engine()
     with open_session(engine) as session:
-        sweep = queries.sweep_by_name(session, "life-ok")
+        sweep = reads.sweep_by_name(session, "life-ok")
         rows = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep.id)).all()
     for row in rows:
         host = row.metrics["host"]
@@ -112,10 +112,10 @@ def _safe_point_history(name: str) -> list[tuple[str, str]]:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        sweep = queries.sweep_by_name(session, name)
+        sweep = reads.sweep_by_name(session, name)
         if sweep is None:
             return []
-        return [(t.point_key or "", t.state) for t in queries.transitions_of_sweep(session, sweep.id, "point")]
+        return [(t.point_key or "", t.state) for t in reads.transitions_of_sweep(session, sweep.id, "point")]
 
 
 def test_point_past_its_deadline_fails_the_job_and_is_retried_after_backoff(write_recipe) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from db import queries
+from db import reads, recording
 from db.models import JobRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import pick_free_port, running_engines
@@ -185,17 +185,17 @@ def _jobs(sweep: str) -> list[JobRow]:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        row = queries.sweep_by_name(session, sweep)
-        return [] if row is None else queries.jobs_of_sweep(session, row.id)
+        row = reads.sweep_by_name(session, sweep)
+        return [] if row is None else reads.jobs_of_sweep(session, row.id)
 
 
 def _points(sweep: str) -> tuple[dict[str, int], list[str]]:
     """(recorded Points per job, recorded Point keys) of the sweep."""
     engine = make_engine()
     with open_session(engine) as session:
-        row = queries.sweep_by_name(session, sweep)
+        row = reads.sweep_by_name(session, sweep)
         assert row is not None
-        return queries.points_per_job(session, row.id), sorted(queries.finished_point_keys(session, row.id))
+        return reads.points_per_job(session, row.id), sorted(recording.finished_point_keys(session, row.id))
 
 
 def test_jobs_land_only_on_the_nodes_of_their_pool(ray_cluster: RayCluster, write_recipe) -> None:

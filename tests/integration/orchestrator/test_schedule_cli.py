@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from db import queries
+from db import reads
 from db.session import make_engine, migrate, open_session
 from runners.host.paths import data_dir
 from tests.conftest import ROOT, run_cli
@@ -37,8 +37,8 @@ def test_run_now_runs_the_schedule_as_a_new_named_sweep(tmp_path: Path) -> None:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        assert sweep in {row.name for row in queries.list_sweeps(session)}
-        rows = queries.list_results(session, sweep=sweep)
+        assert sweep in {row.name for row in reads.list_sweeps(session)}
+        rows = reads.list_results(session, sweep=sweep)
     assert [(row.recipe, row.concurrency, row.origin, row.valid) for row in rows] == [
         ("tiny-llama-simulated", concurrency, "simulated", True) for concurrency in (1, 2, 4, 8)
     ]

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from db import queries
+from db import reads
 from db.session import make_engine, migrate, open_session
 from runners.host.paths import data_dir
 from runners.host.process import running_engines
@@ -28,7 +28,7 @@ def test_dynamo_frontend_with_mocker_prefill_and_decode_workers_measures_simulat
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        rows = queries.list_results(session, sweep="dynamo-mocker")
+        rows = reads.list_results(session, sweep="dynamo-mocker")
     assert [(row.concurrency, row.origin, row.valid, row.failed) for row in rows] == [
         (1, "simulated", True, 0),
         (4, "simulated", True, 0),

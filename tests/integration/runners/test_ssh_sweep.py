@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from db import queries
+from db import reads
 from db.session import make_engine, migrate, open_session
 from tests.conftest import ROOT, SIMULATED_RECIPE, deep_update, processes_of_runs
 from tests.integration.runners.conftest import Sshd
@@ -39,13 +39,13 @@ def jobs_and_points(sweep: str) -> tuple[list[tuple[int, str, str | None, bool |
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        row = queries.sweep_by_name(session, sweep)
+        row = reads.sweep_by_name(session, sweep)
         if row is None:
             return [], []
         jobs = [
-            (j.attempt, j.status, j.host, j.retryable, j.error_message) for j in queries.jobs_of_sweep(session, row.id)
+            (j.attempt, j.status, j.host, j.retryable, j.error_message) for j in reads.jobs_of_sweep(session, row.id)
         ]
-        points = [view.point_key for view in queries.list_results(session, sweep=sweep)]
+        points = [view.point_key for view in reads.list_results(session, sweep=sweep)]
     return jobs, points
 
 
