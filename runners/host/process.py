@@ -59,6 +59,76 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def process_identity(pid: int) -> str | None:
+    """Who `pid` is, beyond its number: this boot's id and the process's start time (clock ticks since boot).
+
+    PIDs are reused (a reboot, or just time), so a pidfile's number alone proves nothing; a process with the
+    same number and the same start time in the same boot is the same process. None where /proc cannot tell
+    (not Linux, or no such process)."""
+    boot = _boot_id()
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Fields after the command name (in parentheses, may hold spaces) start at field 3; starttime is field 22.
+    start_ticks = text[text.rindex(")") + 2 :].split()[19]
+    return None if boot is None else f"{boot}:{start_ticks}"
+
+
+def _members_of_group(pgid: int) -> list[int]:
+    """Processes (zombies included) whose process group is `pgid`."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # gone while we looked
+        if int(text[text.rindex(")") + 2 :].split()[2]) == pgid:
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _owner_gone(info: dict[str, Any]) -> bool:
+    """The pidfile's owner no longer runs: no process has its number, or the one that has is another process."""
+    owner = int(info["owner_pid"])
+    if not _alive(owner):
+        return True
+    recorded = info.get("owner_identity")
+    current = process_identity(owner)
+    return recorded is not None and current is not None and current != recorded
+
+
+def _group_is_ours(info: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the pidfile's process group is still the one we started, with the reason when it is not.
+
+    Proven when its leader has the recorded identity, or when the leader is gone but members remain: Linux
+    does not hand out a number that is still some process group's id, so those members are the ones we
+    started. A pidfile without an identity (written before identities were recorded), one from an earlier
+    boot, or a leader with another start time proves nothing, and nothing is killed for it."""
+    pgid = int(info["pgid"])
+    recorded = info.get("leader_identity")
+    if not isinstance(recorded, str):
+        return False, "its pidfile records no process identity"
+    boot = _boot_id()
+    if boot is not None and not recorded.startswith(boot + ":"):
+        return False, "it was started before this machine last booted"
+    current = process_identity(pgid)
+    if current == recorded:
+        return True, ""
+    if current is not None:
+        return False, f"process {pgid} is now another process (started at another time)"
+    if _members_of_group(pgid):
+        return True, ""
+    return False, "the group has no process left"
+
+
 def _only_zombies_in_group(pgid: int) -> bool:
     """True when every process left in the group has exited and merely awaits reaping by its parent.
 
@@ -131,10 +201,16 @@ def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
         except (OSError, json.JSONDecodeError):
             pidfile.unlink(missing_ok=True)
             continue
-        if _alive(int(info["owner_pid"])):
+        if not _owner_gone(info):
+            continue
+        stopped = _run_stop_argv(info)  # a container named after our run id: ours whatever the group is
+        ours, why_not = _group_is_ours(info)
+        if not ours:
+            log(f"not reaping process group {info['pgid']} of dead run {info['run_id']}: {why_not}; pidfile removed")
+            if stopped:
+                pidfile.unlink(missing_ok=True)
             continue
         log(f"reaping engine of dead run {info['run_id']} (process group {info['pgid']})")
-        stopped = _run_stop_argv(info)
         if _kill_group(int(info["pgid"]), grace_s=5.0) and stopped:
             pidfile.unlink(missing_ok=True)
         reaped.append(str(info["run_id"]))
@@ -144,7 +220,7 @@ def reap_orphaned_engines(log: Callable[[str], None] = print) -> list[str]:
 def stop_engines_owned_by(owner_pid: int) -> list[str]:
     """Stop the engines this process started (by their pidfiles), whatever its main thread is doing;
     return their run ids. The last resort of a process that must exit now."""
-    stopped = []
+    stopped_runs = []
     for pidfile in pid_dir().glob("*.json"):
         try:
             info = json.loads(pidfile.read_text())
@@ -152,11 +228,13 @@ def stop_engines_owned_by(owner_pid: int) -> list[str]:
             continue
         if int(info["owner_pid"]) != owner_pid:
             continue
-        stopped = _run_stop_argv(info)
-        if _kill_group(int(info["pgid"]), grace_s=5.0) and stopped:
+        container_stopped = _run_stop_argv(info)
+        if _group_is_ours(info)[0] and not _kill_group(int(info["pgid"]), grace_s=5.0):
+            continue  # still running: the pidfile stays for the next run's reaper
+        if container_stopped:
             pidfile.unlink(missing_ok=True)
-        stopped.append(str(info["run_id"]))
-    return stopped
+        stopped_runs.append(str(info["run_id"]))
+    return stopped_runs
 
 
 def running_engines() -> list[dict[str, object]]:
@@ -248,7 +326,15 @@ class EngineProcess:
 
     def _pidfile_text(self) -> str:
         pgid = self.process.pid if self.process is not None else None
-        info = {"run_id": self.run_id, "pgid": pgid, "owner_pid": os.getpid(), "port": self.port}
+        info = {
+            "run_id": self.run_id,
+            "pgid": pgid,
+            "owner_pid": os.getpid(),
+            "port": self.port,
+            # What proves, later, that the group and its owner are still the processes this run started.
+            "leader_identity": process_identity(pgid) if pgid is not None else None,
+            "owner_identity": process_identity(os.getpid()),
+        }
         return json.dumps({**info, **self._pidfile_extra()})
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:

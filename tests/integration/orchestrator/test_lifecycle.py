@@ -15,7 +15,7 @@ from sqlmodel import select
 from db import reads
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
-from runners.host.process import running_engines
+from runners.host.process import process_identity, running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
 
 pytestmark = pytest.mark.integration
@@ -224,7 +224,7 @@ def test_an_orphaned_engine_of_a_dead_run_is_reaped_before_the_next_job(write_re
     pidfile = isolated_home / "engines-running" / "life-orphan-dead.json"
     pidfile.parent.mkdir(parents=True, exist_ok=True)
     pidfile.write_text(json.dumps({"run_id": "life-orphan-dead", "pgid": orphan.pid, "owner_pid": dead_owner.pid,
-                                   "port": 0}))  # fmt: skip
+                                   "port": 0, "leader_identity": process_identity(orphan.pid)}))  # fmt: skip
     try:
         assert processes_of_runs("life-orphan-") == [orphan.pid]
         result = run_cli("run", str(write_recipe({"name": "life-after-orphan"})), "--sweep", "life-orphan")
