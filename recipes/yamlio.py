@@ -30,21 +30,86 @@ def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 
 
-def read_yaml(path: Path, what: str = "recipe") -> Any:
-    """Parse a YAML file strictly; syntax errors become a RecipeError with the line."""
+# A data file is a few KB (hardware.yaml, the largest, is 15 KB and 1,350 nodes). The bounds stop a typo or a
+# hostile file before it costs memory: aliases let a 1 KB document stand for billions of nodes (9 levels of
+# 9 aliases took over 1 GB and 20 s downstream), so nodes are counted as the aliases expand them.
+MAX_FILE_BYTES = 1024 * 1024
+MAX_EXPANDED_NODES = 100_000
+
+
+def _expanded_nodes(node: yaml.Node, counted: dict[int, int], budget: int) -> int:
+    """Nodes of `node` with every alias expanded (a shared node counts each time it is referred to); stops
+    counting once past `budget`. Counts of shared nodes are kept, so the walk is linear in the file."""
+    known = counted.get(id(node))
+    if known is not None:
+        return known
+    total = 1
+    if isinstance(node, yaml.MappingNode):
+        children = [child for pair in node.value for child in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    else:
+        children = []
+    for child in children:
+        total += _expanded_nodes(child, counted, budget)
+        if total > budget:
+            break
+    counted[id(node)] = total
+    return total
+
+
+def _decode(path: Path, raw: bytes, what: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
+        bad = raw[error.start : error.end]
+        raise RecipeError(
+            str(path),
+            [(f"byte {error.start} (line {line}, column {column})", bad, "expected UTF-8 text (save it as UTF-8)")],
+            what,
+        ) from None
+
+
+def read_yaml(path: Path, what: str = "recipe") -> Any:
+    """Parse a YAML file strictly; syntax errors, undecodable bytes and oversized documents become a
+    RecipeError with the position or the bound."""
+    try:
+        raw = path.read_bytes()
     except OSError as error:
         raise RecipeError(
             str(path), [("<file>", str(path), f"expected a readable file ({error.strerror})")], what
         ) from error
+    if len(raw) > MAX_FILE_BYTES:
+        raise RecipeError(
+            str(path), [("<file>", f"{len(raw):,} bytes", f"expected at most {MAX_FILE_BYTES:,} bytes")], what
+        )
+    loader = _UniqueKeyLoader(_decode(path, raw, what))
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - _UniqueKeyLoader is a SafeLoader
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        nodes = _expanded_nodes(node, {}, MAX_EXPANDED_NODES)
+        if nodes > MAX_EXPANDED_NODES:
+            raise RecipeError(
+                str(path),
+                [("<document>", f"over {MAX_EXPANDED_NODES:,} nodes once its aliases are expanded",
+                  f"expected at most {MAX_EXPANDED_NODES:,} (write the values out, or use fewer nested aliases)")],
+                what,
+            )  # fmt: skip
+        return loader.construct_document(node)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<document>"
         problem = getattr(error, "problem", None) or str(error)
         raise RecipeError(str(path), [(where, problem, "expected valid YAML")], what) from error
+    except RecursionError:
+        raise RecipeError(
+            str(path), [("<document>", "nested too deeply to read", "expected a few levels of nesting")], what
+        ) from None
+    finally:
+        loader.dispose()
 
 
 def field_path(loc: tuple[int | str, ...], data: Any, tag_key: str = "kind") -> str:
