@@ -20,6 +20,16 @@ from pydantic import (
     model_validator,
 )
 
+from recipes.limits import (
+    MAX_CONCURRENCY,
+    MAX_INPUT_TOKENS,
+    MAX_OUTPUT_TOKENS,
+    MAX_PROMPTS_PER_CONCURRENCY,
+    MAX_REQUESTS_PER_POINT,
+    MAX_SECONDS,
+    MAX_TIME_SCALE,
+)
+
 SCHEMA_VERSION = 1
 
 
@@ -436,8 +446,12 @@ class Parallelism(StrictModel):
 
 
 class SequenceLengths(StrictModel):
-    isl: int = Field(gt=0, description="Input sequence length in tokens (upper bound of the random range).")
-    osl: int = Field(gt=0, description="Output sequence length in tokens (upper bound of the random range).")
+    isl: int = Field(
+        gt=0, le=MAX_INPUT_TOKENS, description="Input sequence length in tokens (upper bound of the random range)."
+    )
+    osl: int = Field(
+        gt=0, le=MAX_OUTPUT_TOKENS, description="Output sequence length in tokens (upper bound of the random range)."
+    )
 
 
 class FixedLengthWorkload(StrictModel):
@@ -446,13 +460,27 @@ class FixedLengthWorkload(StrictModel):
     range_ratio: float = Field(
         0.8, ge=0.0, le=1.0, description="Lengths drawn uniformly in [r*L, L] (InferenceX's meaning)."
     )
-    concurrency: list[Annotated[int, Field(gt=0)]] = Field(
+    concurrency: list[Annotated[int, Field(gt=0, le=MAX_CONCURRENCY)]] = Field(
         min_length=1, description="Max in-flight requests, one Point per value."
     )
-    prompts_per_concurrency: int = Field(10, ge=1, description="Measured prompts = this x concurrency.")
-    warmup_per_concurrency: int = Field(2, ge=0, description="Warmup prompts (not measured) = this x concurrency.")
+    prompts_per_concurrency: int = Field(
+        10, ge=1, le=MAX_PROMPTS_PER_CONCURRENCY, description="Measured prompts = this x concurrency."
+    )
+    warmup_per_concurrency: int = Field(
+        2, ge=0, le=MAX_PROMPTS_PER_CONCURRENCY, description="Warmup prompts (not measured) = this x concurrency."
+    )
     seed: int = Field(0, description="Seed of the random prompts and lengths.")
-    request_timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+    request_timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline.")
+
+    @model_validator(mode="after")
+    def _requests_per_point_bounded(self) -> FixedLengthWorkload:
+        largest = max(self.concurrency) * (self.prompts_per_concurrency + self.warmup_per_concurrency)
+        if largest > MAX_REQUESTS_PER_POINT:
+            raise ValueError(
+                f"concurrency {max(self.concurrency)} x (prompts_per_concurrency + warmup_per_concurrency) = "
+                f"{largest:,} requests in one Point; expected at most {MAX_REQUESTS_PER_POINT:,}"
+            )
+        return self
 
 
 class AgenticReplayWorkload(StrictModel):
@@ -461,18 +489,24 @@ class AgenticReplayWorkload(StrictModel):
     mode: Literal["sessions", "timeline"] = Field(
         "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."
     )
-    concurrency: list[Annotated[int, Field(gt=0)]] = Field(
+    concurrency: list[Annotated[int, Field(gt=0, le=MAX_CONCURRENCY)]] = Field(
         min_length=1, description="Live session trees (closed loop), one Point per value."
     )
-    duration_s: float = Field(gt=0, description="Measured window per Point, seconds.")
+    duration_s: float = Field(gt=0, le=MAX_SECONDS, description="Measured window per Point, seconds.")
     warmup: bool = Field(True, description="Start lanes at a random 25-75 % turn with their history primed.")
-    time_scale: float = Field(1.0, gt=0, description="Multiplies recorded think times and timestamps.")
-    think_cap_s: float = Field(300.0, gt=0, description="Cap on one recorded think time (AgentX default).")
-    idle_cap_s: float = Field(10.0, gt=0, description="Cap on a gap while nothing is in flight.")
+    time_scale: float = Field(
+        1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies recorded think times and timestamps."
+    )
+    think_cap_s: float = Field(
+        300.0, gt=0, le=MAX_SECONDS, description="Cap on one recorded think time (AgentX default)."
+    )
+    idle_cap_s: float = Field(10.0, gt=0, le=MAX_SECONDS, description="Cap on a gap while nothing is in flight.")
     length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
-    max_output_tokens: int | None = Field(None, gt=0, description="Cap on recorded output lengths.")
+    max_output_tokens: int | None = Field(
+        None, gt=0, le=MAX_OUTPUT_TOKENS, description="Cap on recorded output lengths."
+    )
     seed: int = Field(0, description="Seed of start points and salts.")
-    request_timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+    request_timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline.")
     max_schedule_lag_p99_ms: float = Field(
         5000.0, gt=0, description="Validity: requests may be sent at most this late against their schedule (p99)."
     )
@@ -499,10 +533,16 @@ class RunnerSpec(StrictModel):
         "it measures the orchestrator)."
     )
     point_timeout_s: float = Field(
-        3600.0, gt=0, description="Deadline for one Point, from its start; a Point past it fails the job (retryable)."
+        3600.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Deadline for one Point, from its start; a Point past it fails the job (retryable).",
     )
     job_timeout_s: float = Field(
-        6 * 3600.0, gt=0, description="Deadline for the whole job from placement; past it the job fails (final)."
+        6 * 3600.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Deadline for the whole job from placement; past it the job fails (final).",
     )
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from recipes.errors import ConfigurationError
+from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT, MAX_SECONDS
 from recipes.schema import ValidityThresholds
 from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, arrival_offsets, run_closed_loop, run_open_loop
@@ -42,16 +43,23 @@ class BenchSettings(BaseModel):
     base_url: str = Field(description="Server root, e.g. http://127.0.0.1:8000 (no /v1).")
     model: str = Field(description="Model name sent in each request.")
     endpoint: Literal["completions", "chat"] = Field("completions", description="API to drive.")
-    isl: int = Field(gt=0, description="Input length upper bound (tokens).")
-    osl: int = Field(gt=0, description="Output length upper bound (tokens).")
+    isl: int = Field(gt=0, le=MAX_INPUT_TOKENS, description="Input length upper bound (tokens).")
+    osl: int = Field(gt=0, le=MAX_OUTPUT_TOKENS, description="Output length upper bound (tokens).")
     range_ratio: float = Field(1.0, ge=0, le=1, description="Lengths uniform in [r*L, L] (InferenceX meaning).")
-    concurrency: int = Field(gt=0, description="Max requests in flight (closed loop when request_rate is inf).")
-    num_prompts: int = Field(gt=0, description="Measured requests.")
-    warmup: int = Field(0, ge=0, description="Warmup requests sent first at the same concurrency, not measured.")
+    concurrency: int = Field(
+        gt=0, le=MAX_CONCURRENCY, description="Max requests in flight (closed loop when request_rate is inf)."
+    )
+    num_prompts: int = Field(gt=0, le=MAX_REQUESTS_PER_POINT, description="Measured requests.")
+    warmup: int = Field(
+        0,
+        ge=0,
+        le=MAX_REQUESTS_PER_POINT,
+        description="Warmup requests sent first at the same concurrency, not measured.",
+    )
     request_rate: float = Field(math.inf, gt=0, description="Open-loop arrivals per second; inf = closed loop.")
     burstiness: float = Field(1.0, gt=0, description="Gamma shape of inter-arrivals (1.0 = Poisson).")
     seed: int = Field(0, description="Seed of prompts, lengths and arrivals.")
-    timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+    timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline.")
     tokenizer: str | None = Field(None, description="Tokenizer directory (tokenizer.json) for ids and chat text.")
     goodput: GoodputSlo | None = Field(None, description="SLOs for the goodput figure.")
     api_key_env: str | None = Field(None, description="Environment variable holding the API key (never stored).")

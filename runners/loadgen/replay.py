@@ -40,6 +40,7 @@ import aiohttp
 from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError
+from recipes.limits import MAX_CONCURRENCY, MAX_OUTPUT_TOKENS, MAX_SECONDS, MAX_TIME_SCALE
 from recipes.schema import ValidityThresholds
 from runners.host.server_metrics import CacheShape
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
@@ -60,17 +61,25 @@ class ReplaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Literal["sessions", "timeline"] = Field("sessions", description="Closed-loop sessions or open-loop timeline.")
-    concurrency: int = Field(1, ge=1, description="Live session trees (closed loop); in-flight cap (timeline).")
-    duration_s: float = Field(gt=0, description="Measured window length after warmup.")
+    concurrency: int = Field(
+        1, ge=1, le=MAX_CONCURRENCY, description="Live session trees (closed loop); in-flight cap (timeline)."
+    )
+    duration_s: float = Field(gt=0, le=MAX_SECONDS, description="Measured window length after warmup.")
     warmup: bool = Field(True, description="Start each lane at a random 25-75 % turn with its history primed.")
-    time_scale: float = Field(1.0, gt=0, description="Multiplies every recorded gap (think times, timestamps).")
-    think_cap_s: float = Field(300.0, gt=0, description="Cap on one recorded think time (before scaling).")
-    idle_cap_s: float = Field(10.0, gt=0, description="Cap on a gap while nothing at all is in flight.")
+    time_scale: float = Field(
+        1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies every recorded gap (think times, timestamps)."
+    )
+    think_cap_s: float = Field(
+        300.0, gt=0, le=MAX_SECONDS, description="Cap on one recorded think time (before scaling)."
+    )
+    idle_cap_s: float = Field(10.0, gt=0, le=MAX_SECONDS, description="Cap on a gap while nothing at all is in flight.")
     length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
-    max_output_tokens: int | None = Field(None, gt=0, description="Optional cap on recorded output lengths.")
+    max_output_tokens: int | None = Field(
+        None, gt=0, le=MAX_OUTPUT_TOKENS, description="Optional cap on recorded output lengths."
+    )
     vocabulary: tuple[int, int] = Field((10, 1000), description="Token ids [lo, hi) used for synthesized blocks.")
     seed: int = Field(0, description="Seed of start points and salts.")
-    timeout_s: float = Field(600.0, gt=0, description="Per-request deadline.")
+    timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline.")
 
     @property
     def shape(self) -> ReplayShape:
