@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 MISSING = object()  # marks a problem about a field that is absent (no value to quote)
+HIDDEN = object()  # marks a value that is never quoted (it may be a credential)
 
 
 class InferSweepError(Exception):
@@ -34,7 +35,12 @@ class RecipeError(InferSweepError):
         self.problems = problems
         lines = [f"{file}: invalid {what}"]
         for field, value, expected in problems:
-            got = "" if value is MISSING else f"got {_quote(value)}; "
+            if value is MISSING:
+                got = ""
+            elif value is HIDDEN:
+                got = "got a value (not shown); "
+            else:
+                got = f"got {_quote(value)}; "
             lines.append(f"  field '{field}': {got}{expected}")
         super().__init__("\n".join(lines), retryable=False)
 

@@ -29,6 +29,7 @@ from recipes.limits import (
     MAX_SECONDS,
     MAX_TIME_SCALE,
 )
+from recipes.secrets import looks_like_a_credential, names_a_secret
 
 SCHEMA_VERSION = 1
 
@@ -307,6 +308,7 @@ _ENGINE_FIELDS_SINCE_V1 = (
     "gpu_memory_utilization",
     "max_num_batched_tokens",
     "dynamo",
+    "env_from",
 )
 
 
@@ -347,7 +349,16 @@ class EngineSpec(StrictModel):
         default_factory=list,
         description="Further engine arguments, as an argv list (never a shell string).",
     )
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the engine.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra environment variables for the engine, stored with the recipe: never a credential (a "
+        "name with TOKEN, KEY, SECRET or PASSWORD, or a token-shaped value, is refused; use env_from).",
+    )
+    env_from: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=list,
+        description="Names of environment variables passed to the engine from the runner's own environment "
+        "(HF_TOKEN, API keys): the value is never written to the recipe, the database, the logs or the hub.",
+    )
     simulated: SimulatedEngineSettings | None = Field(
         None, description="Settings of the simulated engine (only for kind 'simulated')."
     )
@@ -395,6 +406,18 @@ class EngineSpec(StrictModel):
         if self.kind != "dynamo" and self.dynamo is not None:
             raise ValueError("engine.dynamo is only allowed when engine.kind is 'dynamo'")
         return self
+
+    @field_validator("env")
+    @classmethod
+    def _no_credentials(cls, env: dict[str, str]) -> dict[str, str]:
+        for name, value in env.items():
+            if names_a_secret(name) or looks_like_a_credential(value):
+                raise ValueError(
+                    f"{name}: a credential must not be written into a recipe (recipes are stored, shown on the hub "
+                    f"and published); remove it from engine.env and list its name in engine.env_from: [{name}], "
+                    "which passes the value from the runner's own environment"
+                )
+        return env
 
 
 class WorkerGroup(StrictModel):

@@ -8,7 +8,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from recipes.errors import MISSING, RecipeError
+from recipes.errors import HIDDEN, MISSING, RecipeError
+from recipes.secrets import names_a_secret, redacted
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -149,7 +150,12 @@ def validation_problems(error: ValidationError, data: Any, what: str = "recipe")
             expected = "missing (required)"
         else:
             expected = f"expected: {item['msg']}"
-        value = item.get("input") if kind != "missing" else MISSING
+        if kind == "missing":
+            value = MISSING
+        elif names_a_secret(field.rsplit(".", 1)[-1]):
+            value = HIDDEN  # `password: ...` under a key where it does not belong is still a password
+        else:
+            value = redacted(item.get("input"))
         problems.append((field, value, expected))
     return problems
 

@@ -49,6 +49,18 @@ def pick_free_port(host: str = "127.0.0.1") -> int:
         return int(probe.getsockname()[1])
 
 
+def passed_environment(names: list[str]) -> dict[str, str]:
+    """The values of `names` (a recipe's `engine.env_from`) from this process's environment, for the engine's
+    launch only: they are never written anywhere. A name that is not set is an error naming it and the host."""
+    missing = [name for name in names if name not in os.environ]
+    if missing:
+        raise ConfigurationError(
+            f"engine.env_from: {', '.join(missing)} not set in the runner's environment on host "
+            f"{socket.gethostname()!r}; set it where the runner (or the remote agent) runs"
+        )
+    return {name: os.environ[name] for name in names}
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -25,7 +25,13 @@ from runners.host.environments import ensure_environment
 from runners.host.generated_model import ensure_generated_model
 from runners.host.paths import data_dir
 from runners.host.placement import engine_members
-from runners.host.process import EngineProcess, EngineProcessGroup, pick_free_port, reap_orphaned_engines
+from runners.host.process import (
+    EngineProcess,
+    EngineProcessGroup,
+    passed_environment,
+    pick_free_port,
+    reap_orphaned_engines,
+)
 from runners.host.server_metrics import CacheShape, cache_shape, counter_deltas, parse_prometheus, scrape_text
 from runners.host.telemetry import TelemetrySampler, run_preflight
 from runners.job import JobEvent, JobSpec, PointOutcome, Runner, register_runner
@@ -128,6 +134,8 @@ class LocalRunner(Runner):
         vocabulary = Vocabulary.from_model_dir(model_dir)
         port = recipe.engine.port or pick_free_port()
         plan = adapter.launch_plan(recipe, port, python, model_dir)
+        # Credentials by name, from this host's environment: in the launch's memory only, never in the plan's record.
+        launch_env = {**plan.env, **passed_environment(recipe.engine.env_from)}
         log_path = Path(job.log_dir) / "engine.log"
         yield JobEvent(kind="engine_launching", job_id=job.job_id, message=f"{recipe.engine.kind} on port {port}")
         if plan.processes:
@@ -143,13 +151,13 @@ class LocalRunner(Runner):
             )  # fmt: skip
         elif isinstance(environment, ContainerEnvironment):
             launched = ContainerEngine(
-                environment, plan.argv, plan.env, port, log_path, job.job_id,
+                environment, plan.argv, launch_env, port, log_path, job.job_id,
                 model_dir=plan.model_dir or model_dir, devices=device_flags(recipe.hardware),
                 health_path=plan.health_path, ready_model=plan.ready_model, files=plan.files, runtime=runtime,
             )  # fmt: skip
         else:
             launched = EngineProcess(
-                plan.argv, plan.env, port, log_path, job.job_id, plan.health_path,
+                plan.argv, launch_env, port, log_path, job.job_id, plan.health_path,
                 ready_model=plan.ready_model, files=plan.files,
             )  # fmt: skip
         with launched as engine:

@@ -1,0 +1,43 @@
+"""A credential never reaches the recipe store, the database, the logs or the hub: a recipe that writes one
+into `engine.env` is refused, and `engine.env_from` passes it by name from the runner's environment."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from db import reads
+from db.session import make_engine, open_session
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_token_in_env_is_refused_without_echoing_it(write_recipe) -> None:
+    token = "hf_" + secrets.token_hex(16)
+    recipe = write_recipe({"engine": {"env": {"HF_TOKEN": token}}})
+    result = run_cli("recipe", "validate", str(recipe))
+    assert result.returncode == 2
+    assert "engine.env_from: [HF_TOKEN]" in result.stderr and "engine.env" in result.stderr
+    assert token not in result.stdout + result.stderr
+
+
+def test_env_from_runs_and_its_value_is_nowhere_on_disk(write_recipe, isolated_home) -> None:
+    value = "sk-" + secrets.token_hex(20)
+    recipe = write_recipe({"name": "sim-env-from", "engine": {"env_from": ["INFERSWEEP_TEST_CREDENTIAL"]}})
+    result = run_cli("run", str(recipe), "--sweep", "env-from", env={"INFERSWEEP_TEST_CREDENTIAL": value})
+    assert result.returncode == 0, result.stdout + result.stderr
+    with open_session(make_engine()) as session:
+        assert len(reads.list_results(session, sweep="env-from")) == 2
+    assert value not in result.stdout + result.stderr
+    holding = [path for path in isolated_home.rglob("*") if path.is_file() and value.encode() in path.read_bytes()]
+    assert holding == [], "the database, a log or an artifact holds the credential"
+
+
+def test_env_from_a_variable_that_is_not_set_fails_the_job_without_retrying(write_recipe) -> None:
+    recipe = write_recipe({"name": "sim-env-missing", "engine": {"env_from": ["INFERSWEEP_TEST_NOT_SET"]}})
+    result = run_cli("run", str(recipe), "--sweep", "env-missing", "--max-attempts", "3")
+    assert result.returncode == 1
+    assert "engine.env_from: INFERSWEEP_TEST_NOT_SET not set in the runner's environment" in result.stderr
+    assert "not retryable" in result.stderr and "attempt 2" not in result.stderr
