@@ -16,7 +16,8 @@ from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
-from orchestrator.cli.output import console
+from orchestrator.cli.output import console, fail
+from recipes.errors import ConfigurationError
 
 
 def _age(moment: datetime | None) -> str:
@@ -86,8 +87,7 @@ def status(
     try:
         view, ended = _sweep_view(sweep)
     except LookupError:
-        console.print(f"[red]error[/]: no sweep named {sweep!r} (see `infersweep status`)")
-        raise typer.Exit(2) from None
+        fail(ConfigurationError(f"sweep: got {sweep!r}; no sweep named {sweep!r} (see `infersweep status`)"))
     if not watch:
         console.print(view)
         return
@@ -112,8 +112,7 @@ def cancel(sweep: Annotated[str, typer.Argument(help="Sweep to stop.")]) -> None
     with open_session(engine) as session:
         row = reads.sweep_by_name(session, sweep)
         if row is None:
-            console.print(f"[red]error[/]: no sweep named {sweep!r} (see `infersweep status`)")
-            raise typer.Exit(2)
+            fail(ConfigurationError(f"sweep: got {sweep!r}; no sweep named {sweep!r} (see `infersweep status`)"))
         if SweepState(row.status) in TERMINAL_SWEEP_STATES:
             console.print(f"Sweep {sweep} is not running (state {row.status}); nothing to cancel.")
             return
@@ -130,7 +129,6 @@ def resources(inventory: Annotated[Path, typer.Argument(help="Inventory file.")]
     try:
         fleet = load_inventory(inventory)
     except RecipeError as error:
-        console.print(f"[red]error[/]: {error}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(error)
     slots = {pool_resource_name(hardware): count for hardware, count in fleet.slots().items()}
     print(json.dumps(slots, sort_keys=True))

@@ -38,6 +38,7 @@ def bench(
 
     from runners.loadgen.bench import BenchSettings, parse_goodput, run_bench
     from runners.loadgen.bench import save_requests as write_parquet
+    from runners.loadgen.client import check_reachable
 
     try:
         settings = BenchSettings(
@@ -46,6 +47,7 @@ def bench(
             burstiness=burstiness, seed=seed, timeout_s=timeout, tokenizer=tokenizer,
             goodput=parse_goodput(goodput) if goodput else None, api_key_env=api_key_env, workers=workers,
         )  # fmt: skip
+        check_reachable(settings.base_url)
         result, records = run_bench(settings)
     except ValidationError as error:
         problems = [
@@ -58,6 +60,7 @@ def bench(
     except InferSweepError as error:
         fail(error)
     _print_bench(result)
+    _print_failures(records)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(result.model_dump_json(indent=2) + "\n")
@@ -92,6 +95,15 @@ def _print_bench(result: object) -> None:
     console.print(verdict)
 
 
+def _print_failures(records: list) -> None:
+    """Why measured requests failed, commonest first: the cause is in the summary, not only in --save-requests."""
+    from runners.loadgen.metrics import failure_reasons
+
+    for reason, count in failure_reasons(records):
+        console.print(f"  {count} failed: ", end="")
+        console.print(reason, markup=False, highlight=False)
+
+
 def replay(
     trace: Annotated[Path, typer.Argument(help="Trace file (Weka JSON or Mooncake JSONL).")],
     base_url: Annotated[str, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")],
@@ -112,7 +124,7 @@ def replay(
 
     from pydantic import ValidationError
 
-    from runners.loadgen.client import Endpoint
+    from runners.loadgen.client import Endpoint, check_reachable
     from runners.loadgen.replay import ReplaySettings
     from runners.loadgen.replay import replay as run_replay
     from runners.traces.formats import load_trace
@@ -125,6 +137,7 @@ def replay(
             mode=chosen, concurrency=concurrency, duration_s=duration, warmup=warmup, time_scale=time_scale,
             length_scale=length_scale, max_output_tokens=max_output_tokens, seed=seed,
         )  # fmt: skip
+        check_reachable(base_url)
         stats, records = run_replay(loaded, Endpoint(base_url=base_url, model=model), settings)
     except ValidationError as error:
         problems = [
@@ -146,6 +159,7 @@ def replay(
         f"prefix-cache hit rate: realized {realized}, theoretical {theoretical:.1%} at {engine_block_size}-token blocks"
     )
     console.print(f"schedule lag p50/p99: {stats.schedule_lag_ms.p50} / {stats.schedule_lag_ms.p99} ms")
+    _print_failures([item.record for item in records])
     if output is not None:
         document = {"trace": {"id": loaded.id, "kind": loaded.kind, "version": loaded.content_hash},
                     "settings": settings.model_dump(), "theoretical_hit_rate": theoretical,

@@ -179,7 +179,8 @@ def recipe_validate(files: Annotated[list[Path], typer.Argument(help="Recipe fil
             loaded = load_recipe(path)
         except RecipeError as error:
             failed += 1
-            errors.print(f"[red]✗[/] {error}", highlight=False)
+            errors.print("[red]✗[/] ", end="")
+            errors.print(str(error), markup=False, highlight=False)  # values may look like markup
             continue
         console.print(
             f"[green]✓[/] {path}: {loaded.name} ({len(expand_points(loaded))} points, fingerprint {loaded.fingerprint})"

@@ -9,7 +9,17 @@ import typer
 from rich.table import Table
 
 from orchestrator.cli.output import console, errors, fail
-from recipes.errors import InferSweepError
+from recipes.errors import ConfigurationError, InferSweepError
+
+
+def check_sweep_exists(session: object, sweep: str, flag: str = "--sweep") -> None:
+    """Exit with an error naming the sweeps there are when `sweep` is not one of them (a typo, not "no results")."""
+    from db import reads
+
+    if reads.sweep_by_name(session, sweep) is None:  # type: ignore[arg-type]
+        names = [row.name for row in reads.list_sweeps(session)]  # type: ignore[arg-type]
+        shown = ", ".join(repr(name) for name in names[-10:]) or "none yet"
+        fail(ConfigurationError(f"{flag}: got {sweep!r}; no sweep of that name (latest sweeps: {shown})"))
 
 
 def print_results(sweep: str | None) -> int:
@@ -19,6 +29,8 @@ def print_results(sweep: str | None) -> int:
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
+        if sweep is not None:
+            check_sweep_exists(session, sweep)
         rows = reads.list_results(session, sweep=sweep)
     table = Table(title=f"Results{f' of sweep {sweep}' if sweep else ''}")
     for column in ("sweep", "recipe", "hw", "origin", "isl/osl", "conc", "rep", "valid", "ok/fail"):
@@ -229,6 +241,8 @@ def export(
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
+        if sweep is not None:
+            check_sweep_exists(session, sweep)
         frame = pd.DataFrame([dataclasses.asdict(row) for row in reads.list_results(session, sweep=sweep)])
     output.parent.mkdir(parents=True, exist_ok=True)
     if output.suffix == ".csv":

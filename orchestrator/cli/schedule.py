@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from orchestrator.cli.output import console, errors
+from orchestrator.cli.output import console, errors, fail
 from recipes.errors import InferSweepError
 
 if TYPE_CHECKING:
@@ -58,9 +58,7 @@ def schedule(
         else:
             exit_code = scheduler.run_scheduler(file, once=once, console=errors)
     except InferSweepError as error:
-        retry = "retryable" if error.retryable else "not retryable"
-        errors.print(f"[red]error[/] ({error.kind}, {retry}): {error}", highlight=False)
-        raise typer.Exit(2) from error
+        fail(error)
     if exit_code:
         raise typer.Exit(exit_code)
 

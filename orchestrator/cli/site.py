@@ -28,7 +28,7 @@ from urllib.parse import quote, unquote, urlparse
 
 import typer
 
-from orchestrator.cli.output import console, errors
+from orchestrator.cli.output import console, errors, fail
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 
 if TYPE_CHECKING:
@@ -377,6 +377,5 @@ def site(
             database = configured_database()
         code = run_hub(database, port, address)
     except InferSweepError as error:
-        errors.print(f"[red]error[/] ({error.kind}): {error}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(error)
     raise typer.Exit(code)

@@ -12,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import socket
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 
 import aiohttp
 
+from recipes.errors import ConfigurationError, InfrastructureError
 from runners.loadgen.records import RequestRecord
 
 ERROR_TEXT_LIMIT = 500
@@ -48,6 +51,26 @@ class Endpoint:
     def url(self) -> str:
         path = "/v1/chat/completions" if self.kind == "chat" else "/v1/completions"
         return self.base_url.rstrip("/") + path
+
+
+def check_reachable(base_url: str, what: str = "--base-url", timeout_s: float = 5.0) -> None:
+    """Fail before a run, naming the URL, when the server cannot be reached: otherwise every request fails and
+    the run "completes" as invalid after its whole schedule."""
+    try:
+        parsed = urllib.parse.urlsplit(base_url)
+        port = parsed.port
+    except ValueError as error:
+        raise ConfigurationError(f"{what}: got {base_url!r}; {error}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigurationError(f"{what}: got {base_url!r}; expected http://HOST[:PORT] or https://HOST[:PORT]")
+    port = port or (443 if parsed.scheme == "https" else 80)
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=timeout_s).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise InfrastructureError(
+            f"{what}: cannot reach {base_url!r} ({reason} on {parsed.hostname}:{port}); is the server running there?"
+        ) from None
 
 
 def _body(endpoint: Endpoint, request: PreparedRequest) -> dict[str, object]:

@@ -20,6 +20,16 @@ from recipes.schema import ValidityThresholds
 from runners.loadgen.records import GoodputSlo, MeasuredWindow, PointMetrics, RequestRecord, Stats, Validity
 
 
+def failure_reasons(records: Sequence[RequestRecord], limit: int = 5) -> list[tuple[str, int]]:
+    """The commonest reasons measured requests failed, with their counts (most frequent first)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        if not record.ok and not record.warmup:
+            reason = (record.error or "failed without a reason")[:160]
+            counts[reason] = counts.get(reason, 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
 def summarize(samples: Sequence[float]) -> Stats:
     if len(samples) == 0:
         return Stats(n=0, mean=None, p50=None, p90=None, p99=None, std=None)

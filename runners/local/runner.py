@@ -112,10 +112,18 @@ class LocalRunner(Runner):
         recipe: Recipe = job.recipe
         environment = recipe.engine.environment
         # Pidfiles first (they know their containers), then labelled containers whose pidfile is elsewhere.
-        reaped = reap_orphaned_engines()
+        reaper_notes: list[str] = []
+
+        def note(line: str) -> None:
+            print(line, flush=True)
+            reaper_notes.append(line)
+
+        reaped = reap_orphaned_engines(log=note)
         reaped += [run for run in reap_orphaned_containers() if run not in reaped]
         adapter = engine_adapter(recipe.engine.kind)
         preflight = run_preflight(data_dir(), leftover_engines=len(reaped))
+        # What the reaper did, and what it left alone and why, stays with the job's provenance.
+        preflight = preflight.model_copy(update={"notes": [*preflight.notes, *reaper_notes]})
         yield JobEvent(kind="engine_preparing", job_id=job.job_id, message="engine environment and model")
         python = ensure_environment(environment)
         runtime: ContainerRuntime | None = None

@@ -241,3 +241,30 @@ def test_usage_and_tokenizer_disagreement_is_flagged(server: str) -> None:
     assert result.token_disagreement > 0.10
     assert not result.validity.valid
     assert any("output-token counts differ" in reason for reason in result.validity.reasons)
+
+
+def test_the_summary_says_why_requests_failed() -> None:
+    process, url = start_simulated("--ttft-ms", "5", "--itl-ms", "1", "--inject", "http-error:2")
+    try:
+        result = run_cli("bench", "--base-url", url, "--model", "sim", "--isl", "16", "--osl", "8",
+                         "--concurrency", "2", "--num-prompts", "10")  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if "failed: " in line]
+    assert line.strip().startswith("5 failed: HTTP 500"), line
+
+
+@pytest.mark.parametrize(
+    ("base_url", "message"),
+    [
+        ("file:///etc/passwd", "--base-url: got 'file:///etc/passwd'; expected http://HOST[:PORT]"),
+        ("http://127.0.0.1:9", "--base-url: cannot reach 'http://127.0.0.1:9' (Connection refused"),
+        ("http://127.0.0.1:99999", "--base-url: got 'http://127.0.0.1:99999'; Port out of range"),
+    ],
+)
+def test_an_endpoint_that_cannot_be_reached_fails_before_the_run(base_url: str, message: str) -> None:
+    result = run_cli("bench", "--base-url", base_url, "--model", "sim", "--num-prompts", "1000", timeout=60)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert "completed" not in result.stdout

@@ -13,7 +13,7 @@ import pytest
 from sqlmodel import select
 
 from db import reads
-from db.models import PointResultRow
+from db.models import PointResultRow, ProvenanceRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import process_identity, running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
@@ -71,7 +71,7 @@ def test_every_transition_is_persisted_in_order_and_status_shows_it(write_recipe
     listing = run_cli("status")
     assert "life-ok" in listing.stdout and "finished" in listing.stdout
     missing = run_cli("status", "no-such-sweep")
-    assert missing.returncode == 2 and "no sweep named 'no-such-sweep'" in missing.stdout
+    assert missing.returncode == 2 and "no sweep named 'no-such-sweep'" in missing.stderr
 
 
 def test_cancel_stops_a_running_sweep_and_keeps_finished_points(write_recipe) -> None:
@@ -235,6 +235,31 @@ def test_an_orphaned_engine_of_a_dead_run_is_reaped_before_the_next_job(write_re
     finally:
         if orphan.poll() is None:
             orphan.kill()
+
+
+def test_an_unrelated_process_under_a_stale_pidfile_survives_the_next_run(write_recipe, isolated_home) -> None:
+    # A pidfile of a run killed long ago names a number that now belongs to somebody else's session leader.
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    dead_owner = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner.wait()
+    pidfile = isolated_home / "engines-running" / "life-stale-pid.json"
+    pidfile.parent.mkdir(parents=True, exist_ok=True)
+    boot, ticks = (process_identity(stranger.pid) or "").rsplit(":", 1)
+    pidfile.write_text(json.dumps({"run_id": "life-stale-pid", "pgid": stranger.pid, "owner_pid": dead_owner.pid,
+                                   "port": 0, "leader_identity": f"{boot}:{int(ticks) - 100}"}))  # fmt: skip
+    try:
+        result = run_cli("run", str(write_recipe({"name": "life-after-stale"})), "--sweep", "life-stale")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert stranger.poll() is None, "infersweep run killed a process it did not start"
+        assert not pidfile.exists()
+        with open_session(make_engine()) as session:
+            (job,) = reads.jobs_of_sweep(session, reads.sweep_by_name(session, "life-stale").id)
+            preflight = session.exec(select(ProvenanceRow).where(ProvenanceRow.job_id == job.id)).one().preflight
+        (note,) = [line for line in preflight["notes"] if "life-stale-pid" in line]
+        assert f"not reaping process group {stranger.pid}" in note and "now another process" in note
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 def test_a_sweep_over_its_gpu_hour_budget_does_not_start(write_recipe) -> None:
