@@ -46,8 +46,10 @@ def _stop_for_good() -> None:
     engines from here and exit: an engine must never outlive the connection that started it."""
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(UNWIND_GRACE_S)
-    stop_engines_owned_by(os.getpid())
-    os._exit(143)
+    try:
+        stop_engines_owned_by(os.getpid())
+    finally:
+        os._exit(143)  # whatever the stop met: an agent that cannot exit keeps its connection's engine alive
 
 
 def _watch_for_eof(stream: TextIO, on_eof: Callable[[], None]) -> None:
