@@ -174,7 +174,11 @@ class PointResultRow(SQLModel, table=True):
     interactivity_p50: float | None = None
     interactivity_p90: float | None = None
     metrics: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False), description="Full PointMetrics.")
-    records_path: str | None = Field(default=None, description="Artifact with every request record.")
+    records_path: str | None = Field(
+        default=None,
+        description="Key of the artifact holding every request record (`records/<sha256>.parquet`); its artifact "
+        "row says where it is stored. Rows recorded before content-addressed staging hold a staging path.",
+    )
     source: str | None = Field(default=None, description="Where an imported result came from (tool and file).")
     started_at: datetime
     finished_at: datetime

@@ -32,7 +32,6 @@ def jobs_of_sweep(session: Session, sweep_id: int) -> list[JobRow]:
     return list(session.exec(select(JobRow).where(JobRow.sweep_id == sweep_id).order_by(col(JobRow.created_at))).all())
 
 
-
 @dataclass(frozen=True)
 class ResultView:
     """One Point result with the names a reader needs (sweep, recipe, hardware)."""
@@ -102,18 +101,15 @@ class ResultView:
     planner_dram_hit_rate: float | None = None
 
 
-
 @functools.cache
 def _registry_keys_by_repo() -> dict[str, str]:
     return {entry.hf_id.lower(): key for key, entry in load_model_registry().items() if entry.hf_id}
-
 
 
 def _registry_key(model: str) -> str:
     """An imported result's model (a hub repository id) as the model registry's key when the registry has it,
     so imported and native results of one model share a row."""
     return _registry_keys_by_repo().get(model.lower(), model)
-
 
 
 def _tokens(count: float | None) -> str:
@@ -123,13 +119,11 @@ def _tokens(count: float | None) -> str:
     return f"{count // 1024}k" if count >= 1024 and count % 1024 == 0 else str(count)
 
 
-
 def workload_label(kind: str, isl: float | None, osl: float | None) -> str:
     """'8k/1k' for fixed-length ISL/OSL, 'agentic' for trace replay."""
     if kind == "agentic-replay":
         return "agentic"
     return f"{_tokens(isl)}/{_tokens(osl)}"
-
 
 
 # The figures a reader needs from a Point's stored `PointMetrics` JSON, by path; the database extracts them
@@ -169,7 +163,6 @@ _RECIPE = RecipeRow.__table__  # type: ignore[attr-defined]
 _SWEEP = SweepRow.__table__  # type: ignore[attr-defined]
 
 
-
 def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     """What a reader needs of a stored recipe snapshot to tell configurations apart.
 
@@ -198,7 +191,6 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-
 def _result_conditions(sweep: str | None, include_retracted: bool, public: bool) -> list[Any]:
     conditions: list[Any] = []
     if sweep is not None:
@@ -208,7 +200,6 @@ def _result_conditions(sweep: str | None, include_retracted: bool, public: bool)
     if public:
         conditions += [not_embargoed(), not_dry_run()]
     return conditions
-
 
 
 def result_columns(
@@ -262,7 +253,6 @@ def result_columns(
     return {field.name: columns[field.name] for field in dataclasses.fields(ResultView)}
 
 
-
 def list_results(
     session: Session, sweep: str | None = None, include_retracted: bool = False, public: bool = False
 ) -> list[ResultView]:
@@ -270,7 +260,6 @@ def list_results(
     columns = result_columns(session, sweep, include_retracted, public)
     names = list(columns)
     return [ResultView(**dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
-
 
 
 def results_version(session: Session) -> tuple[int, int, int, int]:
@@ -288,11 +277,9 @@ def results_version(session: Session) -> tuple[int, int, int, int]:
     return int(highest), int(points), int(retracted), int(embargoed)
 
 
-
 def not_dry_run() -> Any:
     """SQL condition: the point was not a dry run (plumbing checks on a stand-in engine are never published)."""
     return col(PointResultRow.origin) != "dry-run"
-
 
 
 def not_embargoed() -> Any:
@@ -300,10 +287,8 @@ def not_embargoed() -> Any:
     return or_(col(PointResultRow.embargo_until).is_(None), col(PointResultRow.embargo_until) <= utcnow())
 
 
-
 def list_sweeps(session: Session) -> list[SweepRow]:
     return list(session.exec(select(SweepRow).order_by(col(SweepRow.created_at))).all())
-
 
 
 def transitions_of_sweep(session: Session, sweep_id: int, subject: str | None = None) -> list[TransitionRow]:
@@ -313,10 +298,8 @@ def transitions_of_sweep(session: Session, sweep_id: int, subject: str | None = 
     return list(session.exec(query.order_by(col(TransitionRow.id))).all())
 
 
-
 def sweep_by_name(session: Session, name: str) -> SweepRow | None:
     return session.exec(select(SweepRow).where(SweepRow.name == name)).first()
-
 
 
 def points_per_job(session: Session, sweep_id: int) -> dict[str, int]:
@@ -329,12 +312,10 @@ def points_per_job(session: Session, sweep_id: int) -> dict[str, int]:
     return {job_id: count for job_id, count in session.exec(query).all()}
 
 
-
 def embargoed_sweep_ids(session: Session) -> set[int]:
     """Sweeps with results under a running embargo: public readers do not learn they exist."""
     query = select(PointResultRow.sweep_id).where(not_(not_embargoed())).distinct()
     return set(session.exec(query).all())
-
 
 
 @dataclass(frozen=True)
@@ -349,7 +330,6 @@ class PointDetail:
     transitions: list[TransitionRow]  # the job's lifecycle and the Point's own states, in the order recorded
     provenance: ProvenanceRow | None = None  # engine command line, env names, commit, host (jobs since 0006)
     engine_build: EngineRow | None = None  # engine kind, version, image (and digest) the job ran
-
 
 
 def public_point_detail(session: Session, sweep: str, point_key: str) -> PointDetail | None:
@@ -390,3 +370,8 @@ def public_point_detail(session: Session, sweep: str, point_key: str) -> PointDe
     provenance = session.get(ProvenanceRow, point.job_id)
     engine_build = session.get(EngineRow, job.engine_id) if job is not None and job.engine_id is not None else None
     return PointDetail(sweep_row, point, recipe, job, list(artifacts), list(transitions), provenance, engine_build)
+
+
+def artifact_by_key(session: Session, key: str) -> ArtifactRow | None:
+    """The artifact stored under `key` (a content key: every row with that key names the same bytes)."""
+    return session.exec(select(ArtifactRow).where(ArtifactRow.key == key).order_by(col(ArtifactRow.id))).first()

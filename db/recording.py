@@ -43,7 +43,6 @@ def upsert_hardware(session: Session, entries: Iterable[tuple[str, str, str, str
     session.commit()
 
 
-
 def upsert_models(session: Session, rows: Iterable[ModelRow]) -> None:
     """Model registry rows, replacing what is there under the same key: the registry file is the truth."""
     for row in rows:
@@ -52,14 +51,12 @@ def upsert_models(session: Session, rows: Iterable[ModelRow]) -> None:
     session.commit()
 
 
-
 _ENGINE = EngineRow.__table__  # type: ignore[attr-defined]
 
 _SELECT_ENGINE = select(_ENGINE.c.id).where(
     _ENGINE.c.name == bindparam("name"), _ENGINE.c.version == bindparam("version"),
     _ENGINE.c.image == bindparam("image"),
 )  # fmt: skip
-
 
 
 def get_or_create_engine(
@@ -83,7 +80,6 @@ def get_or_create_engine(
     return engine_id
 
 
-
 def get_or_create_sweep(session: Session, name: str) -> tuple[SweepRow, bool]:
     """The named sweep and whether it already existed (resuming) or was created now."""
     existing = session.exec(select(SweepRow).where(SweepRow.name == name)).first()
@@ -100,7 +96,6 @@ def get_or_create_sweep(session: Session, name: str) -> tuple[SweepRow, bool]:
     return sweep, False
 
 
-
 def set_sweep_status(session: Session, sweep: SweepRow, status: SweepState, reason: str = "") -> None:
     """Move the sweep to `status` and record the transition, in one transaction."""
     sweep.status = status.value
@@ -112,12 +107,10 @@ def set_sweep_status(session: Session, sweep: SweepRow, status: SweepState, reas
     session.commit()
 
 
-
 def set_sweep_budget(session: Session, sweep: SweepRow, gpu_hours: float) -> None:
     sweep.gpu_hour_budget = gpu_hours
     session.add(sweep)
     session.commit()
-
 
 
 def request_cancel(session: Session, name: str) -> SweepRow | None:
@@ -133,12 +126,10 @@ def request_cancel(session: Session, name: str) -> SweepRow | None:
     return sweep
 
 
-
 def cancel_requested(session: Session, sweep_id: int) -> bool:
     """Fresh read (no cached row) of whether someone asked to cancel the sweep."""
     requested = session.exec(select(SweepRow.cancel_requested_at).where(SweepRow.id == sweep_id)).first()
     return requested is not None
-
 
 
 def upsert_recipe(
@@ -166,7 +157,6 @@ def upsert_recipe(
     if commit:
         session.commit()
     return RecipeRow(id=recipe_id, **values)
-
 
 
 # The driver writes a few of these per job; at thousands of jobs the ORM's unit of work and the
@@ -200,7 +190,6 @@ _SET_ENDED = _SET_STATUS.values(
 )  # fmt: skip
 
 
-
 def create_job(
     session: Session,
     job_id: str,
@@ -227,7 +216,6 @@ def create_job(
     )  # fmt: skip
     if commit:
         session.commit()
-
 
 
 def update_job(
@@ -268,7 +256,6 @@ def update_job(
         session.commit()
 
 
-
 _PROVENANCE = ProvenanceRow.__table__  # type: ignore[attr-defined]
 
 _INSERT_PROVENANCE = insert(_PROVENANCE)
@@ -285,7 +272,6 @@ _SET_PROVENANCE_PREFLIGHT = (
         accelerator_driver=bindparam("new_driver"),
     )
 )
-
 
 
 def add_provenance(
@@ -313,12 +299,10 @@ def add_provenance(
         session.commit()
 
 
-
 def set_provenance_host(session: Session, job_id: str, host: str, *, commit: bool = True) -> None:
     session.connection().execute(_SET_PROVENANCE_HOST, {"of_job": job_id, "new_host": host})
     if commit:
         session.commit()
-
 
 
 def set_provenance_preflight(session: Session, job_id: str, preflight: dict[str, Any], *, commit: bool = True) -> None:
@@ -328,7 +312,6 @@ def set_provenance_preflight(session: Session, job_id: str, preflight: dict[str,
     session.connection().execute(_SET_PROVENANCE_PREFLIGHT, values)
     if commit:
         session.commit()
-
 
 
 def record_point_transition(
@@ -343,11 +326,9 @@ def record_point_transition(
         session.commit()
 
 
-
 def record_point(session: Session, row: PointResultRow) -> bool:
     """Insert one finished Point in its own transaction; False when it was already recorded (idempotent)."""
     return record_point_with_artifacts(session, row, [])
-
 
 
 def record_point_with_artifacts(
@@ -376,13 +357,11 @@ def record_point_with_artifacts(
     return True
 
 
-
 def add_artifact(session: Session, artifact: ArtifactRow) -> ArtifactRow:
     session.add(artifact)
     session.commit()
     session.refresh(artifact)
     return artifact
-
 
 
 def mark_artifact_stored(session: Session, artifact: ArtifactRow, uri: str) -> None:
@@ -391,12 +370,16 @@ def mark_artifact_stored(session: Session, artifact: ArtifactRow, uri: str) -> N
     session.commit()
 
 
-
 def mark_artifact_failed(session: Session, artifact: ArtifactRow, error: str) -> None:
     artifact.error = error[:2000]
     session.add(artifact)
     session.commit()
 
+
+def pending_artifacts_at(session: Session, local_path: str) -> list[ArtifactRow]:
+    """Artifacts still to upload from this staged file (content-addressed: the same bytes, several rows)."""
+    query = select(ArtifactRow).where(ArtifactRow.status == "pending", ArtifactRow.local_path == local_path)
+    return list(session.exec(query).all())
 
 
 def pending_artifacts(session: Session) -> list[ArtifactRow]:
@@ -405,11 +388,9 @@ def pending_artifacts(session: Session) -> list[ArtifactRow]:
     )
 
 
-
 def artifacts_of_point(session: Session, sweep_id: int, point_key: str) -> list[ArtifactRow]:
     query = select(ArtifactRow).where(ArtifactRow.sweep_id == sweep_id, ArtifactRow.point_key == point_key)
     return list(session.exec(query).all())
-
 
 
 def mark_interrupted_jobs(session: Session, sweep_id: int) -> int:
@@ -426,10 +407,8 @@ def mark_interrupted_jobs(session: Session, sweep_id: int) -> int:
     return len(stale)
 
 
-
 def finished_point_keys(session: Session, sweep_id: int) -> set[str]:
     return set(session.exec(select(PointResultRow.point_key).where(PointResultRow.sweep_id == sweep_id)).all())
-
 
 
 def embargo(session: Session, sweep: str, until: datetime) -> int:
@@ -441,7 +420,6 @@ def embargo(session: Session, sweep: str, until: datetime) -> int:
         session.add(row)
     session.commit()
     return len(rows)
-
 
 
 def retract(session: Session, reason: str, sweep: str, point_key: str | None = None) -> int:

@@ -1,9 +1,11 @@
 """Artifact store: per-request records, engine logs and snapshots, in a local directory or on S3.
 
 Keys are content hashes (`<kind>/<sha256><suffix>`), so uploading the same file twice is a no-op and a
-retry can never produce a second copy. The database never waits on the store: the recorder commits a
-row with the artifact marked `pending`, then uploads; a failed upload stays pending and
-`infersweep publish` finishes it later.
+retry can never produce a second copy. Staged files are named by the same hash
+(`staging/<kind>/<sha256><suffix>`), so no later sweep can overwrite a pending upload's bytes. The
+database never waits on the store: the recorder commits a row with the artifact marked `pending`, then
+uploads; a failed upload stays pending and `infersweep publish` finishes it later. Every upload and every
+read checks the bytes against the row's SHA-256; a stored artifact's staged copy is removed.
 
 `INFERSWEEP_ARTIFACTS` picks the store: a directory path (default `~/.infersweep/artifacts`) or
 `s3://bucket/prefix`. For S3, `INFERSWEEP_S3_ENDPOINT_URL`, `INFERSWEEP_S3_REGION` and
@@ -139,7 +141,7 @@ def store_from_environment() -> ArtifactStore:
 
 
 def staging_dir() -> Path:
-    """Where artifacts are written before they are stored (they stay until the store has them)."""
+    """Where artifacts are written before they are stored, each under its content hash (removed once stored)."""
     path = data_dir() / "staging"
     path.mkdir(parents=True, exist_ok=True)
     return path

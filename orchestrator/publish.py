@@ -30,27 +30,52 @@ from db.models import (
     SweepRow,
 )
 from db.session import make_engine, migrate, open_session
-from orchestrator.artifacts import ArtifactStore, content_key, sha256_of
-from recipes.errors import InfrastructureError
+from orchestrator.artifacts import ArtifactStore, content_key, sha256_of, staging_dir
+from recipes.errors import InferSweepError, InfrastructureError
 
 log = logging.getLogger(__name__)
 LATEST_SNAPSHOT_KEY = "snapshot/latest.json"
 
 
 def upload_artifacts(session: Session, store: ArtifactStore, artifacts: list[ArtifactRow]) -> tuple[int, int]:
-    """Try to store each artifact; return (stored, still pending). A store fault never propagates."""
+    """Try to store each artifact; return (stored, still pending). A store fault never propagates.
+
+    The staged file is checked against the artifact's SHA-256 before it is uploaded: other bytes under its name
+    are an error naming the artifact, never an upload. Once stored, its staged copy is removed."""
     stored = failed = 0
     for artifact in artifacts:
+        local = Path(artifact.local_path)
         try:
-            uri = store.put(Path(artifact.local_path), artifact.key)
-        except (InfrastructureError, OSError) as error:
+            found = sha256_of(local)
+            if found != artifact.sha256:
+                raise ArtifactIntegrityError(
+                    f"artifact {artifact.key}: the staged file {local} holds other bytes (sha256 {found[:16]}..., "
+                    f"expected {artifact.sha256[:16]}...); not uploaded"
+                )
+            uri = store.put(local, artifact.key)
+        except (InfrastructureError, ArtifactIntegrityError, OSError) as error:
             recording.mark_artifact_failed(session, artifact, str(error))
             log.warning("artifact %s stays pending: %s", artifact.key, error)
             failed += 1
             continue
         recording.mark_artifact_stored(session, artifact, uri)
+        _unstage(session, local)
         stored += 1
     return stored, failed
+
+
+class ArtifactIntegrityError(InferSweepError):
+    """A file is not the bytes its artifact row or key names: never uploaded, never read."""
+
+
+def _unstage(session: Session, local: Path) -> None:
+    """Remove a stored artifact's staged copy, unless another pending artifact has the same bytes staged there."""
+    staging = staging_dir().resolve()
+    if not local.resolve().is_relative_to(staging):
+        return  # an engine log in its job's directory: not ours to remove
+    if recording.pending_artifacts_at(session, str(local)):
+        return
+    local.unlink(missing_ok=True)
 
 
 def publish_pending(engine: Engine, store: ArtifactStore) -> tuple[int, int]:
@@ -110,4 +135,12 @@ def fetch_latest_snapshot(store: ArtifactStore, target: Path) -> Path:
     with tempfile.TemporaryDirectory() as directory:
         pointer = store.get(LATEST_SNAPSHOT_KEY, Path(directory) / "latest.json")
         key = json.loads(pointer.read_text())["key"]
-    return store.get(key, target)
+    fetched = store.get(key, target)
+    expected = Path(key).stem  # content keys are <kind>/<sha256><suffix>
+    found = sha256_of(fetched)
+    if found != expected:
+        fetched.unlink(missing_ok=True)
+        raise ArtifactIntegrityError(
+            f"snapshot {key}: the store returned other bytes (sha256 {found[:16]}...); not used"
+        )
+    return fetched

@@ -21,7 +21,7 @@ import logging
 import os
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -46,30 +46,39 @@ from runners.loadgen.records import FixedLengthPoint, PointMetrics, ServerCounte
 log = logging.getLogger(__name__)
 
 
-def _stage_records(outcome: PointOutcome) -> Path | None:
-    """Write the Point's request records as Parquet in the staging directory (atomically)."""
-    target = staging_dir() / f"records-{outcome.point_key}.parquet"
-    partial = target.with_name(target.name + ".partial")
+def _stage(kind: str, suffix: str, write: Callable[[Path], None], what: str) -> Path | None:
+    """Write an artifact into staging under its own content hash (`staging/<kind>/<sha256><suffix>`).
+
+    A name of its own per content, never per Point: a later sweep of the same recipe writes other bytes to
+    another file, so a pending upload can never pick up somebody else's bytes (it once did, under
+    `<kind>-<point key>`). Written to a unique partial file first, then renamed: never half a file."""
+    partial = staging_dir() / f".{kind}-{uuid.uuid4().hex}{suffix}.partial"
     try:
-        records_frame(outcome.records).to_parquet(partial, index=False)
+        write(partial)
+        target = staging_dir() / kind / f"{sha256_of(partial)}{suffix}"
+        target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(partial, target)
     except OSError as error:
-        log.warning("could not stage request records of %s: %s", outcome.point_key, error)
+        log.warning("could not stage the %s of %s: %s", kind, what, error)
+        partial.unlink(missing_ok=True)
         return None
     return target
+
+
+def _stage_records(outcome: PointOutcome) -> Path | None:
+    """The Point's request records as Parquet, staged under their hash."""
+    return _stage(
+        "records",
+        ".parquet",
+        lambda path: records_frame(outcome.records).to_parquet(path, index=False),
+        outcome.point_key,
+    )
 
 
 def _stage_json(outcome: PointOutcome, kind: str, document: object) -> Path | None:
-    """Write one JSON document of the Point (its result, or the engine's raw /metrics) in the staging directory."""
-    target = staging_dir() / f"{kind}-{outcome.point_key}.json"
-    partial = target.with_name(target.name + ".partial")
-    try:
-        partial.write_text(json.dumps(document, sort_keys=True, default=str), encoding="utf-8")
-        os.replace(partial, target)
-    except OSError as error:
-        log.warning("could not stage the %s of %s: %s", kind, outcome.point_key, error)
-        return None
-    return target
+    """One JSON document of the Point (its result, or the engine's raw /metrics), staged under its hash."""
+    text = json.dumps(document, sort_keys=True, default=str)
+    return _stage(kind, ".json", lambda path: path.write_text(text, encoding="utf-8"), outcome.point_key)
 
 
 @dataclass(frozen=True)
@@ -411,7 +420,7 @@ class Recorder:
             interactivity_p50=metrics.interactivity.p50,
             interactivity_p90=metrics.interactivity.p90,
             metrics=metrics.model_dump(mode="json"),
-            records_path=str(staged) if staged else None,
+            records_path=next((a.key for a in artifacts if a.kind == "records"), None),
             source=source,
             started_at=outcome.started_at,
             finished_at=outcome.finished_at,

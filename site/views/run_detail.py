@@ -8,6 +8,7 @@ was measured; per-request latencies are derived by `orchestrator.analysis.reques
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from pathlib import Path
@@ -37,19 +38,29 @@ STATS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("itl_ms", "ITL (ms
          ("client_queue_ms", "client queue (ms)"), ("interactivity", "interactivity (tok/s/user)"))  # fmt: skip
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def local_file(artifact: ArtifactRow | None, fallback: str | None = None) -> Path | None:
-    """A readable copy of the artifact on this machine: the store's file, the staged copy, or `fallback`."""
+    """A readable copy of the artifact on this machine, holding the bytes its row names: the store's file or the
+    staged copy (checked against the row's SHA-256), or `fallback` (a pointer of a row recorded before artifacts
+    were staged under their hash)."""
     candidates: list[str] = []
     if artifact is not None:
         if artifact.uri and urlparse(artifact.uri).scheme == "file":
             candidates.append(url2pathname(urlparse(artifact.uri).path))
         candidates.append(artifact.local_path)
-    if fallback:
-        candidates.append(fallback)
     for candidate in candidates:
         path = Path(candidate)
-        if candidate and path.is_file():
+        if candidate and path.is_file() and _sha256(path) == artifact.sha256:  # type: ignore[union-attr]
             return path
+    if artifact is None and fallback and Path(fallback).is_file():
+        return Path(fallback)
     return None
 
 
@@ -285,7 +296,7 @@ elif records_artifact is not None:
         f"The per-request records are not readable from this machine; they are stored at {where(records_artifact)}."
     )
 elif point.records_path:
-    st.info(f"The per-request records were staged at `{point.records_path}`, which this machine cannot read.")
+    st.info(f"The per-request records (`{point.records_path}`) are not readable from this machine.")
 else:
     st.info("No per-request records were stored for this point (imported results carry only aggregates).")
 

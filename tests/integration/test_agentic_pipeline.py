@@ -13,7 +13,7 @@ from db import recording
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
-from tests.conftest import ROOT, processes_of_runs, run_cli
+from tests.conftest import ROOT, processes_of_runs, records_of, run_cli
 
 pytestmark = pytest.mark.integration
 TRACE = ROOT / "traces" / "claude-code-weka" / "sample_trace_with_subagent.json"
@@ -125,7 +125,7 @@ def test_real_vllm_prefix_cache_on_an_agentic_trace(write_recipe) -> None:
     replay = row.metrics["replay"]
     assert row.origin == "measured" and row.valid, row.validity_reasons
     assert replay["requests_measured"] > 20
-    _salted_copies_share_nothing(pd.read_parquet(row.records_path))
+    _salted_copies_share_nothing(records_of(row.records_path))
     # vLLM's own cached_tokens (prefix caching on, 128-token blocks) track the trace's reuse.
     assert replay["realized_hit_rate"] is not None
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.1)

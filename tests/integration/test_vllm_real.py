@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from sqlmodel import select
 
@@ -16,7 +15,7 @@ from db import reads, recording
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
-from tests.conftest import processes_of_runs, run_cli
+from tests.conftest import processes_of_runs, records_of, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.vllm]
 
@@ -64,7 +63,7 @@ def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
 
     # Per-request records are stored as Parquet artifacts, with server usage for every request.
     for row in rows:
-        records = pd.read_parquet(row.records_path).to_dict("records")
+        records = records_of(row.records_path).to_dict("records")
         measured = [r for r in records if not r["warmup"]]
         assert len(measured) == 10 * row.concurrency
         assert all(r["completion_tokens"] == r["max_tokens"] for r in measured)

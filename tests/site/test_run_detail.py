@@ -6,6 +6,7 @@ Fixture point keys are `r{recipe id}-c{concurrency}-x{repeat}`, recipe ids in se
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 from pathlib import Path
 
@@ -136,7 +137,8 @@ def test_records_logs_and_stored_command_are_shown(seeded_hub: str, tmp_path: Pa
                                       ("target-engine-command", command_file, None)):  # fmt: skip
             artifact = ArtifactRow(
                 sweep_id=sweep.id, job_id=job_id, point_key=point_key, kind=kind, key=f"{kind}/x", local_path=str(path),
-                sha256="ab" * 32, size_bytes=path.stat().st_size, status="stored", uri=path.as_uri(),
+                sha256=hashlib.sha256(path.read_bytes()).hexdigest(), size_bytes=path.stat().st_size, status="stored",
+                uri=path.as_uri(),
             )  # fmt: skip
             recording.add_artifact(session, artifact)
     app = _detail({"sweep": "nightly-3", "point": "r1-c16-x0"})
@@ -150,6 +152,24 @@ def test_records_logs_and_stored_command_are_shown(seeded_hub: str, tmp_path: Pa
     text = _text(app)
     assert "--tensor-parallel-size 8" in text and "target-engine-command" in text
     assert "Application startup complete." in text and "No engine log" not in text
+
+
+def test_a_records_file_that_is_not_its_artifacts_bytes_is_not_shown(seeded_hub: str, tmp_path: Path) -> None:
+    records_file = tmp_path / "records.parquet"
+    pd.DataFrame({"index": [1], "ttft_ms": [1.0]}).to_parquet(records_file, index=False)
+    recorded = hashlib.sha256(records_file.read_bytes()).hexdigest()
+    pd.DataFrame({"index": [9], "ttft_ms": [9.0]}).to_parquet(records_file, index=False)  # overwritten since
+    with open_session(make_engine(seeded_hub)) as session:
+        sweep = reads.sweep_by_name(session, "nightly-3")
+        job_id = reads.jobs_of_sweep(session, sweep.id)[0].id
+        recording.add_artifact(session, ArtifactRow(
+            sweep_id=sweep.id, job_id=job_id, point_key="r1-c16-x0", kind="records", key=f"records/{recorded}.parquet",
+            local_path=str(records_file), sha256=recorded, size_bytes=1, status="stored", uri=records_file.as_uri(),
+        ))  # fmt: skip
+    app = _detail({"sweep": "nightly-3", "point": "r1-c16-x0"})
+    assert not app.exception
+    assert not any("ttft_ms" in frame.value.columns and 9 in list(frame.value["index"]) for frame in app.dataframe)
+    assert "not readable from this machine" in _text(app)
 
 
 def test_one_hardware_only(hub_database: str) -> None:

@@ -75,7 +75,9 @@ def test_upload_is_idempotent(s3_endpoint: str, tmp_path: Path, monkeypatch: pyt
     assert store.get("records/abc.txt", tmp_path / "back.txt").read_text() == "hello"
 
 
-def test_sweep_uploads_records_and_logs(s3_endpoint: str, write_recipe, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_uploads_records_and_logs(
+    s3_endpoint: str, write_recipe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     result = run_cli("run", str(write_recipe()), "--sweep", "s3-sweep", env=s3_env(s3_endpoint, "sweep"))
     assert result.returncode == 0, result.stderr
     keys = objects(s3_endpoint, "sweep/")
@@ -94,10 +96,10 @@ def test_sweep_uploads_records_and_logs(s3_endpoint: str, write_recipe, monkeypa
                    if a.kind == "server-metrics"]  # fmt: skip
     monkeypatch.setenv("INFERSWEEP_S3_ENDPOINT_URL", s3_endpoint)
     store = S3ArtifactStore(BUCKET, "sweep")
-    document = json.loads(store.get(result.key, Path(result.local_path).with_suffix(".back")).read_text())
+    document = json.loads(store.get(result.key, tmp_path / "result.json").read_text())
     assert document["point_key"] == view.point_key and document["metrics"]["completed"] == view.completed
     (scrape,) = scrapes
-    raw = json.loads(store.get(scrape.key, Path(scrape.local_path).with_suffix(".back")).read_text())
+    raw = json.loads(store.get(scrape.key, tmp_path / "scrape.json").read_text())
     assert "vllm:prompt_tokens_total" in raw["before"] and "vllm:prompt_tokens_total" in raw["after"]
 
 
@@ -155,3 +157,59 @@ def test_snapshot_serves_a_hub_without_the_database(
         public_views = reads.list_results(session)
     assert len(public_views) == len(views) - 1
     assert all(view.sweep != "s3-snapshot" or view.concurrency != retracted.concurrency for view in public_views)
+
+
+def test_two_sweeps_of_one_recipe_during_an_outage_publish_their_own_bytes(s3_endpoint: str, write_recipe) -> None:
+    import hashlib
+
+    from sqlmodel import col, select
+
+    from db.models import ArtifactRow, SweepRow
+    from orchestrator.artifacts import staging_dir
+
+    down = s3_env(f"http://127.0.0.1:{pick_free_port()}", "twice")  # S3 unreachable during both sweeps
+    recipe = write_recipe({"name": "s3-twice"})
+    for sweep in ("s3-twice-a", "s3-twice-b"):  # same recipe, same Point keys, other bytes
+        result = run_cli("run", str(recipe), "--sweep", sweep, env=down)
+        assert result.returncode == 0, result.stderr
+    published = run_cli("publish", env=s3_env(s3_endpoint, "twice"))
+    assert published.returncode == 0, published.stdout + published.stderr
+
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    with open_session(make_engine()) as session:
+        sweep_ids = session.exec(select(SweepRow.id).where(col(SweepRow.name).in_(["s3-twice-a", "s3-twice-b"]))).all()
+        rows = session.exec(select(ArtifactRow).where(col(ArtifactRow.sweep_id).in_(sweep_ids))).all()
+        still_pending = {row.local_path for row in recording.pending_artifacts(session)}
+    assert len(rows) == 2 * 7 and {row.status for row in rows} == {"stored"}
+    for row in rows:
+        body = client.get_object(Bucket=BUCKET, Key=f"twice/{row.key}")["Body"].read()
+        assert hashlib.sha256(body).hexdigest() == row.sha256, f"{row.key} holds another artifact's bytes"
+        assert not Path(row.local_path).exists() or row.kind == "engine-log", f"{row.local_path} left in staging"
+    staged = {str(path) for path in staging_dir().rglob("*") if path.is_file()}
+    assert staged <= still_pending, "staging holds files no pending upload needs"
+    assert len({row.key for row in rows if row.kind == "result"}) == 4  # each sweep's results are its own
+
+
+def test_a_staged_file_that_changed_is_never_uploaded(s3_endpoint: str, tmp_path: Path, monkeypatch) -> None:
+    from db.models import ArtifactRow
+    from orchestrator.artifacts import sha256_of
+    from orchestrator.publish import upload_artifacts
+
+    monkeypatch.setenv("INFERSWEEP_S3_ENDPOINT_URL", s3_endpoint)
+    staged = tmp_path / "result.json"
+    staged.write_text('{"point": 1}')
+    digest = sha256_of(staged)
+    staged.write_text('{"point": 2}')  # other bytes under the staged name
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        sweep, _ = recording.get_or_create_sweep(session, "s3-tampered")
+        artifact = recording.add_artifact(session, ArtifactRow(
+            sweep_id=sweep.id, kind="result", key=f"result/{digest}.json", local_path=str(staged), sha256=digest,
+            size_bytes=staged.stat().st_size,
+        ))  # fmt: skip
+        assert upload_artifacts(session, S3ArtifactStore(BUCKET, "tampered"), [artifact]) == (0, 1)
+        assert artifact.status == "pending" and "holds other bytes" in (artifact.error or "")
+        session.delete(artifact)  # the session's later publish runs have nothing of this test's to upload
+        session.commit()
+    assert objects(s3_endpoint, "tampered/") == []
