@@ -38,7 +38,8 @@ def make_engine(url: str | None = None) -> Engine:
     url = url or default_database_url()
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    engine = create_engine(url)
+    # A connection that died in the pool (a database restart, a fail-over) is noticed on checkout, not mid-write.
+    engine = create_engine(url, pool_pre_ping=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine

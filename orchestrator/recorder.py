@@ -20,14 +20,16 @@ import json
 import logging
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
 from db import recording
 from db.lifecycle import JobState, PointState, SweepState
@@ -35,7 +37,7 @@ from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRo
 from db.session import open_session
 from orchestrator.artifacts import ArtifactStore, content_key, sha256_of, staging_dir, store_from_environment
 from orchestrator.publish import upload_artifacts
-from recipes.errors import InferSweepError
+from recipes.errors import InferSweepError, InfrastructureError
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from recipes.model_registry import attention_summary, kv_bytes_per_token, load_model_registry
@@ -44,6 +46,7 @@ from runners.job import JobEvent, PointOutcome, PointRequest
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, ServerCounters, records_frame
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _stage(kind: str, suffix: str, write: Callable[[Path], None], what: str) -> Path | None:
@@ -211,22 +214,122 @@ def rendered_launch(recipe: Recipe) -> tuple[list[str] | None, list[str] | None]
     return argv, sorted(names)
 
 
+DATABASE_OUTAGE_S = 120.0  # how long a sweep waits for its database to come back before it stops
+_FIRST_RECONNECT_DELAY_S = 0.5
+_LONGEST_RECONNECT_DELAY_S = 5.0
+
+
+def _connection_lost(error: SQLAlchemyError) -> bool:
+    """A fault of the connection or the server (dropped, restarted, failed over, locked), not of the statement."""
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(error, OperationalError | InterfaceError)
+
+
+def _survives_database_faults(method: Callable[..., T]) -> Callable[..., T]:
+    """Run a Recorder method so that a lost connection costs nothing: see `Recorder._guarded`."""
+
+    @functools.wraps(method)
+    def guarded(self: Recorder, *args: Any, **kwargs: Any) -> T:
+        return self._guarded(lambda: method(self, *args, **kwargs))
+
+    return guarded
+
+
 class Recorder:
-    def __init__(self, engine: Engine, sweep_name: str, store: ArtifactStore | None = None) -> None:
+    """The driver's only way to the database: every state change and result, as it happens.
+
+    A lost connection (a database restart, a fail-over, `pg_terminate_backend`) costs nothing: the lost
+    transaction is rolled back, and once the database answers again everything that transaction held is done
+    again in a new one, then the write that failed. Writes are keyed (run ids, Point keys, fingerprints), so
+    doing one again cannot record it twice. Only a database that stays unreachable for `outage_s` stops the
+    sweep, with every Point recorded before kept."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        sweep_name: str,
+        store: ArtifactStore | None = None,
+        outage_s: float = DATABASE_OUTAGE_S,
+    ) -> None:
         self.engine = engine
         self.store = store or store_from_environment()
         self.session = open_session(engine)
+        self.outage_s = outage_s
         self._deferred = False
+        self._depth = 0  # nesting of guarded calls: only the outermost one recovers
+        self._open_operations: list[Callable[[], object]] = []  # done in the transaction still open
+        event.listen(self.session, "after_commit", lambda _session: self._open_operations.clear())
         self.sweep, self.resumed = recording.get_or_create_sweep(self.session, sweep_name)
+        assert self.sweep.id is not None  # set by the database on insert
+        self._sweep_id: int = self.sweep.id
         self.recipe_ids: dict[str, int] = {}
         self.launches: dict[str, EngineLaunch] = {}  # by recipe fingerprint
+        self._recipes: dict[str, AnyRecipe] = {}  # by fingerprint: registered again after a lost transaction
         self._engine_ids: dict[tuple[str, str, str], int] = {}
 
     @property
     def sweep_id(self) -> int:
-        assert self.sweep.id is not None  # set by the database on insert
-        return self.sweep.id
+        return self._sweep_id
 
+    def _guarded(self, operation: Callable[[], T]) -> T:
+        if self._depth:
+            return operation()
+        self._depth += 1
+        try:
+            started = time.monotonic()
+            delay = _FIRST_RECONNECT_DELAY_S
+            recovering = False
+            while True:
+                try:
+                    if recovering:
+                        self._redo_open_transaction()
+                    result = operation()
+                    break
+                except SQLAlchemyError as error:
+                    if not _connection_lost(error):
+                        raise
+                    waited = time.monotonic() - started
+                    if waited > self.outage_s:
+                        raise InfrastructureError(
+                            f"the results database has been unreachable for {waited:.0f} s (over the "
+                            f"{self.outage_s:g} s allowed): {str(error).splitlines()[0]}; every Point recorded "
+                            "before is kept: run the same command again to resume"
+                        ) from error
+                    log.warning("database connection lost (%s); reconnecting in %.1f s", error, delay)
+                    with contextlib.suppress(SQLAlchemyError):
+                        self.session.rollback()
+                    time.sleep(delay)
+                    delay = min(delay * 2, _LONGEST_RECONNECT_DELAY_S)
+                    recovering = True
+            if self.session.in_transaction():
+                self._open_operations.append(operation)  # the lost transaction's work, should it be lost
+            return result
+        finally:
+            self._depth -= 1
+
+    def _redo_open_transaction(self) -> None:
+        """After a rollback: what the lost transaction held, in a new one (recipes and engines first: the ids
+        cached from it may no longer exist). Its operations stay listed until a commit takes them."""
+        lost = list(self._open_operations)
+        self._engine_ids.clear()
+        self.launches.clear()
+        try:
+            for recipe in self._recipes.values():
+                self.register_recipe(recipe)
+            for operation in lost:
+                operation()
+        except IntegrityError:
+            # A keyed row of the lost transaction is there already: its COMMIT reached the server before the
+            # connection went, so all of it did (a transaction is atomic). Nothing of it is to be done again.
+            self.session.rollback()
+            self._open_operations.clear()
+            for recipe in self._recipes.values():
+                self.register_recipe(recipe)
+            return
+        self._open_operations = lost if self.session.in_transaction() else []
+
+    @_survives_database_faults
     def sync_hardware(self) -> None:
         """The registry tables from the registry files: hardware, then models."""
         entries = [
@@ -236,6 +339,7 @@ class Recorder:
         recording.upsert_hardware(self.session, entries)
         self.sync_models()
 
+    @_survives_database_faults
     def sync_models(self) -> None:
         rows = [
             ModelRow(
@@ -256,6 +360,7 @@ class Recorder:
         ]
         recording.upsert_models(self.session, rows)
 
+    @_survives_database_faults
     def register_recipe(self, recipe: AnyRecipe) -> int:
         loaded = RecipeIdentity.of(recipe)
         row = recording.upsert_recipe(
@@ -270,6 +375,7 @@ class Recorder:
         )
         assert row.id is not None
         self.recipe_ids[loaded.fingerprint] = row.id
+        self._recipes[loaded.fingerprint] = recipe
         if loaded.fingerprint not in self.launches:
             self.launches[loaded.fingerprint] = self._engine_launch(recipe)
         return row.id
@@ -285,18 +391,23 @@ class Recorder:
         argv, env_names = rendered_launch(recipe.recipe) if isinstance(recipe, LoadedRecipe) else (None, None)
         return EngineLaunch(engine_id, argv, env_names)
 
+    @_survives_database_faults
     def finished_points(self) -> set[str]:
         return recording.finished_point_keys(self.session, self.sweep_id)
 
+    @_survives_database_faults
     def sweep_status(self, status: SweepState, reason: str = "") -> None:
         recording.set_sweep_status(self.session, self.sweep, status, reason)
 
+    @_survives_database_faults
     def set_budget(self, gpu_hours: float) -> None:
         recording.set_sweep_budget(self.session, self.sweep, gpu_hours)
 
+    @_survives_database_faults
     def cancel_requested(self) -> bool:
         return recording.cancel_requested(self.session, self.sweep_id)
 
+    @_survives_database_faults
     def clean_stale_jobs(self) -> int:
         return recording.mark_interrupted_jobs(self.session, self.sweep_id)
 
@@ -312,8 +423,9 @@ class Recorder:
             yield
         finally:
             self._deferred = False
-            self.session.commit()
+            self._guarded(self.session.commit)
 
+    @_survives_database_faults
     def job_created(
         self, job_id: str, loaded: AnyRecipe, attempt: int, points: int, log_dir: str, *, launched: bool = True
     ) -> None:
@@ -333,6 +445,7 @@ class Recorder:
             git_commit=revision, git_dirty=dirty, commit=not self._deferred,
         )  # fmt: skip
 
+    @_survives_database_faults
     def job_status(
         self, job_id: str, status: JobState, event: JobEvent | None = None, reason: str = "", host: str | None = None
     ) -> None:
@@ -354,11 +467,13 @@ class Recorder:
         if not self._deferred:
             self.session.commit()
 
+    @_survives_database_faults
     def point_started(self, job_id: str, point_key: str) -> None:
         recording.record_point_transition(
             self.session, self.sweep_id, job_id, point_key, PointState.MEASURING.value, commit=not self._deferred
         )
 
+    @_survives_database_faults
     def point_imported(
         self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime
     ) -> bool:
@@ -374,6 +489,7 @@ class Recorder:
         )  # fmt: skip
         return self.point_finished(job_id, loaded, point, outcome, source=source)
 
+    @_survives_database_faults
     def point_finished(
         self, job_id: str, loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
     ) -> bool:
@@ -448,6 +564,7 @@ class Recorder:
             size_bytes=path.stat().st_size,
         )
 
+    @_survives_database_faults
     def store_file(self, path: Path, kind: str, job_id: str | None = None) -> ArtifactRow | None:
         """Register and upload a file that belongs to the sweep (an engine log, say)."""
         if not path.is_file():
@@ -456,6 +573,7 @@ class Recorder:
         self.upload([artifact])
         return artifact
 
+    @_survives_database_faults
     def upload(self, artifacts: list[ArtifactRow]) -> tuple[int, int]:
         return upload_artifacts(self.session, self.store, artifacts)
 

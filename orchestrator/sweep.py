@@ -25,7 +25,7 @@ from orchestrator.dispatch import Dispatcher
 from orchestrator.estimate import estimate_job
 from orchestrator.plan import plan_jobs
 from orchestrator.progress import SweepProgress
-from orchestrator.recorder import Recorder
+from orchestrator.recorder import DATABASE_OUTAGE_S, Recorder
 from recipes.errors import ConfigurationError
 from recipes.loader import LoadedRecipe
 from runners.fleet.inventory import Inventory, Target
@@ -75,6 +75,7 @@ class SweepOptions:
     dry_run: bool = False  # stand-in recipes: results are labelled origin 'dry-run'
     # Text files stored with each job of a recipe (by recipe name), e.g. a dry run's target command lines.
     job_attachments: dict[str, dict[str, str]] = field(default_factory=dict)
+    database_outage_s: float = DATABASE_OUTAGE_S  # how long a lost database may stay away before the sweep stops
 
 
 @dataclass
@@ -136,7 +137,7 @@ class SweepRunner:
         self.console = console or Console()
         self.engine = make_engine(options.database_url)
         migrate(self.engine)
-        self.recorder = Recorder(self.engine, options.name)
+        self.recorder = Recorder(self.engine, options.name, outage_s=options.database_outage_s)
         self.dispatcher = Dispatcher(options.ray_address, extra_slots=options.inventory.slots())
         self.active: dict[str, _ActiveJob] = {}
         self.waiting: dict[str, deque[_ActiveJob]] = {}  # per hardware pool, in submission order
@@ -210,7 +211,7 @@ class SweepRunner:
             # Containers of this host's dead workers whose pidfile is elsewhere (another INFERSWEEP_HOME).
             reap_orphaned_containers(log=lambda line: self.console.print(f"[yellow]{line}"))
         if not summary.interrupted and not summary.cancelled:
-            self.recorder = Recorder(self.engine, self.options.name)
+            self.recorder = Recorder(self.engine, self.options.name, outage_s=self.options.database_outage_s)
             failed = len(summary.failures)
             self.recorder.sweep_status(
                 SweepState.FAILED if failed else SweepState.FINISHED,

