@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import streamlit as st
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 # `streamlit run` puts this folder on sys.path; AppTest does not, and the pages import `hubkit` from here.
 HERE = Path(__file__).resolve().parent
@@ -38,4 +39,12 @@ PAGES = {
 # No page icons: a Material icon becomes the favicon, which the browser fetches from a font CDN, and the
 # hub makes no request off the machine.
 st.set_page_config(page_title="InferSweep", layout="wide")
-st.navigation(PAGES).run()
+try:
+    st.navigation(PAGES).run()
+except (OperationalError, InterfaceError) as error:
+    # A database restarting or failing over: the reader gets a sentence, not a traceback. Connections are
+    # checked on checkout, so the next view after the database is back reads normally.
+    st.error(
+        "The results database is unavailable right now (it may be restarting); reload this page in a moment. "
+        f"Detail: {str(error).splitlines()[0][:300]}"
+    )
