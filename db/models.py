@@ -265,3 +265,20 @@ class ServerMetricDeltaRow(SQLModel, table=True):
     before: float | None = Field(default=None, description="Counter before the Point, when the runner reports it.")
     after: float | None = Field(default=None, description="Counter after the Point, when the runner reports it.")
     delta: float = Field(description="after - before, over the Point.")
+
+
+class SweepLeaseRow(SQLModel, table=True):
+    """Which driver runs a sweep: one at a time (orchestrator/lease.py takes, renews and releases it)."""
+
+    __tablename__ = "sweep_lease"
+
+    sweep: str = Field(primary_key=True, description="Name of the sweep (a lease can exist before its sweep row).")
+    token: str = Field(description="Unique to one acquisition: only its holder renews or releases it.")
+    holder_host: str = Field(description="Host of the driver holding the sweep.")
+    holder_pid: int = Field(description="Process id of that driver on its host.")
+    holder_identity: str | None = Field(
+        default=None, description="That process's boot id and start time: proves it alive (PIDs are reused)."
+    )
+    acquired_at: datetime = Field(default_factory=utcnow)
+    heartbeat_at: datetime = Field(default_factory=utcnow, description="Last renewal by the holder.")
+    expires_at: datetime = Field(description="Past this, another driver may take the sweep over.")

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, update
+from sqlalchemy import bindparam, delete, func, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -26,6 +26,7 @@ from db.models import (
     ProvenanceRow,
     RecipeRow,
     ServerMetricDeltaRow,
+    SweepLeaseRow,
     SweepRow,
     TransitionRow,
     utcnow,
@@ -438,3 +439,52 @@ def retract(session: Session, reason: str, sweep: str, point_key: str | None = N
         session.add(row)
     session.commit()
     return len(rows)
+
+
+# --- sweep leases: one driver per sweep (orchestrator/lease.py) ------------------------------------
+
+_LEASE = SweepLeaseRow.__table__  # type: ignore[attr-defined]
+
+
+def try_insert_lease(session: Session, lease: SweepLeaseRow) -> bool:
+    """Take a free sweep: True when this insert created the lease, False when somebody holds it."""
+    try:
+        session.execute(insert(_LEASE).values(**lease.model_dump()))
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
+
+
+def lease_of(session: Session, sweep: str) -> SweepLeaseRow | None:
+    row = session.execute(select(_LEASE).where(_LEASE.c.sweep == sweep)).mappings().first()
+    session.commit()  # a read of its own: the next one sees the latest holder
+    return SweepLeaseRow.model_validate(dict(row)) if row is not None else None
+
+
+def replace_lease(session: Session, previous_token: str, lease: SweepLeaseRow) -> bool:
+    """Take over a lease whose holder is gone; False when somebody else took or renewed it first."""
+    changed = session.execute(
+        update(_LEASE)
+        .where(_LEASE.c.sweep == lease.sweep, _LEASE.c.token == previous_token)
+        .values(**lease.model_dump(exclude={"sweep"}))
+    )
+    session.commit()
+    return changed.rowcount == 1  # type: ignore[attr-defined]
+
+
+def renew_lease(session: Session, sweep: str, token: str, now: datetime, expires_at: datetime) -> bool:
+    """Extend the lease this holder has; False when it is no longer theirs (taken over after it expired)."""
+    changed = session.execute(
+        update(_LEASE)
+        .where(_LEASE.c.sweep == sweep, _LEASE.c.token == token)
+        .values(heartbeat_at=now, expires_at=expires_at)
+    )
+    session.commit()
+    return changed.rowcount == 1  # type: ignore[attr-defined]
+
+
+def release_lease(session: Session, sweep: str, token: str) -> None:
+    session.execute(delete(_LEASE).where(_LEASE.c.sweep == sweep, _LEASE.c.token == token))
+    session.commit()

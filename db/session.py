@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, text
 from sqlmodel import Session, create_engine
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -52,10 +55,35 @@ def alembic_config(engine: Engine) -> Config:
     return config
 
 
+# Any fixed number: the PostgreSQL advisory lock that serialises this project's migrations.
+_MIGRATION_LOCK_KEY = 0x1_5EE9
+
+
+@contextlib.contextmanager
+def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
+    """A file lock beside a SQLite database: two processes migrating at once would both read "no schema"
+    before either writes (SQLite locks only on the first write)."""
+    database = engine.url.database
+    if not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def migrate(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to `revision` (append-only migrations; safe to call on every start)."""
+    """Bring the schema to `revision` (append-only migrations; safe to call on every start, and from several
+    processes at once: the first migrates, the others wait for it and find the schema at head)."""
     config = alembic_config(engine)
-    with engine.begin() as connection:
+    lock = _sqlite_migration_lock(engine) if engine.dialect.name == "sqlite" else contextlib.nullcontext()
+    with lock, engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            # Held until this transaction ends: a second process blocks here, then sees the first's tables.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 

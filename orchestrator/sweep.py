@@ -23,6 +23,7 @@ from db.lifecycle import JobState, SweepState
 from db.session import make_engine, migrate
 from orchestrator.dispatch import Dispatcher
 from orchestrator.estimate import estimate_job
+from orchestrator.lease import LEASE_TTL_S, SweepLease
 from orchestrator.plan import plan_jobs
 from orchestrator.progress import SweepProgress
 from orchestrator.recorder import DATABASE_OUTAGE_S, Recorder
@@ -76,6 +77,7 @@ class SweepOptions:
     # Text files stored with each job of a recipe (by recipe name), e.g. a dry run's target command lines.
     job_attachments: dict[str, dict[str, str]] = field(default_factory=dict)
     database_outage_s: float = DATABASE_OUTAGE_S  # how long a lost database may stay away before the sweep stops
+    wait_for_lease: bool = False  # another driver runs the sweep: wait for it to end instead of refusing
 
 
 @dataclass
@@ -137,7 +139,14 @@ class SweepRunner:
         self.console = console or Console()
         self.engine = make_engine(options.database_url)
         migrate(self.engine)
-        self.recorder = Recorder(self.engine, options.name, outage_s=options.database_outage_s)
+        # Before anything is written or started: a second driver of this sweep refuses here (or waits).
+        self.lease = SweepLease(self.engine, options.name, ttl_s=max(LEASE_TTL_S, 2 * options.database_outage_s))
+        self.lease.acquire(wait=options.wait_for_lease, log=lambda line: self.console.print(f"[yellow]{line}"))
+        try:
+            self.recorder = Recorder(self.engine, options.name, outage_s=options.database_outage_s)
+        except BaseException:
+            self.lease.release()
+            raise
         self.dispatcher = Dispatcher(options.ray_address, extra_slots=options.inventory.slots())
         self.active: dict[str, _ActiveJob] = {}
         self.waiting: dict[str, deque[_ActiveJob]] = {}  # per hardware pool, in submission order
@@ -147,6 +156,12 @@ class SweepRunner:
         self._next_cancel_poll = 0.0
 
     def run(self, recipes: list[LoadedRecipe]) -> SweepSummary:
+        try:
+            return self._run(recipes)
+        finally:
+            self.lease.release()
+
+    def _run(self, recipes: list[LoadedRecipe]) -> SweepSummary:
         summary = SweepSummary(sweep=self.options.name, resumed=self.recorder.resumed)
         self.recorder.sync_hardware()
         stale = self.recorder.clean_stale_jobs()
@@ -320,6 +335,7 @@ class SweepRunner:
 
     def _drain(self, progress: SweepProgress, summary: SweepSummary) -> None:
         while self._unfinished > 0:
+            self.lease.renew_if_due()
             self._submit_ready(progress)
             self._check_deadlines()
             if self._cancel_requested():

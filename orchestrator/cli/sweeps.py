@@ -47,6 +47,10 @@ def run(
             "(finished points are kept either way).",
         ),
     ] = 120.0,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="When another driver runs this sweep, wait for it to end instead of refusing."),
+    ] = False,
 ) -> None:
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
     from orchestrator.sweep import SweepOptions, SweepRunner
@@ -72,6 +76,7 @@ def run(
         dry_run=dry_run_local,
         job_attachments=attachments,
         database_outage_s=database_outage,
+        wait_for_lease=wait,
     )
     try:
         summary = SweepRunner(options, console).run(loaded)
