@@ -107,6 +107,16 @@ def _members_of_group(pgid: int) -> list[int]:
     return members
 
 
+def _environment_names_other_run(pid: int, run_id: str) -> bool:
+    """True when /proc shows `pid`'s environment and it lacks this run's INFERSWEEP_RUN_ID (every engine process
+    is started with it); False when it carries it or cannot be read (another user's process, not Linux)."""
+    try:
+        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"INFERSWEEP_RUN_ID={run_id}".encode() not in environment
+
+
 def _owner_gone(info: dict[str, Any]) -> bool:
     """The pidfile's owner no longer runs: no process has its number, or the one that has is another process."""
     owner = int(info["owner_pid"])
@@ -131,14 +141,16 @@ def _group_is_ours(info: dict[str, Any]) -> tuple[bool, str]:
     boot = _boot_id()
     if boot is not None and not recorded.startswith(boot + ":"):
         return False, "it was started before this machine last booted"
+    run_id = str(info.get("run_id", ""))
     current = process_identity(pgid)
-    if current == recorded:
-        return True, ""
-    if current is not None:
+    if current is not None and current != recorded:
         return False, f"process {pgid} is now another process (started at another time)"
-    if _members_of_group(pgid):
-        return True, ""
-    return False, "the group has no process left"
+    members = [pgid] if current is not None else _members_of_group(pgid)
+    if not members:
+        return False, "the group has no process left"
+    if any(_environment_names_other_run(pid, run_id) for pid in members):
+        return False, f"process group {pgid} does not carry INFERSWEEP_RUN_ID={run_id}"
+    return True, ""
 
 
 def _only_zombies_in_group(pgid: int) -> bool:

@@ -17,8 +17,9 @@ STUCK_AGENT = textwrap.dedent("""
     import runners.agent as agent
     from runners.host.process import pid_dir, process_identity
 
-    engines = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
-               for _ in range(2)]
+    engines = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True,
+                                env={**__import__("os").environ, "INFERSWEEP_RUN_ID": f"agent-run-{index}"})
+               for index in range(2)]
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a main thread that will not unwind (engines keep SIGTERM)
     agent.UNWIND_GRACE_S = 0.2
     for index, engine in enumerate(engines):

@@ -26,10 +26,20 @@ def own_pidfiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INFERSWEEP_HOME", str(tmp_path / "home"))  # no other test's pidfiles
 
 
+def engine_like(run_id: str | None) -> subprocess.Popen[bytes]:
+    """A process leading its own session and group: an engine of `run_id` (it carries INFERSWEEP_RUN_ID, as
+    every engine the project starts does), or with None somebody else's `setsid sleep 900`."""
+    env = {key: value for key, value in os.environ.items() if key != "INFERSWEEP_RUN_ID"}
+    if run_id is not None:
+        env["INFERSWEEP_RUN_ID"] = run_id
+    return subprocess.Popen(SLEEPER, start_new_session=True, env=env)
+
+
 @pytest.fixture
-def session_leader() -> Iterator[subprocess.Popen[bytes]]:
-    """A process leading its own session and group, like `setsid sleep 900` or an engine."""
-    process = subprocess.Popen(SLEEPER, start_new_session=True)
+def session_leader(request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[bytes]]:
+    """`engine_like` of the run id the test names with `@pytest.mark.run_id(...)` (none: a stranger's process)."""
+    marker = request.node.get_closest_marker("run_id")
+    process = engine_like(marker.args[0] if marker else None)
     yield process
     if process.poll() is None:
         process.kill()
@@ -89,6 +99,7 @@ def test_a_pidfile_that_proves_nothing_kills_nothing(
     assert reason in lines[0]
 
 
+@pytest.mark.run_id("orphan")
 def test_an_orphan_whose_identity_matches_is_reaped(session_leader: subprocess.Popen[bytes]) -> None:
     pidfile = write_pidfile(
         "orphan", session_leader.pid, dead_pid(), leader_identity=process_identity(session_leader.pid)
@@ -98,6 +109,7 @@ def test_an_orphan_whose_identity_matches_is_reaped(session_leader: subprocess.P
     assert not pidfile.exists()
 
 
+@pytest.mark.run_id("owner-reused")
 def test_an_owner_whose_number_was_reused_counts_as_dead(session_leader: subprocess.Popen[bytes]) -> None:
     # The pidfile's owner number is alive (this test), but as another process than the one recorded.
     mine = process_identity(os.getpid())
@@ -110,6 +122,7 @@ def test_an_owner_whose_number_was_reused_counts_as_dead(session_leader: subproc
     assert gone(session_leader)
 
 
+@pytest.mark.run_id("owned")
 def test_a_live_owner_keeps_its_engine(session_leader: subprocess.Popen[bytes]) -> None:
     write_pidfile(
         "owned", session_leader.pid, os.getpid(),
@@ -120,8 +133,8 @@ def test_a_live_owner_keeps_its_engine(session_leader: subprocess.Popen[bytes]) 
 
 
 def test_the_last_resort_stop_stops_every_engine_its_process_owns() -> None:
-    engines = [subprocess.Popen(SLEEPER, start_new_session=True) for _ in range(2)]
-    stranger = subprocess.Popen(SLEEPER, start_new_session=True)
+    engines = [engine_like(f"mine-{index}") for index in range(2)]
+    stranger = engine_like(None)
     try:
         for index, engine in enumerate(engines):
             write_pidfile(f"mine-{index}", engine.pid, os.getpid(), leader_identity=process_identity(engine.pid))
@@ -137,3 +150,13 @@ def test_the_last_resort_stop_stops_every_engine_its_process_owns() -> None:
             if process.poll() is None:
                 process.kill()
             process.wait()
+
+
+def test_a_group_that_does_not_carry_the_run_id_is_left_alone(session_leader: subprocess.Popen[bytes]) -> None:
+    # Same number and start time as recorded, yet not started for this run: its environment says so.
+    write_pidfile("not-this-run", session_leader.pid, dead_pid(), leader_identity=process_identity(session_leader.pid))
+    lines: list[str] = []
+    assert reap_orphaned_engines(log=lines.append) == []
+    time.sleep(0.5)
+    assert session_leader.poll() is None
+    assert "does not carry INFERSWEEP_RUN_ID=not-this-run" in lines[0]
