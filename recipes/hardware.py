@@ -103,6 +103,11 @@ class HardwareSpec(BaseModel):
         ),
     )
     tdp_w: Figure = Field(..., description="Thermal design power per unit, in W.")
+    aliases: list[str] = Field(
+        default_factory=list,
+        description="Other names imported results use for it (InferenceX: 'gb200', runner labels such as "
+        "'b200-trt'); a label '<key or alias>-<runner>' maps by its first part.",
+    )
     all_in_kw: Figure | None = Field(
         ..., description="All-in power per unit including host, network and facility share, in kW."
     )
@@ -185,3 +190,16 @@ def _load_default() -> dict[str, Hardware]:
 def _load(path: Path) -> dict[str, Hardware]:
     registry = load_validated(path, HardwareRegistryFile, "hardware registry")
     return {key: Hardware.model_validate({"key": key, **dict(spec)}) for key, spec in registry.accelerators.items()}
+
+
+def hardware_key_for(label: str, registry: dict[str, Hardware] | None = None) -> str | None:
+    """The registry key another tool's hardware label means: a key or alias (case-insensitive), or a runner label
+    `<key or alias>-<runner>` / `<key or alias>_<n>` by its first part ('mi355x-amd_0' is mi355x); else None."""
+    machines = registry if registry is not None else load_hardware_registry()
+    names = {key: key for key in machines}
+    names.update({alias.lower(): key for key, machine in machines.items() for alias in machine.aliases})
+    wanted = label.strip().lower()
+    if wanted in names:
+        return names[wanted]
+    first = re.split(r"[-_]", wanted, maxsplit=1)[0]
+    return names.get(first)

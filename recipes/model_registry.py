@@ -169,6 +169,11 @@ class RegistryModelSpec(BaseModel):
             "checkpoint's activation dtype); fp8 halves the cache of bf16."
         ),
     )
+    aliases: list[str] = Field(
+        default_factory=list,
+        description="Other names imported results give it: InferenceX's model prefix ('dsr1'), hub ids of its "
+        "revisions and quantised variants (the precision is a field of its own); matched case-insensitively.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> RegistryModelSpec:
@@ -314,3 +319,23 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def model_key_for(*labels: str | None, registry: dict[str, RegistryModel] | None = None) -> str | None:
+    """The registry key the first recognised label means: a key, hub id or alias (case-insensitive), or the last
+    part of a local path ('/models/DeepSeek-R1' is deepseek-r1); None when no label is known."""
+    models = registry if registry is not None else load_model_registry()
+    names: dict[str, str] = {}
+    for key, model in models.items():
+        names[key] = key
+        if model.hf_id:
+            names[model.hf_id.lower()] = key
+        names.update({alias.lower(): key for alias in model.aliases})
+    for label in labels:
+        if not label:
+            continue
+        text = label.strip().lower()
+        for candidate in (text, text.rstrip("/").rsplit("/", 1)[-1]):
+            if candidate in names:
+                return names[candidate]
+    return None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from orchestrator.cli.output import console, fail
-from recipes.errors import InferSweepError
+from orchestrator.cli.output import console, errors, fail
+from recipes.errors import ConfigurationError, InferSweepError
 
 
 def import_vllm_bench(
@@ -58,42 +59,89 @@ def import_vllm_bench(
 
 
 def import_inferencex(
-    files: Annotated[list[Path], typer.Argument(help="InferenceX aggregated rows, as a JSON list or CSV.")],
-    sweep: Annotated[str, typer.Option(help="Sweep to store the rows in.")] = "inferencex",
+    files: Annotated[list[Path], typer.Argument(help="InferenceX aggregated rows (agg_bmk.json), as JSON or CSV.")],
+    sweep: Annotated[
+        str | None,
+        typer.Option(help="Store every file's rows in this sweep (default: one sweep per InferenceX run)."),
+    ] = None,
+    run_date: Annotated[
+        str | None, typer.Option(help="When the run measured, as an ISO date (rows carry none).")
+    ] = None,
 ) -> None:
-    """Store InferenceX rows as points with origin `imported`, next to native results of the same hardware."""
+    """Store InferenceX rows as points with origin `imported`, each source run its own sweep; a row that cannot be
+    read or mapped is refused alone, and a summary says what was read, imported, already present and refused."""
     from datetime import UTC, datetime
 
     from db.session import make_engine, migrate
-    from orchestrator.importers.inferencex import read_rows, to_point_metrics
+    from orchestrator.importers.inferencex import read_row_file, to_point_metrics
     from orchestrator.plan import point_key
     from orchestrator.recorder import RecipeIdentity, Recorder
     from runners.job import PointRequest
     from runners.loadgen.records import FixedLengthPoint
 
+    measured_at = datetime.now(UTC)
+    if run_date is not None:
+        try:
+            measured_at = datetime.fromisoformat(run_date).replace(tzinfo=UTC)
+        except ValueError:
+            fail(ConfigurationError(f"--run-date: got {run_date!r}; expected an ISO date such as 2025-12-18"))
+    totals: Counter[str] = Counter()
+    refusals: Counter[str] = Counter()
+    unknown_models: Counter[str] = Counter()
     try:
         engine = make_engine()
         migrate(engine)
-        recorder = Recorder(engine, sweep)
-        recorder.sync_hardware()
-        imported = 0
+        recorders: dict[str, Recorder] = {}
         for file in files:
-            for row in read_rows(file):
+            read = read_row_file(file)
+            name = sweep or f"inferencex-run-{read.source_run}"
+            recorder = recorders.get(name)
+            if recorder is None:
+                recorder = recorders[name] = Recorder(engine, name)
+                recorder.sync_hardware()
+            imported = present = 0
+            for item in read.rows:
+                row = item.row
                 identity = RecipeIdentity(
-                    fingerprint=row.fingerprint, name=row.recipe_name, path=str(file.resolve()),
-                    hardware=row.hardware_key or row.hw, engine_kind=row.framework, workload_kind="fixed-length",
-                    snapshot={"source": "inferencex", **row.configuration()},
+                    fingerprint=item.fingerprint, name=item.recipe_name, path=str(file.resolve()),
+                    hardware=item.hardware, engine_kind=row.framework, workload_kind="fixed-length",
+                    snapshot=item.configuration(),
                 )  # fmt: skip
                 recorder.register_recipe(identity)
                 workload = FixedLengthPoint(
                     isl=row.isl, osl=row.osl, range_ratio=0.8, concurrency=row.conc, num_prompts=10 * row.conc,
                     num_warmup=2 * row.conc, seed=0, request_timeout_s=600,
                 )  # fmt: skip
-                key = "inferencex-" + point_key(row.fingerprint, workload, 0)
+                key = "inferencex-" + point_key(item.fingerprint, workload, 0)
                 point = PointRequest(point_key=key, repeat_index=0, workload=workload)
-                source = f"InferenceX row: {file.resolve()}"
-                imported += recorder.point_imported(identity, point, to_point_metrics(row), source, datetime.now(UTC))
-        recorder.close()
+                source = f"InferenceX run {read.source_run}, row {item.index}: {file.resolve()}"
+                if recorder.point_imported(identity, point, to_point_metrics(row), source, measured_at):
+                    imported += 1
+                else:
+                    present += 1
+            for index, field, value, expected in read.refused:
+                errors.print(f"{file}: row {index} refused: field '{field}': got {value!r}; {expected}",
+                             markup=False, highlight=False)  # fmt: skip
+                refusals[f"{field}: {expected}"[:160]] += 1
+            unknown_models.update(read.unknown_models)
+            refused = len({index for index, *_ in read.refused})
+            totals.update(read=read.read, imported=imported, present=present, refused=refused)
+            console.print(
+                f"{file}: run {read.source_run} -> sweep {name}: {read.read} row(s) read, {imported} imported, "
+                f"{present} already present, {refused} refused",
+                markup=False, highlight=False,
+            )
+        for recorder in recorders.values():
+            recorder.close()
     except InferSweepError as error:
         fail(error)
-    console.print(f"{imported} InferenceX row(s) imported into sweep {sweep}")
+    console.print(
+        f"InferenceX import: {totals['read']} row(s) read, {totals['imported']} imported, {totals['present']} already "
+        f"present (same run and configuration), {totals['refused']} refused",
+        markup=False, highlight=False,
+    )
+    for reason, count in refusals.most_common():
+        console.print(f"  refused {count}x: {reason}", markup=False, highlight=False)
+    for label, count in unknown_models.most_common():
+        console.print(f"  model not in recipes/models.yaml, kept as its label: {label!r} ({count} row(s))",
+                      markup=False, highlight=False)  # fmt: skip

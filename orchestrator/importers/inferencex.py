@@ -1,9 +1,25 @@
-"""Import InferenceX aggregated rows (JSON list or CSV) as points with origin `imported`.
+"""Import InferenceX aggregated rows (`agg_bmk.json` lists, or CSV) as points with origin `imported`.
 
-InferenceX's row (see shared/reference/peer-tools.md): latencies in seconds, throughputs per GPU, and
-`*_intvty` = 1000 / the same percentile of TPOT in ms, so `p99_intvty` is the slow tail. Each row's
-configuration (model, framework, precision, hardware, parallelism) becomes a recipe snapshot keyed by
-its own fingerprint, so imported rows line up with native results of the same hardware.
+What a row means (InferenceX's `utils/process_result.py`, and the rows in tests/data/inferencex/): latencies
+in seconds; `*_intvty` = 1000 / the same percentile of TPOT in ms, so `p99_intvty` is the slow tail;
+`tput_per_gpu` is total tokens/s over every GPU of the deployment. Disaggregated rows count their GPUs in
+`num_prefill_gpu` (P) and `num_decode_gpu` (D), never workers x TP (a prefill worker of TP 1 and EP 8 uses 8
+GPUs), and their `output_tput_per_gpu` is per *decode* GPU, `input_tput_per_gpu` per *prefill* GPU.
+
+What we store, in our definitions (docs/METRICS.md: every per-GPU figure is over all the deployment's GPUs):
+- total per GPU = `tput_per_gpu`;
+- output per GPU = `output_tput_per_gpu` x D / (P + D) for a disaggregated row, `output_tput_per_gpu` otherwise;
+- InferenceX's own per-decode-GPU output and per-prefill-GPU input, as published, in `PointMetrics.peer_figures`.
+A single-node row's GPUs are its TP (InferenceX divides by TP x PP x PCP, and these rows run PP = PCP = 1; with
+DP-attention the one server's attention is data-parallel across the same TP GPUs), which is our TP x PP x DP
+for a server with DP inside it.
+
+Identity: the hardware label maps through the registry's aliases (`b200-trt`, `mi355x-amd_0`, `gb200`), the
+model through `infmax_model_prefix` or the model registry's aliases (DeepSeek-R1 and R1-0528 are one model
+for InferenceX, and for us). The configuration (hardware, model, precision, framework, image, speculative
+decoding and the whole topology) is the recipe fingerprint, so a disaggregated split is never mixed with
+another. A row that cannot be read or mapped is refused alone, with its reason; the rest of the file is
+imported.
 """
 
 from __future__ import annotations
@@ -11,38 +27,53 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recipes.errors import MISSING, RecipeError
+from recipes.hardware import hardware_key_for, load_hardware_registry
+from recipes.model_registry import load_model_registry, model_key_for
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
-# InferenceX hardware names -> keys of recipes/hardware.yaml.
-HARDWARE_KEYS = {
-    "h100": "h100", "h200": "h200", "b200": "b200", "b300": "b300", "gb200": "gb200-nvl72",
-    "gb300": "gb300-nvl72", "mi300x": "mi300x", "mi325x": "mi325x", "mi355x": "mi355x",
-}  # fmt: skip
+_RUN_FOLDER = re.compile(r"^run_(\d+)$")
 
 
 class InferenceXRow(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)  # external format: read what we use
 
-    hw: str = Field(description="InferenceX hardware name, e.g. 'b200'.")
+    hw: str = Field(description="InferenceX hardware (runner) label, e.g. 'b200', 'b200-trt', 'mi355x-amd_0'.")
     conc: int = Field(gt=0, description="Max concurrency.")
-    model: str = Field(description="Model id.")
-    framework: str = Field(description="Serving stack, e.g. 'vllm', 'sglang', 'trt'.")
+    model: str = Field(description="Model id or path as the run named it.")
+    infmax_model_prefix: str | None = Field(None, description="InferenceX's model family key: 'dsr1', 'gptoss'.")
+    framework: str = Field(description="Serving stack, e.g. 'vllm', 'sglang', 'trt', 'dynamo-trt'.")
     precision: str = Field(description="e.g. 'fp8', 'fp4'.")
     isl: int = Field(gt=0, description="Input length.")
     osl: int = Field(gt=0, description="Output length.")
-    tp: int = Field(1, ge=1, description="Tensor parallel size.")
-    ep: int = Field(1, ge=1, description="Expert parallel size.")
-    dp_attention: bool = Field(False, description="Data-parallel attention.")
+    tp: int = Field(1, ge=1, description="Tensor parallel size (single-node rows).")
+    ep: int = Field(1, ge=1, description="Expert parallel size (single-node rows).")
+    dp_attention: bool = Field(False, description="Data-parallel attention (single-node rows).")
     disagg: bool = Field(False, description="Disaggregated prefill/decode.")
-    spec_decoding: str | None = Field(None, description="Speculative decoding method, if any.")
+    is_multinode: bool = Field(False, description="The deployment spans several nodes.")
+    prefill_tp: int | None = Field(None, ge=1, description="TP of each prefill worker.")
+    prefill_ep: int | None = Field(None, ge=1, description="EP of each prefill worker.")
+    prefill_dp_attention: bool | None = Field(None, description="DP-attention in the prefill workers.")
+    prefill_num_workers: int | None = Field(None, ge=0, description="Prefill workers.")
+    decode_tp: int | None = Field(None, ge=1, description="TP of each decode worker.")
+    decode_ep: int | None = Field(None, ge=1, description="EP of each decode worker.")
+    decode_dp_attention: bool | None = Field(None, description="DP-attention in the decode workers.")
+    decode_num_workers: int | None = Field(None, ge=0, description="Decode workers.")
+    num_prefill_gpu: int | None = Field(None, ge=0, description="GPUs of all prefill workers (P).")
+    num_decode_gpu: int | None = Field(None, ge=0, description="GPUs of all decode workers (D).")
+    spec_decoding: str | None = Field(None, description="Speculative decoding method, if any ('mtp', 'none').")
     image: str | None = Field(None, description="Container image.")
-    tput_per_gpu: float = Field(ge=0, description="Total tokens/s per GPU.")
-    output_tput_per_gpu: float = Field(ge=0, description="Output tokens/s per GPU.")
+    tput_per_gpu: float = Field(ge=0, description="Total tokens/s per GPU, over all GPUs.")
+    output_tput_per_gpu: float = Field(ge=0, description="Output tokens/s per GPU (per decode GPU when disagg).")
+    input_tput_per_gpu: float | None = Field(None, ge=0, description="Input tokens/s per GPU (per prefill GPU).")
     median_ttft: float = Field(ge=0, description="Median TTFT, seconds.")
     p99_ttft: float | None = Field(None, ge=0, description="p99 TTFT, seconds.")
     median_tpot: float = Field(gt=0, description="Median TPOT, seconds.")
@@ -50,51 +81,151 @@ class InferenceXRow(BaseModel):
     p99_intvty: float | None = Field(None, gt=0, description="1000 / p99 TPOT (ms): the slow tail.")
 
     @property
-    def hardware_key(self) -> str | None:
-        return HARDWARE_KEYS.get(self.hw.lower())
+    def prefill_gpus(self) -> int:
+        return self.num_prefill_gpu or 0
 
-    def configuration(self) -> dict[str, object]:
-        return self.model_dump(include={"hw", "model", "framework", "precision", "tp", "ep", "dp_attention",
-                                        "disagg", "spec_decoding", "image"})  # fmt: skip
+    @property
+    def decode_gpus(self) -> int:
+        return self.num_decode_gpu or 0
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the deployment: P + D when disaggregated, else TP."""
+        return self.prefill_gpus + self.decode_gpus if self.disagg else self.tp
+
+    def topology(self) -> dict[str, Any]:
+        if not self.disagg:
+            return {"tp": self.tp, "ep": self.ep, "dp_attention": self.dp_attention, "gpus": self.gpus}
+
+        def side(name: str) -> dict[str, Any]:
+            return {
+                "workers": getattr(self, f"{name}_num_workers"), "tp": getattr(self, f"{name}_tp"),
+                "ep": getattr(self, f"{name}_ep"), "dp_attention": getattr(self, f"{name}_dp_attention"),
+                "gpus": getattr(self, f"num_{name}_gpu"),
+            }  # fmt: skip
+
+        return {"prefill": side("prefill"), "decode": side("decode"), "multinode": self.is_multinode}
+
+    def topology_label(self) -> str:
+        if not self.disagg:
+            return f"tp{self.tp}" + (f"-ep{self.ep}" if self.ep > 1 else "") + ("-dpa" if self.dp_attention else "")
+        parts = []
+        for name, short in (("prefill", "p"), ("decode", "d")):
+            topology = self.topology()[name]
+            parts.append(f"{short}{topology['workers']}x-tp{topology['tp']}-ep{topology['ep']}-{topology['gpus']}gpu")
+        return "-".join(parts)
+
+
+@dataclass(frozen=True)
+class ImportedRow:
+    """One row with what it means here: its registry keys and its configuration."""
+
+    row: InferenceXRow
+    index: int
+    hardware: str
+    model: str  # registry key, or the row's own label when the registry does not know it
+    model_known: bool
+
+    def configuration(self) -> dict[str, Any]:
+        row = self.row
+        return {
+            "source": "inferencex", "hardware": self.hardware, "model": self.model, "precision": row.precision,
+            "framework": row.framework, "image": row.image, "spec_decoding": row.spec_decoding,
+            "disaggregated": row.disagg, "topology": row.topology(),
+        }  # fmt: skip
 
     @property
     def fingerprint(self) -> str:
-        text = json.dumps({"source": "inferencex", **self.configuration()}, sort_keys=True)
+        text = json.dumps(self.configuration(), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
     def recipe_name(self) -> str:
-        return f"inferencex-{self.model.split('/')[-1]}-{self.precision}-{self.hw}-{self.framework}-tp{self.tp}".lower()
+        row = self.row
+        spec = f"-{row.spec_decoding}" if row.spec_decoding not in (None, "", "none") else ""
+        model = self.model.rstrip("/").rsplit("/", 1)[-1]
+        name = f"inferencex-{model}-{row.precision}-{self.hardware}-{row.framework}-{row.topology_label()}{spec}"
+        return name.lower()
 
 
-def read_rows(path: Path) -> list[InferenceXRow]:
+@dataclass
+class RowFile:
+    """What one file holds: the rows that can be imported, and those refused with their reasons."""
+
+    path: Path
+    source_run: str
+    rows: list[ImportedRow] = field(default_factory=list)
+    refused: list[tuple[int, str, Any, str]] = field(default_factory=list)  # index, field, value, expected
+    unknown_models: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def read(self) -> int:
+        return len(self.rows) + len({index for index, *_ in self.refused})
+
+
+def source_run(path: Path) -> str:
+    """The InferenceX run a file comes from: its `run_<id>` folder (GitHub Actions run ids grow with time),
+    else the file's content hash (the same file is the same run wherever it lies)."""
+    folder = _RUN_FOLDER.match(path.resolve().parent.name)
+    if folder:
+        return folder.group(1)
+    return "sha-" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def _raw_rows(path: Path) -> list[Any]:
     try:
         if path.suffix == ".csv":
             with open(path, newline="") as handle:
-                raw = [{k: v for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(handle)]
+                raw: Any = [{k: v for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(handle)]
         else:
             raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, csv.Error) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, csv.Error) as error:
         raise RecipeError(str(path), [("<file>", MISSING, f"expected InferenceX rows as JSON or CSV ({error})")],
                           what="InferenceX rows") from error  # fmt: skip
     if not isinstance(raw, list):
         raise RecipeError(
             str(path), [("<root>", type(raw).__name__, "expected a list of rows")], what="InferenceX rows"
         )
-    rows, problems = [], []
+    return raw
+
+
+def read_row_file(path: Path) -> RowFile:
+    """Every row of the file, each imported or refused on its own (a file that is not a row list is an error)."""
+    raw = _raw_rows(path)
+    machines, models = load_hardware_registry(), load_model_registry()
+    known_hardware = sorted({*machines, *(alias for m in machines.values() for alias in m.aliases)})
+    result = RowFile(path=path, source_run=source_run(path))
     for index, item in enumerate(raw):
         try:
-            rows.append(InferenceXRow.model_validate(item))
+            row = InferenceXRow.model_validate(item)
         except ValidationError as error:
             for e in error.errors(include_url=False):
-                field = f"[{index}]." + ".".join(map(str, e["loc"]))
-                problems.append((field, e.get("input", MISSING), e["msg"]))
-    for index, row in enumerate(rows):
-        if row.hardware_key is None:
-            problems.append((f"[{index}].hw", row.hw, f"expected one of {sorted(HARDWARE_KEYS)}"))
-    if problems:
+                where = ".".join(map(str, e["loc"])) or "<row>"
+                result.refused.append((index, where, e.get("input", MISSING), e["msg"]))
+            continue
+        hardware = hardware_key_for(row.hw, machines)
+        if hardware is None:
+            expected = f"expected a hardware key or alias of recipes/hardware.yaml ({', '.join(known_hardware)})"
+            result.refused.append((index, "hw", row.hw, expected))
+            continue
+        if row.disagg and not (row.num_prefill_gpu and row.num_decode_gpu):
+            expected = "expected GPU counts: a disaggregated row needs num_prefill_gpu and num_decode_gpu"
+            result.refused.append((index, "num_prefill_gpu", row.num_prefill_gpu, expected))
+            continue
+        model = model_key_for(row.infmax_model_prefix, row.model, registry=models)
+        if model is None:
+            result.unknown_models[row.model] += 1
+        result.rows.append(ImportedRow(row, index, hardware, model or row.model, model is not None))
+    return result
+
+
+def read_rows(path: Path) -> list[InferenceXRow]:
+    """The file's rows, refusing the file when any row is refused (for callers that need all of it)."""
+    read = read_row_file(path)
+    if read.refused:
+        problems = [(f"[{index}].{name}", value, expected) for index, name, value, expected in read.refused]
         raise RecipeError(str(path), problems, what="InferenceX rows")
-    return rows
+    return [item.row for item in read.rows]
 
 
 def _stats(p50: float | None, p99: float | None = None) -> Stats:
@@ -102,14 +233,31 @@ def _stats(p50: float | None, p99: float | None = None) -> Stats:
     return Stats(n=0, mean=None, p50=p50, p90=None, p99=p99, std=None)
 
 
+def output_per_gpu(row: InferenceXRow) -> float:
+    """Output tokens/s per GPU over all the deployment's GPUs (ours), from InferenceX's per-decode-GPU figure."""
+    if row.disagg:
+        return row.output_tput_per_gpu * row.decode_gpus / (row.prefill_gpus + row.decode_gpus)
+    return row.output_tput_per_gpu
+
+
 def to_point_metrics(row: InferenceXRow) -> PointMetrics:
     tpot_p50 = row.median_tpot * 1000
     tpot_p99 = 1000 / row.p99_intvty if row.p99_intvty else None
-    total = row.tput_per_gpu
+    gpus = row.gpus
+    output, total = output_per_gpu(row), row.tput_per_gpu
+    peer: dict[str, float] = {"inferencex_tput_per_gpu": row.tput_per_gpu}
+    if row.disagg:
+        peer["inferencex_output_tput_per_decode_gpu"] = row.output_tput_per_gpu
+        if row.input_tput_per_gpu is not None:
+            peer["inferencex_input_tput_per_prefill_gpu"] = row.input_tput_per_gpu
+    else:
+        peer["inferencex_output_tput_per_gpu"] = row.output_tput_per_gpu
+        if row.input_tput_per_gpu is not None:
+            peer["inferencex_input_tput_per_gpu"] = row.input_tput_per_gpu
     return PointMetrics(
         completed=0, failed=0, duration_s=0.0, total_input_tokens=0, total_output_tokens=0,
-        request_throughput=0.0, output_throughput=row.output_tput_per_gpu, total_token_throughput=total,
-        accelerators=1, output_throughput_per_gpu=row.output_tput_per_gpu, total_token_throughput_per_gpu=total,
+        request_throughput=0.0, output_throughput=output * gpus, total_token_throughput=total * gpus,
+        accelerators=gpus, output_throughput_per_gpu=output, total_token_throughput_per_gpu=total,
         ttft_ms=_stats(row.median_ttft * 1000, row.p99_ttft * 1000 if row.p99_ttft is not None else None),
         tpot_ms=_stats(tpot_p50, tpot_p99), itl_ms=_stats(None),
         e2el_ms=_stats(row.median_e2el * 1000 if row.median_e2el is not None else None),
@@ -118,4 +266,5 @@ def to_point_metrics(row: InferenceXRow) -> PointMetrics:
         token_disagreement=0.0,
         window=MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=True),
         validity=Validity(valid=True, reasons=[]),
+        peer_figures=peer,
     )  # fmt: skip

@@ -334,6 +334,11 @@ class PointMetrics(Strict):
     window: MeasuredWindow = Field(description="The measured window.")
     validity: Validity = Field(description="Validity verdict with reasons.")
     replay: ReplayStats | None = Field(None, description="Agentic replay figures (replay Points only).")
+    peer_figures: dict[str, float] | None = Field(
+        None,
+        description="An imported result's figures in its own tool's definitions, as published (e.g. InferenceX's "
+        "output tokens/s per decode GPU of a disaggregated row); the fields above are in ours.",
+    )
     server: ServerCounters | None = Field(
         None, description="Deltas of the engine's own counters over the Point (None when /metrics was unreadable)."
     )

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 
 from db import reads
+from db.models import PointResultRow, SweepRow
 from db.session import make_engine, migrate, open_session
 from orchestrator.analysis.compare import compare_at_interactivity
 from orchestrator.importers.inferencex import read_rows
@@ -46,7 +48,7 @@ def test_imported_rows_share_the_frontier_with_native_results(write_recipe, tmp_
     assert sum(view.source is not None and "InferenceX" in view.source for view in views) == 3
 
     table = {row.recipe: row for row in compare_at_interactivity(views, 50.0, load_hardware_registry())}
-    inferencex = table["inferencex-deepseek-r1-0528-fp8-b200-sglang-tp8"]
+    inferencex = table["inferencex-deepseek-r1-fp8-b200-sglang-tp8-ep8"]
     assert inferencex.throughput is not None and inferencex.throughput.mean == pytest.approx(1500.0)
     # b200 owning TCO $1.73/GPU-h over 1500 tok/s/GPU: 1.73 / (1500 * 3600 / 1e6) = $0.3204 per M tokens.
     assert inferencex.usd_per_million_output == pytest.approx(1.73 / 5.4)
@@ -55,7 +57,7 @@ def test_imported_rows_share_the_frontier_with_native_results(write_recipe, tmp_
     assert all(row.throughput is None for row in out_of_range if row.recipe.startswith("inferencex"))
 
     shown = run_cli("compare", "--at-interactivity", "50", "--sweep", "mixed")
-    assert shown.returncode == 0 and "0.320" in shown.stdout and "inferencex-deepseek-r1-0528" in shown.stdout
+    assert shown.returncode == 0 and "0.320" in shown.stdout and "inferencex-deepseek-r1-fp8-b200" in shown.stdout
     # Simulated points are left out unless asked for: sim-test appears only through its imported vLLM row.
     assert "simulated │ imported" in shown.stdout and "simulated │ simulated" not in shown.stdout
 
@@ -68,6 +70,105 @@ def test_bad_rows_name_the_row_and_field(tmp_path: Path) -> None:
         read_rows(path)
     message = str(caught.value)
     assert "field '[1].median_tpot': got 'fast'" in message and "field '[0].hw': got 'tpu-v9'" in message
+
+
+SAMPLE = ROOT / "tests" / "data" / "inferencex"
+
+
+def sample_views() -> dict[str, list]:
+    """The shared sample imported once per test session (idempotent), by sweep."""
+    result = run_cli("import", "inferencex", *map(str, sorted(SAMPLE.glob("run_*/agg_bmk.json"))))
+    assert result.returncode == 0, result.stdout + result.stderr
+    with open_session(make_engine()) as session:
+        views = [view for view in reads.list_results(session) if view.sweep.startswith("inferencex-run-")]
+    by_sweep: dict[str, list] = {}
+    for view in views:
+        by_sweep.setdefault(view.sweep, []).append(view)
+    return by_sweep
+
+
+def raw_rows(run: str) -> list[dict]:
+    return json.loads((SAMPLE / f"run_{run}" / "agg_bmk.json").read_text())
+
+
+def test_every_real_row_is_imported_into_its_runs_sweep_with_hardware_aliases_mapped() -> None:
+    by_sweep = sample_views()
+    for folder in SAMPLE.glob("run_*"):
+        rows = json.loads((folder / "agg_bmk.json").read_text())
+        assert len(by_sweep.get(f"inferencex-{folder.name.replace('_', '-')}", [])) == len(rows), folder.name
+    hardware = {view.hardware for views in by_sweep.values() for view in views}
+    assert hardware == {"b200", "h100", "h200", "gb200-nvl72", "mi355x"}  # b200-trt, mi355x-amd_0, gb200 mapped
+    # The same MI355X configurations measured in a later run: a second sweep of the same recipes, a trend.
+    earlier = {view.recipe for view in by_sweep["inferencex-run-20248091324"]}
+    later = {view.recipe for view in by_sweep["inferencex-run-20384527243"]}
+    assert earlier == later and len(earlier) >= 1
+
+
+def test_disaggregated_rows_keep_their_topology_and_per_gpu_figures_in_our_definition() -> None:
+    by_sweep = sample_views()
+    for run in ("20806551498", "20786863188"):
+        rows = [row for row in raw_rows(run) if row["disagg"]]
+        assert rows
+        with open_session(make_engine()) as session:
+            stored = {(v.recipe, v.concurrency): v for v in reads.list_results(session, sweep=f"inferencex-run-{run}")}
+        for row in rows:
+            prefill, decode = row["num_prefill_gpu"], row["num_decode_gpu"]
+            (view,) = [
+                v for (recipe, conc), v in stored.items()
+                if conc == row["conc"] and f"-{prefill}gpu-" in recipe and recipe.endswith(
+                    (f"-{decode}gpu", f"-{decode}gpu-{row['spec_decoding']}"))
+                and f"p{row['prefill_num_workers']}x-tp{row['prefill_tp']}-ep{row['prefill_ep']}-" in recipe
+                and f"d{row['decode_num_workers']}x-tp{row['decode_tp']}-ep{row['decode_ep']}-" in recipe
+            ]  # fmt: skip
+            assert view.accelerators == prefill + decode
+            assert view.total_token_throughput_per_gpu == pytest.approx(row["tput_per_gpu"])
+            assert view.output_throughput_per_gpu == pytest.approx(
+                row["output_tput_per_gpu"] * decode / (prefill + decode)
+            )
+            with open_session(make_engine()) as session:
+                stored_row = session.exec(
+                    select(PointResultRow).join(SweepRow, SweepRow.id == PointResultRow.sweep_id)
+                    .where(SweepRow.name == f"inferencex-run-{run}", PointResultRow.point_key == view.point_key)
+                ).one()  # fmt: skip
+            peer = stored_row.metrics["peer_figures"]
+            assert peer["inferencex_output_tput_per_decode_gpu"] == pytest.approx(row["output_tput_per_gpu"])
+            assert peer["inferencex_input_tput_per_prefill_gpu"] == pytest.approx(row["input_tput_per_gpu"])
+            # Their identity: total over all GPUs = output per decode GPU x D + input per prefill GPU x P.
+            total = row["tput_per_gpu"] * (prefill + decode)
+            assert total == pytest.approx(row["output_tput_per_gpu"] * decode + row["input_tput_per_gpu"] * prefill)
+    assert by_sweep
+
+
+def test_deepseek_r1_of_every_label_style_is_one_model() -> None:
+    sample_views()
+    labels = {row["model"] for folder in SAMPLE.glob("run_*") for row in json.loads((folder / "agg_bmk.json").read_text())
+              if row.get("infmax_model_prefix") == "dsr1"}  # fmt: skip
+    assert {"deepseek-ai/DeepSeek-R1-0528", "amd/DeepSeek-R1-0528-MXFP4-Preview", "/models/DeepSeek-R1"} <= labels
+    with open_session(make_engine()) as session:
+        recipes = {view.recipe for view in reads.list_results(session) if view.sweep.startswith("inferencex-run-")}
+    assert all(not name.startswith("inferencex-deepseek-r1-0528") for name in recipes)
+    assert {name.split("-fp")[0] for name in recipes} == {"inferencex-deepseek-r1", "inferencex-gpt-oss-120b"}
+
+
+def test_importing_a_file_twice_changes_nothing_and_says_so() -> None:
+    sample_views()
+    again = run_cli("import", "inferencex", str(SAMPLE / "run_20316427102" / "agg_bmk.json"))
+    assert again.returncode == 0
+    assert "11 row(s) read, 0 imported, 11 already present, 0 refused" in again.stdout
+
+
+def test_a_bad_row_is_refused_alone_and_the_rest_imported(tmp_path: Path) -> None:
+    rows = raw_rows("20316427102")
+    rows[3] = dict(rows[3], hw="tpu-v9")
+    rows[5] = dict(rows[5], median_tpot="fast")
+    path = tmp_path / "run_1" / "agg_bmk.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(rows))
+    result = run_cli("import", "inferencex", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "11 row(s) read, 9 imported, 0 already present, 2 refused" in result.stdout
+    assert "row 3 refused: field 'hw': got 'tpu-v9'; expected a hardware key or alias" in result.stderr
+    assert "row 5 refused: field 'median_tpot': got 'fast'" in result.stderr
 
 
 def test_retract_and_export(tmp_path: Path) -> None:
