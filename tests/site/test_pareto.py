@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import ROOT, run_cli
 from tests.site.conftest import open_page
 from tests.site.hub_fixture import COST_B200_AT_50
 from tests.site.legacy_seed import _seed
@@ -243,3 +244,18 @@ def test_energy_per_token_where_power_was_sampled(seeded_hub: str) -> None:
     assert list(shown["J per output token"]) == [0.5]
     # Where no host sampled power the column is left out rather than shown empty.
     assert "J per output token" not in table(open_pareto({"hardware": "h200"})).columns
+
+
+def test_real_inferencex_rows_put_b200_and_mi355x_on_one_deepseek_fp4_chart(hub_database: str) -> None:
+    """The imported sample of real InferenceX rows (tests/data/inferencex): DeepSeek-R1 FP4 1k/1k was measured on
+    B200 (run 20286929996, model 'nvidia/DeepSeek-R1-0528-FP4-V2') and on MI355X (run 20248091324, model
+    'amd/DeepSeek-R1-0528-MXFP4-Preview'); both are one model here, so one chart holds both chips."""
+    files = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
+    imported = run_cli("import", "inferencex", *files, env={"INFERSWEEP_DATABASE_URL": hub_database})
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    link = {"model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k", "origin": "imported"}
+    app = open_pareto(link)
+    assert len(app.get("vega_lite_chart")) == 1
+    frame = table(app)
+    assert set(frame["hardware"]) == {"b200", "mi355x"}, set(frame["hardware"])
+    assert set(frame["workload"]) == {"1k/1k"} and set(frame["precision"]) == {"fp4"}
