@@ -172,9 +172,18 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     # Imported results (orchestrator/importers) keep the source tool's flat configuration: `model` is a string
     # and tp/ep sit at the top level.
     model = snapshot.get("model")
-    parallelism = snapshot.get("parallelism") or {name: snapshot[name] for name in ("tp", "ep") if name in snapshot}
+    topology = snapshot.get("topology")  # imported InferenceX rows since their topology is kept whole
+    parallelism = snapshot.get("parallelism") or topology or {n: snapshot[n] for n in ("tp", "ep") if n in snapshot}
     parts = [f"{name}{parallelism[name]}" for name in ("tp", "ep", "pp", "dp") if int(parallelism.get(name) or 1) > 1]
-    if parallelism.get("disaggregated") or snapshot.get("disagg"):
+    if isinstance(topology, dict) and "prefill" in topology:
+        parts = ["disagg"] + [
+            f"{side[0]}{topology[side].get('workers')}×tp{topology[side].get('tp')}·ep{topology[side].get('ep')}"
+            f" {topology[side].get('gpus')}gpu"
+            for side in ("prefill", "decode")
+        ]
+    elif isinstance(topology, dict) and topology.get("dp_attention"):
+        parts.append("dpa")
+    elif parallelism.get("disaggregated") or snapshot.get("disagg"):
         parts.append("disagg")
     methodology = snapshot.get("methodology") or {}
     offload = methodology.get("kv_offload") or {}
