@@ -94,14 +94,14 @@ def import_inferencex(
         recorders: dict[str, Recorder] = {}
         for file in files:
             read = read_row_file(file)
-            name = sweep or f"inferencex-run-{read.source_run}"
-            recorder = recorders.get(name)
-            if recorder is None:
-                recorder = recorders[name] = Recorder(engine, name)
-                recorder.sync_hardware()
             imported = present = 0
             for item in read.rows:
                 row = item.row
+                name = sweep or f"inferencex-run-{item.source_run}"
+                recorder = recorders.get(name)
+                if recorder is None:
+                    recorder = recorders[name] = Recorder(engine, name)
+                    recorder.sync_hardware()
                 identity = RecipeIdentity(
                     fingerprint=item.fingerprint, name=item.recipe_name, path=str(file.resolve()),
                     hardware=item.hardware, engine_kind=row.framework, workload_kind="fixed-length",
@@ -114,8 +114,9 @@ def import_inferencex(
                 )  # fmt: skip
                 key = "inferencex-" + point_key(item.fingerprint, workload, 0)
                 point = PointRequest(point_key=key, repeat_index=0, workload=workload)
-                source = f"InferenceX run {read.source_run}, row {item.index}: {file.resolve()}"
-                if recorder.point_imported(identity, point, to_point_metrics(row), source, measured_at):
+                source = f"InferenceX run {item.source_run}, row {item.index}: {file.resolve()}"
+                when = row.date.replace(tzinfo=UTC) if row.date is not None else measured_at
+                if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
                     imported += 1
                 else:
                     present += 1
@@ -126,8 +127,10 @@ def import_inferencex(
             unknown_models.update(read.unknown_models)
             refused = len({index for index, *_ in read.refused})
             totals.update(read=read.read, imported=imported, present=present, refused=refused)
+            runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
+            shown_runs = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
             console.print(
-                f"{file}: run {read.source_run} -> sweep {name}: {read.read} row(s) read, {imported} imported, "
+                f"{file}: run {shown_runs}: {read.read} row(s) read, {imported} imported, "
                 f"{present} already present, {refused} refused",
                 markup=False, highlight=False,
             )

@@ -30,10 +30,11 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from recipes.errors import MISSING, RecipeError
 from recipes.hardware import hardware_key_for, load_hardware_registry
@@ -41,10 +42,35 @@ from recipes.model_registry import load_model_registry, model_key_for
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
 _RUN_FOLDER = re.compile(r"^run_(\d+)$")
+_RUN_URL = re.compile(r"/actions/runs/(\d+)")
+
+
+def _flatten_api_shape(data: Any) -> Any:
+    """The dashboard API's row (`hardware`, `spec_method`, nested `metrics`, `date`, `run_url`; repository
+    SemiAnalysisAI/InferenceX-app) as an `agg_bmk.json` row. An aggregated API row states its parallelism on both
+    sides (prefill_tp = decode_tp, num_prefill_gpu = num_decode_gpu = the GPUs of its one server)."""
+    if not isinstance(data, dict) or "hw" in data or "hardware" not in data:
+        return data
+    flat = {key: value for key, value in data.items() if key not in ("metrics", "hardware", "spec_method")}
+    flat.update(data.get("metrics") or {})
+    flat["hw"], flat["spec_decoding"] = data["hardware"], data.get("spec_method")
+    if not data.get("disagg"):
+        flat.setdefault("tp", data.get("decode_tp") or 1)
+        flat.setdefault("ep", data.get("decode_ep") or 1)
+        flat.setdefault("dp_attention", data.get("decode_dp_attention") or False)  # "false" parses as False
+        for key in list(flat):  # the one server is both sides: keep it once, as tp/ep
+            if key.startswith(("prefill_", "decode_", "num_prefill", "num_decode")):
+                flat.pop(key)
+    return flat
 
 
 class InferenceXRow(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)  # external format: read what we use
+
+    @model_validator(mode="before")
+    @classmethod
+    def _api_shape(cls, data: Any) -> Any:
+        return _flatten_api_shape(data)
 
     hw: str = Field(description="InferenceX hardware (runner) label, e.g. 'b200', 'b200-trt', 'mi355x-amd_0'.")
     conc: int = Field(gt=0, description="Max concurrency.")
@@ -79,6 +105,13 @@ class InferenceXRow(BaseModel):
     median_tpot: float = Field(gt=0, description="Median TPOT, seconds.")
     median_e2el: float | None = Field(None, ge=0, description="Median E2EL, seconds.")
     p99_intvty: float | None = Field(None, gt=0, description="1000 / p99 TPOT (ms): the slow tail.")
+    date: datetime | None = Field(None, description="When the run measured (dashboard API rows only).")
+    run_url: str | None = Field(None, description="The GitHub Actions run (dashboard API rows only).")
+
+    @property
+    def run_id(self) -> str | None:
+        found = _RUN_URL.search(self.run_url or "")
+        return found.group(1) if found else None
 
     @property
     def prefill_gpus(self) -> int:
@@ -125,6 +158,7 @@ class ImportedRow:
     hardware: str
     model: str  # registry key, or the row's own label when the registry does not know it
     model_known: bool
+    source_run: str  # the row's own run (its run_url), else its file's
 
     def configuration(self) -> dict[str, Any]:
         row = self.row
@@ -215,7 +249,8 @@ def read_row_file(path: Path) -> RowFile:
         model = model_key_for(row.infmax_model_prefix, row.model, registry=models)
         if model is None:
             result.unknown_models[row.model] += 1
-        result.rows.append(ImportedRow(row, index, hardware, model or row.model, model is not None))
+        run = row.run_id or result.source_run
+        result.rows.append(ImportedRow(row, index, hardware, model or row.model, model is not None, run))
     return result
 
 

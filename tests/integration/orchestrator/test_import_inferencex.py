@@ -233,3 +233,49 @@ def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> Non
     assert flagged.returncode == 1
     assert "nightly-5=1,200.0" in flagged.stdout and "regression" in flagged.stdout
     assert "1 configuration(s) regressed" in flagged.stderr
+
+
+METRIC_FIELDS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "median_ttft", "p99_ttft",
+                 "median_tpot", "median_e2el", "p99_intvty", "median_intvty", "mean_tpot")  # fmt: skip
+
+
+def as_api_row(row: dict, date: str, run: int) -> dict:
+    """A real agg_bmk row in the dashboard API's shape (field names of SemiAnalysisAI/InferenceX-app's captured
+    response, packages/app/cypress/fixtures/api/benchmarks.json; that file is GPL-3.0, so only its shape is used):
+    `hardware`, `spec_method`, nested `metrics`, `date`, `run_url`, both sides stated for an aggregated server."""
+    api = {key: value for key, value in row.items() if key not in METRIC_FIELDS and key not in ("hw", "spec_decoding")}
+    api.update(hardware=row["hw"], model=row["infmax_model_prefix"], spec_method=row.get("spec_decoding") or "none",
+               metrics={key: row[key] for key in METRIC_FIELDS if key in row}, date=date,
+               run_url=f"https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{run}/attempts/1")  # fmt: skip
+    if not row["disagg"]:
+        for side in ("prefill", "decode"):
+            api.update({f"{side}_tp": row["tp"], f"{side}_ep": row["ep"], f"{side}_dp_attention": row["dp_attention"],
+                        f"{side}_num_workers": 0, f"num_{side}_gpu": row["tp"]})  # fmt: skip
+        for key in ("tp", "ep", "dp_attention"):
+            api.pop(key)
+    return api
+
+
+def test_the_dashboard_api_shape_imports_with_its_dates_and_runs(tmp_path: Path) -> None:
+    single, disaggregated = raw_rows("20316427102"), raw_rows("20806551498")
+    api = [as_api_row(row, "2025-12-19", 1001) for row in single] + [
+        as_api_row(row, "2025-12-24", 1002) for row in disaggregated
+    ]
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(api))
+    result = run_cli("import", "inferencex", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{len(api)} row(s) read, {len(api)} imported" in result.stdout
+    sample_views()  # the same rows from their agg_bmk.json files
+    with open_session(make_engine()) as session:
+        first = reads.list_results(session, sweep="inferencex-run-1001")
+        second = reads.list_results(session, sweep="inferencex-run-1002")
+        agg = {(v.recipe, v.concurrency): v for v in reads.list_results(session, sweep="inferencex-run-20806551498")}
+    assert len(first) == len(single) and len(second) == len(disaggregated)
+    assert {view.finished_at.date().isoformat() for view in first} == {"2025-12-19"}  # the run's date, not today's
+    # The same rows as agg_bmk.json and as the API: the same configurations and figures.
+    for view in second:
+        twin = agg[(view.recipe, view.concurrency)]
+        assert view.output_throughput_per_gpu == pytest.approx(twin.output_throughput_per_gpu)
+        assert view.accelerators == twin.accelerators
+    assert {view.recipe for view in first} == {view.recipe for view in sample_views()["inferencex-run-20316427102"]}
