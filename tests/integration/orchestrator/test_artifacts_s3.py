@@ -159,24 +159,27 @@ def test_snapshot_serves_a_hub_without_the_database(
     assert all(view.sweep != "s3-snapshot" or view.concurrency != retracted.concurrency for view in public_views)
 
 
-def test_two_sweeps_of_one_recipe_during_an_outage_publish_their_own_bytes(s3_endpoint: str, write_recipe) -> None:
+def test_two_sweeps_of_one_recipe_during_an_outage_publish_their_own_bytes(
+    s3_endpoint: str, write_recipe, tmp_path: Path
+) -> None:
     import hashlib
 
     from sqlmodel import col, select
 
     from db.models import ArtifactRow, SweepRow
-    from orchestrator.artifacts import staging_dir
 
-    down = s3_env(f"http://127.0.0.1:{pick_free_port()}", "twice")  # S3 unreachable during both sweeps
+    home = tmp_path / "home"  # a home of its own: its staging holds this test's files only
+    own = {"INFERSWEEP_HOME": str(home)}
+    down = {**s3_env(f"http://127.0.0.1:{pick_free_port()}", "twice"), **own}  # S3 unreachable during both sweeps
     recipe = write_recipe({"name": "s3-twice"})
     for sweep in ("s3-twice-a", "s3-twice-b"):  # same recipe, same Point keys, other bytes
         result = run_cli("run", str(recipe), "--sweep", sweep, env=down)
         assert result.returncode == 0, result.stderr
-    published = run_cli("publish", env=s3_env(s3_endpoint, "twice"))
+    published = run_cli("publish", env={**s3_env(s3_endpoint, "twice"), **own})
     assert published.returncode == 0, published.stdout + published.stderr
 
     client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
-    with open_session(make_engine()) as session:
+    with open_session(make_engine(f"sqlite:///{home / 'infersweep.db'}")) as session:
         sweep_ids = session.exec(select(SweepRow.id).where(col(SweepRow.name).in_(["s3-twice-a", "s3-twice-b"]))).all()
         rows = session.exec(select(ArtifactRow).where(col(ArtifactRow.sweep_id).in_(sweep_ids))).all()
         still_pending = {row.local_path for row in recording.pending_artifacts(session)}
@@ -185,8 +188,8 @@ def test_two_sweeps_of_one_recipe_during_an_outage_publish_their_own_bytes(s3_en
         body = client.get_object(Bucket=BUCKET, Key=f"twice/{row.key}")["Body"].read()
         assert hashlib.sha256(body).hexdigest() == row.sha256, f"{row.key} holds another artifact's bytes"
         assert not Path(row.local_path).exists() or row.kind == "engine-log", f"{row.local_path} left in staging"
-    staged = {str(path) for path in staging_dir().rglob("*") if path.is_file()}
-    assert staged <= still_pending, "staging holds files no pending upload needs"
+    assert still_pending == set()
+    assert [path for path in (home / "staging").rglob("*") if path.is_file()] == [], "staging is not empty"
     assert len({row.key for row in rows if row.kind == "result"}) == 4  # each sweep's results are its own
 
 

@@ -4,6 +4,9 @@ into `engine.env` is refused, and `engine.env_from` passes it by name from the r
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,8 +34,20 @@ def test_env_from_runs_and_its_value_is_nowhere_on_disk(write_recipe, isolated_h
     with open_session(make_engine()) as session:
         assert len(reads.list_results(session, sweep="env-from")) == 2
     assert value not in result.stdout + result.stderr
-    holding = [path for path in isolated_home.rglob("*") if path.is_file() and value.encode() in path.read_bytes()]
-    assert holding == [], "the database, a log or an artifact holds the credential"
+    assert files_holding(isolated_home, value) == [], "the database, a log or an artifact holds the credential"
+
+
+def files_holding(root: Path, value: str) -> list[str]:
+    """Files under `root` whose bytes hold `value`, searched by another process: opening and closing the SQLite
+    database's files here would drop the POSIX locks this process's own connections hold on them (SQLite's
+    documented way to corrupt a database)."""
+    search = (
+        "import sys, pathlib\n"
+        "root, needle = pathlib.Path(sys.argv[1]), sys.argv[2].encode()\n"
+        "print('\\n'.join(str(p) for p in root.rglob('*') if p.is_file() and needle in p.read_bytes()))\n"
+    )
+    found = subprocess.run([sys.executable, "-c", search, str(root), value], capture_output=True, text=True, check=True)
+    return [line for line in found.stdout.splitlines() if line]
 
 
 def test_env_from_a_variable_that_is_not_set_fails_the_job_without_retrying(write_recipe) -> None:
