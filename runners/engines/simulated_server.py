@@ -36,6 +36,7 @@ REQUEST_FAULTS = {
     "stall": "pause MS milliseconds halfway through the stream",
     "slow-first-byte": "wait MS milliseconds before sending the response headers",
     "malformed": "send a data line that is not JSON",
+    "over-report": "report three times the output tokens it streams, in continuous and final usage",
 }
 
 
@@ -269,15 +270,14 @@ class SimulatedEngine:
                 choice = {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
                 chunk: dict[str, object] = {"object": kind, "model": self.args.model, "choices": [choice]}
                 if continuous:
-                    chunk["usage"] = _usage(usage_base, produced)
+                    chunk["usage"] = _usage(usage_base, produced * (3 if fault and fault.kind == "over-report" else 1))
                 await send(chunk)
                 last_sent = time.monotonic()
                 first_sent = first_sent or last_sent
                 self.counters["vllm:generation_tokens_total"] += 1
         if not self.args.no_usage:
-            await send(
-                {"object": kind, "model": self.args.model, "choices": [], "usage": _usage(usage_base, max_tokens)}
-            )
+            reported = max_tokens * (3 if fault and fault.kind == "over-report" else 1)
+            await send({"object": kind, "model": self.args.model, "choices": [], "usage": _usage(usage_base, reported)})
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         self.counters["vllm:request_success_total"] += 1

@@ -372,3 +372,52 @@ def test_never_reaching_concurrency_is_a_reason() -> None:
     metrics = compute_point_metrics(sequential_records(20), concurrency=2, accelerators=1, thresholds=DEFAULTS)
     assert not metrics.window.reached_target
     assert len(reasons_about(metrics.validity.reasons, "never reached the target concurrency")) == 1
+
+
+# --- usage evidence: what the stream itself says of the server's counts ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tokens", "completion", "max_tokens", "reason"),
+    [
+        ([1, 1, 1, 1], 12, 4, "more output tokens than max_tokens for 1 requests (e.g. 12 > 4)"),
+        ([1, 1, 1, 1], -4, 4, "negative or decreasing output-token usage"),
+        ([2, -1, 2, 1], 4, 4, "negative or decreasing output-token usage"),
+        ([1, 1, 1, 1], 3, 4, "fewer output tokens than content chunks streamed for 1 requests (e.g. 3 tokens in 4"),
+    ],
+)
+def test_usage_that_the_stream_contradicts_is_a_reason(
+    tokens: list[int], completion: int, max_tokens: int, reason: str
+) -> None:
+    records = [
+        make_record(i, sent=float(i), end=float(i) + 1, chunks=[i + 0.2, i + 0.4, i + 0.6, i + 0.8], tokens=tokens,
+                    completion=completion if i == 0 else 4, max_tokens=max_tokens)
+        for i in range(12)
+    ]  # fmt: skip
+    metrics = compute_point_metrics(records, concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert any(reason in text for text in metrics.validity.reasons), metrics.validity.reasons
+
+
+def test_batched_chunks_carrying_several_tokens_are_honest_usage() -> None:
+    # Speculative decoding and stream intervals send several tokens per chunk: 8 tokens in 4 chunks is fine.
+    records = [
+        make_record(i, sent=float(i), end=float(i) + 1, chunks=[i + 0.2, i + 0.4, i + 0.6, i + 0.8], tokens=[2] * 4)
+        for i in range(12)
+    ]
+    metrics = compute_point_metrics(records, concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    assert metrics.validity.valid, metrics.validity.reasons
+
+
+def test_a_request_counts_for_the_share_of_its_output_inside_the_window() -> None:
+    # Concurrency 2, four requests of 4 tokens: the window closes at the first end of the final pair (t = 2.0);
+    # request 3 has streamed 3 of its 4 tokens by then. Counting ends would give 3 requests for 15 tokens.
+    def request(index: int, sent: float, end: float) -> RequestRecord:
+        return make_record(index, sent=sent, end=end, chunks=[sent + 0.25 * k for k in range(1, 5)])
+
+    records = [request(0, 0.0, 1.0), request(1, 0.0, 1.0), request(2, 1.0, 2.0), request(3, 1.0, 2.1)]
+    records[3] = make_record(3, sent=1.0, end=2.1, chunks=[1.25, 1.5, 1.75, 2.1])
+    metrics = compute_point_metrics(records, concurrency=2, accelerators=1, thresholds=ValidityThresholds(
+        min_requests_floor=1))  # fmt: skip
+    assert metrics.window.start == 0.0 and metrics.window.end == 2.0
+    assert metrics.request_throughput * metrics.duration_s == pytest.approx(3.75)
+    assert metrics.output_throughput / metrics.request_throughput == pytest.approx(4.0)
