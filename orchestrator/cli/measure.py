@@ -82,8 +82,15 @@ def _print_bench(result: object) -> None:
         table.add_column(column, justify="right")
     for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "client_queue_ms", "interactivity"):
         stats = getattr(result, name)
-        table.add_row(name, *("-" if v is None else f"{v:,.2f}" for v in (stats.mean, stats.p50, stats.p90, stats.p99)))
+        label = "interactivity (tok/s/user)" if name == "interactivity" else name
+        figures = (stats.mean, stats.p50, stats.p90, stats.p99)
+        table.add_row(label, *("-" if v is None else f"{v:,.2f}" for v in figures))
     console.print(table)
+    console.print(
+        "interactivity = 1000 / TPOT (ms) at the same percentile: its p90 and p99 are the slow tail, so they sit "
+        "below its p50",
+        highlight=False,
+    )
     console.print(
         f"completed {result.completed}, failed {result.failed}, window {result.duration_s:.2f} s, "
         f"{result.request_throughput:.2f} req/s, {result.output_throughput:,.1f} output tok/s, "

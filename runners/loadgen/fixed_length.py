@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,7 +76,8 @@ def run_fixed_length_point(
         records += loop.run(
             run_closed_loop(endpoint, warmup, point.concurrency, point.request_timeout_s, on_request_done)
         )
-    records += asyncio.run(
+    # The measured phase on the same event loop as warm-up, bench and replay (uvloop where installed).
+    records += loop.run(
         run_closed_loop(endpoint, measured, point.concurrency, point.request_timeout_s, on_request_done)
     )
     metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds)

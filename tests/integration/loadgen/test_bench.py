@@ -254,6 +254,9 @@ def test_the_summary_says_why_requests_failed() -> None:
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stdout.splitlines() if "failed: " in line]
     assert line.strip().startswith("5 failed: HTTP 500"), line
+    # The interactivity row has its unit, and why its p90 is below its p50.
+    assert "interactivity (tok/s/user)" in result.stdout
+    assert "its p90 and p99 are the slow tail, so they sit below its p50" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -39,3 +39,34 @@ def test_a_server_claiming_more_tokens_than_it_streams_is_invalid() -> None:
     assert not result.validity.valid
     assert any("more output tokens than max_tokens for 12 requests (e.g. 24 > 8)" in reason
                for reason in result.validity.reasons), result.validity.reasons  # fmt: skip
+
+
+def test_the_measured_phase_of_a_fixed_length_point_runs_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    import uvloop
+
+    from recipes.schema import ValidityThresholds
+    from runners.loadgen import fixed_length
+    from runners.loadgen.client import Endpoint
+    from runners.loadgen.records import FixedLengthPoint
+
+    loops: list[type] = []
+    original = fixed_length.run_closed_loop
+
+    async def observed(*args, **kwargs):  # type: ignore[no-untyped-def]
+        loops.append(type(asyncio.get_running_loop()))
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(fixed_length, "run_closed_loop", observed)
+    process, url = spawn("--ttft-ms", "2", "--itl-ms", "0.5")
+    try:
+        point = FixedLengthPoint(isl=16, osl=4, range_ratio=1.0, concurrency=2, num_prompts=10, num_warmup=2, seed=0,
+                                 request_timeout_s=30)  # fmt: skip
+        vocabulary = fixed_length.Vocabulary(size=1000, excluded=frozenset())
+        fixed_length.run_fixed_length_point(Endpoint(base_url=url, model="sim"), point, vocabulary, 1,
+                                            ValidityThresholds())  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert loops == [uvloop.Loop, uvloop.Loop]  # warm-up, then the measured phase

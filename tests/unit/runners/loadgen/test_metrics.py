@@ -421,3 +421,13 @@ def test_a_request_counts_for_the_share_of_its_output_inside_the_window() -> Non
     assert metrics.window.start == 0.0 and metrics.window.end == 2.0
     assert metrics.request_throughput * metrics.duration_s == pytest.approx(3.75)
     assert metrics.output_throughput / metrics.request_throughput == pytest.approx(4.0)
+
+
+def test_e2e_interactivity_p90_is_the_linear_percentile_like_every_other() -> None:
+    from runners.loadgen.replay import e2e_interactivity_p90
+
+    # Seconds per token 1..10 (one token each): linear p90 = 9.1 (nearest rank would say 9).
+    records = [make_record(i, sent=0.0, end=float(i), chunks=[float(i)]) for i in range(1, 11)]
+    assert e2e_interactivity_p90(records) == pytest.approx(1 / float(np.percentile(range(1, 11), 90)))
+    assert e2e_interactivity_p90(records) == pytest.approx(1 / 9.1)
+    assert e2e_interactivity_p90([]) is None
