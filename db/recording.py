@@ -327,6 +327,14 @@ def record_point_transition(
         session.commit()
 
 
+def job_of_point(session: Session, sweep_id: int, point_key: str) -> str | None:
+    """The job attempt that recorded the Point, or None when it is not recorded."""
+    query = select(PointResultRow.job_id).where(
+        PointResultRow.sweep_id == sweep_id, PointResultRow.point_key == point_key
+    )
+    return session.exec(query).first()
+
+
 def record_point(session: Session, row: PointResultRow) -> bool:
     """Insert one finished Point in its own transaction; False when it was already recorded (idempotent)."""
     return record_point_with_artifacts(session, row, [])

@@ -258,6 +258,7 @@ class Recorder:
         self.outage_s = outage_s
         self._deferred = False
         self._depth = 0  # nesting of guarded calls: only the outermost one recovers
+        self._redoing = False  # the current operation is being done again after a lost connection
         self._open_operations: list[Callable[[], object]] = []  # done in the transaction still open
         event.listen(self.session, "after_commit", lambda _session: self._open_operations.clear())
         self.sweep, self.resumed = recording.get_or_create_sweep(self.session, sweep_name)
@@ -284,6 +285,7 @@ class Recorder:
                 try:
                     if recovering:
                         self._redo_open_transaction()
+                    self._redoing = recovering
                     result = operation()
                     break
                 except SQLAlchemyError as error:
@@ -307,6 +309,7 @@ class Recorder:
             return result
         finally:
             self._depth -= 1
+            self._redoing = False
 
     def _redo_open_transaction(self) -> None:
         """After a rollback: what the lost transaction held, in a new one (recipes and engines first: the ids
@@ -547,7 +550,13 @@ class Recorder:
             recording.set_provenance_preflight(self.session, job_id, preflight, commit=False)
         deltas = server_metric_rows(metrics.server)
         if not recording.record_point_with_artifacts(self.session, row, artifacts, deltas):
-            return False
+            # Already there. Done again after a lost connection, it may be this very job's own write, whose COMMIT
+            # reached the server before the connection went: then it was recorded now, and its uploads are due.
+            if not self._redoing or recording.job_of_point(self.session, self.sweep_id, outcome.point_key) != job_id:
+                return False
+            landed = recording.artifacts_of_point(self.session, self.sweep_id, outcome.point_key)
+            self.upload([artifact for artifact in landed if artifact.status == "pending"])
+            return True
         self.upload(artifacts)
         return True
 

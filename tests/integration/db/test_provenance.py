@@ -215,3 +215,46 @@ def test_a_simulated_sweep_records_provenance_and_server_metrics(write_recipe) -
         )
         assert SECRET not in everything
     engine.dispose()
+
+
+def test_a_point_whose_commit_landed_before_the_connection_went_counts_once(
+    database: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection is lost right after the Point's COMMIT reached the server: the write is done again, finds
+    the row there from this very job, and reports it recorded (once) with its artifacts uploaded."""
+    from sqlalchemy.exc import OperationalError
+
+    from db import recording
+    from orchestrator import recorder as recorder_module
+
+    loaded = parse_recipe(RECIPE, str(tmp_path / "vllm-provenance.yaml"))
+    recorder = Recorder(database, "landed", store=LocalArtifactStore(tmp_path / "store"))
+    recorder.register_recipe(loaded)
+    recorder.job_created("job-l1", loaded, 1, 1, str(tmp_path / "logs"))
+    real = recording.record_point_with_artifacts
+    calls: list[int] = []
+
+    def commit_lands_then_connection_drops(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        landed = real(*args, **kwargs)
+        if len(calls) == 1:
+            raise OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
+        return landed
+
+    monkeypatch.setattr(recorder_module.recording, "record_point_with_artifacts", commit_lands_then_connection_drops)
+    monkeypatch.setattr(recorder_module, "_FIRST_RECONNECT_DELAY_S", 0.01)
+    records = _records()
+    now = datetime.now(UTC)
+    outcome = PointOutcome(
+        point_key="p1", origin="measured", metrics=_metrics(records), records=records, started_at=now, finished_at=now
+    )
+    assert recorder.point_finished("job-l1", loaded, _point("p1"), outcome) is True
+    assert len(calls) == 2
+    with open_session(database) as session:
+        rows = session.exec(select(PointResultRow).where(PointResultRow.point_key == "p1")).all()
+        assert len([row for row in rows if row.job_id == "job-l1"]) == 1
+        assert {a.status for a in recording.artifacts_of_point(session, recorder.sweep_id, "p1")} == {"stored"}
+    # Done again outside a recovery, the same write is a duplicate, as before.
+    monkeypatch.setattr(recorder_module.recording, "record_point_with_artifacts", real)
+    assert recorder.point_finished("job-l1", loaded, _point("p1"), outcome) is False
+    recorder.close()
