@@ -78,33 +78,34 @@ def _boot_id() -> str | None:
         return None
 
 
+def _stat_fields(stat: Path) -> list[str] | None:
+    """The fields of a /proc/<pid>/stat after the command name (which is in parentheses and may hold spaces):
+    [0] state, [1] ppid, [2] pgrp, ..., [19] starttime. None when the process is gone (or there is no /proc)."""
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _group_processes(pgid: int) -> list[tuple[int, str]]:
+    """(pid, state) of every process, zombies included, whose process group is `pgid`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat_fields(stat)
+        if fields is not None and int(fields[2]) == pgid:
+            found.append((int(stat.parent.name), fields[0]))
+    return found
+
+
 def process_identity(pid: int) -> str | None:
     """Who `pid` is, beyond its number: this boot's id and the process's start time (clock ticks since boot).
 
     PIDs are reused (a reboot, or just time), so a pidfile's number alone proves nothing; a process with the
     same number and the same start time in the same boot is the same process. None where /proc cannot tell
     (not Linux, or no such process)."""
-    boot = _boot_id()
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # Fields after the command name (in parentheses, may hold spaces) start at field 3; starttime is field 22.
-    start_ticks = text[text.rindex(")") + 2 :].split()[19]
-    return None if boot is None else f"{boot}:{start_ticks}"
-
-
-def _members_of_group(pgid: int) -> list[int]:
-    """Processes (zombies included) whose process group is `pgid`."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue  # gone while we looked
-        if int(text[text.rindex(")") + 2 :].split()[2]) == pgid:
-            members.append(int(stat.parent.name))
-    return members
+    boot, fields = _boot_id(), _stat_fields(Path(f"/proc/{pid}/stat"))
+    return None if boot is None or fields is None else f"{boot}:{fields[19]}"
 
 
 def _environment_names_other_run(pid: int, run_id: str) -> bool:
@@ -145,7 +146,7 @@ def _group_is_ours(info: dict[str, Any]) -> tuple[bool, str]:
     current = process_identity(pgid)
     if current is not None and current != recorded:
         return False, f"process {pgid} is now another process (started at another time)"
-    members = [pgid] if current is not None else _members_of_group(pgid)
+    members = [pgid] if current is not None else [pid for pid, _state in _group_processes(pgid)]
     if not members:
         return False, "the group has no process left"
     if any(_environment_names_other_run(pid, run_id) for pid in members):
@@ -159,19 +160,9 @@ def _only_zombies_in_group(pgid: int) -> bool:
     An orphaned engine's parent is whoever adopted it (init, a container's PID 1, a test process);
     if that parent never reaps, the dead engine lingers as a zombie and must count as stopped.
     """
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         return False
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue  # gone while we looked
-        # Fields after the command name (in parentheses, may hold spaces): state, ppid, pgrp, ...
-        state, _ppid, group = text[text.rindex(")") + 2 :].split()[:3]
-        if int(group) == pgid and state != "Z":
-            return False
-    return True
+    return all(state == "Z" for _pid, state in _group_processes(pgid))
 
 
 def _group_gone(pgid: int, leader: subprocess.Popen[bytes] | None) -> bool:
