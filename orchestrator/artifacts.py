@@ -15,7 +15,6 @@ AWS environment variables or profiles, never from recipes.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -24,14 +23,6 @@ from typing import Protocol
 
 from recipes.errors import ConfigurationError, InfrastructureError
 from runners.host.paths import data_dir
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def content_key(kind: str, digest: str, suffix: str) -> str:

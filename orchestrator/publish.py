@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from db import reads, recording
+from db.artifacts import sha256_of
 from db.models import (
     ArtifactRow,
     EngineRow,
@@ -30,7 +31,7 @@ from db.models import (
     SweepRow,
 )
 from db.session import make_engine, migrate, open_session
-from orchestrator.artifacts import ArtifactStore, content_key, sha256_of, staging_dir
+from orchestrator.artifacts import ArtifactStore, content_key, staging_dir
 from recipes.errors import InferSweepError, InfrastructureError
 
 log = logging.getLogger(__name__)

@@ -32,10 +32,11 @@ from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
 from db import recording
+from db.artifacts import sha256_of
 from db.lifecycle import JobState, PointState, SweepState
 from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRow
 from db.session import open_session
-from orchestrator.artifacts import ArtifactStore, content_key, sha256_of, staging_dir, store_from_environment
+from orchestrator.artifacts import ArtifactStore, content_key, staging_dir, store_from_environment
 from orchestrator.publish import upload_artifacts
 from recipes.errors import InferSweepError, InfrastructureError
 from recipes.hardware import load_hardware_registry

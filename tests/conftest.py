@@ -168,21 +168,17 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600)
 
 
 def records_of(records_path: str):  # -> pandas.DataFrame
-    """A Point's request records, read through its artifact (stored file, or the staged copy while pending)
-    after checking the bytes against the artifact's SHA-256."""
-    import hashlib
-    from urllib.parse import urlparse
-    from urllib.request import url2pathname
-
+    """A Point's request records, read through its artifact (the stored file, or the staged copy while pending),
+    its bytes checked against the artifact's SHA-256 as the hub checks them."""
     import pandas as pd
 
     from db import reads
+    from db.artifacts import local_copy
     from db.session import make_engine, open_session
 
     with open_session(make_engine()) as session:
         artifact = reads.artifact_by_key(session, records_path)
     assert artifact is not None, f"no artifact {records_path}"
-    stored = artifact.uri and urlparse(artifact.uri).scheme == "file"
-    path = Path(url2pathname(urlparse(artifact.uri).path)) if stored else Path(artifact.local_path)
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == artifact.sha256
+    path = local_copy(artifact)
+    assert path is not None, f"no local copy of {records_path} holds its bytes"
     return pd.read_parquet(path)

@@ -207,7 +207,7 @@ def snapshot_cache() -> Path:
 
 def _fetch(fetch: Callable[[Path], Path], source: str) -> Path:
     """Download a snapshot into the cache under its content hash (a running hub's file is never overwritten)."""
-    from orchestrator.artifacts import sha256_of
+    from db.artifacts import sha256_of
 
     cache = snapshot_cache()
     with tempfile.TemporaryDirectory(dir=cache) as directory:

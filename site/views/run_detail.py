@@ -8,13 +8,10 @@ was measured; per-request latencies are derived by `orchestrator.analysis.reques
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import altair as alt
 import pandas as pd
@@ -22,6 +19,7 @@ import streamlit as st
 import yaml
 
 from db import reads
+from db.artifacts import local_copy
 from db.models import ArtifactRow
 from db.session import open_session
 from hubkit import controls, data, page
@@ -38,30 +36,12 @@ STATS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("itl_ms", "ITL (ms
          ("client_queue_ms", "client queue (ms)"), ("interactivity", "interactivity (tok/s/user)"))  # fmt: skip
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def local_file(artifact: ArtifactRow | None, fallback: str | None = None) -> Path | None:
-    """A readable copy of the artifact on this machine, holding the bytes its row names: the store's file or the
-    staged copy (checked against the row's SHA-256), or `fallback` (a pointer of a row recorded before artifacts
-    were staged under their hash)."""
-    candidates: list[str] = []
+    """A readable copy of the artifact on this machine holding the bytes its row names (db.artifacts), or
+    `fallback`: the staging path of a row recorded before artifacts were staged under their hash."""
     if artifact is not None:
-        if artifact.uri and urlparse(artifact.uri).scheme == "file":
-            candidates.append(url2pathname(urlparse(artifact.uri).path))
-        candidates.append(artifact.local_path)
-    for candidate in candidates:
-        path = Path(candidate)
-        if candidate and path.is_file() and _sha256(path) == artifact.sha256:  # type: ignore[union-attr]
-            return path
-    if artifact is None and fallback and Path(fallback).is_file():
-        return Path(fallback)
-    return None
+        return local_copy(artifact)
+    return Path(fallback) if fallback and Path(fallback).is_file() else None
 
 
 def where(artifact: ArtifactRow) -> str:
