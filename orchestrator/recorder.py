@@ -316,22 +316,23 @@ class Recorder:
         """After a rollback: what the lost transaction held, in a new one (recipes and engines first: the ids
         cached from it may no longer exist). Its operations stay listed until a commit takes them."""
         lost = list(self._open_operations)
-        self._engine_ids.clear()
-        self.launches.clear()
         try:
-            for recipe in self._recipes.values():
-                self.register_recipe(recipe)
+            self._register_again()
             for operation in lost:
                 operation()
         except IntegrityError:
             # A keyed row of the lost transaction is there already: its COMMIT reached the server before the
             # connection went, so all of it did (a transaction is atomic). Nothing of it is to be done again.
             self.session.rollback()
-            self._open_operations.clear()
-            for recipe in self._recipes.values():
-                self.register_recipe(recipe)
-            return
+            lost = []
+            self._register_again()
         self._open_operations = lost if self.session.in_transaction() else []
+
+    def _register_again(self) -> None:
+        self._engine_ids.clear()
+        self.launches.clear()
+        for recipe in self._recipes.values():
+            self.register_recipe(recipe)
 
     @_survives_database_faults
     def sync_hardware(self) -> None:

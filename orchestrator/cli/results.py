@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -11,13 +11,16 @@ from rich.table import Table
 from orchestrator.cli.output import console, errors, fail
 from recipes.errors import ConfigurationError, InferSweepError
 
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
-def check_sweep_exists(session: object, sweep: str, flag: str = "--sweep") -> None:
+
+def check_sweep_exists(session: Session, sweep: str, flag: str = "--sweep") -> None:
     """Exit with an error naming the sweeps there are when `sweep` is not one of them (a typo, not "no results")."""
     from db import reads
 
-    if reads.sweep_by_name(session, sweep) is None:  # type: ignore[arg-type]
-        names = [row.name for row in reads.list_sweeps(session)]  # type: ignore[arg-type]
+    if reads.sweep_by_name(session, sweep) is None:
+        names = [row.name for row in reads.list_sweeps(session)]
         shown = ", ".join(repr(name) for name in names[-10:]) or "none yet"
         fail(ConfigurationError(f"{flag}: got {sweep!r}; no sweep of that name (latest sweeps: {shown})"))
 
@@ -94,6 +97,8 @@ def compare(
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
+        if sweep is not None:
+            check_sweep_exists(session, sweep)
         rows = reads.list_results(session, sweep=sweep)
     shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
     rows = [row for row in rows if row.origin in shown]

@@ -133,24 +133,24 @@ def usage_evidence(succeeded: Sequence[RequestRecord]) -> list[str]:
     """What the streams themselves say of the server's usage counts, independent of the usage they came with:
     a count is never negative, never below the content chunks streamed (a chunk carries one token or more:
     speculative decoding and stream intervals batch tokens), and never above max_tokens."""
-    reported = [r for r in succeeded if r.completion_tokens is not None]
-    negative = [r for r in reported if r.completion_tokens < 0 or any(t < 0 for t in r.chunk_tokens)]  # type: ignore[operator]
-    over = [r for r in reported if r.completion_tokens > r.max_tokens]  # type: ignore[operator]
-    under = [r for r in reported if 0 <= r.completion_tokens < len(r.chunk_times)]  # type: ignore[operator]
+    reported = [(r, r.completion_tokens) for r in succeeded if r.completion_tokens is not None]
+    negative = [r for r, usage in reported if usage < 0 or any(t < 0 for t in r.chunk_tokens)]
+    over = [(usage, r.max_tokens) for r, usage in reported if usage > r.max_tokens]
+    under = [(usage, len(r.chunk_times)) for r, usage in reported if 0 <= usage < len(r.chunk_times)]
     reasons = []
     if negative:
         reasons.append(f"the server reported negative or decreasing output-token usage for {len(negative)} requests")
     if over:
-        worst = max(over, key=lambda r: r.completion_tokens or 0)
+        usage, asked = max(over)
         reasons.append(
             f"the server reported more output tokens than max_tokens for {len(over)} requests "
-            f"(e.g. {worst.completion_tokens} > {worst.max_tokens}): its usage cannot be trusted"
+            f"(e.g. {usage} > {asked}): its usage cannot be trusted"
         )
     if under:
-        worst = min(under, key=lambda r: (r.completion_tokens or 0) - len(r.chunk_times))
+        usage, chunks = min(under, key=lambda pair: pair[0] - pair[1])
         reasons.append(
             f"the server reported fewer output tokens than content chunks streamed for {len(under)} requests "
-            f"(e.g. {worst.completion_tokens} tokens in {len(worst.chunk_times)} chunks)"
+            f"(e.g. {usage} tokens in {chunks} chunks)"
         )
     return reasons
 

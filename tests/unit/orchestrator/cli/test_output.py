@@ -24,7 +24,14 @@ def test_a_value_that_looks_like_markup_is_printed_whole() -> None:
     assert "(ConfigurationError, not retryable)" in result.output
 
 
-@pytest.mark.parametrize("command", [["results", "--sweep", "no-such-sweep"], ["export", "x.csv", "--sweep", "nope"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["results", "--sweep", "no-such-sweep"],
+        ["export", "x.csv", "--sweep", "nope"],
+        ["compare", "--at-interactivity", "50", "--sweep", "nope"],
+    ],
+)
 def test_an_unknown_sweep_is_an_error_not_an_empty_table(command: list[str], tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("INFERSWEEP_HOME", str(tmp_path))
     monkeypatch.delenv("INFERSWEEP_DATABASE_URL", raising=False)
