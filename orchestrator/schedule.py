@@ -50,11 +50,12 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AwareDatetime, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 from rich.console import Console
 
 from recipes.errors import RecipeError
+from recipes.strict import Strict, StrictModel
 from recipes.yamlio import read_yaml, validation_problems
 from runners.host.paths import data_dir
 
@@ -82,10 +83,8 @@ _UNKNOWN_KEY = "unknown key (not in the schedule file schema; check the spelling
 # --- The schedule file ---------------------------------------------------------------------------
 
 
-class ScheduleEntry(BaseModel):
+class ScheduleEntry(StrictModel):
     """One schedule: when to fire (cron in a time zone) and what each firing runs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(
         ...,
@@ -158,10 +157,8 @@ class ScheduleEntry(BaseModel):
         return ZoneInfo(self.timezone)
 
 
-class ScheduleFile(BaseModel):
+class ScheduleFile(StrictModel):
     """The whole of a schedule file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schedules: list[ScheduleEntry] = Field(..., min_length=1, description="The schedules of this file.")
 
@@ -268,10 +265,8 @@ def sweep_name(entry: ScheduleEntry, moment: datetime) -> str:
 # --- State ---------------------------------------------------------------------------------------
 
 
-class ScheduleProgress(BaseModel):
+class ScheduleProgress(Strict):
     """How far one schedule's slots have been dealt with."""
-
-    model_config = ConfigDict(extra="forbid")
 
     accounted_through: AwareDatetime | None = Field(
         None,
@@ -285,10 +280,8 @@ class ScheduleProgress(BaseModel):
     )
 
 
-class RunRecord(BaseModel):
+class RunRecord(Strict):
     """One sweep the scheduler started, and how it ended."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str = Field(..., description="Identifier of this run within the state file.")
     schedule: str = Field(..., description="Schedule name.")
@@ -306,10 +299,8 @@ class RunRecord(BaseModel):
     )
 
 
-class MissedSlot(BaseModel):
+class MissedSlot(Strict):
     """A slot that did not get its own on-time run."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schedule: str = Field(..., description="Schedule name.")
     slot: AwareDatetime = Field(..., description="The slot time that was missed (UTC).")
@@ -326,10 +317,8 @@ class MissedSlot(BaseModel):
     )
 
 
-class ScheduleState(BaseModel):
+class ScheduleState(Strict):
     """The whole state file of one schedule file."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: Literal[1] = Field(1, description="Version of the state file format.")
     schedules: dict[str, ScheduleProgress] = Field(default_factory=dict, description="Progress per schedule name.")

@@ -19,8 +19,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from recipes.strict import StrictModel
 from recipes.yamlio import load_validated
 
 SCHEMA_VERSION = 1
@@ -31,10 +32,8 @@ DEFAULT_PATH = Path(__file__).with_name(FILE_NAME)
 _RECIPE_NAME = r"^[a-z0-9][a-z0-9._-]*$"
 
 
-class ChangelogEntry(BaseModel):
+class ChangelogEntry(StrictModel):
     """One change to the recipes, as the hub shows it next to the results it affects."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     date: dt.date = Field(..., description="Day of the change (UTC), as YYYY-MM-DD: when its PR was written or merged.")
     recipes: list[str] = Field(
@@ -68,10 +67,8 @@ class ChangelogEntry(BaseModel):
         return value.strip()
 
 
-class ChangelogFile(BaseModel):
+class ChangelogFile(StrictModel):
     """The whole of `CHANGES.yaml`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1] = Field(..., description="Version of this file's schema; only 1 exists.")
     entries: list[ChangelogEntry] = Field(

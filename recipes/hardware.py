@@ -16,15 +16,15 @@ the file and the dotted field path. Only pydantic, PyYAML and the standard libra
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from recipes.yamlio import load_validated
+from recipes.keyed_file import KeyedFile
+from recipes.strict import StrictModel
 
 SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(__file__).with_name("hardware.yaml")
@@ -36,10 +36,8 @@ TCO_TIERS: tuple[str, ...] = ("owning_hyperscaler", "rental_3yr", "neocloud")
 _KEY_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
 
-class Figure(BaseModel):
+class Figure(StrictModel):
     """One number with its provenance: value, unit, where it comes from and when it was true."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     value: float | None = Field(
         ...,
@@ -72,10 +70,8 @@ class Figure(BaseModel):
         return self
 
 
-class HardwareSpec(BaseModel):
+class HardwareSpec(StrictModel):
     """One accelerator as written in the registry file (the mapping key is its `key`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     vendor: str = Field(..., min_length=1, description="Vendor, e.g. 'NVIDIA', 'AMD', 'Google'.")
     name: str = Field(..., min_length=1, description="Human-readable product name.")
@@ -151,45 +147,20 @@ class Hardware(HardwareSpec):
         return None if figure is None else figure.value
 
 
-class HardwareRegistryFile(BaseModel):
-    """The whole of `hardware.yaml`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    schema_version: Literal[1] = Field(..., description="Version of this file's schema; only 1 exists.")
-    accelerators: dict[str, HardwareSpec] = Field(
-        ..., min_length=1, description="Accelerators by registry key (lowercase letters, digits, '-')."
-    )
-
-    @field_validator("accelerators")
-    @classmethod
-    def _keys_are_resource_safe(cls, value: dict[str, HardwareSpec]) -> dict[str, HardwareSpec]:
-        bad = [key for key in value if not re.fullmatch(_KEY_PATTERN, key)]
-        if bad:
-            raise ValueError(f"keys must be lowercase letters, digits and '-': {bad}")
-        return value
-
-
 def pool_resource_name(key: str) -> str:
     """Ray custom-resource name of the hardware pool for registry key `key`."""
     return f"pool:{key}"
 
 
+_REGISTRY = KeyedFile(
+    default_path=DEFAULT_PATH, what="hardware registry", section="accelerators", spec=HardwareSpec,
+    entry=Hardware, key_field="key", key_pattern=_KEY_PATTERN, key_rule="lowercase letters, digits and '-'",
+)  # fmt: skip
+
+
 def load_hardware_registry(path: Path | None = None) -> dict[str, Hardware]:
     """Load and validate the registry; `path` defaults to `hardware.yaml` next to this module (cached)."""
-    if path is None:
-        return dict(_load_default())
-    return _load(Path(path))
-
-
-@functools.lru_cache(maxsize=1)
-def _load_default() -> dict[str, Hardware]:
-    return _load(DEFAULT_PATH)
-
-
-def _load(path: Path) -> dict[str, Hardware]:
-    registry = load_validated(path, HardwareRegistryFile, "hardware registry")
-    return {key: Hardware.model_validate({"key": key, **dict(spec)}) for key, spec in registry.accelerators.items()}
+    return _REGISTRY.load(path)
 
 
 def hardware_key_for(label: str, registry: dict[str, Hardware] | None = None) -> str | None:

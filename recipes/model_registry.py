@@ -27,15 +27,14 @@ imported, like `recipes/hardware.py`.
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from recipes.yamlio import load_validated
+from recipes.keyed_file import KeyedFile
+from recipes.strict import StrictModel
 
 SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(__file__).with_name("models.yaml")
@@ -50,10 +49,8 @@ _HF_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
 _AS_OF_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])$"
 
 
-class _Provenance(BaseModel):
+class _Provenance(StrictModel):
     """Where a fact comes from and when it was true (shared by every fact)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     source: str = Field(
         ..., min_length=1, description="Where the number comes from (config.json field, model card, document)."
@@ -85,20 +82,16 @@ class Amount(_Provenance):
         return value
 
 
-class FullAttention(BaseModel):
+class FullAttention(StrictModel):
     """Every layer is standard multi-head / grouped-query attention over the whole context."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["full"] = Field(..., description="'full': every layer caches K and V for every token.")
     kv_heads: Count = Field(..., description="Key/value heads per layer (config.json num_key_value_heads).")
     head_dim: Count = Field(..., description="Dimension of one head (config.json head_dim, or hidden / heads).")
 
 
-class MlaAttention(BaseModel):
+class MlaAttention(StrictModel):
     """Every layer is multi-head latent attention (DeepSeek V3/R1 family): one latent per token is cached."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["mla"] = Field(..., description="'mla': multi-head latent attention on every layer.")
     kv_lora_rank: Count = Field(..., description="Rank of the compressed KV latent (config.json kv_lora_rank).")
@@ -107,10 +100,8 @@ class MlaAttention(BaseModel):
     )
 
 
-class MixedAttention(BaseModel):
+class MixedAttention(StrictModel):
     """Layers alternate between full attention and sliding-window attention, following `pattern`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["mixed"] = Field(..., description="'mixed': full and sliding-window layers, per `pattern`.")
     pattern: list[Literal["sliding", "full"]] = Field(
@@ -131,10 +122,8 @@ class MixedAttention(BaseModel):
 Attention = Annotated[FullAttention | MlaAttention | MixedAttention, Field(discriminator="kind")]
 
 
-class RegistryModelSpec(BaseModel):
+class RegistryModelSpec(StrictModel):
     """One model as written in the registry file (the mapping key is its `key`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(..., min_length=1, description="Human-readable model name, e.g. 'DeepSeek-R1 (0528)'.")
     hf_id: str | None = Field(
@@ -192,40 +181,15 @@ class RegistryModel(RegistryModelSpec):
     key: str = Field(..., pattern=_KEY_PATTERN, description="Registry key (slug), e.g. 'deepseek-r1'.")
 
 
-class ModelRegistryFile(BaseModel):
-    """The whole of `models.yaml`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    schema_version: Literal[1] = Field(..., description="Version of this file's schema; only 1 exists.")
-    models: dict[str, RegistryModelSpec] = Field(
-        ..., min_length=1, description="Models by registry key (lowercase letters, digits, '.', '-')."
-    )
-
-    @field_validator("models")
-    @classmethod
-    def _keys_are_slugs(cls, value: dict[str, RegistryModelSpec]) -> dict[str, RegistryModelSpec]:
-        bad = [key for key in value if not re.fullmatch(_KEY_PATTERN, key)]
-        if bad:
-            raise ValueError(f"keys must be lowercase letters, digits, '.' and '-': {bad}")
-        return value
+_REGISTRY = KeyedFile(
+    default_path=DEFAULT_PATH, what="model registry", section="models", spec=RegistryModelSpec,
+    entry=RegistryModel, key_field="key", key_pattern=_KEY_PATTERN, key_rule="lowercase letters, digits, '.' and '-'",
+)  # fmt: skip
 
 
 def load_model_registry(path: Path | None = None) -> dict[str, RegistryModel]:
     """Load and validate the registry; `path` defaults to `models.yaml` next to this module (cached)."""
-    if path is None:
-        return dict(_load_default())
-    return _load(Path(path))
-
-
-@functools.lru_cache(maxsize=1)
-def _load_default() -> dict[str, RegistryModel]:
-    return _load(DEFAULT_PATH)
-
-
-def _load(path: Path) -> dict[str, RegistryModel]:
-    registry = load_validated(path, ModelRegistryFile, "model registry")
-    return {key: RegistryModel.model_validate({"key": key, **dict(spec)}) for key, spec in registry.models.items()}
+    return _REGISTRY.load(path)
 
 
 def kv_bytes_per_token(

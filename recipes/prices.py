@@ -14,15 +14,13 @@ and the standard library are imported, like `recipes/hardware.py`.
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from recipes.yamlio import load_validated
+from recipes.keyed_file import KeyedFile
+from recipes.strict import StrictModel
 
 SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(__file__).with_name("prices.yaml")
@@ -31,10 +29,8 @@ DEFAULT_PATH = Path(__file__).with_name("prices.yaml")
 _MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"
 
 
-class ModelPriceSpec(BaseModel):
+class ModelPriceSpec(StrictModel):
     """One model's token prices as written in the file (the mapping key is the model id)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     input_usd_per_m: float = Field(
         ..., ge=0, strict=True, description="Price of one million uncached input (prompt) tokens, in USD."
@@ -76,37 +72,13 @@ class ModelPrice(ModelPriceSpec):
     model: str = Field(..., pattern=_MODEL_PATTERN, description="Model id, e.g. 'deepseek-ai/DeepSeek-R1-0528'.")
 
 
-class PriceTableFile(BaseModel):
-    """The whole of `prices.yaml`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    schema_version: Literal[1] = Field(..., description="Version of this file's schema; only 1 exists.")
-    models: dict[str, ModelPriceSpec] = Field(
-        ..., min_length=1, description="Token prices by model id (hub repository id, e.g. 'org/name')."
-    )
-
-    @field_validator("models")
-    @classmethod
-    def _keys_are_model_ids(cls, value: dict[str, ModelPriceSpec]) -> dict[str, ModelPriceSpec]:
-        bad = [key for key in value if not re.fullmatch(_MODEL_PATTERN, key)]
-        if bad:
-            raise ValueError(f"keys must be model ids like 'org/name' (letters, digits, '.', '_', '-'): {bad}")
-        return value
+_TABLE = KeyedFile(
+    default_path=DEFAULT_PATH, what="price table", section="models", spec=ModelPriceSpec, entry=ModelPrice,
+    key_field="model", key_pattern=_MODEL_PATTERN,
+    key_rule="model ids like 'org/name' (letters, digits, '.', '_', '-')",
+)  # fmt: skip
 
 
 def load_price_table(path: Path | None = None) -> dict[str, ModelPrice]:
     """Load and validate the price table; `path` defaults to `prices.yaml` next to this module (cached)."""
-    if path is None:
-        return dict(_load_default())
-    return _load(Path(path))
-
-
-@functools.lru_cache(maxsize=1)
-def _load_default() -> dict[str, ModelPrice]:
-    return _load(DEFAULT_PATH)
-
-
-def _load(path: Path) -> dict[str, ModelPrice]:
-    table = load_validated(path, PriceTableFile, "price table")
-    return {key: ModelPrice.model_validate({"model": key, **dict(spec)}) for key, spec in table.models.items()}
+    return _TABLE.load(path)

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     field_validator,
@@ -30,14 +29,9 @@ from recipes.limits import (
     MAX_TIME_SCALE,
 )
 from recipes.secrets import looks_like_a_credential, names_a_secret
+from recipes.strict import StrictModel
 
 SCHEMA_VERSION = 1
-
-
-class StrictModel(BaseModel):
-    """Unknown keys are errors everywhere in a recipe: a typo must never be silently ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # --- model -----------------------------------------------------------------------------------------

@@ -11,18 +11,15 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from recipes.errors import InferSweepError
 from recipes.schema import Recipe
+from recipes.strict import Strict
 from runners.fleet.inventory import SlurmContainerRuntime, Target
 from runners.loadgen.records import FixedLengthPoint, Origin, PointMetrics, RawScrapes, ReplayPoint, RequestRecord
 
 PointWorkload = Annotated[FixedLengthPoint | ReplayPoint, Field(discriminator="kind")]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class PointRequest(Strict):

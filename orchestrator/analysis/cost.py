@@ -22,21 +22,18 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from recipes.hardware import Hardware
 from recipes.prices import ModelPrice
+from recipes.strict import StrictModel
 
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MILLION = 1e6
 DEFAULT_LICENCE_FEE = 0.30  # InferenceX default: 30 % of revenue goes to the model's licensor.
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TokenPrices(_Frozen):
+class TokenPrices(StrictModel):
     """List prices in USD per million tokens."""
 
     input_per_m: float = Field(ge=0, description="USD per million uncached input (prompt) tokens.")
@@ -53,7 +50,7 @@ class TokenPrices(_Frozen):
         )
 
 
-class TokenMix(_Frozen):
+class TokenMix(StrictModel):
     """The measured token mix: counts (or rates) of input, cached input and output tokens."""
 
     input_tokens: float = Field(ge=0, description="Input (prompt) tokens, cached ones included.")
@@ -79,7 +76,7 @@ class TokenMix(_Frozen):
         return self.cached_input_tokens / self.input_tokens if self.input_tokens else 0.0
 
 
-class CostPerMillion(_Frozen):
+class CostPerMillion(StrictModel):
     """USD per million tokens at one TCO rate, per kind of token."""
 
     total: float = Field(description="USD per million tokens of any kind (total tok/s/GPU).")
@@ -87,7 +84,7 @@ class CostPerMillion(_Frozen):
     output: float = Field(description="USD per million output tokens, charging all cost to output.")
 
 
-class ProfitInputs(_Frozen):
+class ProfitInputs(StrictModel):
     """Everything the profit of one operating point depends on."""
 
     total_tokens_per_s_per_gpu: float = Field(gt=0, description="Input + output tok/s per GPU (measured or read).")
@@ -102,7 +99,7 @@ class ProfitInputs(_Frozen):
     )
 
 
-class Profit(_Frozen):
+class Profit(StrictModel):
     """Revenue, cost and profit per GPU-hour of one operating point."""
 
     revenue_usd_per_gpu_hour: float = Field(description="Revenue at full utilisation: tokens/hr × blended price.")

@@ -132,7 +132,8 @@ def import_inferencex(
             console.print(
                 f"{file}: run {shown_runs}: {read.read} row(s) read, {imported} imported, "
                 f"{present} already present, {refused} refused",
-                markup=False, highlight=False,
+                markup=False,
+                highlight=False,
             )
         for recorder in recorders.values():
             recorder.close()
@@ -141,7 +142,8 @@ def import_inferencex(
     console.print(
         f"InferenceX import: {totals['read']} row(s) read, {totals['imported']} imported, {totals['present']} already "
         f"present (same run and configuration), {totals['refused']} refused",
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
     for reason, count in refusals.most_common():
         console.print(f"  refused {count}x: {reason}", markup=False, highlight=False)

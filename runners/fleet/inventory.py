@@ -19,10 +19,11 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from recipes.errors import ConfigurationError, RecipeError
 from recipes.hardware import load_hardware_registry
+from recipes.strict import Strict
 from recipes.yamlio import load_validated
 
 INVENTORY_ENV = "INFERSWEEP_INVENTORY"
@@ -30,10 +31,6 @@ INVENTORY_ENV = "INFERSWEEP_INVENTORY"
 # How a Slurm cluster launches a container engine as a job step (a plugin registered under this name in
 # runners.host.containers.CONTAINER_RUNTIMES; runners/host/pyxis.py).
 SlurmContainerRuntime = Literal["pyxis"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class SshAccess(Strict):

@@ -13,8 +13,9 @@ import urllib.error
 import urllib.request
 from collections import defaultdict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from recipes.strict import StrictModel
 from runners.loadgen.records import ServerCounters
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
@@ -95,10 +96,8 @@ def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCount
     )
 
 
-class CacheShape(BaseModel):
+class CacheShape(StrictModel):
     """The engine's KV cache as it reports it (`vllm:cache_config_info` labels), for capacity planning."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     block_size: int = Field(gt=0, description="Tokens per block.")
     gpu_blocks: int | None = Field(description="Blocks of the accelerator-memory cache (None: not reported).")

@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from recipes.errors import ConfigurationError
 from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT, MAX_SECONDS
 from recipes.schema import ValidityThresholds
+from recipes.strict import Strict, StrictModel
 from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, arrival_offsets, run_closed_loop, run_open_loop
 from runners.loadgen.fixed_length import Vocabulary, build_requests
@@ -34,11 +35,11 @@ BENCH_SCHEMA_VERSION = 1
 DEFAULT_ID_RANGE = (10, 1000)
 
 
-class BenchSettings(BaseModel):
+class BenchSettings(StrictModel):
     """Everything that defines a bench run; stored verbatim in its result."""
 
     # JSON has no infinity: a closed loop's request_rate is written as the string "Infinity".
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+    model_config = ConfigDict(ser_json_inf_nan="strings")
 
     base_url: str = Field(description="Server root, e.g. http://127.0.0.1:8000 (no /v1).")
     model: str = Field(description="Model name sent in each request.")
@@ -84,9 +85,7 @@ class BenchSettings(BaseModel):
         return math.isfinite(self.request_rate)
 
 
-class ClientUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ClientUsage(Strict):
     cpu_seconds: float = Field(description="User + system CPU time of the client (all its processes) during the run.")
     cpu_seconds_per_request: float = Field(description="cpu_seconds / requests sent (warmup included).")
     cpu_utilisation: float = Field(
@@ -97,7 +96,7 @@ class ClientUsage(BaseModel):
 class BenchResult(PointMetrics):
     """The JSON written by `infersweep bench --output`: PointMetrics plus provenance."""
 
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+    model_config = ConfigDict(ser_json_inf_nan="strings")
 
     bench_schema_version: int = Field(BENCH_SCHEMA_VERSION, description="Version of this JSON schema.")
     complete: bool = Field(description="False when the run was interrupted; figures cover what finished.")

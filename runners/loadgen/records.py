@@ -11,33 +11,27 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from recipes.strict import Strict
 
 RESULT_SCHEMA_VERSION = 1
 
 Origin = Literal["measured", "simulated", "dry-run", "imported"]
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 # What the engine's /metrics said over a Point (filled by runners/host/server_metrics.py).
 
 
-class RawScrapes(BaseModel):
+class RawScrapes(Strict):
     """The engine's /metrics exactly as served before and after a Point: the evidence behind its counter deltas."""
-
-    model_config = ConfigDict(extra="forbid")
 
     before: str | None = Field(None, description="Prometheus text scraped just before the Point.")
     after: str | None = Field(None, description="Prometheus text scraped just after it.")
 
 
-class ServerCounters(BaseModel):
+class ServerCounters(Strict):
     """Deltas of the engine's counters over one Point (vLLM names; None where the engine has none)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     prompt_tokens: float | None = Field(None, description="vllm:prompt_tokens_total.")
     generation_tokens: float | None = Field(None, description="vllm:generation_tokens_total.")

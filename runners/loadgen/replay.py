@@ -89,7 +89,6 @@ class ReplaySettings(BaseModel):
                            length_scale=self.length_scale, max_output_tokens=self.max_output_tokens)  # fmt: skip
 
 
-
 def e2e_interactivity_p90(records: list[RequestRecord]) -> float | None:
     """Output tokens per second of a request's whole life (E2E ÷ output tokens), at the slow 90th percentile of
     seconds per token: numpy's linear percentile, as every other percentile of a Point (docs/METRICS.md)."""
@@ -102,6 +101,7 @@ def e2e_interactivity_p90(records: list[RequestRecord]) -> float | None:
         return None
     p90 = float(np.percentile(ratios, 90))
     return 1 / p90 if p90 > 0 else None
+
 
 @dataclass(frozen=True)
 class ReplayRequest:

@@ -39,14 +39,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
+from recipes.strict import StrictModel
+
 TraceKind = Literal["weka", "weka-jsonl", "mooncake"]  # built-in kinds; formats.register_trace_format may add others
 HashIdScope = Literal["global", "session"]
 
 
-class _StrictFile(BaseModel):
+class _StrictFile(StrictModel):
     """A record of a trace file: exact types (no "12" for 12), unknown keys rejected, immutable."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, allow_inf_nan=False)
 
 
 # --- Weka (Claude Code) ------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from recipes.strict import StrictModel
+
 from recipes.hardware import Hardware
 from recipes.model_registry import RegistryModelSpec, kv_bytes_per_token
 from runners.traces.hit_rate import DramPolicy, TieredHitRate, _Access, _simulate, engine_block_keys
@@ -48,10 +50,9 @@ BYTES_PER_PARAMETER = {"fp4": 0.5, "mxfp4": 0.5, "nvfp4": 0.5, "fp8": 1.0, "int8
 GIB = 2**30
 
 
-class ReplayShape(BaseModel):
+class ReplayShape(StrictModel):
     """What of a replay's settings shapes its cache traffic (the same names as ReplaySettings)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     concurrency: int = Field(ge=1, description="Live session trees.")
     seed: int = Field(0, description="Seed of warm-start turns and copy salts.")
@@ -220,10 +221,9 @@ def predict_replay_hit_rate(
     return traffic.hit_rate(hbm_blocks, dram_blocks, dram_policy)
 
 
-class KvCapacity(BaseModel):
+class KvCapacity(StrictModel):
     """Cache capacity of one deployment, in blocks, and how it was derived."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     hbm_blocks: int = Field(ge=0, description="Blocks the accelerators' memory holds after the weights.")
     dram_blocks: int = Field(ge=0, description="Blocks the host-DRAM offload budget holds.")

@@ -34,11 +34,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from recipes.strict import StrictModel
 
-class SyntheticProfile(BaseModel):
+
+class SyntheticProfile(StrictModel):
     """The statistics of a synthetic agentic corpus (token counts in tokens, times in seconds)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     sessions: int = Field(ge=1, description="Root sessions (conversations) in the corpus.")
     turns: tuple[int, int] = Field(description="Range [min, max] of requests per root session (uniform).")
