@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from benchmarks.peers import simulated_server
+from recipes.schema import ReplaySettings
 from runners.loadgen.client import Endpoint
-from runners.loadgen.replay import ReplaySettings, replay
+from runners.loadgen.replay import replay
 from runners.traces.formats import load_trace
 from runners.traces.synthetic import PROFILES, write_corpus
 
@@ -39,10 +40,9 @@ def main() -> None:
         print(f"{args.sessions} live sessions, {args.duration:g} s window, simulated engine (TTFT 20 ms, ITL 2 ms)")
         for run in range(1, args.runs + 1):
             with simulated_server(*server_args) as url:
-                settings = ReplaySettings(concurrency=args.sessions, duration_s=args.duration, seed=run,
-                                          vocabulary=(10, 1000), timeout_s=120)  # fmt: skip
+                settings = ReplaySettings(duration_s=args.duration, seed=run, request_timeout_s=120)
                 started = time.perf_counter()
-                stats, records = replay(trace, Endpoint(base_url=url, model="sim"), settings)
+                stats, records = replay(trace, Endpoint(base_url=url, model="sim"), settings, args.sessions)
                 elapsed = time.perf_counter() - started
             lag = stats.schedule_lag_ms
             failed = sum(1 for item in records if not item.record.ok)

@@ -43,12 +43,8 @@ def _replay_points(loaded: LoadedRecipe, workload: AgenticReplayWorkload) -> lis
     for concurrency in sorted(set(workload.concurrency)):
         for repeat in range(loaded.recipe.repeats):
             spec = ReplayPoint(
-                trace_path=workload.trace, trace_version=trace.content_hash, mode=workload.mode,
-                concurrency=concurrency, duration_s=workload.duration_s, warmup=workload.warmup,
-                time_scale=workload.time_scale, think_cap_s=workload.think_cap_s, idle_cap_s=workload.idle_cap_s,
-                length_scale=workload.length_scale, max_output_tokens=workload.max_output_tokens,
-                seed=workload.seed + repeat, request_timeout_s=workload.request_timeout_s,
-                max_schedule_lag_p99_ms=workload.max_schedule_lag_p99_ms,
+                **{**workload.replay_settings(), "seed": workload.seed + repeat},
+                trace_path=workload.trace, trace_version=trace.content_hash, concurrency=concurrency,
             )  # fmt: skip
             points.append(
                 PointRequest(point_key=point_key(loaded.fingerprint, spec, repeat), repeat_index=repeat, workload=spec)

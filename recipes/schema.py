@@ -8,7 +8,7 @@ through raw engine arguments is rejected, so the methodology rules below can be 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -500,14 +500,16 @@ class FixedLengthWorkload(StrictModel):
         return self
 
 
-class AgenticReplayWorkload(StrictModel):
-    kind: Literal["agentic-replay"] = Field(description="Replay of agentic traces (AgentX-style).")
-    trace: str = Field(description="Trace file (Weka JSON or Mooncake JSONL), relative to the recipe file or absolute.")
+class ReplaySettings(StrictModel):
+    """How an agentic replay runs, whoever asks for it: a recipe's workload, each of its Points and
+    `infersweep replay` (its flags are made from these fields) hold exactly these settings. A setting is
+    added here and nowhere else; one added after recipes were first fingerprinted is also named in
+    `settings_since_v1`, so that while it holds its default, fingerprints and Point keys stay as they were."""
+
+    settings_since_v1: ClassVar[tuple[str, ...]] = ()
+
     mode: Literal["sessions", "timeline"] = Field(
         "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."
-    )
-    concurrency: list[Annotated[int, Field(gt=0, le=MAX_CONCURRENCY)]] = Field(
-        min_length=1, description="Live session trees (closed loop), one Point per value."
     )
     duration_s: float = Field(gt=0, le=MAX_SECONDS, description="Measured window per Point, seconds.")
     warmup: bool = Field(True, description="Start lanes at a random 25-75 % turn with their history primed.")
@@ -515,17 +517,35 @@ class AgenticReplayWorkload(StrictModel):
         1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies recorded think times and timestamps."
     )
     think_cap_s: float = Field(
-        300.0, gt=0, le=MAX_SECONDS, description="Cap on one recorded think time (AgentX default)."
+        300.0, gt=0, le=MAX_SECONDS, description="Cap on one recorded think time (AgentX default), seconds."
     )
-    idle_cap_s: float = Field(10.0, gt=0, le=MAX_SECONDS, description="Cap on a gap while nothing is in flight.")
+    idle_cap_s: float = Field(
+        10.0, gt=0, le=MAX_SECONDS, description="Cap on a gap while nothing is in flight, seconds."
+    )
     length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
     max_output_tokens: int | None = Field(
         None, gt=0, le=MAX_OUTPUT_TOKENS, description="Cap on recorded output lengths."
     )
     seed: int = Field(0, description="Seed of start points and salts.")
-    request_timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline.")
+    request_timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline, seconds.")
     max_schedule_lag_p99_ms: float = Field(
         5000.0, gt=0, description="Validity: requests may be sent at most this late against their schedule (p99)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(self, handler(self), self.settings_since_v1)
+
+    def replay_settings(self) -> dict[str, Any]:
+        """These settings' values alone (of a workload or a Point), to build another holder of them."""
+        return {name: getattr(self, name) for name in ReplaySettings.model_fields}
+
+
+class AgenticReplayWorkload(ReplaySettings):
+    kind: Literal["agentic-replay"] = Field(description="Replay of agentic traces (AgentX-style).")
+    trace: str = Field(description="Trace file (Weka JSON or Mooncake JSONL), relative to the recipe file or absolute.")
+    concurrency: list[Annotated[int, Field(gt=0, le=MAX_CONCURRENCY)]] = Field(
+        min_length=1, description="Live session trees (closed loop), one Point per value."
     )
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from orchestrator.cli.model_flags import settings_flags, settings_from_flags
 from orchestrator.cli.output import console, fail
 from recipes.errors import MISSING, InferSweepError, RecipeError
+from recipes.schema import ReplaySettings
 
 
 def bench(
@@ -111,46 +113,36 @@ def _print_failures(records: list) -> None:
         console.print(reason, markup=False, highlight=False)
 
 
+# The replay's settings are flags made from the one settings model (recipes/schema.py ReplaySettings);
+# what the command does not take from it: the trace, the server, the load level and the block size.
+@settings_flags(ReplaySettings, exclude=("max_schedule_lag_p99_ms",), defaults={"duration_s": 60.0})
 def replay(
     trace: Annotated[Path, typer.Argument(help="Trace file (Weka JSON or Mooncake JSONL).")],
     base_url: Annotated[str, typer.Option(help="Server root, e.g. http://127.0.0.1:8000.")],
     model: Annotated[str, typer.Option(help="Model name to send.")],
-    duration: Annotated[float, typer.Option(help="Measured window, seconds.")] = 60.0,
-    concurrency: Annotated[int, typer.Option(help="Live session trees (in-flight cap for timeline mode).")] = 1,
-    mode: Annotated[str, typer.Option(help="sessions (closed loop) or timeline (open loop on timestamps).")] = "",
-    time_scale: Annotated[float, typer.Option(help="Multiplies recorded gaps.")] = 1.0,
-    length_scale: Annotated[float, typer.Option(help="Multiplies input, output and block lengths (<= 1).")] = 1.0,
-    max_output_tokens: Annotated[int | None, typer.Option(help="Cap recorded output lengths.")] = None,
-    warmup: Annotated[bool, typer.Option(help="Start lanes at a 25-75 % turn, history primed.")] = True,
+    concurrency: Annotated[int, typer.Option(min=1, help="Live session trees (in-flight cap for timeline mode).")] = 1,
     engine_block_size: Annotated[int, typer.Option(help="Engine KV block size for the theoretical rate.")] = 128,
-    seed: Annotated[int, typer.Option(help="Seed of start points and salts.")] = 0,
     output: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+    *,
+    flags: dict[str, Any],
 ) -> None:
-    """Replay an agentic trace (AgentX-style) and compare realized with theoretical prefix-cache hits."""
+    """Replay an agentic trace (AgentX-style) and compare realized with theoretical prefix-cache hits.
+
+    Settings are the recipe's `workload` fields of the same names; --mode is timeline for Mooncake traces unless
+    given, sessions otherwise."""
     import json
 
-    from pydantic import ValidationError
-
     from runners.loadgen.client import Endpoint, check_reachable
-    from runners.loadgen.replay import ReplaySettings
     from runners.loadgen.replay import replay as run_replay
     from runners.traces.formats import load_trace
     from runners.traces.hit_rate import theoretical_hit_rate
 
     try:
         loaded = load_trace(trace)
-        chosen = mode or ("timeline" if loaded.kind == "mooncake" else "sessions")
-        settings = ReplaySettings(
-            mode=chosen, concurrency=concurrency, duration_s=duration, warmup=warmup, time_scale=time_scale,
-            length_scale=length_scale, max_output_tokens=max_output_tokens, seed=seed,
-        )  # fmt: skip
+        mode = "timeline" if loaded.kind == "mooncake" else "sessions"
+        settings = settings_from_flags(ReplaySettings, {"mode": mode, **flags}, "replay")
         check_reachable(base_url)
-        stats, records = run_replay(loaded, Endpoint(base_url=base_url, model=model), settings)
-    except ValidationError as error:
-        problems = [
-            ("--" + "-".join(map(str, e["loc"])).replace("_", "-"), e.get("input"), e["msg"]) for e in error.errors()
-        ]
-        fail(RecipeError("infersweep replay", problems, what="flags"))
+        stats, records = run_replay(loaded, Endpoint(base_url=base_url, model=model), settings, concurrency)
     except InferSweepError as error:
         fail(error)
     theoretical = theoretical_hit_rate(loaded).rebase(engine_block_size).rate
@@ -169,7 +161,7 @@ def replay(
     _print_failures([item.record for item in records])
     if output is not None:
         document = {"trace": {"id": loaded.id, "kind": loaded.kind, "version": loaded.content_hash},
-                    "settings": settings.model_dump(), "theoretical_hit_rate": theoretical,
+                    "settings": settings.model_dump(), "concurrency": concurrency, "theoretical_hit_rate": theoretical,
                     "failed": failed, "stats": stats.model_dump()}  # fmt: skip
         output.write_text(json.dumps(document, indent=2) + "\n")
         console.print(f"result written to {output}")

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from recipes.schema import ReplaySettings
 from recipes.strict import Strict
 
 RESULT_SCHEMA_VERSION = 1
@@ -240,24 +241,14 @@ class GoodputSlo(Strict):
     e2el_ms: float | None = Field(None, gt=0, description="Largest acceptable end-to-end latency.")
 
 
-class ReplayPoint(Strict):
-    """What to run for one Point of an agentic trace replay."""
+class ReplayPoint(ReplaySettings):
+    """What to run for one Point of an agentic trace replay: the recipe's replay settings (recipes/schema.py),
+    at one concurrency, on one version of the trace."""
 
     kind: Literal["agentic-replay"] = Field("agentic-replay", description="Workload kind of this Point.")
     trace_path: str = Field(description="Trace file on the engine host.")
     trace_version: str = Field(description="sha256 of the trace file: part of the Point's identity.")
-    mode: Literal["sessions", "timeline"] = Field(description="Closed-loop sessions or open-loop timeline.")
     concurrency: int = Field(gt=0, description="Live session trees (in-flight cap for timeline).")
-    duration_s: float = Field(gt=0, description="Measured window.")
-    warmup: bool = Field(description="Warm start at a 25-75 % turn with history primed.")
-    time_scale: float = Field(gt=0, description="Multiplies recorded gaps.")
-    think_cap_s: float = Field(gt=0, description="Cap on one think time.")
-    idle_cap_s: float = Field(gt=0, description="Cap on a gap while nothing is in flight.")
-    length_scale: float = Field(gt=0, le=1, description="Multiplies input, output and block lengths.")
-    max_output_tokens: int | None = Field(description="Cap on recorded output lengths.")
-    seed: int = Field(description="Seed of start points and salts.")
-    request_timeout_s: float = Field(gt=0, description="Per-request deadline.")
-    max_schedule_lag_p99_ms: float = Field(gt=0, description="Validity bound on schedule lag.")
 
 
 class PlannerPrediction(Strict):

@@ -34,15 +34,12 @@ import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import aiohttp
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from recipes.errors import ConfigurationError
-from recipes.limits import MAX_CONCURRENCY, MAX_OUTPUT_TOKENS, MAX_SECONDS, MAX_TIME_SCALE
-from recipes.schema import ValidityThresholds
+from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
 from runners.loadgen.fixed_length import Vocabulary
@@ -58,35 +55,13 @@ from runners.traces.synthesis import BlockCache, scope_key, synthesize
 SESSION_HEADER = "X-Session-ID"
 
 
-class ReplaySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+DEFAULT_VOCABULARY = (10, 1000)  # token ids [lo, hi) of synthesised blocks when the engine's is not known
 
-    mode: Literal["sessions", "timeline"] = Field("sessions", description="Closed-loop sessions or open-loop timeline.")
-    concurrency: int = Field(
-        1, ge=1, le=MAX_CONCURRENCY, description="Live session trees (closed loop); in-flight cap (timeline)."
-    )
-    duration_s: float = Field(gt=0, le=MAX_SECONDS, description="Measured window length after warmup.")
-    warmup: bool = Field(True, description="Start each lane at a random 25-75 % turn with its history primed.")
-    time_scale: float = Field(
-        1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies every recorded gap (think times, timestamps)."
-    )
-    think_cap_s: float = Field(
-        300.0, gt=0, le=MAX_SECONDS, description="Cap on one recorded think time (before scaling)."
-    )
-    idle_cap_s: float = Field(10.0, gt=0, le=MAX_SECONDS, description="Cap on a gap while nothing at all is in flight.")
-    length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
-    max_output_tokens: int | None = Field(
-        None, gt=0, le=MAX_OUTPUT_TOKENS, description="Optional cap on recorded output lengths."
-    )
-    vocabulary: tuple[int, int] = Field((10, 1000), description="Token ids [lo, hi) used for synthesized blocks.")
-    seed: int = Field(0, description="Seed of start points and salts.")
-    timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline.")
 
-    @property
-    def shape(self) -> ReplayShape:
-        """What of these settings shapes the cache traffic (what the planner needs)."""
-        return ReplayShape(concurrency=self.concurrency, seed=self.seed, warmup=self.warmup,
-                           length_scale=self.length_scale, max_output_tokens=self.max_output_tokens)  # fmt: skip
+def replay_shape(settings: ReplaySettings, concurrency: int) -> ReplayShape:
+    """What of a replay's settings shapes its cache traffic (what the planner needs)."""
+    return ReplayShape(concurrency=concurrency, seed=settings.seed, warmup=settings.warmup,
+                       length_scale=settings.length_scale, max_output_tokens=settings.max_output_tokens)  # fmt: skip
 
 
 def e2e_interactivity_p90(records: list[RequestRecord]) -> float | None:
@@ -129,15 +104,20 @@ def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) ->
 
 
 class Replayer:
-    def __init__(self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings) -> None:
+    def __init__(
+        self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int,
+        vocabulary: tuple[int, int] = DEFAULT_VOCABULARY,
+    ) -> None:  # fmt: skip
         self.trace = trace
         self.endpoint = endpoint
         self.settings = settings
+        self.concurrency = concurrency
+        self.vocabulary = vocabulary
         self.blocks = BlockCache()
         self.records: list[ReplayRequest] = []
         self.in_flight = 0
         self.index = itertools.count()
-        self.trees = lane_trees(trace, settings.shape)
+        self.trees = lane_trees(trace, replay_shape(settings, concurrency))
         self.window_start = math.inf
         self.window_end = math.inf
         self.session_times: list[float] = []
@@ -166,7 +146,7 @@ class Replayer:
         # Only the synthesis thread runs this while a replay runs: the block cache has one user.
         request, block = _scaled(session.requests[turn], self.settings, self.trace.block_size)
         scope = scope_key(self.trace, f"{self.settings.seed}-{copy}", root)
-        prompt = synthesize(request, block, scope, self.settings.vocabulary, cache=self.blocks)
+        prompt = synthesize(request, block, scope, self.vocabulary, cache=self.blocks)
         prepared = PreparedRequest(
             index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,
             warmup=warmup or due < self.window_start,
@@ -180,7 +160,7 @@ class Replayer:
         self.in_flight += 1
         try:
             record = await send_one(
-                http, self.endpoint, outgoing.request, outgoing.due, self.settings.timeout_s,
+                http, self.endpoint, outgoing.request, outgoing.due, self.settings.request_timeout_s,
                 {SESSION_HEADER: outgoing.session_id}, body=outgoing.body,
             )  # fmt: skip
         finally:
@@ -271,7 +251,7 @@ class Replayer:
                 yield http
 
     async def run_sessions(self) -> None:
-        lanes = self.settings.concurrency
+        lanes = self.concurrency
         events = [asyncio.Event() for _ in range(lanes)]
         self._all_primed = asyncio.Event()
         async with self._client() as http:
@@ -285,7 +265,7 @@ class Replayer:
     # --- open loop ---------------------------------------------------------------------------------
 
     async def run_timeline(self) -> None:
-        slots = asyncio.Semaphore(self.settings.concurrency)
+        slots = asyncio.Semaphore(self.concurrency)
         async with self._client() as http:
             self.window_start = start = time.perf_counter()
             self.window_end = start + self.settings.duration_s
@@ -322,10 +302,18 @@ class Replayer:
         )
 
 
-def replay(trace: Trace, endpoint: Endpoint, settings: ReplaySettings) -> tuple[ReplayStats, list[ReplayRequest]]:
+def replay(
+    trace: Trace,
+    endpoint: Endpoint,
+    settings: ReplaySettings,
+    concurrency: int,
+    vocabulary: tuple[int, int] = DEFAULT_VOCABULARY,
+) -> tuple[ReplayStats, list[ReplayRequest]]:
+    """Replay `trace` against `endpoint` with `concurrency` live session trees (the in-flight cap in timeline
+    mode); `vocabulary` is the token ids [lo, hi) synthesised prompts are made of."""
     from runners.loadgen import loop
 
-    replayer = Replayer(trace, endpoint, settings)
+    replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary)
     # The trace's many small objects never die during a replay: frozen out of the collector, a full
     # collection does not stop the event loop for tens of milliseconds to walk them again and again.
     gc.freeze()
@@ -361,13 +349,7 @@ def run_replay_point(
             f"(version {trace.content_hash[:12]}, planned {point.trace_version[:12]}); plan a new sweep"
         )
     low = max(vocabulary.excluded, default=-1) + 1
-    settings = ReplaySettings(
-        mode=point.mode, concurrency=point.concurrency, duration_s=point.duration_s, warmup=point.warmup,
-        time_scale=point.time_scale, think_cap_s=point.think_cap_s, idle_cap_s=point.idle_cap_s,
-        length_scale=point.length_scale, max_output_tokens=point.max_output_tokens,
-        vocabulary=(low, vocabulary.size), seed=point.seed, timeout_s=point.request_timeout_s,
-    )  # fmt: skip
-    stats, items = replay(trace, endpoint, settings)
+    stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size))
     records = [item.record for item in items]
     metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
     # The engine sees lengths scaled by length_scale: its block covers engine_block / scale trace tokens.
@@ -376,7 +358,7 @@ def run_replay_point(
     metrics.replay = stats.model_copy(
         update={
             "theoretical_hit_rate": theoretical,
-            "planner": _prediction(trace, settings, cache, stats, timing),
+            "planner": _prediction(trace, point, cache, stats, timing),
         }
     )
     lag = stats.schedule_lag_ms.p99
@@ -404,23 +386,23 @@ def _timing(records: list[RequestRecord], metrics: PointMetrics, token_budget: i
 
 
 def _prediction(
-    trace: Trace, settings: ReplaySettings, cache: CacheShape | None, stats: ReplayStats, timing: StepTiming | None
+    trace: Trace, point: ReplayPoint, cache: CacheShape | None, stats: ReplayStats, timing: StepTiming | None
 ) -> PlannerPrediction | None:
     """The planner's hit rates for the engine's cache: its scheduler replayed for the Point's duration when
     `timing` is known and there is no DRAM tier, else the LRU over as many requests per lane as were measured."""
-    if cache is None or cache.gpu_blocks is None or settings.mode != "sessions" or not stats.requests_measured:
+    if cache is None or cache.gpu_blocks is None or point.mode != "sessions" or not stats.requests_measured:
         return None
-    shape = settings.shape
+    shape = replay_shape(point, point.concurrency)
     if timing is not None and not cache.cpu_blocks and cache.gpu_blocks > 0:
-        scheduled = scheduled_hit_rate(trace, shape, cache.block_size, cache.gpu_blocks, timing, settings.duration_s,
-                                       time_scale=settings.time_scale, think_cap_s=settings.think_cap_s)  # fmt: skip
+        scheduled = scheduled_hit_rate(trace, shape, cache.block_size, cache.gpu_blocks, timing, point.duration_s,
+                                       time_scale=point.time_scale, think_cap_s=point.think_cap_s)  # fmt: skip
         return PlannerPrediction(
             model="scheduler", block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=0,
-            requests_per_lane=max(1, round(scheduled.requests / settings.concurrency)),
+            requests_per_lane=max(1, round(scheduled.requests / point.concurrency)),
             hbm_hit_rate=scheduled.rate, dram_hit_rate=0.0, hit_rate=scheduled.rate,
             preemptions=scheduled.preemptions,
         )  # fmt: skip
-    per_lane = max(1, round(stats.requests_measured / settings.concurrency))
+    per_lane = max(1, round(stats.requests_measured / point.concurrency))
     predicted = ReplayTraffic(trace, shape, cache.block_size, per_lane).hit_rate(cache.gpu_blocks, cache.cpu_blocks)
     return PlannerPrediction(
         block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=cache.cpu_blocks,

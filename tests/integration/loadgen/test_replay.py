@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from recipes.schema import ReplaySettings
 from runners.loadgen import loop
 from runners.loadgen.client import Endpoint
-from runners.loadgen.replay import Replayer, ReplaySettings, replay
+from runners.loadgen.replay import Replayer, replay
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from tests.conftest import TRACES, run_cli
@@ -34,9 +35,9 @@ def caching_server() -> Iterator[str]:
 def test_cold_replay_realizes_the_theoretical_hit_rate(caching_server: str) -> None:
     trace = load_trace(WEKA)
     # length_scale 1/4 turns the trace's 64-token blocks into 16-token blocks, the engine's block size.
-    settings = ReplaySettings(concurrency=1, duration_s=4, warmup=False, time_scale=0.005, length_scale=0.25,
+    settings = ReplaySettings(duration_s=4, warmup=False, time_scale=0.005, length_scale=0.25,
                               max_output_tokens=8)  # fmt: skip
-    stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings)
+    stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings, 1)
     assert stats.requests_measured >= trace.num_requests  # at least one whole tree, subagents included
     assert all(item.record.ok for item in records), [item.record.error for item in records if not item.record.ok]
     assert stats.sessions_completed >= 1
@@ -47,9 +48,9 @@ def test_cold_replay_realizes_the_theoretical_hit_rate(caching_server: str) -> N
 
 def test_parallel_copies_do_not_share_cache(caching_server: str) -> None:
     trace = load_trace(WEKA)
-    settings = ReplaySettings(concurrency=3, duration_s=3, warmup=False, time_scale=0.005, length_scale=0.25,
+    settings = ReplaySettings(duration_s=3, warmup=False, time_scale=0.005, length_scale=0.25,
                               max_output_tokens=8, seed=7)  # fmt: skip
-    stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings)
+    stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings, 3)
     # Three lanes replay three salted copies at once: if copies shared blocks, the realized rate would
     # exceed what one copy can reach on its own.
     assert len({item.session.split("-")[1] for item in records}) >= 3
@@ -59,9 +60,9 @@ def test_parallel_copies_do_not_share_cache(caching_server: str) -> None:
 
 def test_warm_start_primes_history(caching_server: str) -> None:
     trace = load_trace(WEKA)
-    settings = ReplaySettings(concurrency=1, duration_s=2, warmup=True, time_scale=0.005, length_scale=0.25,
+    settings = ReplaySettings(duration_s=2, warmup=True, time_scale=0.005, length_scale=0.25,
                               max_output_tokens=8, seed=3)  # fmt: skip
-    _stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings)
+    _stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings, 1)
     primer = records[0].record
     assert primer.warmup and primer.max_tokens == 1
     first_measured = next(item.record for item in records if not item.record.warmup)
@@ -75,8 +76,8 @@ def test_each_request_is_due_its_think_time_after_the_answer_before_it(caching_s
     requests = [{"t": sum(thinks[: i + 1]), "type": "s", "in": 8 * (i + 1), "out": 2, "hash_ids": list(range(i + 1)),
                  "think_time": think} for i, think in enumerate(thinks)]  # fmt: skip
     trace = parse_trace(json.dumps({"id": "thinks", "block_size": 8, "requests": requests}).encode(), "thinks.json")
-    settings = ReplaySettings(concurrency=2, duration_s=1.5, warmup=True, seed=5)
-    replayer = Replayer(trace, Endpoint(base_url=caching_server, model="sim"), settings)
+    settings = ReplaySettings(duration_s=1.5, warmup=True, seed=5)
+    replayer = Replayer(trace, Endpoint(base_url=caching_server, model="sim"), settings, 2)
     loop.run(replayer.run_sessions())
     for lane in (0, 1):
         sent = [item for item in replayer.records if item.lane == lane and not item.record.warmup]
@@ -100,9 +101,9 @@ def test_each_request_is_due_its_think_time_after_the_answer_before_it(caching_s
 
 def test_mooncake_timeline_replay_reports_schedule_lag(caching_server: str) -> None:
     trace = load_trace(MOONCAKE)
-    settings = ReplaySettings(mode="timeline", concurrency=32, duration_s=1.5, time_scale=0.002,
+    settings = ReplaySettings(mode="timeline", duration_s=1.5, time_scale=0.002,
                               length_scale=1 / 32, max_output_tokens=4)  # fmt: skip
-    stats, _records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings)
+    stats, _records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings, 32)
     assert stats.requests_measured > 50
     assert stats.schedule_lag_ms.n == stats.requests_measured
     assert stats.realized_hit_rate is not None and 0 < stats.realized_hit_rate < 1
@@ -110,7 +111,7 @@ def test_mooncake_timeline_replay_reports_schedule_lag(caching_server: str) -> N
 
 def test_cli_replay_writes_result(caching_server: str, tmp_path: Path) -> None:
     output = tmp_path / "replay.json"
-    result = run_cli("replay", str(WEKA), "--base-url", caching_server, "--model", "sim", "--duration", "2",
+    result = run_cli("replay", str(WEKA), "--base-url", caching_server, "--model", "sim", "--duration-s", "2",
                      "--time-scale", "0.005", "--length-scale", "0.25", "--max-output-tokens", "8",
                      "--engine-block-size", str(BLOCK), "--output", str(output))  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from recipes.schema import ReplaySettings
 from runners.loadgen.client import Endpoint
-from runners.loadgen.replay import Replayer, ReplaySettings
+from runners.loadgen.replay import Replayer
 from runners.traces.formats import parse_trace
 from runners.traces.planner import ReplayShape, replay_order
 
@@ -23,7 +24,9 @@ TRACE = {
 
 def _replayer(**settings: float) -> Replayer:
     trace = parse_trace(json.dumps(TRACE).encode(), "tiny.json")
-    return Replayer(trace, Endpoint(base_url="http://127.0.0.1:9", model="m"), ReplaySettings(duration_s=1, **settings))
+    return Replayer(
+        trace, Endpoint(base_url="http://127.0.0.1:9", model="m"), ReplaySettings(duration_s=1, **settings), 1
+    )
 
 
 def test_think_time_is_capped_per_gap_compressed_when_idle_and_scaled() -> None:
