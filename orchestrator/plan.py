@@ -61,26 +61,10 @@ def expand_points(loaded: LoadedRecipe) -> list[PointRequest]:
     points = []
     for lengths in workload.sequences:
         for concurrency in sorted(set(workload.concurrency)):
-            spec = FixedLengthPoint(
-                isl=lengths.isl,
-                osl=lengths.osl,
-                range_ratio=workload.range_ratio,
-                concurrency=concurrency,
-                num_prompts=workload.prompts_per_concurrency * concurrency,
-                num_warmup=workload.warmup_per_concurrency * concurrency,
-                seed=workload.seed,
-                request_timeout_s=workload.request_timeout_s,
-            )
             for repeat in range(recipe.repeats):
-                # Repeats draw different prompts: same seed would replay identical requests.
-                repeated = spec.model_copy(update={"seed": workload.seed + repeat})
-                points.append(
-                    PointRequest(
-                        point_key=point_key(loaded.fingerprint, repeated, repeat),
-                        repeat_index=repeat,
-                        workload=repeated,
-                    )
-                )
+                spec = FixedLengthPoint.of(workload, lengths, concurrency, repeat)
+                key = point_key(loaded.fingerprint, spec, repeat)
+                points.append(PointRequest(point_key=key, repeat_index=repeat, workload=spec))
     return points
 
 

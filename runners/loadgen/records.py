@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from recipes.schema import ReplaySettings
+from recipes.schema import FixedLengthWorkload, ReplaySettings, SequenceLengths
 from recipes.strict import Strict
 
 RESULT_SCHEMA_VERSION = 1
@@ -220,7 +220,9 @@ class MeasuredWindow(Strict):
 
 
 class FixedLengthPoint(Strict):
-    """What to run for one Point of a fixed-length workload."""
+    """What to run for one Point of a fixed-length workload. Built from a workload with `of` (a recipe's, or
+    another tool's methodology written as one); `infersweep bench` and imported single files, which measured
+    one load level of their own, fill the fields themselves."""
 
     kind: Literal["fixed-length"] = Field("fixed-length", description="Workload kind of this Point.")
     isl: int = Field(gt=0, description="Upper bound of the prompt length.")
@@ -231,6 +233,18 @@ class FixedLengthPoint(Strict):
     num_warmup: int = Field(ge=0, description="Warmup requests before the measured ones.")
     seed: int = Field(description="Seed of prompt contents and lengths.")
     request_timeout_s: float = Field(gt=0, description="Per-request deadline.")
+
+    @classmethod
+    def of(
+        cls, workload: FixedLengthWorkload, lengths: SequenceLengths, concurrency: int, repeat: int = 0
+    ) -> FixedLengthPoint:
+        """The Point of `workload` at one ISL/OSL pair, concurrency and repeat (repeats draw other prompts)."""
+        return cls(
+            isl=lengths.isl, osl=lengths.osl, range_ratio=workload.range_ratio, concurrency=concurrency,
+            num_prompts=workload.prompts_per_concurrency * concurrency,
+            num_warmup=workload.warmup_per_concurrency * concurrency,
+            seed=workload.seed + repeat, request_timeout_s=workload.request_timeout_s,
+        )  # fmt: skip
 
 
 class GoodputSlo(Strict):
