@@ -131,6 +131,15 @@ class EngineAdapter:
         """Flags for the typed methodology knobs; unsupported combinations raise ConfigurationError."""
         raise NotImplementedError
 
+    def launch_limitations(self, recipe: Recipe) -> list[str]:
+        """What no runner can launch yet for this engine and recipe, each with its reason (none by default)."""
+        return []
+
+    def kv_block_size(self, recipe: Recipe) -> int:
+        """Tokens per KV-cache block the engine uses for `recipe` when its /metrics does not say (the theoretical
+        hit rate is counted in these blocks); the engine's reported cache shape wins when there is one."""
+        return 16
+
     def step_token_budget(self, recipe: Recipe) -> int | None:
         """The step token budget the planner's scheduler model uses (traces/scheduler_sim.py); None for an
         engine whose cache does not pin running requests, which the planner's LRU models instead."""

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from recipes.errors import ConfigurationError
 from recipes.hardware import load_hardware_registry
-from recipes.schema import Parallelism, Recipe, WorkerGroup
+from recipes.schema import ContainerEnvironment, Parallelism, Recipe, WorkerGroup
 from runners.engines import sglang, trtllm
 from runners.engines.base import (
     DIST_INIT_ADDR,
@@ -97,6 +97,17 @@ def _events_config(backend: str, port: int) -> list[str]:
 @register_engine
 class DynamoAdapter(EngineAdapter):
     kind = "dynamo"
+
+    def launch_limitations(self, recipe: Recipe) -> list[str]:
+        environment = recipe.engine.environment
+        if not isinstance(environment, ContainerEnvironment):
+            return []
+        return [
+            f"engine.environment.image: got {environment.image!r}; Dynamo's processes start as one process group "
+            "from a venv or the host (engine.environment kind 'venv' or 'project'), and starting them in containers "
+            "is not built yet"
+        ]
+
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
 

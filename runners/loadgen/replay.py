@@ -388,14 +388,17 @@ def _timing(records: list[RequestRecord], metrics: PointMetrics, token_budget: i
 def _prediction(
     trace: Trace, point: ReplayPoint, cache: CacheShape | None, stats: ReplayStats, timing: StepTiming | None
 ) -> PlannerPrediction | None:
-    """The planner's hit rates for the engine's cache: its scheduler replayed for the Point's duration when
+    """The planner's hit rates for the engine's cache: its scheduler replayed for the requests the Point measured when
     `timing` is known and there is no DRAM tier, else the LRU over as many requests per lane as were measured."""
     if cache is None or cache.gpu_blocks is None or point.mode != "sessions" or not stats.requests_measured:
         return None
     shape = replay_shape(point, point.concurrency)
     if timing is not None and not cache.cpu_blocks and cache.gpu_blocks > 0:
+        # As many requests as the Point measured: the model's own speed would decide how much of the trace a
+        # window holds, and the hit rate depends on which turns those are (an early turn of a copy hits less).
         scheduled = scheduled_hit_rate(trace, shape, cache.block_size, cache.gpu_blocks, timing, point.duration_s,
-                                       time_scale=point.time_scale, think_cap_s=point.think_cap_s)  # fmt: skip
+                                       time_scale=point.time_scale, think_cap_s=point.think_cap_s,
+                                       requests=stats.requests_measured)  # fmt: skip
         return PlannerPrediction(
             model="scheduler", block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=0,
             requests_per_lane=max(1, round(scheduled.requests / point.concurrency)),

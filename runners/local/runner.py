@@ -82,11 +82,12 @@ def _fixed_length(context: PointContext, workload: FixedLengthPoint) -> tuple[Po
 
 
 def _agentic_replay(context: PointContext, workload: ReplayPoint) -> tuple[PointMetrics, list[RequestRecord]]:
+    adapter = engine_adapter(context.recipe.engine.kind)
     return run_replay_point(
         context.endpoint, workload, context.vocabulary, context.recipe.parallelism.accelerators,
         context.recipe.validity,
-        context.cache.block_size if context.cache else ENGINE_BLOCK_SIZES.get(context.recipe.engine.kind, 16),
-        context.cache, engine_adapter(context.recipe.engine.kind).step_token_budget(context.recipe),
+        context.cache.block_size if context.cache else adapter.kv_block_size(context.recipe),
+        context.cache, adapter.step_token_budget(context.recipe),
     )  # fmt: skip
 
 
@@ -95,8 +96,6 @@ WORKLOAD_RUNNERS: dict[str, Callable[[PointContext, Any], tuple[PointMetrics, li
     "fixed-length": _fixed_length,
     "agentic-replay": _agentic_replay,
 }
-# KV-cache block size of each engine as deployed here (vLLM on CPU: 128; the simulated engine: 16).
-ENGINE_BLOCK_SIZES = {"vllm": 128, "simulated": 16}
 
 
 @register_runner

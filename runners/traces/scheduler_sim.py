@@ -138,6 +138,10 @@ class _Cache:
                 self.free[key] = None
 
 
+REQUEST_MODE_HORIZON = 100  # with a request count: model time may run to this many windows
+MAX_STEPS = 5_000_000  # and never more scheduler steps than this (a model whose steps take no time)
+
+
 class _Scheduler:
     def __init__(
         self, trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming,
@@ -269,10 +273,15 @@ class _Scheduler:
             self.running.append(request)
         return computed
 
-    def run(self, duration_s: float) -> ScheduledHitRate:
+    def run(self, duration_s: float, requests: int | None = None) -> ScheduledHitRate:
         for lane in range(self.shape.concurrency):
             self._start_tree(lane)
-        while self.now < duration_s:
+        # With `requests`, the model may take longer than the window to serve them, though not without bound (a
+        # request that never fits would never be admitted).
+        horizon = duration_s if requests is None else duration_s * REQUEST_MODE_HORIZON
+        steps = 0
+        while self.now < horizon and (requests is None or self.requests < requests) and steps < MAX_STEPS:
+            steps += 1
             while self.arrivals and self.arrivals[0][0] <= self.now:
                 self._arrive(heapq.heappop(self.arrivals)[2])
             if not self.waiting and not self.running:
@@ -297,12 +306,15 @@ class _Scheduler:
 
 def scheduled_hit_rate(
     trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming, duration_s: float,
-    *, time_scale: float = 1.0, think_cap_s: float = 300.0,
+    *, time_scale: float = 1.0, think_cap_s: float = 300.0, requests: int | None = None,
 ) -> ScheduledHitRate:  # fmt: skip
-    """The hit rate of `duration_s` of the replay against `blocks` blocks, under the scheduler model above."""
+    """The hit rate of `duration_s` of the replay against `blocks` blocks, under the scheduler model above; with
+    `requests`, of the replay's first `requests` measured requests instead, however long the model takes to serve
+    them (a Point's prediction: the traffic the Point served, in the order and overlap the model gives it)."""
     if blocks < 1 or engine_block_size < 1 or timing.token_budget < 1:
         raise ValueError(
             f"got blocks={blocks}, engine_block_size={engine_block_size}, token_budget={timing.token_budget}; "
             "expected each >= 1"
         )
-    return _Scheduler(trace, shape, engine_block_size, blocks, timing, time_scale, think_cap_s).run(duration_s)
+    scheduler = _Scheduler(trace, shape, engine_block_size, blocks, timing, time_scale, think_cap_s)
+    return scheduler.run(duration_s, requests)

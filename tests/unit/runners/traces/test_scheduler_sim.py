@@ -68,3 +68,21 @@ def test_a_real_trace_loses_hits_only_when_the_cache_is_tight() -> None:
     assert scheduled_hit_rate(trace, shape, 16, 1_500, timing, 60.0, time_scale=0.01).rate > roomy.rate - 0.05
     tight = scheduled_hit_rate(trace, shape, 16, 1_000, timing, 60.0, time_scale=0.01)
     assert tight.rate < roomy.rate - 0.2 and tight.preemptions > 0
+
+
+def test_with_a_request_count_the_model_serves_that_many_however_slow_its_steps() -> None:
+    # A Point measured 12 requests; a model ten times slower than that engine still predicts for those 12 (in
+    # 6 s it would have served 1 step, 2 requests, all first turns: a 0 % hit rate for a trace that reaches 44 %).
+    slow = StepTiming(step_s=10.0, prefill_s_per_token=0.0, token_budget=100)
+    shape = ReplayShape(concurrency=2, warmup=False)
+    by_time = scheduled_hit_rate(_hand_trace(), shape, 4, 100, slow, 6.0, time_scale=0.0)
+    by_count = scheduled_hit_rate(_hand_trace(), shape, 4, 100, slow, 6.0, time_scale=0.0, requests=12)
+    assert (by_time.requests, by_time.hit_tokens) == (2, 0)
+    assert (by_count.requests, by_count.input_tokens, by_count.hit_tokens) == (12, 108, 48)
+
+
+def test_a_request_count_the_cache_can_never_serve_still_ends() -> None:
+    # A one-block cache and prompts that need two: none is ever admitted, and the model stops at its horizon.
+    result = scheduled_hit_rate(_hand_trace(), ReplayShape(concurrency=1, warmup=False), 4, 1, ONE_PER_STEP, 1.0,
+                                time_scale=0.0, requests=10)  # fmt: skip
+    assert result.requests < 10
