@@ -230,14 +230,18 @@ class ProvenanceRow(SQLModel, table=True):
     engine_argv: list[str] | None = Field(
         default=None,
         sa_column=Column(JSON(none_as_null=True), nullable=True),
-        description="The engine's command line as its adapter renders it for the recipe; host-specific values "
-        "are placeholders ({port}, {model_dir}, python3). For a multi-process launch, the entry process. "
-        "None for imported results.",
+        description="The engine's command line as the runner started it (runners.job.LaunchedEngine; a multi-process "
+        "launch: its entry process; a container: the command inside the image). None until the engine is up, and "
+        "for imported results.",
     )
     env_names: list[str] | None = Field(
         default=None,
         sa_column=Column(JSON(none_as_null=True), nullable=True),
-        description="Names (never values) of the environment variables the launch sets, sorted.",
+        description="Names (never values) of the environment variables the launch set, sorted.",
+    )
+    engine_image: str | None = Field(default=None, description="The image the launched engine ran in, if any.")
+    engine_image_digest: str | None = Field(
+        default=None, description="That image's id or digest as the container runtime resolved it."
     )
     preflight: dict[str, Any] | None = Field(
         default=None,

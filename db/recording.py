@@ -265,6 +265,17 @@ _SET_PROVENANCE_HOST = (
     update(_PROVENANCE).where(_PROVENANCE.c.job_id == bindparam("of_job")).values(host=bindparam("new_host"))
 )
 
+_SET_PROVENANCE_LAUNCH = (
+    update(_PROVENANCE)
+    .where(_PROVENANCE.c.job_id == bindparam("of_job"))
+    .values(
+        engine_argv=bindparam("new_argv", type_=_PROVENANCE.c.engine_argv.type),
+        env_names=bindparam("new_env_names", type_=_PROVENANCE.c.env_names.type),
+        engine_image=bindparam("new_image"),
+        engine_image_digest=bindparam("new_image_digest"),
+    )
+)
+
 _SET_PROVENANCE_PREFLIGHT = (
     update(_PROVENANCE)
     .where(_PROVENANCE.c.job_id == bindparam("of_job"), _PROVENANCE.c.preflight.is_(None))
@@ -294,7 +305,7 @@ def add_provenance(
         {"job_id": job_id, "recipe_path": recipe_path, "engine_argv": engine_argv,
          "env_names": sorted(env_names) if env_names is not None else None, "git_commit": git_commit,
          "git_dirty": git_dirty, "host": None, "accelerator_driver": None, "accelerator_runtime": None,
-         "preflight": None, "created_at": utcnow()},
+         "preflight": None, "engine_image": None, "engine_image_digest": None, "created_at": utcnow()},
     )  # fmt: skip
     if commit:
         session.commit()
@@ -302,6 +313,20 @@ def add_provenance(
 
 def set_provenance_host(session: Session, job_id: str, host: str, *, commit: bool = True) -> None:
     session.connection().execute(_SET_PROVENANCE_HOST, {"of_job": job_id, "new_host": host})
+    if commit:
+        session.commit()
+
+
+def set_provenance_launch(
+    session: Session, job_id: str, argv: list[str], env_names: Iterable[str], image: str | None,
+    image_digest: str | None, *, commit: bool = True,
+) -> None:  # fmt: skip
+    """What the runner started as the job's engine (names of its variables only: never pass values)."""
+    session.connection().execute(
+        _SET_PROVENANCE_LAUNCH,
+        {"of_job": job_id, "new_argv": argv, "new_env_names": sorted(env_names), "new_image": image,
+         "new_image_digest": image_digest},
+    )  # fmt: skip
     if commit:
         session.commit()
 

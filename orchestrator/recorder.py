@@ -38,11 +38,12 @@ from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRo
 from db.session import open_session
 from orchestrator.artifacts import ArtifactStore, content_key, staging_dir, store_from_environment
 from orchestrator.publish import upload_artifacts
-from recipes.errors import InferSweepError, InfrastructureError
+from recipes.errors import InfrastructureError
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from recipes.model_registry import attention_summary, kv_bytes_per_token, load_model_registry
-from recipes.schema import ContainerEnvironment, Recipe
+from recipes.schema import ContainerEnvironment
+from runners.host.server_metrics import SERVER_COUNTER_SERIES
 from runners.job import JobEvent, PointOutcome, PointRequest
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, ServerCounters, records_frame
 
@@ -116,21 +117,6 @@ AnyRecipe = LoadedRecipe | RecipeIdentity
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
-# The Prometheus series (and label filter) behind each ServerCounters field (runners/host/server_metrics.py).
-# A field missing here is still stored, under its field name, rather than dropped.
-SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
-    "prompt_tokens": ("vllm:prompt_tokens_total", {}),
-    "generation_tokens": ("vllm:generation_tokens_total", {}),
-    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", {}),
-    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", {}),
-    "prompt_tokens_local_compute": ("vllm:prompt_tokens_by_source_total", {"source": "local_compute"}),
-    "prompt_tokens_local_cache_hit": ("vllm:prompt_tokens_by_source_total", {"source": "local_cache_hit"}),
-    "prompt_tokens_external": ("vllm:prompt_tokens_by_source_total", {"source": "external_kv_transfer"}),
-    "preemptions": ("vllm:num_preemptions_total", {}),
-    "router_overlap_sum": ("dynamo_component_router_kv_hit_rate_sum", {}),
-    "router_overlap_count": ("dynamo_component_router_kv_hit_rate_count", {}),
-}
-
 
 def server_metric_rows(counters: ServerCounters | None) -> list[ServerMetricDeltaRow]:
     """One row per counter the Point's ServerCounters reports (None values are counters the engine lacks).
@@ -143,6 +129,7 @@ def server_metric_rows(counters: ServerCounters | None) -> list[ServerMetricDelt
         value = getattr(counters, field)
         if value is None:
             continue
+        # A field without a series is still stored, under its field name, rather than dropped.
         metric, labels = SERVER_COUNTER_SERIES.get(field, (field, {}))
         rows.append(ServerMetricDeltaRow(metric=metric, labels=dict(labels), delta=float(value)))  # type: ignore[call-arg]
     return rows
@@ -176,11 +163,9 @@ def image_digest(image: str) -> str | None:
 
 @dataclass(frozen=True)
 class EngineLaunch:
-    """What the recorder keeps of a recipe's engine: its engine row, and its launch as the adapter renders it."""
+    """What the recorder keeps of a recipe's engine: its engine row (what was started comes with engine_ready)."""
 
     engine_id: int
-    argv: list[str] | None
-    env_names: list[str] | None
 
 
 def _engine_identity(recipe: AnyRecipe) -> tuple[str, str, str]:
@@ -195,24 +180,6 @@ def _engine_identity(recipe: AnyRecipe) -> tuple[str, str, str]:
     environment = environment if isinstance(environment, dict) else {}
     image = environment.get("image") if environment.get("kind") == "container" else None
     return recipe.engine_kind, str(engine.get("version") or ""), str(image or "")
-
-
-def rendered_launch(recipe: Recipe) -> tuple[list[str] | None, list[str] | None]:
-    """(argv, environment variable names) of the recipe's engine launch, as its adapter renders it with
-    placeholders for host-specific values (runners/engines/render.py); (None, None) if it cannot render.
-
-    Only the names of the variables are returned: values never leave this function."""
-    from runners.engines.render import render_plan
-
-    try:
-        plan = render_plan(recipe)
-    except InferSweepError as error:
-        log.warning("engine command line of %s not recorded: %s", recipe.name, error)
-        return None, None
-    port = str(plan.port)
-    argv = [word.replace(port, "{port}") for word in plan.argv]
-    names = set(plan.env).union(*(process.env for process in plan.processes))
-    return argv, sorted(names)
 
 
 DATABASE_OUTAGE_S = 120.0  # how long a sweep waits for its database to come back before it stops
@@ -393,8 +360,7 @@ class Recorder:
                 self.session, *identity, image_digest(identity[2]), commit=not self._deferred
             )
             self._engine_ids[identity] = engine_id
-        argv, env_names = rendered_launch(recipe.recipe) if isinstance(recipe, LoadedRecipe) else (None, None)
-        return EngineLaunch(engine_id, argv, env_names)
+        return EngineLaunch(engine_id)
 
     @_survives_database_faults
     def finished_points(self) -> set[str]:
@@ -431,12 +397,10 @@ class Recorder:
             self._guarded(self.session.commit)
 
     @_survives_database_faults
-    def job_created(
-        self, job_id: str, loaded: AnyRecipe, attempt: int, points: int, log_dir: str, *, launched: bool = True
-    ) -> None:
-        """The job row, linked to its engine, and its provenance row, in one transaction.
-
-        `launched` is False for imported results: nothing was launched here, so no command line is kept."""
+    def job_created(self, job_id: str, loaded: AnyRecipe, attempt: int, points: int, log_dir: str) -> None:
+        """The job row, linked to its engine, and its provenance row, in one transaction. The engine's command line
+        is added when the runner reports what it started (`job_status` with an engine_ready event); an imported
+        result's job never has one."""
         launch = self.launches.get(loaded.fingerprint)
         recording.create_job(
             self.session, job_id, self.sweep_id, self.recipe_ids[loaded.fingerprint], attempt, points, log_dir,
@@ -445,8 +409,6 @@ class Recorder:
         revision, dirty = project_commit()
         recording.add_provenance(
             self.session, job_id, loaded.path,
-            engine_argv=launch.argv if launch and launched else None,
-            env_names=launch.env_names if launch and launched else None,
             git_commit=revision, git_dirty=dirty, commit=not self._deferred,
         )  # fmt: skip
 
@@ -469,6 +431,10 @@ class Recorder:
         )
         if host is not None:
             recording.set_provenance_host(self.session, job_id, host, commit=False)
+        started = event.launched if event is not None else None
+        if started is not None:
+            recording.set_provenance_launch(self.session, job_id, started.argv, started.env_names, started.image,
+                                            started.image_digest, commit=False)  # fmt: skip
         if not self._deferred:
             self.session.commit()
 
@@ -486,7 +452,7 @@ class Recorder:
         if point.point_key in self.finished_points():
             return False
         job_id = f"import-{uuid.uuid4().hex[:12]}"
-        self.job_created(job_id, loaded, attempt=1, points=1, log_dir="", launched=False)
+        self.job_created(job_id, loaded, attempt=1, points=1, log_dir="")
         recording.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
         outcome = PointOutcome(
             point_key=point.point_key, origin="imported", metrics=metrics, records=[],

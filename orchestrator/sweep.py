@@ -400,7 +400,7 @@ class SweepRunner:
             self.recorder.point_started(job_id, event.point_key)
             progress.describe(job_id, f"{label}: {event.point_key.rsplit('-', 1)[0]}")
         elif state is not None:
-            self.recorder.job_status(job_id, state, reason=event.message)
+            self.recorder.job_status(job_id, state, event, reason=event.message)
             progress.describe(job_id, f"{label}: {state.value} {event.message}")
         elif event.kind == "point_finished" and event.outcome is not None:
             job.point_started_at = None

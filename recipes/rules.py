@@ -27,6 +27,7 @@ from typing import Any, Literal, NamedTuple
 
 from recipes.errors import MISSING, RecipeError
 from recipes.hardware import Hardware
+from recipes.registry import Registry
 from recipes.schema import (
     ACCURACY_QUESTION_SETS,
     AccuracyQuestionFile,
@@ -103,18 +104,16 @@ class Rule:
         return inspect.getdoc(self.check) or ""
 
 
-RULES: dict[str, Rule] = {}
+RULES: Registry[Rule] = Registry("rule")
 
 
 def rule(name: str, *messages: Message, kind: Literal["methodology", "consistency"] = "methodology"):
     """Register a rule under `name` with the messages it may report."""
 
     def register(check: RuleCheck) -> RuleCheck:
-        if name in RULES:
-            raise ValueError(f"rule {name!r} registered twice")
         if not inspect.getdoc(check):
             raise ValueError(f"rule {name!r} needs a docstring (docs/METHODOLOGY.md quotes it)")
-        RULES[name] = Rule(name=name, kind=kind, check=check, messages=messages)
+        RULES.register(name, Rule(name=name, kind=kind, check=check, messages=messages))
         return check
 
     return register

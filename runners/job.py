@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from recipes.errors import InferSweepError
+from recipes.registry import Registry
 from recipes.schema import Recipe
 from recipes.strict import Strict
 from runners.fleet.inventory import SlurmContainerRuntime, Target
@@ -67,6 +68,16 @@ class PointOutcome(Strict):
     finished_at: datetime = Field(description="Wall-clock end (UTC).")
 
 
+class LaunchedEngine(Strict):
+    """What a runner started as the engine, reported once it is up: the provenance of what ran, not a prediction."""
+
+    argv: list[str] = Field(description="The engine's command line as started (a multi-process engine: its entry "
+                            "process; a container engine: the command inside the image).")  # fmt: skip
+    env_names: list[str] = Field(description="Names (never values) of the variables the launch set, sorted.")
+    image: str | None = Field(None, description="The container image it ran in, as the recipe names it.")
+    image_digest: str | None = Field(None, description="The image's id or digest as the runtime resolved it.")
+
+
 class JobEvent(Strict):
     kind: Literal[
         "job_placed",
@@ -86,6 +97,7 @@ class JobEvent(Strict):
     target: str | None = Field(None, description="Inventory target a runner placed the job on (on job_placed).")
     outcome: PointOutcome | None = None
     error: ErrorInfo | None = None
+    launched: LaunchedEngine | None = Field(None, description="On engine_ready: what was started (its argv).")
 
 
 def error_event(job: JobSpec, error: InferSweepError) -> JobEvent:
@@ -119,9 +131,8 @@ class Runner:
         return []
 
 
-RUNNERS: dict[str, type[Runner]] = {}
+RUNNERS: Registry[type[Runner]] = Registry("runner kind")
 
 
 def register_runner(runner: type[Runner]) -> type[Runner]:
-    RUNNERS[runner.kind] = runner
-    return runner
+    return RUNNERS.register(runner.kind, runner)

@@ -11,9 +11,12 @@ import runners.local
 import runners.noop
 import runners.slurm.runner
 import runners.ssh.runner
-import runners.tpu_vm.runner  # noqa: F401  (each registers itself on import)
+import runners.tpu_vm.runner
 from recipes.errors import ConfigurationError
 from runners.job import RUNNERS, Runner
+
+# The modules whose import registers the built-in runner kinds.
+BUILTIN_KINDS = (runners.local, runners.noop, runners.slurm.runner, runners.ssh.runner, runners.tpu_vm.runner)
 
 
 def runner_class(kind: str) -> type[Runner]:

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from recipes.errors import ConfigurationError
 from recipes.hardware import load_hardware_registry
+from recipes.registry import Registry
 from recipes.schema import ContainerEnvironment, Recipe
 from runners.loadgen.records import Origin
 
@@ -195,9 +196,8 @@ def container_image(recipe: Recipe) -> str | None:
     return environment.image if isinstance(environment, ContainerEnvironment) else None
 
 
-ENGINE_ADAPTERS: dict[str, type[EngineAdapter]] = {}
+ENGINE_ADAPTERS: Registry[type[EngineAdapter]] = Registry("engine adapter")
 
 
 def register_engine(adapter: type[EngineAdapter]) -> type[EngineAdapter]:
-    ENGINE_ADAPTERS[adapter.kind] = adapter
-    return adapter
+    return ENGINE_ADAPTERS.register(adapter.kind, adapter)

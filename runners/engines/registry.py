@@ -10,8 +10,10 @@ from __future__ import annotations
 from recipes.errors import ConfigurationError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import Recipe
-from runners.engines import dynamo, sglang, simulated, trtllm, vllm, vllm_tpu  # noqa: F401  (each registers itself)
+from runners.engines import dynamo, sglang, simulated, trtllm, vllm, vllm_tpu
 from runners.engines.base import ENGINE_ADAPTERS, EngineAdapter, group_hosts
+
+BUILTIN_ADAPTERS = (dynamo, sglang, simulated, trtllm, vllm, vllm_tpu)  # the modules whose import registers them
 
 
 def engine_adapter(kind: str) -> EngineAdapter:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.hardware import load_hardware_registry
+from recipes.registry import Registry
 from recipes.schema import ContainerEnvironment
 from runners.host.process import EngineProcess, _alive
 
@@ -191,12 +192,11 @@ class ContainerRuntime:
         return found
 
 
-CONTAINER_RUNTIMES: dict[str, ContainerRuntime] = {}
+CONTAINER_RUNTIMES: Registry[ContainerRuntime] = Registry("container runtime")
 
 
 def register_runtime(runtime: ContainerRuntime) -> ContainerRuntime:
-    CONTAINER_RUNTIMES[runtime.name] = runtime
-    return runtime
+    return CONTAINER_RUNTIMES.register(runtime.name, runtime)
 
 
 register_runtime(ContainerRuntime("docker"))

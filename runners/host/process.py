@@ -299,6 +299,10 @@ class EngineProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def env_names(self) -> list[str]:
+        """Names of the variables this launch sets (beside the run id), never their values."""
+        return sorted(self.env)
+
     def _prepare(self) -> None:
         """Before launch: the port is free, and the config files are in the working directory (the log's)."""
         if not port_is_free(self.port):
@@ -461,6 +465,9 @@ class EngineProcessGroup(EngineProcess):
         super().__init__(entries[0].argv, entries[0].env, port, log_path, run_id, **options)
         self.members = members
         self.started: list[tuple[GroupMember, subprocess.Popen[bytes]]] = []
+
+    def env_names(self) -> list[str]:
+        return sorted({name for member in self.members for name in member.env})
 
     def member_log(self, member: GroupMember) -> Path:
         return self.log_path if member.entry else self.log_path.with_name(member_log_name(member.name))

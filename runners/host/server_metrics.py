@@ -74,6 +74,22 @@ def _total(samples: Samples, name: str, **labels: str) -> float | None:
     return sum(values) if values else None
 
 
+# The Prometheus series (and label filter) behind each ServerCounters field: how a Point's counters are read from
+# the engine's /metrics, and under which series the recorder stores each one.
+SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
+    "prompt_tokens": ("vllm:prompt_tokens_total", {}),
+    "generation_tokens": ("vllm:generation_tokens_total", {}),
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", {}),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", {}),
+    "prompt_tokens_local_compute": ("vllm:prompt_tokens_by_source_total", {"source": "local_compute"}),
+    "prompt_tokens_local_cache_hit": ("vllm:prompt_tokens_by_source_total", {"source": "local_cache_hit"}),
+    "prompt_tokens_external": ("vllm:prompt_tokens_by_source_total", {"source": "external_kv_transfer"}),
+    "preemptions": ("vllm:num_preemptions_total", {}),
+    "router_overlap_sum": ("dynamo_component_router_kv_hit_rate_sum", {}),
+    "router_overlap_count": ("dynamo_component_router_kv_hit_rate_count", {}),
+}
+
+
 def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCounters | None:
     if before is None or after is None:
         return None
@@ -82,18 +98,7 @@ def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCount
         start, end = _total(before, name, **labels), _total(after, name, **labels)
         return None if start is None or end is None else end - start
 
-    return ServerCounters(
-        prompt_tokens=delta("vllm:prompt_tokens_total"),
-        generation_tokens=delta("vllm:generation_tokens_total"),
-        prefix_cache_queries=delta("vllm:prefix_cache_queries_total"),
-        prefix_cache_hits=delta("vllm:prefix_cache_hits_total"),
-        prompt_tokens_local_compute=delta("vllm:prompt_tokens_by_source_total", source="local_compute"),
-        prompt_tokens_local_cache_hit=delta("vllm:prompt_tokens_by_source_total", source="local_cache_hit"),
-        prompt_tokens_external=delta("vllm:prompt_tokens_by_source_total", source="external_kv_transfer"),
-        preemptions=delta("vllm:num_preemptions_total"),
-        router_overlap_sum=delta("dynamo_component_router_kv_hit_rate_sum"),
-        router_overlap_count=delta("dynamo_component_router_kv_hit_rate_count"),
-    )
+    return ServerCounters(**{name: delta(metric, **labels) for name, (metric, labels) in SERVER_COUNTER_SERIES.items()})
 
 
 class CacheShape(StrictModel):

@@ -8,16 +8,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import runners.host.pyxis  # noqa: F401  (registers the 'pyxis' runtime a slurm target hands its agent)
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ContainerEnvironment, GeneratedModelSource, ModelSpec, PathModelSource, Recipe
+from runners.engines.base import container_image
 from runners.engines.registry import engine_adapter, engine_launch_limitations
 from runners.fleet.inventory import Target
+from runners.host.container_registry import container_runtime
 from runners.host.containers import (
     ContainerEngine,
     ContainerRuntime,
     container_name,
-    container_runtime,
     device_flags,
     reap_orphaned_containers,
 )
@@ -34,7 +34,7 @@ from runners.host.process import (
 )
 from runners.host.server_metrics import CacheShape, cache_shape, counter_deltas, parse_prometheus, scrape_text
 from runners.host.telemetry import TelemetrySampler, run_preflight
-from runners.job import JobEvent, JobSpec, PointOutcome, Runner, register_runner
+from runners.job import JobEvent, JobSpec, LaunchedEngine, PointOutcome, Runner, register_runner
 from runners.loadgen.accuracy import run_accuracy_gate
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary, run_fixed_length_point
@@ -169,7 +169,12 @@ class LocalRunner(Runner):
             )  # fmt: skip
         with launched as engine:
             waited = engine.wait_healthy(recipe.engine.startup_timeout_s)
-            yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s")
+            what_ran = LaunchedEngine(
+                argv=engine.argv, env_names=engine.env_names(), image=container_image(recipe),
+                image_digest=preflight.engine_image,
+            )  # fmt: skip
+            yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s",
+                           launched=what_ran)  # fmt: skip
             endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model)
             context = PointContext(endpoint, vocabulary, recipe)
             # Once per job, before the first Point: a failed gate marks every Point invalid

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-import runners.host.pyxis  # noqa: F401  (registers the 'pyxis' runtime that targets name in container_runtime)
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.hardware import load_hardware_registry
 from recipes.schema import ContainerEnvironment, Recipe
@@ -36,7 +35,7 @@ from runners.engines.registry import engine_launch_limitations, hosts_needed
 from runners.engines.render import engine_log_names
 from runners.fleet.inventory import SlurmTarget, Target
 from runners.fleet.leases import lease_target
-from runners.host.containers import container_runtime
+from runners.host.container_registry import container_runtime
 from runners.host.shell import CommandResult, Commands, LocalCommands
 from runners.job import JobEvent, JobSpec, Runner, register_runner
 from runners.protocol import decode_event

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from recipes.registry import Registry
 from recipes.errors import MISSING, ConfigurationError, RecipeError
 from recipes.yamlio import field_path
 from runners.traces.models import (
@@ -50,13 +51,13 @@ class TraceFormat:
     parse: Callable[[bytes, str, str], Trace]
 
 
-TRACE_FORMATS: dict[str, TraceFormat] = {}
+TRACE_FORMATS: Registry[TraceFormat] = Registry("trace format")
 
 
 def register_trace_format(trace_format: TraceFormat) -> TraceFormat:
-    """Register (or replace) the format for `trace_format.kind`; detection tries formats in registration order."""
-    TRACE_FORMATS[trace_format.kind] = trace_format
-    return trace_format
+    """Register the format for `trace_format.kind` (a taken kind is refused); detection tries formats in
+    registration order."""
+    return TRACE_FORMATS.register(trace_format.kind, trace_format)
 
 
 def load_trace(path: str | Path, kind: str | None = None) -> Trace:

@@ -173,9 +173,9 @@ if stored is not None and stored.engine_argv:
     st.code(command_line(stored.engine_argv), language="bash")
     names = ", ".join(f"`{name}`" for name in stored.env_names or []) or "none"
     st.caption(
-        "The command line the engine adapter rendered for this recipe when the job was created; host-specific values "
-        "are placeholders ({port}, {model_dir}, python3). Environment variables it sets, by name only (values are "
-        f"never stored, they may be secrets): {names}."
+        "The command line the runner started the engine with, as it reported it once the engine was up (a container: "
+        "the command inside the image). Environment variables the launch set, by name only (values are never stored, "
+        f"they may be secrets): {names}."
     )
 commands = [artifact for artifact in detail.artifacts if artifact.kind not in (RECORDS, ENGINE_LOG)]
 for artifact in commands:

@@ -6,13 +6,15 @@ can from that one run: results, origin, per-request artifacts, the engine log, a
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
 from db import reads, recording
-from db.models import PointResultRow
+from db.models import PointResultRow, ProvenanceRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
 from tests.conftest import processes_of_runs, records_of, run_cli
@@ -36,9 +38,40 @@ REAL_RECIPE = {
 }
 
 
+class EngineWatch:
+    """Reads /proc while the sweep runs: the command line of each engine the run started (a session leader carrying
+    the run's id in its environment), as the kernel has it."""
+
+    def __init__(self, run_prefix: str) -> None:
+        self.marker = f"INFERSWEEP_RUN_ID={run_prefix}".encode()
+        self.seen: dict[int, list[str]] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.5):
+            for pid in processes_of_runs(self.marker.decode().partition("=")[2]):
+                try:
+                    if pid in self.seen or os.getsid(pid) != pid:
+                        continue
+                    words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue  # it ended while we looked
+                self.seen[pid] = [word.decode() for word in words if word]
+
+    def __enter__(self) -> EngineWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
 def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
     recipe = write_recipe(base=REAL_RECIPE)
-    result = run_cli("run", str(recipe), "--sweep", "vllm-real", timeout=1200)
+    with EngineWatch("tiny-llama-cpu-test-") as watch:
+        result = run_cli("run", str(recipe), "--sweep", "vllm-real", timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
 
     engine = make_engine()
@@ -70,6 +103,15 @@ def test_real_vllm_sweep(write_recipe, isolated_home: Path) -> None:
         assert all(r["prompt_tokens"] == r["prompt_tokens_sent"] for r in measured)
         # Range ratio 0.8: lengths uniform in [ceil(0.8 * 512), 512] = [410, 512].
         assert all(410 <= r["prompt_tokens_sent"] <= 512 for r in measured)
+
+    # Provenance is what ran: the argv stored for the job is the command line the engine process had.
+    with open_session(engine) as session:
+        (job,) = reads.jobs_of_sweep(session, sweep.id)
+        provenance = session.get(ProvenanceRow, job.id)
+    assert provenance is not None and provenance.engine_argv is not None
+    assert list(watch.seen.values()) == [provenance.engine_argv], (watch.seen, provenance.engine_argv)
+    assert "vllm.entrypoints.openai.api_server" in provenance.engine_argv
+    assert "VLLM_CPU_KVCACHE_SPACE" in (provenance.env_names or [])
 
     # The engine log was captured, and the engine is gone.
     logs = list((isolated_home / "logs" / "vllm-real").glob("*/engine.log"))

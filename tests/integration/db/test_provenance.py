@@ -17,11 +17,12 @@ from db.lifecycle import JobState
 from db.models import EngineRow, JobRow, ModelRow, PointResultRow, ProvenanceRow, ServerMetricDeltaRow, SQLModel
 from db.session import make_engine, open_session
 from orchestrator.artifacts import LocalArtifactStore
-from orchestrator.recorder import SERVER_COUNTER_SERIES, Recorder
+from orchestrator.recorder import Recorder
 from recipes.loader import parse_recipe
 from recipes.model_registry import kv_bytes_per_token, load_model_registry
 from recipes.schema import ValidityThresholds
-from runners.job import PointOutcome, PointRequest
+from runners.host.server_metrics import SERVER_COUNTER_SERIES
+from runners.job import JobEvent, LaunchedEngine, PointOutcome, PointRequest
 from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, HostReport, PointMetrics, Preflight, RequestRecord, ServerCounters
 from tests.conftest import ROOT, run_cli
@@ -77,6 +78,10 @@ def _metrics(records: list[RequestRecord]) -> PointMetrics:
     return metrics
 
 
+LAUNCHED_ARGV = ["/opt/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--port", "41234", "--model",
+                 "/models/tiny"]  # fmt: skip
+
+
 def _series(metric: str, labels: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
     return metric, tuple(sorted(labels.items()))
 
@@ -99,6 +104,13 @@ def test_a_recorded_job_keeps_its_engine_provenance_and_server_metrics(
     with recorder.batch():  # as the sweep driver creates jobs
         recorder.job_created("job-a1", loaded, 1, 1, str(tmp_path / "logs"))
     recorder.job_status("job-a1", JobState.PLACED, host="gpu-7 (ray node 0123456789ab)")
+    # What the runner reports it started (the argv as launched, the names of the variables it set).
+    started = LaunchedEngine(
+        argv=LAUNCHED_ARGV, env_names=["HF_HUB_OFFLINE", "VLLM_NO_USAGE_STATS"],
+        image=f"vllm/vllm-openai@{DIGEST}", image_digest="sha256:" + "1" * 64,
+    )  # fmt: skip
+    ready = JobEvent(kind="engine_ready", job_id="job-a1", message="healthy", launched=started)
+    recorder.job_status("job-a1", JobState.WARMING, ready)
     records = _records()
     metrics = _metrics(records)
     now = datetime.now(UTC)
@@ -140,13 +152,12 @@ def test_a_recorded_job_keeps_its_engine_provenance_and_server_metrics(
         assert first.recipe_path == str(tmp_path / "vllm-provenance.yaml")
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
         assert first.git_commit == (head.stdout.strip() if head.returncode == 0 else None)
-        assert first.engine_argv is not None and "--port" in first.engine_argv and "{port}" in first.engine_argv
-        assert "{model_dir}" in first.engine_argv and "--load-format" in first.engine_argv
-        assert first.env_names == ["DO_NOT_TRACK", "HF_HUB_OFFLINE", "VLLM_LOGGING_LEVEL", "VLLM_NO_USAGE_STATS"]
+        assert first.engine_argv == LAUNCHED_ARGV and first.env_names == ["HF_HUB_OFFLINE", "VLLM_NO_USAGE_STATS"]
+        assert (first.engine_image, first.engine_image_digest) == (started.image, started.image_digest)
         # The driver version comes with the pre-flight checks; no runner reports a runtime version yet.
         assert (first.accelerator_driver, first.accelerator_runtime) == ("580.65.06", None)
         second = provenance["job-a2"]
-        assert (second.host, second.preflight, second.engine_argv) == (None, None, first.engine_argv)
+        assert (second.host, second.preflight, second.engine_argv) == (None, None, None)  # not started yet
         (imported,) = [row for job_id, row in provenance.items() if job_id.startswith("import-")]
         assert (imported.engine_argv, imported.env_names, imported.host) == (None, None, None)
 
@@ -193,8 +204,11 @@ def test_a_simulated_sweep_records_provenance_and_server_metrics(write_recipe) -
         assert engine_row is not None and (engine_row.name, engine_row.image_digest) == ("simulated", None)
         provenance = session.get(ProvenanceRow, job.id)
         assert provenance is not None and provenance.host == job.host and "ray node" in provenance.host
-        assert "runners.engines.simulated_server" in provenance.engine_argv and "{port}" in provenance.engine_argv
-        assert provenance.env_names == []
+        # What the local runner started: the simulated server on the port the job picked, with no variables set.
+        argv = provenance.engine_argv
+        assert argv is not None and "runners.engines.simulated_server" in argv
+        assert argv[argv.index("--port") + 1].isdigit() and "{port}" not in argv
+        assert provenance.env_names == [] and provenance.engine_image is None
         points = session.exec(select(PointResultRow).where(PointResultRow.sweep_id == sweep.id)).all()
         assert len(points) == 2
         assert provenance.preflight == points[0].metrics["host"]["preflight"]

@@ -156,7 +156,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_registering_a_format(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(formats, "TRACE_FORMATS", dict(formats.TRACE_FORMATS))
+    monkeypatch.setattr(formats, "TRACE_FORMATS", formats.TRACE_FORMATS.copy())
 
     def parse(content: bytes, path: str, content_hash: str) -> Trace:
         lengths = [int(x) for x in content.split()[1:]]
