@@ -13,6 +13,7 @@ Definitions (DESIGN.md §4, docs/METRICS.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -95,24 +96,55 @@ def measured_window(records: Sequence[RequestRecord], target: int) -> MeasuredWi
     return MeasuredWindow(start=start, end=end, ramp_down_s=last_end - end, reached_target=True)
 
 
-def _latencies(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
-    series: dict[str, list[float]] = {"ttft": [], "tpot": [], "itl": [], "e2el": [], "queue": []}
-    for record in records:
-        if not record.ok or record.sent is None or record.end is None:
-            continue
-        series["e2el"].append((record.end - record.sent) * 1000)
-        series["queue"].append((record.sent - record.scheduled) * 1000)
-        if not record.chunk_times:
-            continue
+@dataclass(frozen=True)
+class RequestLatency:
+    """One request's latencies in ms, by the definitions above: what a Point aggregates and the hub draws."""
+
+    index: int
+    output_tokens: int
+    ttft_ms: float | None  # None: no content chunk arrived
+    tpot_ms: float | None  # None: fewer than 2 output tokens
+    e2el_ms: float
+    queue_ms: float
+    itl_ms: tuple[float, ...]
+
+
+def request_latency(record: RequestRecord) -> RequestLatency | None:
+    """The latencies of one request that succeeded (None for a failed or unsent one)."""
+    if not record.ok or record.sent is None or record.end is None:
+        return None
+    ttft = tpot = None
+    gaps: list[float] = []
+    if record.chunk_times:
         first, last = record.chunk_times[0], record.chunk_times[-1]
-        series["ttft"].append((first - record.sent) * 1000)
+        ttft = (first - record.sent) * 1000
         if record.output_tokens > 1:
-            series["tpot"].append((last - first) * 1000 / (record.output_tokens - 1))
+            tpot = (last - first) * 1000 / (record.output_tokens - 1)
         for previous, current, tokens in zip(
             record.chunk_times, record.chunk_times[1:], record.chunk_tokens[1:], strict=False
         ):
             share = max(tokens, 1)
-            series["itl"].extend([(current - previous) * 1000 / share] * share)
+            gaps.extend([(current - previous) * 1000 / share] * share)
+    return RequestLatency(
+        index=record.index, output_tokens=record.output_tokens, ttft_ms=ttft, tpot_ms=tpot,
+        e2el_ms=(record.end - record.sent) * 1000, queue_ms=(record.sent - record.scheduled) * 1000,
+        itl_ms=tuple(gaps),
+    )  # fmt: skip
+
+
+def _latencies(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
+    series: dict[str, list[float]] = {"ttft": [], "tpot": [], "itl": [], "e2el": [], "queue": []}
+    for record in records:
+        latency = request_latency(record)
+        if latency is None:
+            continue
+        series["e2el"].append(latency.e2el_ms)
+        series["queue"].append(latency.queue_ms)
+        if latency.ttft_ms is not None:
+            series["ttft"].append(latency.ttft_ms)
+        if latency.tpot_ms is not None:
+            series["tpot"].append(latency.tpot_ms)
+        series["itl"].extend(latency.itl_ms)
     return series
 
 

@@ -9,7 +9,9 @@ Definitions of every figure: docs/METRICS.md (and DESIGN.md §4).
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -190,6 +192,12 @@ class RequestRecord(Strict):
         """The client's own count, to check usage against: the tokenizer's when it ran, else chunks."""
         return self.tokenizer_tokens if self.tokenizer_tokens is not None else sum(self.chunk_tokens)
 
+    @classmethod
+    def from_stored(cls, row: Mapping[str, Any]) -> RequestRecord:
+        """A record read back from its Parquet artifact (`records_frame`), where a missing number is NaN and a
+        list an array: the same record the load generator measured."""
+        return cls.model_validate({name: _stored_value(row.get(name)) for name in cls.model_fields if name in row})
+
 
 class Stats(Strict):
     """Summary of one latency-like metric over the measured requests (numpy linear percentiles)."""
@@ -349,6 +357,14 @@ class PointMetrics(Strict):
         description="The job's accuracy gate, run once before its first Point (None when no gate was run, "
         "e.g. imported results); a gate that ran and failed makes the Point invalid.",
     )
+
+
+def _stored_value(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return value.tolist()
+    return value
 
 
 def records_frame(records: list[RequestRecord]):  # -> pandas.DataFrame (pandas is imported lazily)

@@ -245,13 +245,13 @@ if not stats.empty:
 records_artifact = next((artifact for artifact in detail.artifacts if artifact.kind == RECORDS), None)
 records_file = local_file(records_artifact, point.records_path)
 if records_file is not None:
+    latencies = None
     try:
-        records = pd.read_parquet(records_file)
-    except (OSError, ValueError) as error:
+        rows = pd.read_parquet(records_file).to_dict("records")
+        latencies = pd.DataFrame([vars(latency) for latency in request_latencies(rows)])
+    except (OSError, ValueError) as error:  # pydantic's ValidationError is a ValueError: not a records file
         st.warning(f"The request records at `{records_file}` could not be read: {error}")
-        records = None
-    if records is not None:
-        latencies = pd.DataFrame([vars(latency) for latency in request_latencies(records.to_dict("records"))])
+    if latencies is not None:
         st.caption(
             f"{len(latencies)} measured requests that succeeded, from `{records_file}`. TTFT = first token chunk − "
             "sent; TPOT = (last − first token chunk) / (output tokens − 1); E2EL = end − sent."

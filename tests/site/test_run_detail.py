@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from db import reads, recording
 from db.models import ArtifactRow
 from db.session import make_engine, open_session
+from runners.loadgen.records import RequestRecord, records_frame
 from tests.site.conftest import assert_says_how_to_get_results, open_page
 from tests.site.hub_fixture import DAY0, FIXED, _Seeder, _snapshot
 
@@ -114,16 +115,15 @@ def test_changing_the_sweep_picks_one_of_its_points(seeded_hub: str) -> None:
 
 def test_records_logs_and_stored_command_are_shown(seeded_hub: str, tmp_path: Path) -> None:
     # Two measured requests and one warmup: TTFT 100 and 300 ms, TPOT (0.5 s / 4) = 125 ms and 250 ms, E2EL 1 s, 2 s.
-    records = pd.DataFrame(
-        [
-            {"index": 0, "warmup": True, "sent": 0.0, "end": 9.0, "chunk_times": [5.0], "chunk_tokens": [1],
-             "completion_tokens": 1, "tokenizer_tokens": None, "error": None},
-            {"index": 1, "warmup": False, "sent": 10.0, "end": 11.0, "chunk_times": [10.1, 10.6],
-             "chunk_tokens": [1, 4], "completion_tokens": 5, "tokenizer_tokens": None, "error": None},
-            {"index": 2, "warmup": False, "sent": 20.0, "end": 22.0, "chunk_times": [20.3, 21.3],
-             "chunk_tokens": [1, 4], "completion_tokens": 5, "tokenizer_tokens": None, "error": None},
-        ]
-    )  # fmt: skip
+    # Written as the load generator writes them (records_frame), so the hub reads what a Point stores.
+    records = records_frame([
+        RequestRecord(index=0, warmup=True, prompt_tokens_sent=8, max_tokens=1, scheduled=0.0, sent=0.0, end=9.0,
+                      chunk_times=[5.0], chunk_tokens=[1], completion_tokens=1),
+        RequestRecord(index=1, warmup=False, prompt_tokens_sent=8, max_tokens=5, scheduled=10.0, sent=10.0, end=11.0,
+                      chunk_times=[10.1, 10.6], chunk_tokens=[1, 4], completion_tokens=5),
+        RequestRecord(index=2, warmup=False, prompt_tokens_sent=8, max_tokens=5, scheduled=20.0, sent=20.0, end=22.0,
+                      chunk_times=[20.3, 21.3], chunk_tokens=[1, 4], completion_tokens=5),
+    ])  # fmt: skip
     records_file = tmp_path / "records.parquet"
     records.to_parquet(records_file, index=False)
     log_file = tmp_path / "engine.log"
