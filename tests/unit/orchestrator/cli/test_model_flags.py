@@ -67,7 +67,7 @@ def test_recipe_point_and_cli_hold_the_one_settings_model() -> None:
 
 def test_a_setting_added_since_v1_keeps_fingerprints_while_it_holds_its_default() -> None:
     class Later(ReplaySettings):
-        settings_since_v1 = ("new_knob",)
+        settings_since_v1 = (*ReplaySettings.settings_since_v1, "new_knob")
         new_knob: float = Field(1.0, description="A setting added later.")
 
     assert "new_knob" not in Later(duration_s=1).model_dump()
