@@ -176,3 +176,103 @@ def plan(
     console.print(table)
     console.print("HBM blocks = (HBM x GPUs x utilisation - weights) / (KV bytes per token x block); "
                   "see runners/traces/planner.py for what the prediction assumes.")  # fmt: skip
+
+
+_TEXT_COLUMNS = ("hardware", "engine", "origin", "model", "precision")
+
+
+@trace_app.command("workflow")
+def workflow(
+    traces: Annotated[list[Path], typer.Argument(help="One or more Weka trace files (with recorded api_time).")],
+    decode_speedup: Annotated[
+        list[float], typer.Option("--decode-speedup", min=1.0, help="What-if decode speedups K (repeatable).")
+    ] = [2.0],  # noqa: B006 - typer reads the default, it is never mutated
+    idle_cap_s: Annotated[
+        float, typer.Option(min=0.0, help="The capped view's per-tree idle cap (AgentX: 300 s).")
+    ] = 300.0,
+    chips: Annotated[
+        bool, typer.Option(help="Also serve the corpus at each chip's frontier points from the results database.")
+    ] = True,
+    sweep: Annotated[str | None, typer.Option(help="Only this sweep's results (default: all).")] = None,
+    model: Annotated[str | None, typer.Option(help="Only results of this model (its label or registry key).")] = None,
+    precision: Annotated[str | None, typer.Option(help="Only results at this precision (fp4, fp8, ...).")] = None,
+    at_interactivity: Annotated[
+        float, typer.Option(min=1.0, help="The takeaway line: each chip's point nearest this tok/s/user.")
+    ] = 50.0,
+) -> None:
+    """How much of an agent's session is model time, and what K× faster decode saves, from the trace's records
+    (as recorded, and with AgentX's per-tree idle cap) and at each chip's operating points (runners/traces/workflow.py,
+    orchestrator/analysis/fast_tokens.py)."""
+    from runners.traces.formats import load_trace
+    from runners.traces.workflow import decode_speedup as faster
+    from runners.traces.workflow import model_share, saving, trace_times
+
+    try:
+        loaded = [load_trace(path) for path in traces]
+        recorded = [trace_times(trace) for trace in loaded]
+        capped = [trace_times(trace, idle_cap_s=idle_cap_s) for trace in loaded]
+    except InferSweepError as error:
+        fail(error)
+    table = Table(title="Session wall time from the trace's records: model time (api_time) and tool/user time")
+    for column in ("trace", "session", "requests", "wall s", "model s", "tool/user s", "model share",
+                   f"capped {idle_cap_s:g} s: wall s", "model share"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("trace", "session") else "right")
+    for path, as_recorded, as_capped in zip(traces, recorded, capped, strict=True):
+        for tree, tree_capped in zip(as_recorded, as_capped, strict=True):
+            table.add_row(path.name, tree.session, str(tree.requests), f"{tree.wall_s:.1f}", f"{tree.model_s:.1f}",
+                          f"{tree.tool_s:.1f}", f"{tree.model_share:.1%}", f"{tree_capped.wall_s:.1f}",
+                          f"{tree_capped.model_share:.1%}")  # fmt: skip
+    console.print(table)
+    every_recorded = [tree for trees in recorded for tree in trees]
+    every_capped = [tree for trees in capped for tree in trees]
+    console.print(f"model-time share over {len(every_recorded)} session tree(s): {model_share(every_recorded):.1%} "
+                  f"as recorded, {model_share(every_capped):.1%} capped at {idle_cap_s:g} s idle")  # fmt: skip
+    for factor in decode_speedup:
+        faster_recorded = [tree for trace in loaded for tree in trace_times(trace, faster(factor))]
+        faster_capped = [tree for trace in loaded for tree in trace_times(trace, faster(factor), idle_cap_s)]
+        console.print(f"{factor:g}x faster decode (recorded TTFT kept; whole api_time where none is recorded) saves "
+                      f"{saving(every_recorded, faster_recorded):.1%} of the session time as recorded, "
+                      f"{saving(every_capped, faster_capped):.1%} capped")  # fmt: skip
+    if chips:
+        _workflow_on_chips(loaded, decode_speedup, idle_cap_s, sweep, model, precision, at_interactivity)
+
+
+def _workflow_on_chips(
+    loaded: list, speedups: list[float], idle_cap_s: float, sweep: str | None, model: str | None,
+    precision: str | None, at_interactivity: float,
+) -> None:  # fmt: skip
+    from db.reads import list_results
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.analysis.fast_tokens import chip_session_times, nearest_per_chip, operating_points, takeaway
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        views = list_results(session, sweep=sweep)
+    if model is not None:
+        views = [view for view in views if model in (view.model, view.recipe)]
+    if precision is not None:
+        views = [view for view in views if view.precision == precision]
+    points = operating_points(views)
+    if not points:
+        console.print("no valid results with a TTFT and an interactivity in the database to serve the corpus at "
+                      "(run a sweep or import results, or pass --no-chips)")  # fmt: skip
+        return
+    rows = chip_session_times(loaded, points, speedups, idle_cap_s)
+    table = Table(title=f"The corpus served at each chip's frontier points (capped at {idle_cap_s:g} s idle)")
+    for column in ("hardware", "engine", "origin", "model", "precision", "ISL/OSL", "c", "tok/s/user", "prefill tok/s",
+                   "session wall s",
+                   "model share", *(f"saved at {factor:g}x decode" for factor in speedups)):  # fmt: skip
+        table.add_column(column, justify="right" if column[0].islower() and column not in _TEXT_COLUMNS else "left")
+    for row in rows:
+        point = row.point
+        table.add_row(point.hardware, point.engine, point.origin, point.model, point.precision,
+                      f"{point.isl}/{point.osl}", str(point.concurrency), f"{point.interactivity:.0f}",
+                      f"{point.prefill_tokens_per_s:,.0f}", f"{row.wall_s:,.1f}", f"{row.model_share:.1%}",
+                      *(f"{row.savings[factor]:.1%}" for factor in speedups))  # fmt: skip
+    console.print(table)
+    for row in nearest_per_chip(rows, at_interactivity):
+        console.print(takeaway(row, speedups[0]), markup=False, highlight=False)
+    console.print("Assumptions: think, tool and spawn times as recorded; TTFT = uncached prompt tokens (the trace's "
+                  "own prefix reuse) / the point's prefill rate (ISL / median TTFT); decode = output tokens / median "
+                  "tok/s/user (docs/METRICS.md, Fast tokens).", markup=False, highlight=False)  # fmt: skip

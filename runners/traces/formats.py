@@ -211,6 +211,7 @@ def _weka_session(model: WekaTrace, root: int) -> Session:
                         hash_ids=tuple(entry.hash_ids),
                         think_time=entry.think_time,
                         api_time=entry.api_time,
+                        ttft=entry.ttft,
                         model=entry.model,
                     )
                 )

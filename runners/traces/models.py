@@ -180,8 +180,9 @@ class TraceRequest:
     output_tokens: int
     hash_ids: tuple[int, ...]
     think_time: float | None = None  # recorded client delay before it (Weka); None when the format has none
-    api_time: float | None = None  # recorded response time (Weka), for reference only
+    api_time: float | None = None  # recorded response time (Weka): the replay's think times follow it
     model: str | None = None
+    ttft: float | None = None  # recorded time to first token (Weka, when the proxy had it)
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,3 +114,23 @@ def test_plan_prints_each_hardware_and_rejects_unknown_keys(tmp_path: Path) -> N
     assert result.output.count("b200") >= 2 and "h100" in result.output
     result = runner.invoke(app, [*args, "--hardware", "b201"])
     assert result.exit_code == 2 and "'b201'" in result.output and "b200" in result.output
+
+
+def test_workflow_prints_the_model_time_share_recorded_and_capped() -> None:
+    raw = json.loads(WEKA[0].read_text())["requests"]
+    api, think = sum(r["api_time"] for r in raw), sum(r["think_time"] for r in raw)
+    result = runner.invoke(app, ["trace", "workflow", str(WEKA[0]), "--no-chips", "--decode-speedup", "2"],
+                           env={"COLUMNS": "200"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    recorded, capped = api / (api + think), api / (api + think - 18)  # the one gap over 300 s is 318 s
+    assert f"{recorded:.1%} as recorded, {capped:.1%} capped at 300 s idle" in result.output
+    assert f"{api:.1f}" in result.output and f"{think:.1f}" in result.output
+
+
+def test_workflow_names_a_request_without_a_response_time(tmp_path: Path) -> None:
+    trace = tmp_path / "no-api.json"
+    trace.write_text(json.dumps({"id": "x", "block_size": 4, "requests": [
+        {"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [1]}]}))  # fmt: skip
+    result = runner.invoke(app, ["trace", "workflow", str(trace), "--no-chips"])
+    assert result.exit_code == 2 and "request 0:0: no recorded api_time" in result.output
+    assert "Traceback" not in result.output
