@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = {"Metric definitions": REPO / "docs" / "METRICS.md", "Methodology rules": REPO / "docs" / "METHODOLOGY.md"}
 # The analysis modules whose documentation states a formula the hub applies (later ones are optional).
 FORMULA_MODULES = ("cost", "interpolate", "intervals", "regression", "trends", "compare", "economics", "cache_tiers",
-                   "request_latency")  # fmt: skip
+                   "request_latency", "fast_tokens")  # fmt: skip
 ORIGINS = {
     "measured": "Measured by InferSweep's load generator against an engine on the named hardware.",
     "imported": "Measured by another tool (e.g. InferenceX) and imported with its source, which is shown with it.",

@@ -1,0 +1,146 @@
+"""InferSweep hub, Fast tokens: what faster token generation buys a coding agent's whole session.
+
+From a real session trace's own records (runners/traces/workflow.py): the session's wall time split into model
+time and tool/user time, as recorded and with AgentX's per-tree idle cap. Then the same session served at each
+chip's frontier operating points from the results (orchestrator/analysis/fast_tokens.py): its wall time there,
+and the share K-times faster decode saves of it. Measured, imported and (when switched on) simulated points are
+labelled by origin.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import controls, page
+from hubkit.charts import colour
+from orchestrator.analysis.fast_tokens import chip_session_times, nearest_per_chip, operating_points, takeaway
+from recipes.errors import InferSweepError
+from runners.traces.formats import load_trace
+from runners.traces.workflow import AGENTX_TREE_IDLE_CAP_S, decode_speedup, model_share, saving, trace_times
+
+TRACES = Path(__file__).resolve().parents[2] / "traces" / "claude-code-weka"
+
+
+@st.cache_data(show_spinner=False)
+def session_split(path: str, cap: float) -> pd.DataFrame:
+    trace = load_trace(path)
+    rows = []
+    for view, times in (
+        ("as recorded", trace_times(trace)),
+        (f"idle capped at {cap:g} s", trace_times(trace, idle_cap_s=cap)),
+    ):
+        for tree in times:
+            rows.append({"view": view, "session": tree.session, "requests": tree.requests, "model_s": tree.model_s,
+                         "tool_s": tree.tool_s, "wall_s": tree.wall_s, "model_share": tree.model_share})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+st.title("Fast tokens")
+st.markdown(
+    "Faster token generation only matters as far as it shortens an agent's whole workflow, tools and user included. "
+    "This page takes a real coding-agent session, splits its wall time into **model time** (a request in flight) "
+    "and **tool/user time** (tools running, the user reading), and shows what the same session takes on each chip "
+    "and what faster decode would save of it."
+)
+traces = sorted(str(path) for path in TRACES.glob("*.json"))
+chosen = controls.selectbox("Session trace", [Path(name).name for name in traces], "trace")
+speedup = controls.number("Decode speedup K (what-if)", "k", default=2.0, min_value=1.0, step=0.5,
+                          help="How many times faster decode is in the what-if; prefill is unchanged.")  # fmt: skip
+cap = AGENTX_TREE_IDLE_CAP_S
+path = str(TRACES / str(chosen))
+try:
+    split = session_split(path, cap)
+    trace = load_trace(path)
+except InferSweepError as error:
+    st.warning(f"The trace {chosen} cannot be split into model and tool time: {error}")
+    st.stop()
+
+st.subheader("From the session's own records")
+recorded = split[split["view"] == "as recorded"]
+capped = split[split["view"] != "as recorded"]
+share = recorded["model_s"].sum() / recorded["wall_s"].sum()
+capped_share = capped["model_s"].sum() / capped["wall_s"].sum()
+columns = st.columns(4)
+columns[0].metric("Wall time", f"{recorded['wall_s'].sum():,.1f} s")
+columns[1].metric("Model time", f"{recorded['model_s'].sum():,.1f} s")
+columns[2].metric("Tool and user time", f"{recorded['tool_s'].sum():,.1f} s")
+columns[3].metric("Model-time share", f"{share:.1%}", help=f"{capped_share:.1%} with AgentX's {cap:g} s idle cap.")
+bars = split.melt(id_vars=["view", "session"], value_vars=["model_s", "tool_s"], var_name="part", value_name="seconds")
+bars["part"] = bars["part"].map({"model_s": "model time", "tool_s": "tool and user time"})
+st.altair_chart(
+    alt.Chart(bars).mark_bar().encode(
+        y=alt.Y("view:N", title=None), x=alt.X("sum(seconds):Q", title="seconds of the session"),
+        color=colour("part:N", "part"), tooltip=["view", "part", alt.Tooltip("sum(seconds):Q", format=",.1f")],
+    ).properties(height=120),
+    width="stretch",
+)  # fmt: skip
+faster = trace_times(trace, decode_speedup(speedup))
+st.markdown(
+    f"As recorded, {speedup:g}× faster decode would save **{saving(trace_times(trace), faster):.1%}** of this "
+    f"session's time (model-time share {model_share(trace_times(trace)):.1%}). The recorded time to first token is "
+    "kept where the trace has one; without it the whole response time counts as decode."
+)
+
+st.subheader("Served at each chip's operating points")
+results = page.results_or_stop(
+    "No results to serve this session at yet: run a sweep or import results (`infersweep import inferencex`).",
+    workload_kind="fixed-length",
+)
+results = controls.origins(results)
+results = controls.latest_only(results)
+models = sorted(results["model"].dropna().unique())
+model = controls.selectbox("Model", models, "model")
+results = results[results["model"] == model]
+precision = controls.selectbox("Precision", sorted(results["precision"].dropna().unique()), "precision")
+results = results[results["precision"] == precision]
+workload = controls.selectbox("Workload (ISL/OSL)", sorted(results["workload"].dropna().unique()), "workload")
+results = results[results["workload"] == workload]
+target = page.target_control(help="The sentence below reads each chip at its frontier point nearest this speed.")
+points = operating_points(results.itertuples())
+if not points:
+    st.info("None of these results has a valid TTFT and interactivity to serve the session at: pick another model "
+            "or workload.")  # fmt: skip
+    st.stop()
+rows = chip_session_times([trace], points, [speedup], idle_cap_s=cap)
+table = pd.DataFrame([{
+    "hardware": row.point.hardware, "engine": row.point.engine, "origin": row.point.origin,
+    "concurrency": row.point.concurrency, "tok/s/user": row.point.interactivity,
+    "prefill tok/s": row.point.prefill_tokens_per_s, "session wall s": row.wall_s, "model share": row.model_share,
+    f"saved at {speedup:g}× decode": row.savings[speedup],
+} for row in rows])  # fmt: skip
+for row in nearest_per_chip(rows, target):
+    st.markdown(f"- {takeaway(row, speedup)}")
+st.altair_chart(
+    alt.Chart(table).mark_line(point=True).encode(
+        x=alt.X("tok/s/user:Q", title="interactivity (tokens/s/user)", scale=alt.Scale(zero=True)),
+        y=alt.Y("session wall s:Q", title="session wall time (s)", scale=alt.Scale(zero=True)),
+        color=colour("hardware:N", "hardware"), strokeDash=alt.StrokeDash("engine:N", title="engine"),
+        tooltip=["hardware", "engine", "origin", "concurrency", alt.Tooltip("tok/s/user:Q", format=".0f"),
+                 alt.Tooltip("session wall s:Q", format=",.1f"), alt.Tooltip("model share:Q", format=".1%")],
+    ).properties(height=420),
+    width="stretch",
+)  # fmt: skip
+st.dataframe(
+    table, hide_index=True,
+    column_config={
+        "tok/s/user": st.column_config.NumberColumn(format="%.1f"),
+        "prefill tok/s": st.column_config.NumberColumn(format="%.0f"),
+        "session wall s": st.column_config.NumberColumn(format="%.1f"),
+        "model share": st.column_config.NumberColumn(format="percent"),
+        f"saved at {speedup:g}× decode": st.column_config.NumberColumn(format="percent"),
+    },
+)  # fmt: skip
+controls.csv_download(table, "fast-tokens")
+st.caption(
+    f"Units: seconds of one session; tok/s/user is the point's median interactivity (1000 / TPOT p50). Assumptions: "
+    f"think, tool and subagent spawn times as the trace recorded them, idle stretches capped at {cap:g} s as "
+    "AgentX's replay does per trajectory tree; time to first token = the prompt's uncached tokens (the trace's "
+    "own prefix reuse, an unbounded cache) ÷ the point's prefill rate (its input length ÷ its median TTFT, "
+    "queueing included); decode = output tokens ÷ median tok/s/user. A point measured on random prompts of one "
+    "length stands for every request of the session. Trace: Claude Code sessions shipped in traces/ (their LICENSE)."
+)
+page.methodology_link()
