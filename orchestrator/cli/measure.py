@@ -45,15 +45,15 @@ def bench(
     try:
         settings = BenchSettings(
             base_url=base_url, model=model, endpoint=endpoint, isl=isl, osl=osl, range_ratio=range_ratio,
-            concurrency=concurrency, num_prompts=num_prompts, warmup=warmup, request_rate=request_rate,
-            burstiness=burstiness, seed=seed, timeout_s=timeout, tokenizer=tokenizer,
+            concurrency=concurrency, num_prompts=num_prompts, num_warmup=warmup, request_rate=request_rate,
+            burstiness=burstiness, seed=seed, request_timeout_s=timeout, tokenizer=tokenizer,
             goodput=parse_goodput(goodput) if goodput else None, api_key_env=api_key_env, workers=workers,
         )  # fmt: skip
         check_reachable(settings.base_url)
         result, records = run_bench(settings)
     except ValidationError as error:
         problems = [
-            ("--" + "-".join(str(part) for part in e["loc"]).replace("_", "-"), e.get("input"), e["msg"])
+            (_bench_flag(e["loc"]), e.get("input"), e["msg"])
             if e["loc"]
             else ("flags", MISSING, e["msg"].removeprefix("Value error, "))
             for e in error.errors(include_url=False)
@@ -72,6 +72,15 @@ def bench(
         console.print(f"{len(records)} request records written to {save_requests}")
     if not result.complete:
         raise typer.Exit(130)
+
+
+# Settings whose flag is not their field's name (the flags predate the settings being a FixedLengthPoint).
+_BENCH_FLAGS = {"num_warmup": "--warmup", "request_timeout_s": "--timeout"}
+
+
+def _bench_flag(location: tuple[int | str, ...]) -> str:
+    name = "_".join(str(part) for part in location)
+    return _BENCH_FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 def _print_bench(result: object) -> None:

@@ -20,47 +20,32 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from recipes.errors import ConfigurationError
-from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT, MAX_SECONDS
 from recipes.schema import ValidityThresholds
-from recipes.strict import Strict, StrictModel
+from recipes.strict import Strict
 from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, arrival_offsets, run_closed_loop, run_open_loop
 from runners.loadgen.fixed_length import Vocabulary, build_requests
 from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, GoodputSlo, PointMetrics, RequestRecord, records_frame
 
-BENCH_SCHEMA_VERSION = 1
+BENCH_SCHEMA_VERSION = 2  # 2: settings are a FixedLengthPoint (num_warmup, request_timeout_s, kind)
 # Without a tokenizer, prompts use ids in [10, 1000): ordinary tokens in every common vocabulary
 # (special tokens sit at the start or far past 1000: Llama 3 at 128000+, Qwen at 151643+).
 DEFAULT_ID_RANGE = (10, 1000)
 
 
-class BenchSettings(StrictModel):
-    """Everything that defines a bench run; stored verbatim in its result."""
+class BenchSettings(FixedLengthPoint):
+    """Everything that defines a bench run: the load level (a FixedLengthPoint), where and how it is driven;
+    stored verbatim in its result."""
 
     # JSON has no infinity: a closed loop's request_rate is written as the string "Infinity".
-    model_config = ConfigDict(ser_json_inf_nan="strings")
+    model_config = ConfigDict(frozen=True, ser_json_inf_nan="strings")
 
     base_url: str = Field(description="Server root, e.g. http://127.0.0.1:8000 (no /v1).")
     model: str = Field(description="Model name sent in each request.")
     endpoint: Literal["completions", "chat"] = Field("completions", description="API to drive.")
-    isl: int = Field(gt=0, le=MAX_INPUT_TOKENS, description="Input length upper bound (tokens).")
-    osl: int = Field(gt=0, le=MAX_OUTPUT_TOKENS, description="Output length upper bound (tokens).")
-    range_ratio: float = Field(1.0, ge=0, le=1, description="Lengths uniform in [r*L, L] (InferenceX meaning).")
-    concurrency: int = Field(
-        gt=0, le=MAX_CONCURRENCY, description="Max requests in flight (closed loop when request_rate is inf)."
-    )
-    num_prompts: int = Field(gt=0, le=MAX_REQUESTS_PER_POINT, description="Measured requests.")
-    warmup: int = Field(
-        0,
-        ge=0,
-        le=MAX_REQUESTS_PER_POINT,
-        description="Warmup requests sent first at the same concurrency, not measured.",
-    )
     request_rate: float = Field(math.inf, gt=0, description="Open-loop arrivals per second; inf = closed loop.")
     burstiness: float = Field(1.0, gt=0, description="Gamma shape of inter-arrivals (1.0 = Poisson).")
-    seed: int = Field(0, description="Seed of prompts, lengths and arrivals.")
-    timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline.")
     tokenizer: str | None = Field(None, description="Tokenizer directory (tokenizer.json) for ids and chat text.")
     goodput: GoodputSlo | None = Field(None, description="SLOs for the goodput figure.")
     api_key_env: str | None = Field(None, description="Environment variable holding the API key (never stored).")
@@ -132,17 +117,7 @@ def _vocabulary(settings: BenchSettings) -> tuple[Vocabulary, object | None]:
 
 def prepare_requests(settings: BenchSettings) -> list[PreparedRequest]:
     vocabulary, tokenizer = _vocabulary(settings)
-    point = FixedLengthPoint(
-        isl=settings.isl,
-        osl=settings.osl,
-        range_ratio=settings.range_ratio,
-        concurrency=settings.concurrency,
-        num_prompts=settings.num_prompts,
-        num_warmup=settings.warmup,
-        seed=settings.seed,
-        request_timeout_s=settings.timeout_s,
-    )
-    requests = build_requests(point, vocabulary)
+    requests = build_requests(settings, vocabulary)
     if settings.endpoint == "chat" and tokenizer is not None:
         requests = [
             PreparedRequest(
@@ -168,14 +143,14 @@ async def _drive(
     warmup = [r for r in requests if r.warmup]
     measured = [r for r in requests if not r.warmup]
     if warmup:
-        await run_closed_loop(endpoint, warmup, settings.concurrency, settings.timeout_s, sink.append)
+        await run_closed_loop(endpoint, warmup, settings.concurrency, settings.request_timeout_s, sink.append)
     if settings.open_loop:
         await run_open_loop(
             endpoint, measured, settings.request_rate, settings.burstiness, settings.concurrency,
-            settings.timeout_s, settings.seed, sink.append,
+            settings.request_timeout_s, settings.seed, sink.append,
         )  # fmt: skip
     else:
-        await run_closed_loop(endpoint, measured, settings.concurrency, settings.timeout_s, sink.append)
+        await run_closed_loop(endpoint, measured, settings.concurrency, settings.request_timeout_s, sink.append)
 
 
 def _worker_main(
@@ -190,11 +165,11 @@ def _worker_main(
         if offsets is not None:
             await run_open_loop(
                 endpoint, requests, settings.request_rate, settings.burstiness, lanes,
-                settings.timeout_s, on_done=sink.append, offsets=offsets, start_at=start_at,
+                settings.request_timeout_s, on_done=sink.append, offsets=offsets, start_at=start_at,
             )  # fmt: skip
         else:
             await asyncio.sleep(max(0.0, start_at - time.perf_counter()))
-            await run_closed_loop(endpoint, requests, lanes, settings.timeout_s, sink.append)
+            await run_closed_loop(endpoint, requests, lanes, settings.request_timeout_s, sink.append)
 
     complete = True
     try:
@@ -266,7 +241,9 @@ def run_bench(
         else:
             warmup = [r for r in requests if r.warmup]
             if warmup:  # warm up from this process, then measure from all workers
-                loop.run(run_closed_loop(endpoint, warmup, settings.concurrency, settings.timeout_s, records.append))
+                loop.run(
+                    run_closed_loop(endpoint, warmup, settings.concurrency, settings.request_timeout_s, records.append)
+                )
             worker_cpu, complete = _run_workers(settings, endpoint, [r for r in requests if not r.warmup], records)
     except KeyboardInterrupt:
         complete = False

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT, MAX_SECONDS
 from recipes.schema import FixedLengthWorkload, ReplaySettings, SequenceLengths
 from recipes.strict import Strict
 
@@ -228,19 +229,21 @@ class MeasuredWindow(Strict):
 
 
 class FixedLengthPoint(Strict):
-    """What to run for one Point of a fixed-length workload. Built from a workload with `of` (a recipe's, or
-    another tool's methodology written as one); `infersweep bench` and imported single files, which measured
-    one load level of their own, fill the fields themselves."""
+    """What to run for one Point of a fixed-length workload. A recipe's (or another tool's methodology written as
+    one) is built with `of`; `infersweep bench`'s settings are one (BenchSettings extends it), and so is the load
+    level an imported single file measured."""
 
     kind: Literal["fixed-length"] = Field("fixed-length", description="Workload kind of this Point.")
-    isl: int = Field(gt=0, description="Upper bound of the prompt length.")
-    osl: int = Field(gt=0, description="Upper bound of the output length.")
-    range_ratio: float = Field(ge=0, le=1, description="Lengths uniform in [r*L, L].")
-    concurrency: int = Field(gt=0, description="Max requests in flight (closed loop).")
-    num_prompts: int = Field(gt=0, description="Measured requests.")
-    num_warmup: int = Field(ge=0, description="Warmup requests before the measured ones.")
-    seed: int = Field(description="Seed of prompt contents and lengths.")
-    request_timeout_s: float = Field(gt=0, description="Per-request deadline.")
+    isl: int = Field(gt=0, le=MAX_INPUT_TOKENS, description="Upper bound of the prompt length (tokens).")
+    osl: int = Field(gt=0, le=MAX_OUTPUT_TOKENS, description="Upper bound of the output length (tokens).")
+    range_ratio: float = Field(1.0, ge=0, le=1, description="Lengths uniform in [r*L, L] (InferenceX's meaning).")
+    concurrency: int = Field(gt=0, le=MAX_CONCURRENCY, description="Max requests in flight.")
+    num_prompts: int = Field(gt=0, le=MAX_REQUESTS_PER_POINT, description="Measured requests.")
+    num_warmup: int = Field(
+        0, ge=0, le=MAX_REQUESTS_PER_POINT, description="Warmup requests sent first at the same concurrency."
+    )
+    seed: int = Field(0, description="Seed of prompt contents and lengths.")
+    request_timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, description="Per-request deadline, seconds.")
 
     @classmethod
     def of(

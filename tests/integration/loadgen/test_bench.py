@@ -44,14 +44,14 @@ def settings(url: str, **changes: object) -> BenchSettings:
 
 
 def test_result_schema_and_injected_latencies(server: str) -> None:
-    result, records = run_bench(settings(server, warmup=2))
+    result, records = run_bench(settings(server, num_warmup=2))
     document = json.loads(result.model_dump_json())
     for field in ("completed", "failed", "duration_s", "request_throughput", "output_throughput",
                   "total_token_throughput", "goodput", "validity", "settings", "complete", "client"):  # fmt: skip
         assert field in document
     for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "client_queue_ms", "interactivity"):
         assert set(document[metric]) >= {"mean", "p50", "p90", "p99", "std"}
-    assert document["bench_schema_version"] == 1 and document["complete"] is True
+    assert document["bench_schema_version"] == 2 and document["complete"] is True
     assert BenchResult.model_validate_json(result.model_dump_json()) == result
     assert result.completed == 12 and result.failed == 0 and result.validity.valid
     assert len(records) == 14 and sum(r.warmup for r in records) == 2
@@ -199,7 +199,7 @@ def test_simulated_prefix_cache_reports_hits() -> None:
 
 @pytest.mark.parametrize("rate", [math.inf, 30.0], ids=["closed-loop", "open-loop"])
 def test_worker_processes_share_one_schedule(server: str, rate: float) -> None:
-    result, records = run_bench(settings(server, concurrency=4, num_prompts=24, warmup=4, workers=2, request_rate=rate))
+    result, records = run_bench(settings(server, concurrency=4, num_prompts=24, num_warmup=4, workers=2, request_rate=rate))
     assert result.completed == 24 and result.failed == 0 and len(records) == 28
     assert sorted(r.index for r in records) == list(range(28))
     assert TTFT_MS <= result.ttft_ms.p50 < TTFT_MS + 60
