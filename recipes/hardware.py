@@ -158,9 +158,8 @@ _REGISTRY = KeyedFile(
 )  # fmt: skip
 
 
-def load_hardware_registry(path: Path | None = None) -> dict[str, Hardware]:
-    """Load and validate the registry; `path` defaults to `hardware.yaml` next to this module (cached)."""
-    return _REGISTRY.load(path)
+# Load and validate it; the path defaults to `hardware.yaml` next to this module (read once per process).
+load_hardware_registry = _REGISTRY.load
 
 
 def hardware_key_for(label: str, registry: dict[str, Hardware] | None = None) -> str | None:

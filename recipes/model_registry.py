@@ -187,9 +187,8 @@ _REGISTRY = KeyedFile(
 )  # fmt: skip
 
 
-def load_model_registry(path: Path | None = None) -> dict[str, RegistryModel]:
-    """Load and validate the registry; `path` defaults to `models.yaml` next to this module (cached)."""
-    return _REGISTRY.load(path)
+# Load and validate it; the path defaults to `models.yaml` next to this module (read once per process).
+load_model_registry = _REGISTRY.load
 
 
 def kv_bytes_per_token(

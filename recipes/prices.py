@@ -79,6 +79,5 @@ _TABLE = KeyedFile(
 )  # fmt: skip
 
 
-def load_price_table(path: Path | None = None) -> dict[str, ModelPrice]:
-    """Load and validate the price table; `path` defaults to `prices.yaml` next to this module (cached)."""
-    return _TABLE.load(path)
+# Load and validate it; the path defaults to `prices.yaml` next to this module (read once per process).
+load_price_table = _TABLE.load
