@@ -144,7 +144,7 @@ def replay(
     from runners.loadgen.client import Endpoint, check_reachable
     from runners.loadgen.replay import replay as run_replay
     from runners.traces.formats import load_trace
-    from runners.traces.hit_rate import theoretical_hit_rate
+    from runners.traces.hit_rate import replayed_hit_rate
 
     try:
         loaded = load_trace(trace)
@@ -154,7 +154,7 @@ def replay(
         stats, records = run_replay(loaded, Endpoint(base_url=base_url, model=model), settings, concurrency)
     except InferSweepError as error:
         fail(error)
-    theoretical = theoretical_hit_rate(loaded).rebase(engine_block_size).rate
+    theoretical = replayed_hit_rate(loaded, engine_block_size, settings.length_scale).rate
     failed = sum(1 for item in records if not item.record.ok)
     console.print(
         f"trace {loaded.id} ({loaded.kind}, version {loaded.content_hash[:12]}): {stats.requests_measured} measured "

@@ -46,7 +46,7 @@ from runners.loadgen.fixed_length import Vocabulary
 from runners.loadgen.metrics import compute_point_metrics, summarize
 from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint, ReplayStats, RequestRecord
 from runners.traces.formats import load_trace
-from runners.traces.hit_rate import theoretical_hit_rate
+from runners.traces.hit_rate import replayed_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
 from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scaled_lengths
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
@@ -352,8 +352,7 @@ def run_replay_point(
     stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size))
     records = [item.record for item in items]
     metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
-    # The engine sees lengths scaled by length_scale: its block covers engine_block / scale trace tokens.
-    theoretical = theoretical_hit_rate(trace).rebase(max(1, round(engine_block_size / point.length_scale))).rate
+    theoretical = replayed_hit_rate(trace, engine_block_size, point.length_scale).rate
     timing = _timing(records, metrics, token_budget)
     metrics.replay = stats.model_copy(
         update={

@@ -110,6 +110,24 @@ class HitRate:
         )
 
 
+def replayed_hit_rate(trace: Trace, engine_block_size: int, length_scale: float = 1.0) -> HitRate:
+    """The one theoretical hit rate of a replay: the trace's reuse as an engine of `engine_block_size`-token blocks
+    can reach it on the prompts the replayer synthesises at `length_scale`.
+
+    The synthesiser makes each trace block `round(block x scale)` tokens and each prompt `ceil(in x scale)` tokens
+    (runners/traces/planner.py `scaled_lengths`), so a request whose first k blocks were seen has k x that many
+    tokens cached at most, counted in the engine's whole blocks (`rebase`). Rebasing the unscaled trace to
+    `engine_block / scale` instead overstates it whenever `block x scale` is not a whole number. The replay Point,
+    `infersweep replay` and the planner's ceiling all use this."""
+    walk = theoretical_hit_rate(trace)
+    if length_scale == 1.0:
+        return walk.rebase(engine_block_size)
+    block = max(1, round(walk.trace_block_size * length_scale))
+    inputs = np.maximum(1, np.ceil(walk.input_tokens * length_scale)).astype(np.int64)
+    scaled = HitRate(block, block, False, walk.keys, inputs, walk.runs, np.minimum(walk.runs * block, inputs))
+    return scaled.rebase(engine_block_size)
+
+
 def _cache_scope(trace: Trace, item: TimedRequest, subagent_cache: SubagentCache) -> Hashable:
     if subagent_cache == "isolated" and item.session.is_subagent:
         return ("subagent", item.root, item.session.path)

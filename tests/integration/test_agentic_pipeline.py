@@ -14,7 +14,7 @@ from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
 from runners.traces.formats import load_trace
-from runners.traces.hit_rate import HitRate, theoretical_hit_rate
+from runners.traces.hit_rate import HitRate, replayed_hit_rate
 from tests.conftest import ROOT, processes_of_runs, records_of, run_cli
 
 pytestmark = pytest.mark.integration
@@ -145,8 +145,7 @@ def test_real_vllm_prefix_cache_on_an_agentic_trace(write_recipe) -> None:
     # whole trace the rate differs by which turns a 40 s window happens to hold: 0.74 to 0.84 in runs here.)
     assert replay["realized_hit_rate"] is not None
     workload = yaml.safe_load(recipe.read_text())["workload"]
-    trace_block = round(128 / workload["length_scale"])  # the trace tokens the engine's 128-token block covers
-    walk = theoretical_hit_rate(load_trace(workload["trace"])).rebase(trace_block)
+    walk = replayed_hit_rate(load_trace(workload["trace"]), 128, workload["length_scale"])
     assert replay["theoretical_hit_rate"] == pytest.approx(walk.rate)
     assert replay["realized_hit_rate"] == pytest.approx(_rate_of_measured(walk, records), abs=0.03)
     server = row.metrics["server"]  # vLLM's prefix_cache_* counters over the Point
