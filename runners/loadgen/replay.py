@@ -188,18 +188,22 @@ class Replayer:
         True when the whole tree ran; False when the window closed first (a request was due after it).
         """
         children: list[asyncio.Task[bool]] = []
+        start = time.perf_counter() if due is None else due
         for child in session.subagents_after(first_turn - 1) if first_turn == 0 else ():
-            children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child)))
-        outgoing = await self._prepare(copy, root, session, first_turn, time.perf_counter() if due is None else due)
+            children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child, start)))
+        outgoing = await self._prepare(copy, root, session, first_turn, start)
         completed = True
         for turn in range(first_turn, len(session.requests)):
             # Each next prompt is made during the think time before it, so synthesis is off the schedule.
-            if max(time.perf_counter(), outgoing.due) >= self.window_end:
+            sent = max(time.perf_counter(), outgoing.due)
+            if sent >= self.window_end:
                 completed = False
                 break
-            record = await self._send(http, lane, outgoing)
+            # A subagent's recorded offset runs from the send of the parent request it follows (AgentX), so its
+            # timer starts with that send, while the parent's answer is still streaming.
             for child in session.subagents_after(turn):
-                children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child)))
+                children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child, sent)))
+            record = await self._send(http, lane, outgoing)
             if turn + 1 < len(session.requests):
                 ended = record.end if record.end is not None else time.perf_counter()
                 due = ended + self._gap(session.think_before(turn + 1))
@@ -209,9 +213,14 @@ class Replayer:
         return completed
 
     async def _spawn(
-        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, parent: Session, child: Session
-    ) -> bool:
-        due = time.perf_counter() + self._gap(max(0.0, parent.spawn_delay(child)))
+        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, parent: Session, child: Session,
+        parent_sent: float,
+    ) -> bool:  # fmt: skip
+        """The subagent `child`, due its recorded offset after `parent_sent` (the parent request's send)."""
+        # The parent request is in flight when this timer starts: no idle compression applies to it.
+        due = (
+            parent_sent + min(max(0.0, parent.spawn_delay(child)), self.settings.think_cap_s) * self.settings.time_scale
+        )
         return await self._session(http, lane, copy, root, child, 0, due)
 
     async def _lane(self, http: aiohttp.ClientSession, lane: int, primed: asyncio.Event) -> None:

@@ -195,6 +195,10 @@ class _Scheduler:
         step = _Step(stream.lane, stream.root, stream.copy, stream.session, turn, primer=stream.primer)
         access, output = access_of(self.trace, self.shape, step, self.block_size, self.unique)
         self.waiting.append(_Request(access, output, stream))
+        if stream.then_first_turn is None:
+            # A subagent's recorded offset runs from the send of the parent request it follows, not its end.
+            for child in stream.session.subagents_after(turn):
+                self._spawn(stream.tree, stream.copy, stream.root, stream.session, child)
 
     def _finished(self, request: _Request) -> None:
         stream, tree = request.stream, request.stream.tree
@@ -204,9 +208,6 @@ class _Scheduler:
             tree.outstanding -= 1
             self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
             return
-        turn = stream.turns[stream.position]
-        for child in stream.session.subagents_after(turn):
-            self._spawn(tree, stream.copy, stream.root, stream.session, child)
         stream.position += 1
         tree.outstanding -= 1
         if stream.position < len(stream.turns):

@@ -122,3 +122,26 @@ def test_cli_replay_writes_result(caching_server: str, tmp_path: Path) -> None:
     broken.write_text(json.dumps({"block_size": 64, "requests": [{"t": 0, "type": "n", "in": "lots"}]}))
     bad = run_cli("replay", str(broken), "--base-url", caching_server, "--model", "sim")
     assert bad.returncode == 2 and str(broken) in bad.stderr and "requests[0]" in bad.stderr
+
+
+def test_a_subagent_starts_its_recorded_offset_after_its_parent_request_was_sent() -> None:
+    # The parent's request takes 0.2 s (TTFT 100 ms, then 4 more tokens 25 ms apart); its subagent was recorded
+    # 0.15 s after the parent's send (AgentX counts the offset from there). It must leave 0.15 s after the
+    # parent's send, while the parent still streams, not 0.15 s after the parent's answer ended (0.35 s).
+    process, url = start_simulated("--ttft-ms", "100", "--itl-ms", "25")
+    try:
+        trace = parse_trace(json.dumps({"id": "spawn", "block_size": 4, "requests": [
+            {"t": 0.0, "type": "s", "in": 8, "out": 5, "hash_ids": [1, 2]},
+            {"t": 0.15, "type": "subagent", "requests": [{"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [7]}]},
+        ]}).encode(), "spawn.json")  # fmt: skip
+        settings = ReplaySettings(duration_s=1.5, warmup=False)
+        replayer = Replayer(trace, Endpoint(base_url=url, model="sim"), settings, 1)
+        loop.run(replayer.run_sessions())
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    parent = next(item.record for item in replayer.records if item.session.endswith("-0") and item.turn == 0)
+    child = next(item.record for item in replayer.records if item.session.endswith("-0/0"))
+    assert parent.sent is not None and child.sent is not None and parent.end is not None
+    assert parent.end - parent.sent > 0.19  # the parent was still answering when its subagent left
+    assert child.sent - parent.sent == pytest.approx(0.15, abs=0.04), child.sent - parent.sent
