@@ -31,7 +31,7 @@ import gc
 import itertools
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -106,9 +106,12 @@ def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) ->
 class Replayer:
     def __init__(
         self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int,
-        vocabulary: tuple[int, int] = DEFAULT_VOCABULARY,
+        vocabulary: tuple[int, int] = DEFAULT_VOCABULARY, window_opened: Callable[[], None] | None = None,
     ) -> None:  # fmt: skip
         self.trace = trace
+        # Called once every lane is primed, just before the measured window opens (the runner scrapes the
+        # engine's counters there, so they cover the window and not the priming requests).
+        self.window_opened = window_opened
         self.endpoint = endpoint
         self.settings = settings
         self.concurrency = concurrency
@@ -266,6 +269,8 @@ class Replayer:
         async with self._client() as http:
             tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
             await asyncio.gather(*(event.wait() for event in events))
+            if self.window_opened is not None:
+                await asyncio.get_running_loop().run_in_executor(None, self.window_opened)
             self.window_start = time.perf_counter()
             self.window_end = self.window_start + self.settings.duration_s
             self._all_primed.set()
@@ -317,12 +322,14 @@ def replay(
     settings: ReplaySettings,
     concurrency: int,
     vocabulary: tuple[int, int] = DEFAULT_VOCABULARY,
+    window_opened: Callable[[], None] | None = None,
 ) -> tuple[ReplayStats, list[ReplayRequest]]:
     """Replay `trace` against `endpoint` with `concurrency` live session trees (the in-flight cap in timeline
-    mode); `vocabulary` is the token ids [lo, hi) synthesised prompts are made of."""
+    mode); `vocabulary` is the token ids [lo, hi) synthesised prompts are made of; `window_opened` is called
+    when the measured window opens (sessions mode: after every lane's priming request)."""
     from runners.loadgen import loop
 
-    replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary)
+    replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, window_opened)
     # The trace's many small objects never die during a replay: frozen out of the collector, a full
     # collection does not stop the event loop for tens of milliseconds to walk them again and again.
     gc.freeze()
@@ -342,6 +349,7 @@ def run_replay_point(
     engine_block_size: int,
     cache: CacheShape | None = None,
     token_budget: int | None = None,
+    window_opened: Callable[[], None] | None = None,
 ) -> tuple[PointMetrics, list[RequestRecord]]:
     """One replay Point of a recipe: replay, then the usual aggregates plus the replay figures.
 
@@ -358,7 +366,7 @@ def run_replay_point(
             f"(version {trace.content_hash[:12]}, planned {point.trace_version[:12]}); plan a new sweep"
         )
     low = max(vocabulary.excluded, default=-1) + 1
-    stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size))
+    stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size), window_opened)
     records = [item.record for item in items]
     metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
     theoretical = replayed_hit_rate(trace, engine_block_size, point.length_scale).rate

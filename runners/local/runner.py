@@ -72,6 +72,8 @@ class PointContext:
     vocabulary: Vocabulary
     recipe: Recipe
     cache: CacheShape | None = None  # the engine's KV cache as its /metrics reports it
+    # Called by a workload when its measured window opens (a replay: after priming), to scrape the counters there.
+    window_opened: Callable[[], None] | None = None
 
 
 def _fixed_length(context: PointContext, workload: FixedLengthPoint) -> tuple[PointMetrics, list[RequestRecord]]:
@@ -87,7 +89,7 @@ def _agentic_replay(context: PointContext, workload: ReplayPoint) -> tuple[Point
         context.endpoint, workload, context.vocabulary, context.recipe.parallelism.accelerators,
         context.recipe.validity,
         context.cache.block_size if context.cache else adapter.kv_block_size(context.recipe),
-        context.cache, adapter.step_token_budget(context.recipe),
+        context.cache, adapter.step_token_budget(context.recipe), context.window_opened,
     )  # fmt: skip
 
 
@@ -185,10 +187,19 @@ class LocalRunner(Runner):
                 started = datetime.now(UTC)
                 before_text = scrape_text(engine.base_url + plan.metrics_path)
                 before = parse_prometheus(before_text) if before_text is not None else None
-                context = replace(context, cache=cache_shape(before))
+                at_window: list[str | None] = []  # the scrape when the measured window opened, if the workload says
+
+                def window_opened(url: str = engine.base_url + plan.metrics_path, into: list = at_window) -> None:
+                    into.append(scrape_text(url))
+
+                context = replace(context, cache=cache_shape(before), window_opened=window_opened)
                 sampler = TelemetrySampler()
                 with sampler.running():
                     metrics, records = WORKLOAD_RUNNERS[point.workload.kind](context, point.workload)
+                if at_window and at_window[0] is not None:
+                    # Counters over the measured window only: a replay's priming requests are left out.
+                    before_text = at_window[0]
+                    before = parse_prometheus(before_text)
                 after_text = scrape_text(engine.base_url + plan.metrics_path)
                 after = parse_prometheus(after_text) if after_text is not None else None
                 metrics.server = counter_deltas(before, after)

@@ -49,8 +49,12 @@ def test_simulated_replay_realizes_the_theoretical_rate(write_recipe) -> None:
     # One lane, warm start at one turn of the root session: realized within a few points of theoretical.
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.05)
     assert row.records_path is not None
-    # The engine's own counters over the Point agree with the usage the client saw (warmup included there).
+    # The engine's own counters cover the measured window: scraped after the priming requests, so they count the
+    # prompt tokens of the measured requests exactly, and agree with the usage the client saw.
     server = row.metrics["server"]
+    records = records_of(row.records_path)
+    measured = records[~records["warmup"]]
+    assert records["warmup"].any() and server["prompt_tokens"] == measured["prompt_tokens"].sum()
     assert server["prefix_cache_queries"] > 0
     assert server["prefix_cache_hits"] / server["prefix_cache_queries"] == pytest.approx(
         replay["realized_hit_rate"], abs=0.05
