@@ -41,6 +41,7 @@ class ComparisonRow:
     usd_per_million_output: float | None
     note: str
     fingerprint: str = ""
+    sweep: str = ""  # the sweep read; all of them, comma-separated, when sweeps are pooled
 
 
 def output_per_gpu(row: Any) -> float:
@@ -94,12 +95,21 @@ def read_frontiers(
     return interval_of_interpolated(curves, target)
 
 
+def fingerprint_and_sweep(row: Any) -> Hashable:
+    return (row.fingerprint, row.sweep)
+
+
 def compare_at_interactivity(
-    rows: Sequence[Any], target: float, hardware: dict[str, Hardware], tier: str = "owning_hyperscaler"
-) -> list[ComparisonRow]:
-    """`rows` are result views (valid ones are used); one ComparisonRow per recipe fingerprint."""
+    rows: Sequence[Any], target: float, hardware: dict[str, Hardware], tier: str = "owning_hyperscaler",
+    per_sweep: bool = True,
+) -> list[ComparisonRow]:  # fmt: skip
+    """`rows` are result views (valid ones are used); one ComparisonRow per recipe fingerprint and sweep.
+
+    Each sweep of a configuration is read on its own (`per_sweep`): its repeats are the curves behind the
+    interval, and repeat 0 of two nightly sweeps is never one curve. `per_sweep=False` pools the sweeps."""
     table = []
-    for fingerprint, members in valid_groups(rows).items():
+    for key, members in valid_groups(rows, fingerprint_and_sweep if per_sweep else fingerprint_of).items():
+        fingerprint = key[0] if per_sweep else key
         first = members[0]
         read = read_frontiers(repeat_frontiers(members), target)
         spec = hardware.get(first.hardware)
@@ -122,6 +132,7 @@ def compare_at_interactivity(
                 usd_per_million_output=cost,
                 note=note,
                 fingerprint=str(fingerprint),
+                sweep=", ".join(sorted({str(row.sweep) for row in members})),
             )
         )
     table.sort(key=lambda row: -(row.throughput.mean if row.throughput else -1))

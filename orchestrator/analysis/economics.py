@@ -33,7 +33,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orchestrator.analysis.compare import read_frontiers, repeat_frontiers, valid_groups
+from orchestrator.analysis.compare import fingerprint_and_sweep, read_frontiers, repeat_frontiers, valid_groups
 from orchestrator.analysis.cost import (
     DEFAULT_LICENCE_FEE,
     CostPerMillion,
@@ -173,10 +173,6 @@ def read_configuration(members: Sequence[Any], target: float) -> ConfigurationRe
     )
 
 
-def _fingerprint_and_sweep(row: Any) -> Hashable:
-    return (row.fingerprint, row.sweep)
-
-
 def _fingerprint(row: Any) -> Hashable:
     return row.fingerprint
 
@@ -186,9 +182,9 @@ def read_configurations(rows: Iterable[Any], target: float, per_sweep: bool = Tr
 
     `per_sweep` (default) reads each sweep of a recipe on its own, so repeat 0 of two nightly runs is
     never one curve; pass rows of the latest sweeps only to get one read per configuration. With
-    `per_sweep=False` all sweeps of a fingerprint are pooled, as `compare_at_interactivity` does.
+    `per_sweep=False` all sweeps of a fingerprint are pooled (so does `compare_at_interactivity` when asked).
     """
-    groups = valid_groups(list(rows), _fingerprint_and_sweep if per_sweep else _fingerprint)
+    groups = valid_groups(list(rows), fingerprint_and_sweep if per_sweep else _fingerprint)
     return [read_configuration(members, target) for members in groups.values()]
 
 

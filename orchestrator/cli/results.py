@@ -78,8 +78,14 @@ def compare(
     licence_fee: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Share of realised revenue paid to the model's licensor.")
     ] = 0.3,
+    all_sweeps: Annotated[
+        bool, typer.Option(help="Every sweep of each configuration, a row each (default: its latest sweep).")
+    ] = False,
 ) -> None:
     """Throughput per GPU (95 % interval over repeats), $/M output tokens, profit and margin at one interactivity.
+
+    Each sweep of a configuration is read on its own, its repeats giving the interval; by default only the
+    latest sweep of each configuration is shown, as on the hub.
 
     Profit per GPU-hour = revenue × utilisation − TCO − licence fee × revenue × utilisation, revenue selling the
     measured token mix at the model's prices in recipes/prices.yaml (cache hits at the cached-input price).
@@ -112,35 +118,47 @@ def compare(
                 f"got {wanted!r}; the results have {', '.join(available) or 'none'}", param_hint=name
             )
         rows = [row for row in rows if getattr(row, attribute) == wanted]
+    if not all_sweeps and sweep is None:
+        rows = latest_sweeps(rows)
     registry = load_hardware_registry()
-    # Read like compare_at_interactivity (all sweeps of a recipe pooled), so each profit matches its row.
+    # Read like compare_at_interactivity (each sweep of a recipe on its own), so each profit matches its row.
     profits = {
-        item.read.fingerprint: item
+        (item.read.fingerprint, ", ".join(item.read.sweeps)): item
         for item in profits_at(
             rows, at_interactivity, registry, GpuHourRate(tier), utilisation=utilisation, licence_fee=licence_fee,
-            models=load_model_registry(), price_table=load_price_table(), per_sweep=False,
+            models=load_model_registry(), price_table=load_price_table(),
         )
     }  # fmt: skip
     table = Table(title=f"At {at_interactivity:g} tok/s/user ({tier} TCO, {utilisation:.0%} utilised, "
                         f"{licence_fee:.0%} licence fee)")  # fmt: skip
-    columns = ("recipe", "hw", "engine", "origin", "out tok/s/gpu", "95 % interval", "$/GPU-h", "$/M out",
-               "profit $/GPU-h", "margin", "note")  # fmt: skip
+    columns = ("recipe", "sweep", "hw", "engine", "origin", "repeats", "out tok/s/gpu", "95 % interval", "$/GPU-h",
+               "$/M out", "profit $/GPU-h", "margin", "note")  # fmt: skip
     compared = compare_at_interactivity(rows, at_interactivity, registry, tier)
     for column in columns:
         # Recipe names stay whole (the note column wraps instead), so they can be copied from the table.
         widest = max((len(item.recipe) for item in compared), default=0) if column == "recipe" else None
-        table.add_column(column, justify="right" if column[0] in "o9$pm" else "left", min_width=widest)
+        right = column in (
+            "repeats",
+            "out tok/s/gpu",
+            "95 % interval",
+            "$/GPU-h",
+            "$/M out",
+            "profit $/GPU-h",
+            "margin",
+        )
+        table.add_column(column, justify="right" if right else "left", min_width=widest)
     for item in compared:
         interval = item.throughput
         mean = "-" if interval is None else f"{interval.mean:,.1f}"
         bounds = "-" if interval is None or interval.low is None else f"{interval.low:,.1f} – {interval.high:,.1f}"
-        earned = profits.get(item.fingerprint)
+        earned = profits.get((item.fingerprint, item.sweep))
         result = earned.profit if earned is not None else None
         note = item.note
         if earned is not None and result is None and interval is not None:
             note = earned.reason  # in range, yet no profit: says why (e.g. no token prices for the model)
+        repeats = "-" if interval is None else str(interval.n)
         table.add_row(
-            item.recipe, item.hardware, item.engine, ",".join(item.origins), mean, bounds,
+            item.recipe, item.sweep, item.hardware, item.engine, ",".join(item.origins), repeats, mean, bounds,
             "-" if item.usd_per_gpu_hour is None else f"{item.usd_per_gpu_hour:.2f}",
             "-" if item.usd_per_million_output is None else f"{item.usd_per_million_output:.3f}",
             "-" if result is None else f"{result.profit_usd_per_gpu_hour:,.2f}",
@@ -148,6 +166,19 @@ def compare(
             note,
         )  # fmt: skip
     console.print(table)
+
+
+def latest_sweeps(rows: list) -> list:
+    """Only the rows of each configuration's latest sweep (the one that finished last)."""
+    ends: dict[tuple[str, str], object] = {}
+    for row in rows:
+        key = (row.fingerprint, row.sweep)
+        ends[key] = max(ends.get(key, row.finished_at), row.finished_at)
+    latest: dict[str, tuple[object, str]] = {}
+    for (fingerprint, name), end in ends.items():
+        if fingerprint not in latest or end > latest[fingerprint][0]:
+            latest[fingerprint] = (end, name)
+    return [row for row in rows if latest[row.fingerprint][1] == row.sweep]
 
 
 def regressions(

@@ -296,3 +296,14 @@ def test_joules_per_token_worked_by_hand() -> None:
     assert joules_per_token(700.0, 1400.0) == 0.5
     with pytest.raises(ValueError, match="tokens_per_s_per_gpu"):
         joules_per_token(700.0, 0.0)
+
+
+def test_compare_reads_each_sweep_on_its_own_unless_pooled() -> None:
+    # Repeat 0 of two nights: read per sweep, two rows of one repeat each (no interval); pooled, one curve.
+    rows = [row(50.0, 1000.0, sweep="night-1"), row(50.0, 1200.0, sweep="night-2")]
+    per_sweep = {item.sweep: item.throughput for item in compare_at_interactivity(rows, 50.0, REGISTRY)}
+    assert {name: (read.n, read.mean, read.low) for name, read in per_sweep.items()} == {
+        "night-1": (1, 1000.0, None), "night-2": (1, 1200.0, None),
+    }  # fmt: skip
+    (pooled,) = compare_at_interactivity(rows, 50.0, REGISTRY, per_sweep=False)
+    assert pooled.sweep == "night-1, night-2" and pooled.throughput is not None and pooled.throughput.n == 1
