@@ -99,6 +99,13 @@ class ResultView:
     # runners.loadgen.records.PlannerPrediction), when one was stored with the Point.
     planner_hbm_hit_rate: float | None = None
     planner_dram_hit_rate: float | None = None
+    # A replay's completed session trees (median wall time, count) and its trace and scales (recipe snapshot).
+    replay_session_time_p50_s: float | None = None
+    replay_sessions_completed: int | None = None
+    replay_trace: str | None = None
+    replay_time_scale: float | None = None
+    replay_length_scale: float | None = None
+    replay_max_output_tokens: int | None = None
 
 
 @functools.cache
@@ -144,9 +151,13 @@ _METRIC_PATHS: dict[str, tuple[str, ...]] = {
     "e2e_interactivity_p90": ("replay", "e2e_interactivity_p90"),
     "planner_hbm_hit_rate": ("replay", "planner", "hbm_hit_rate"),
     "planner_dram_hit_rate": ("replay", "planner", "dram_hit_rate"),
+    # Wall time of the session trees a replay completed inside its window (median), and how many it completed.
+    "replay_session_time_p50_s": ("replay", "session_time_s", "p50"),
+    "replay_sessions_completed": ("replay", "sessions_completed"),
 }  # fmt: skip
 
-_INTEGER_METRICS = ("replay_prompt_tokens", "replay_cached_tokens")  # token counts; read as numbers, kept as int
+# Counts (tokens, sessions): read as numbers, kept as int.
+_INTEGER_METRICS = ("replay_prompt_tokens", "replay_cached_tokens", "replay_sessions_completed")
 
 # Point columns a ResultView carries under the same name.
 _RESULT_COLUMNS = (
@@ -191,12 +202,19 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     if offload.get("backend", "none") != "none":
         size = offload.get("dram_gib")
         offload_label = f"{offload['backend']} {size:g} GiB" if size else str(offload["backend"])
+    workload = snapshot.get("workload") if isinstance(snapshot.get("workload"), dict) else {}
+    replayed = workload.get("kind") == "agentic-replay"
     return {
         "model": model.get("name", "") if isinstance(model, dict) else _registry_key(str(model or "")),
         "precision": snapshot.get("precision", ""),
         "parallelism": "·".join(parts) or "tp1",
         "kv_offload": offload_label,
         "prefix_caching": methodology.get("prefix_caching"),
+        # A replay's trace and how it was scaled (the schema's defaults where the snapshot leaves them out).
+        "replay_trace": str(workload.get("trace", "")) if replayed else None,
+        "replay_time_scale": float(workload.get("time_scale", 1.0)) if replayed else None,
+        "replay_length_scale": float(workload.get("length_scale", 1.0)) if replayed else None,
+        "replay_max_output_tokens": workload.get("max_output_tokens") if replayed else None,
     }
 
 
@@ -249,7 +267,8 @@ def result_columns(
     ).all()
     configurations = {recipe_id: _configuration(snapshot) for recipe_id, snapshot in snapshots}
     of_rows = [configurations[recipe_id] for recipe_id in columns.pop("recipe_id")]
-    for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching"):
+    for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching", "replay_trace",
+                 "replay_time_scale", "replay_length_scale", "replay_max_output_tokens"):  # fmt: skip
         columns[name] = [configuration[name] for configuration in of_rows]
     columns["validity_reasons"] = [[] if text == "[]" else json.loads(text) for text in columns["validity_reasons"]]
     power = columns.pop("power_w_mean")

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from orchestrator.analysis.pareto import frontier_by_group
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Trace, TraceRequest
-from runners.traces.workflow import Latency, TreeTime, model_share, saving, trace_times
+from runners.traces.planner import scaled_lengths
+from runners.traces.workflow import AGENTX_TREE_IDLE_CAP_S, Latency, TreeTime, model_share, saving, trace_times
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,21 @@ def nearest_per_chip(rows: Sequence[ChipSessionTime], interactivity: float) -> l
         if kept is None or distance < abs(math.log(kept.point.interactivity / interactivity)):
             best[row.point.hardware] = row
     return list(best.values())
+
+
+def replay_estimate(
+    trace: Trace, ttft_ms: float, tpot_ms: float, time_scale: float = 1.0, length_scale: float = 1.0,
+    max_output_tokens: int | None = None, idle_cap_s: float | None = AGENTX_TREE_IDLE_CAP_S,
+) -> list[TreeTime]:  # fmt: skip
+    """What the timeline model says a replay's session trees take, at the replay's own median TTFT and TPOT, its
+    time scale and its scaled output lengths: the model's figure beside the session times a replay measured."""
+
+    def latency(request: TraceRequest) -> float:
+        _, output, _ = scaled_lengths(request.input_tokens, request.output_tokens, trace.block_size, length_scale,
+                                      max_output_tokens)  # fmt: skip
+        return (ttft_ms + max(0, output - 1) * tpot_ms) / 1000
+
+    return trace_times(trace, latency, idle_cap_s, time_scale)
 
 
 def takeaway(row: ChipSessionTime, speedup: float) -> str:

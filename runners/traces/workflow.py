@@ -77,9 +77,13 @@ def decode_speedup(factor: float) -> Latency:
 
 
 def tree_time(
-    root: Session, index: int = 0, latency: Latency = recorded_latency, idle_cap_s: float | None = None
-) -> TreeTime:
-    """The tree of `root` on its rebuilt timeline (module doc); `idle_cap_s` applies the idle cap."""
+    root: Session, index: int = 0, latency: Latency = recorded_latency, idle_cap_s: float | None = None,
+    time_scale: float = 1.0,
+) -> TreeTime:  # fmt: skip
+    """The tree of `root` on its rebuilt timeline (module doc); `idle_cap_s` applies the idle cap. `time_scale`
+    multiplies every recorded think time, spawn offset and the cap, as a replay with that `time_scale` does."""
+    if idle_cap_s is not None:
+        idle_cap_s *= time_scale
     tie = itertools.count()
     # (time, order, tie, session, turn): ends (order 0) before sends (order 1) at the same instant, so a request
     # due the moment another ends is sent after the tree's in-flight count has dropped.
@@ -104,7 +108,8 @@ def tree_time(
             # start, which is its first send, for a subagent spawned before any request).
             before_first = session.subagents_after(-1) if turn == 0 else ()
             for child in (*before_first, *session.subagents_after(turn)):
-                heapq.heappush(pending, (when + max(0.0, session.spawn_delay(child)), 1, next(tie), child, 0))
+                offset = max(0.0, session.spawn_delay(child)) * time_scale
+                heapq.heappush(pending, (when + offset, 1, next(tie), child, 0))
             continue
         in_flight -= 1
         last_end = max(last_end, when)
@@ -112,14 +117,16 @@ def tree_time(
             model += when - busy_since
             idle_since = when
         if turn + 1 < len(session.requests):
-            due = when + session.think_before(turn + 1)
+            due = when + session.think_before(turn + 1) * time_scale
             heapq.heappush(pending, (due, 1, next(tie), session, turn + 1))
     return TreeTime(root=index, session=root.id, requests=requests, wall_s=last_end, model_s=model)
 
 
-def trace_times(trace: Trace, latency: Latency = recorded_latency, idle_cap_s: float | None = None) -> list[TreeTime]:
+def trace_times(
+    trace: Trace, latency: Latency = recorded_latency, idle_cap_s: float | None = None, time_scale: float = 1.0
+) -> list[TreeTime]:
     """Every root session's tree of `trace`, each on its own timeline."""
-    return [tree_time(session, index, latency, idle_cap_s) for index, session in enumerate(trace.sessions)]
+    return [tree_time(session, index, latency, idle_cap_s, time_scale) for index, session in enumerate(trace.sessions)]
 
 
 def model_share(times: Sequence[TreeTime]) -> float:

@@ -15,14 +15,21 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, page
+from hubkit import controls, data, page
 from hubkit.charts import colour
-from orchestrator.analysis.fast_tokens import chip_session_times, nearest_per_chip, operating_points, takeaway
+from orchestrator.analysis.fast_tokens import (
+    chip_session_times,
+    nearest_per_chip,
+    operating_points,
+    replay_estimate,
+    takeaway,
+)
 from recipes.errors import InferSweepError
 from runners.traces.formats import load_trace
 from runners.traces.workflow import AGENTX_TREE_IDLE_CAP_S, decode_speedup, model_share, saving, trace_times
 
 TRACES = Path(__file__).resolve().parents[2] / "traces" / "claude-code-weka"
+SYSTEM_IDLE_CAP_S = 10.0  # AgentX's whole-system idle cap
 
 
 @st.cache_data(show_spinner=False)
@@ -84,6 +91,52 @@ st.markdown(
     f"session's time (model-time share {model_share(trace_times(trace)):.1%}). The recorded time to first token is "
     "kept where the trace has one; without it the whole response time counts as decode."
 )
+
+st.subheader("Measured by replay")
+everything = data.results(data.database_url())
+replays = (
+    everything[(everything["workload_kind"] == "agentic-replay") & everything["replay_session_time_p50_s"].notna()]
+    if not everything.empty else everything
+)  # fmt: skip
+replays = (
+    replays[replays["replay_trace"].map(lambda name: Path(str(name)).name == chosen)] if not replays.empty else replays
+)
+if replays.empty:
+    st.caption(
+        f"No stored replay of {chosen} has completed a session tree yet: replay it against an engine "
+        "(`infersweep run recipes/local/agentic-tiny-llama-cpu.yaml` replays the trace with subagents) and its "
+        "measured session times appear here beside the model's."
+    )
+else:
+    measured_rows = []
+    for replay in replays.itertuples():
+        # One live session: the whole system is that tree, so AgentX's 10 s system idle cap applies; more: 300 s.
+        idle = SYSTEM_IDLE_CAP_S if replay.concurrency == 1 else cap
+        estimate = replay_estimate(
+            trace, replay.ttft_p50_ms, replay.tpot_p50_ms, replay.replay_time_scale, replay.replay_length_scale,
+            None if pd.isna(replay.replay_max_output_tokens) else int(replay.replay_max_output_tokens), idle,
+        )  # fmt: skip
+        modelled = sum(tree.wall_s for tree in estimate) / len(estimate)
+        measured_rows.append({
+            "hardware": replay.hardware, "engine": replay.engine, "origin": replay.origin,
+            "concurrency": replay.concurrency, "time scale": replay.replay_time_scale,
+            "length scale": replay.replay_length_scale, "sessions completed": replay.replay_sessions_completed,
+            "measured session s (p50)": replay.replay_session_time_p50_s, "model's session s": modelled,
+            "model / measured": modelled / replay.replay_session_time_p50_s,
+        })  # fmt: skip
+    st.dataframe(
+        pd.DataFrame(measured_rows), hide_index=True, width="stretch",
+        column_config={
+            "measured session s (p50)": st.column_config.NumberColumn(format="%.2f"),
+            "model's session s": st.column_config.NumberColumn(format="%.2f"),
+            "model / measured": st.column_config.NumberColumn(format="%.2f"),
+        },
+    )  # fmt: skip
+    st.caption(
+        "Measured: the median wall time of the session trees a replay completed inside its window (think times "
+        "multiplied by its time scale, lengths by its length scale). The model's: the same trace on the timeline "
+        "above, each request taking the replay's median TTFT plus its scaled output tokens at the median TPOT."
+    )
 
 st.subheader("Served at each chip's operating points")
 results = page.results_or_stop(

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import TRACES
 from tests.site.conftest import open_page
+from tests.site.hub_fixture import DAY0, _Seeder, _snapshot
 
 SAMPLE = TRACES / "claude-code-weka" / "sample_trace.json"
 
@@ -70,3 +71,24 @@ def test_an_empty_database_still_shows_the_sessions_own_split(hub_database: str)
     app = open_page("fast_tokens", from_overview=True)
     assert {metric.label for metric in app.metric} >= {"Wall time", "Model-time share"}
     assert any("No results to serve this session at yet" in info.value for info in app.info)
+
+
+def test_a_stored_replay_of_the_trace_is_shown_beside_the_models_session_time(hub_database: str) -> None:
+    # One replay of the 6-request session at time scale 0.01, one live session: its median TTFT 201 ms and TPOT
+    # 10 ms (the fixture's point at 100 tok/s/user), 3 session trees completed in a median 9.0 s.
+    seeder = _Seeder(hub_database)
+    workload = {"kind": "agentic-replay", "trace": str(SAMPLE), "concurrency": [1], "time_scale": 0.01}
+    recipe = seeder.recipe(_snapshot("replay-sample", "b200", "vllm", "deepseek-r1", "fp8", {"tp": 8}, workload))
+    replayed = {"replay": {"session_time_s": {"n": 3, "mean": 9.0, "p50": 9.0, "p90": 9.5, "p99": 9.9, "std": 0.3},
+                           "sessions_completed": 3}}  # fmt: skip
+    seeder.points(seeder.sweep("replays"), recipe, DAY0, [(1, 100.0, 50.0)], agentic={1: replayed})
+    seeder.engine.dispose()
+    app = open_page("fast_tokens", {"trace": "sample_trace.json"}, from_overview=True)
+    table = next(frame.value for frame in app.dataframe if "model's session s" in frame.value.columns)
+    (row,) = table.to_dict("records")
+    # By hand: with one live session the whole system is that tree, so each think time is capped at 10 s before
+    # scaling; each request takes 201 ms plus (its output tokens - 1) x 10 ms.
+    requests = json.loads(SAMPLE.read_text())["requests"]
+    expected = sum(min(r["think_time"], 10.0) * 0.01 + 0.201 + (r["out"] - 1) * 0.010 for r in requests)
+    assert row["measured session s (p50)"] == 9.0 and row["sessions completed"] == 3
+    assert row["model's session s"] == pytest.approx(expected, rel=1e-9)
