@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from orchestrator.cli.output import console, errors, fail
 from recipes.errors import ConfigurationError, InferSweepError
+
+if TYPE_CHECKING:
+    from orchestrator.importers.store import InferenceXSummary
 
 
 def import_vllm_bench(
@@ -66,6 +69,50 @@ def import_inferencex(
         summary = store.import_inferencex(engine, files, sweep, measured_at)
     except InferSweepError as error:
         fail(error)
+    _print_inferencex_summary(summary)
+
+
+def import_inferencex_snapshot(
+    file: Annotated[Path, typer.Argument(help="A dashboard snapshot: rows of conc, tp, ep, chips and metrics only.")],
+    hardware: Annotated[str, typer.Option(help="Hardware registry key or alias, e.g. tpu-v7.")],
+    model: Annotated[str, typer.Option(help="Model id, e.g. Qwen/Qwen3.5-397B-A17B-FP8.")],
+    precision: Annotated[str, typer.Option(help="Weight precision, e.g. fp8.")],
+    isl: Annotated[int, typer.Option(min=1, help="Input length of the workload.")],
+    osl: Annotated[int, typer.Option(min=1, help="Output length of the workload.")],
+    framework: Annotated[str, typer.Option(help="Serving stack, e.g. vllm-tpu.")],
+    run_date: Annotated[str, typer.Option(help="When the snapshot's run measured, as an ISO date.")],
+    sweep: Annotated[str | None, typer.Option(help="Sweep to store it in (default: one per file content).")] = None,
+) -> None:
+    """Store a hand-made InferenceX dashboard snapshot (e.g. its TPU v7 file) as points with origin `imported`: what
+    its rows leave out comes from the flags; throughput is per chip as the rows state it (`chips`)."""
+    from datetime import UTC, datetime
+
+    from pydantic import ValidationError
+
+    from db.session import make_engine, migrate
+    from orchestrator.importers import store
+    from orchestrator.importers.inferencex import SnapshotContext
+
+    try:
+        when = datetime.fromisoformat(run_date).replace(tzinfo=UTC)
+    except ValueError:
+        fail(ConfigurationError(f"--run-date: got {run_date!r}; expected an ISO date such as 2026-03-01"))
+    try:
+        context = SnapshotContext(hardware=hardware, model=model, precision=precision, isl=isl, osl=osl,
+                                  framework=framework, date=when)  # fmt: skip
+    except ValidationError as error:
+        fail(ConfigurationError(f"flags: {error.errors(include_url=False)[0]['msg']}"))
+    try:
+        engine = make_engine()
+        migrate(engine)
+        summary = store.import_inferencex(engine, [file], sweep, when, snapshot=context)
+    except InferSweepError as error:
+        fail(error)
+    _print_inferencex_summary(summary)
+
+
+def _print_inferencex_summary(summary: InferenceXSummary) -> None:
+    """What an InferenceX import read, stored, found already present and refused (with each refusal's reason)."""
     for file in summary.files:
         for index, name, value, expected in file.refused:
             errors.print(f"{file.path}: row {index} refused: field '{name}': got {value!r}; {expected}",

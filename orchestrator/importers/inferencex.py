@@ -82,6 +82,10 @@ class InferenceXRow(BaseModel):
     osl: int = Field(gt=0, description="Output length.")
     tp: int = Field(1, ge=1, description="Tensor parallel size (single-node rows).")
     ep: int = Field(1, ge=1, description="Expert parallel size (single-node rows).")
+    dp: int = Field(1, ge=1, description="Data-parallel engine replicas (the TPU snapshot states it).")
+    chips: int | None = Field(
+        None, ge=1, description="Chips of the deployment when they are not TP's GPUs (TPU v7: two TensorCores each)."
+    )
     dp_attention: bool = Field(False, description="Data-parallel attention (single-node rows).")
     disagg: bool = Field(False, description="Disaggregated prefill/decode.")
     is_multinode: bool = Field(False, description="The deployment spans several nodes.")
@@ -123,12 +127,17 @@ class InferenceXRow(BaseModel):
 
     @property
     def gpus(self) -> int:
-        """GPUs of the deployment: P + D when disaggregated, else TP."""
-        return self.prefill_gpus + self.decode_gpus if self.disagg else self.tp
+        """Accelerators of the deployment: P + D when disaggregated, the stated chips when given, else TP."""
+        if self.disagg:
+            return self.prefill_gpus + self.decode_gpus
+        return self.chips if self.chips is not None else self.tp
 
     def topology(self) -> dict[str, Any]:
         if not self.disagg:
-            return {"tp": self.tp, "ep": self.ep, "dp_attention": self.dp_attention, "gpus": self.gpus}
+            single = {"tp": self.tp, "ep": self.ep, "dp_attention": self.dp_attention, "gpus": self.gpus}
+            # Stated only where a row says so, so the rows without them keep their configuration (fingerprint).
+            extra = {"dp": self.dp} if self.dp > 1 else {}
+            return {**single, **extra, **({"chips": self.chips} if self.chips is not None else {})}
 
         def side(name: str) -> dict[str, Any]:
             return {
@@ -141,7 +150,8 @@ class InferenceXRow(BaseModel):
 
     def topology_label(self) -> str:
         if not self.disagg:
-            return f"tp{self.tp}" + (f"-ep{self.ep}" if self.ep > 1 else "") + ("-dpa" if self.dp_attention else "")
+            label = f"tp{self.tp}" + (f"-ep{self.ep}" if self.ep > 1 else "") + ("-dpa" if self.dp_attention else "")
+            return label + (f"-dp{self.dp}" if self.dp > 1 else "") + (f"-{self.chips}chip" if self.chips else "")
         parts = []
         for name, short in (("prefill", "p"), ("decode", "d")):
             topology = self.topology()[name]
@@ -197,6 +207,30 @@ class RowFile:
         return len(self.rows) + len({index for index, *_ in self.refused})
 
 
+class SnapshotContext(BaseModel):
+    """What a snapshot-shaped file leaves out, given on the command line (each is required)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hardware: str = Field(description="Hardware label (a registry key or alias), e.g. 'tpu-v7'.")
+    model: str = Field(description="Model id, e.g. 'Qwen/Qwen3.5-397B-A17B-FP8'.")
+    precision: str = Field(description="Weight precision, e.g. 'fp8'.")
+    isl: int = Field(gt=0, description="Input length of the workload.")
+    osl: int = Field(gt=0, description="Output length of the workload.")
+    framework: str = Field(description="Serving stack, e.g. 'vllm-tpu'.")
+    date: datetime = Field(description="When the snapshot's run measured.")
+
+    def complete(self, item: Any) -> Any:
+        """A snapshot entry as an `agg_bmk.json` row: its metrics at the top level, the context's fields added."""
+        if not isinstance(item, dict):
+            return item
+        row = {key: value for key, value in item.items() if key != "metrics"}
+        metrics = item.get("metrics")
+        row.update(metrics if isinstance(metrics, dict) else {})
+        return {"hw": self.hardware, "model": self.model, "precision": self.precision, "isl": self.isl,
+                "osl": self.osl, "framework": self.framework, "date": self.date.isoformat(), **row}  # fmt: skip
+
+
 def source_run(path: Path) -> str:
     """The InferenceX run a file comes from: its `run_<id>` folder (GitHub Actions run ids grow with time),
     else the file's content hash (the same file is the same run wherever it lies)."""
@@ -223,9 +257,14 @@ def _raw_rows(path: Path) -> list[Any]:
     return raw
 
 
-def read_row_file(path: Path) -> RowFile:
-    """Every row of the file, each imported or refused on its own (a file that is not a row list is an error)."""
+def read_row_file(path: Path, snapshot: SnapshotContext | None = None) -> RowFile:
+    """Every row of the file, each imported or refused on its own (a file that is not a row list is an error).
+
+    With `snapshot`, the file is the dashboard's hand-made snapshot shape (`conc`, `tp`, `ep`, `chips`, `metrics`;
+    InferenceX-app's TPU v7 file): what its rows do not say comes from `snapshot` (the import's flags)."""
     raw = _raw_rows(path)
+    if snapshot is not None:
+        raw = [snapshot.complete(item) for item in raw]
     machines, models = load_hardware_registry(), load_model_registry()
     known_hardware = sorted({*machines, *(alias for m in machines.values() for alias in m.aliases)})
     result = RowFile(path=path, source_run=source_run(path))

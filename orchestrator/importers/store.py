@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from orchestrator.importers.inferencex import read_row_file, to_point_metrics
+from orchestrator.importers.inferencex import SnapshotContext, read_row_file, to_point_metrics
 from orchestrator.importers.vllm_bench import load_vllm_bench
 from orchestrator.plan import point_key
 from orchestrator.recorder import RecipeIdentity, Recorder
@@ -67,15 +67,16 @@ def _recorders(engine: Engine) -> Iterator[dict[str, Recorder]]:
 
 
 def import_inferencex(
-    engine: Engine, files: list[Path], sweep: str | None, run_date: datetime | None
-) -> InferenceXSummary:
+    engine: Engine, files: list[Path], sweep: str | None, run_date: datetime | None,
+    snapshot: SnapshotContext | None = None,
+) -> InferenceXSummary:  # fmt: skip
     """Store every readable row of `files`, each source run in its sweep `inferencex-run-<id>` (or all in `sweep`),
     dated by the row's date, else `run_date`, else the import."""
     undated = run_date or datetime.now(UTC)
     summary = InferenceXSummary()
     with _recorders(engine) as recorders:
         for file in files:
-            read = read_row_file(file)
+            read = read_row_file(file, snapshot)
             imported = present = 0
             for item in read.rows:
                 row = item.row

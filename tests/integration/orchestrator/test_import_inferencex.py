@@ -279,3 +279,37 @@ def test_the_dashboard_api_shape_imports_with_its_dates_and_runs(tmp_path: Path)
         assert view.output_throughput_per_gpu == pytest.approx(twin.output_throughput_per_gpu)
         assert view.accelerators == twin.accelerators
     assert {view.recipe for view in first} == {view.recipe for view in sample_views()["inferencex-run-20316427102"]}
+
+
+SNAPSHOT = ROOT / "tests" / "data" / "inferencex-snapshot" / "tpu-shaped.json"
+SNAPSHOT_FLAGS = ("--hardware", "tpu-v7", "--model", "Qwen/Qwen3.5-397B-A17B-FP8", "--precision", "fp8",
+                  "--isl", "8192", "--osl", "1024", "--framework", "vllm-tpu", "--run-date", "2026-02-20")  # fmt: skip
+
+
+def test_a_dashboard_snapshot_takes_what_its_rows_leave_out_from_the_flags() -> None:
+    first = run_cli("import", "inferencex-snapshot", str(SNAPSHOT), *SNAPSHOT_FLAGS)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "3 row(s) read, 3 imported, 0 already present, 0 refused" in first.stdout
+    assert "kept as its label: 'Qwen/Qwen3.5-397B-A17B-FP8'" in first.stdout  # not in recipes/models.yaml
+    again = run_cli("import", "inferencex-snapshot", str(SNAPSHOT), *SNAPSHOT_FLAGS)
+    assert "0 imported, 3 already present" in again.stdout
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        views = {view.concurrency: view for view in reads.list_results(session) if view.hardware == "tpu-v7"}
+    assert set(views) == {4, 32, 128}
+    for concurrency, total, output in ((4, 1100.0, 120.0), (128, 6400.0, 710.0)):
+        view = views[concurrency]
+        # Per chip, as the rows state it: 4 chips (two TensorCores each), whatever the TP of the engine.
+        assert view.accelerators == 4 and view.total_token_throughput_per_gpu == total
+        assert view.output_throughput_per_gpu == output
+        assert view.finished_at.date().isoformat() == "2026-02-20" and view.origin == "imported"
+    # TP8 and DP8-of-TP1 are two configurations, never one curve.
+    assert views[4].fingerprint == views[32].fingerprint != views[128].fingerprint
+    assert "dp8" in views[128].recipe and "4chip" in views[128].recipe
+
+
+def test_a_snapshot_needs_every_flag_its_rows_leave_out() -> None:
+    missing = run_cli("import", "inferencex-snapshot", str(SNAPSHOT), *SNAPSHOT_FLAGS[:-2])  # no --run-date
+    assert missing.returncode == 2 and "--run-date" in missing.stderr
