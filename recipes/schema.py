@@ -517,10 +517,18 @@ class ReplaySettings(StrictModel):
         1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies recorded think times and timestamps."
     )
     think_cap_s: float = Field(
-        300.0, gt=0, le=MAX_SECONDS, description="Cap on one recorded think time (AgentX default), seconds."
+        300.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="AgentX's per-trajectory-tree idle cap, recorded seconds: when a tree (a root session copy with "
+        "its subagents) has had nothing in flight this long, its pending think and spawn timers advance together.",
     )
     idle_cap_s: float = Field(
-        10.0, gt=0, le=MAX_SECONDS, description="Cap on a gap while nothing is in flight, seconds."
+        10.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="AgentX's whole-system idle cap, recorded seconds: when nothing at all has been in flight this "
+        "long, every pending timer advances together (runners/loadgen/idle_caps.py).",
     )
     length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
     max_output_tokens: int | None = Field(

@@ -162,10 +162,14 @@ class ContainerRuntime:
         return [self.name, "rm", "-f", name]
 
     def state(self, name: str) -> int | None:
-        """The container's exit code once it has stopped; None while it runs, or once it is gone (--rm)."""
-        completed = self._cli(["inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", name])
-        running, _, code = completed.stdout.strip().partition(" ")
-        if completed.returncode != 0 or running != "false" or not code.lstrip("-").isdigit():
+        """The container's exit code once it has stopped; None while it is created, starting or running, or once
+        it is gone (--rm). A container the daemon has created but not started yet is not running either, with exit
+        code 0: only the `exited`, `removing` (--rm) and `dead` states mean the engine ended (a loaded daemon made
+        the old Running-flag check report "engine exited with code 0 before becoming healthy")."""
+        completed = self._cli(["inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name])
+        status, _, code = completed.stdout.strip().partition(" ")
+        stopped = status in ("exited", "dead", "removing", "stopped")  # podman says stopped where docker says exited
+        if completed.returncode != 0 or not stopped or not code.lstrip("-").isdigit():
             return None
         return int(code)
 

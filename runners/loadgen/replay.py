@@ -31,7 +31,7 @@ import gc
 import itertools
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -43,6 +43,7 @@ from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
 from runners.loadgen.fixed_length import Vocabulary
+from runners.loadgen.idle_caps import IdleCaps
 from runners.loadgen.metrics import compute_point_metrics, summarize
 from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint, ReplayStats, RequestRecord
 from runners.traces.formats import load_trace
@@ -118,7 +119,9 @@ class Replayer:
         self.vocabulary = vocabulary
         self.blocks = BlockCache()
         self.records: list[ReplayRequest] = []
-        self.in_flight = 0
+        # AgentX's idle caps (runners/loadgen/idle_caps.py): the whole system's and each trajectory tree's, in
+        # the replay's own seconds. Every think time and spawn offset of a session replay waits through them.
+        self.caps = IdleCaps(settings.idle_cap_s * settings.time_scale, settings.think_cap_s * settings.time_scale)
         self.index = itertools.count()
         self.trees = lane_trees(trace, replay_shape(settings, concurrency))
         self.window_start = math.inf
@@ -157,28 +160,27 @@ class Replayer:
         session_id = f"{self.settings.seed}-{copy}-{session.path}"
         return _Outgoing(prepared, encode_body(self.endpoint, prepared), session_id, turn, due)
 
-    async def _send(self, http: aiohttp.ClientSession, lane: int, outgoing: _Outgoing) -> RequestRecord:
-        """Wait until the request is due, send it; its schedule lag is how late it left the client."""
-        await asyncio.sleep(max(0.0, outgoing.due - time.perf_counter()))
-        self.in_flight += 1
+    async def _send(
+        self, http: aiohttp.ClientSession, lane: int, outgoing: _Outgoing, due: float, tree: Hashable
+    ) -> RequestRecord:
+        """Send a request now, `due` being when its timer fired; its schedule lag is how late it left the client."""
+        self.caps.began(tree)
         try:
             record = await send_one(
-                http, self.endpoint, outgoing.request, outgoing.due, self.settings.request_timeout_s,
+                http, self.endpoint, outgoing.request, due, self.settings.request_timeout_s,
                 {SESSION_HEADER: outgoing.session_id}, body=outgoing.body,
             )  # fmt: skip
         finally:
-            self.in_flight -= 1
+            self.caps.ended(tree)
         record.session, record.turn = outgoing.session_id, outgoing.turn  # kept with the Point's records
         if not record.warmup and record.sent is not None:
-            self.lags.append((record.sent - outgoing.due) * 1000)
+            self.lags.append((record.sent - due) * 1000)
         self.records.append(ReplayRequest(lane, outgoing.session_id, outgoing.turn, record))
         return record
 
     def _gap(self, seconds: float) -> float:
-        gap = min(seconds, self.settings.think_cap_s)
-        if self.in_flight == 0:
-            gap = min(gap, self.settings.idle_cap_s)  # nothing in flight anywhere: compress idle time
-        return gap * self.settings.time_scale
+        """A recorded gap in the replay's seconds: never shortened here (the idle caps advance timers instead)."""
+        return seconds * self.settings.time_scale
 
     # --- closed loop -------------------------------------------------------------------------------
 
@@ -196,9 +198,11 @@ class Replayer:
             children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child, start)))
         outgoing = await self._prepare(copy, root, session, first_turn, start)
         completed = True
+        tree = (lane, copy)
         for turn in range(first_turn, len(session.requests)):
             # Each next prompt is made during the think time before it, so synthesis is off the schedule.
-            sent = max(time.perf_counter(), outgoing.due)
+            due = await self.caps.wait(outgoing.due, tree)
+            sent = time.perf_counter()
             if sent >= self.window_end:
                 completed = False
                 break
@@ -206,7 +210,7 @@ class Replayer:
             # timer starts with that send, while the parent's answer is still streaming.
             for child in session.subagents_after(turn):
                 children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child, sent)))
-            record = await self._send(http, lane, outgoing)
+            record = await self._send(http, lane, outgoing, due, tree)
             if turn + 1 < len(session.requests):
                 ended = record.end if record.end is not None else time.perf_counter()
                 due = ended + self._gap(session.think_before(turn + 1))
@@ -220,10 +224,7 @@ class Replayer:
         parent_sent: float,
     ) -> bool:  # fmt: skip
         """The subagent `child`, due its recorded offset after `parent_sent` (the parent request's send)."""
-        # The parent request is in flight when this timer starts: no idle compression applies to it.
-        due = (
-            parent_sent + min(max(0.0, parent.spawn_delay(child)), self.settings.think_cap_s) * self.settings.time_scale
-        )
+        due = parent_sent + self._gap(max(0.0, parent.spawn_delay(child)))
         return await self._session(http, lane, copy, root, child, 0, due)
 
     async def _lane(self, http: aiohttp.ClientSession, lane: int, primed: asyncio.Event) -> None:
@@ -235,8 +236,9 @@ class Replayer:
             copy, root, session, start_turn = plan.copy, plan.root, plan.session, plan.first_turn
             if plan.primed:
                 # Prime the history: the previous turn's prompt, one token out, never measured.
-                priming = await self._prepare(copy, root, session, start_turn - 1, time.perf_counter(), 1, warmup=True)
-                await self._send(http, lane, priming)
+                now = time.perf_counter()
+                priming = await self._prepare(copy, root, session, start_turn - 1, now, 1, warmup=True)
+                await self._send(http, lane, priming, now, (lane, copy))
             due = None
             if first:
                 first = False
@@ -266,7 +268,7 @@ class Replayer:
         lanes = self.concurrency
         events = [asyncio.Event() for _ in range(lanes)]
         self._all_primed = asyncio.Event()
-        async with self._client() as http:
+        async with self._client() as http, self.caps.running():
             tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
             await asyncio.gather(*(event.wait() for event in events))
             if self.window_opened is not None:
@@ -291,8 +293,10 @@ class Replayer:
                 outgoing = await self._prepare(0, item.root, item.session, item.index, due)
 
                 async def one(outgoing: _Outgoing = outgoing) -> None:
+                    # Open loop on the trace's own clock: no idle caps (AgentX's caps are for session replays).
+                    await asyncio.sleep(max(0.0, outgoing.due - time.perf_counter()))
                     async with slots:
-                        await self._send(http, 0, outgoing)
+                        await self._send(http, 0, outgoing, outgoing.due, ("timeline", 0))
 
                 tasks.append(asyncio.create_task(one()))
             await asyncio.gather(*tasks)
@@ -413,7 +417,8 @@ def _prediction(
         # As many requests as the Point measured: the model's own speed would decide how much of the trace a
         # window holds, and the hit rate depends on which turns those are (an early turn of a copy hits less).
         scheduled = scheduled_hit_rate(trace, shape, cache.block_size, cache.gpu_blocks, timing, point.duration_s,
-                                       time_scale=point.time_scale, think_cap_s=point.think_cap_s,
+                                       time_scale=point.time_scale, tree_cap_s=point.think_cap_s,
+                                       system_cap_s=point.idle_cap_s,
                                        requests=stats.requests_measured)  # fmt: skip
         return PlannerPrediction(
             model="scheduler", block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=0,

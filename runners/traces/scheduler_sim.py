@@ -101,6 +101,8 @@ class _Stream:
 class _Tree:
     lane: int
     outstanding: int = 0  # requests of the tree launched and not yet finished: at 0 the tree is done
+    active: int = 0  # of those, arrived at the engine (waiting or running): at 0 the tree is idle
+    idle_since: float = 0.0
 
 
 class _Cache:
@@ -145,11 +147,15 @@ MAX_STEPS = 5_000_000  # and never more scheduler steps than this (a model whose
 class _Scheduler:
     def __init__(
         self, trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming,
-        time_scale: float, think_cap_s: float,
+        time_scale: float, tree_cap_s: float | None, system_cap_s: float | None,
     ) -> None:  # fmt: skip
         self.trace, self.shape, self.timing = trace, shape, timing
         self.block_size = engine_block_size
-        self.time_scale, self.think_cap_s = time_scale, think_cap_s
+        self.time_scale = time_scale
+        # AgentX's idle caps, in the replay's seconds (runners/loadgen/idle_caps.py has the replayer's).
+        self.tree_cap = None if tree_cap_s is None else tree_cap_s * time_scale
+        self.system_cap = None if system_cap_s is None else system_cap_s * time_scale
+        self.system_idle_since = 0.0
         self.cache = _Cache(blocks)
         self.unique = itertools.count(-1, -1)  # filler and generated blocks: keys that never match anything
         self.waiting: deque[_Request] = deque()
@@ -164,7 +170,7 @@ class _Scheduler:
 
     def _start_tree(self, lane: int) -> None:
         plan = next(self.trees[lane])
-        tree = _Tree(lane)
+        tree = _Tree(lane, idle_since=self.now)
         if plan.primed:
             primer = _Stream(lane, tree, plan.copy, plan.root, plan.session, [plan.first_turn - 1],
                              then_first_turn=plan.first_turn)  # fmt: skip
@@ -188,13 +194,42 @@ class _Scheduler:
         heapq.heappush(self.arrivals, (self.now + delay_s, next(self.tie), stream))
 
     def _gap(self, seconds: float) -> float:
-        return min(seconds, self.think_cap_s) * self.time_scale
+        return seconds * self.time_scale  # never shortened on its own: the idle caps advance timers instead
+
+    def _apply_idle_caps(self) -> None:
+        """As the replayer does: a scope idle for its cap has all its pending arrivals advanced together."""
+        if not self.arrivals:
+            return
+        if self.system_cap is not None and not self.waiting and not self.running:
+            earliest = self.arrivals[0][0]
+            if earliest - self.system_idle_since > self.system_cap:
+                self._advance(self.arrivals, earliest - (self.system_idle_since + self.system_cap))
+                self.system_idle_since += self.system_cap
+        if self.tree_cap is None:
+            return
+        pending: dict[int, list[tuple[float, int, _Stream]]] = {}
+        for arrival in self.arrivals:
+            if arrival[2].tree.active == 0:
+                pending.setdefault(id(arrival[2].tree), []).append(arrival)
+        for arrivals in pending.values():
+            tree = arrivals[0][2].tree
+            earliest = min(due for due, _, _ in arrivals)
+            if earliest - tree.idle_since > self.tree_cap and self.now - tree.idle_since >= self.tree_cap:
+                self._advance(arrivals, earliest - max(self.now, tree.idle_since + self.tree_cap))
+                tree.idle_since = max(self.now, tree.idle_since + self.tree_cap)
+
+    def _advance(self, arrivals: list[tuple[float, int, _Stream]], by: float) -> None:
+        moved = {id(arrival) for arrival in arrivals}
+        self.arrivals = [(arrival[0] - by, arrival[1], arrival[2]) if id(arrival) in moved else arrival
+                         for arrival in self.arrivals]  # fmt: skip
+        heapq.heapify(self.arrivals)
 
     def _arrive(self, stream: _Stream) -> None:
         turn = stream.turns[stream.position]
         step = _Step(stream.lane, stream.root, stream.copy, stream.session, turn, primer=stream.primer)
         access, output = access_of(self.trace, self.shape, step, self.block_size, self.unique)
         self.waiting.append(_Request(access, output, stream))
+        stream.tree.active += 1
         if stream.then_first_turn is None:
             # A subagent's recorded offset runs from the send of the parent request it follows, not its end.
             for child in stream.session.subagents_after(turn):
@@ -204,6 +239,9 @@ class _Scheduler:
         stream, tree = request.stream, request.stream.tree
         self.cache.release(request.blocks)
         request.blocks = []
+        tree.active -= 1
+        if tree.active == 0:
+            tree.idle_since = self.now
         if stream.then_first_turn is not None:
             tree.outstanding -= 1
             self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
@@ -283,12 +321,19 @@ class _Scheduler:
         steps = 0
         while self.now < horizon and (requests is None or self.requests < requests) and steps < MAX_STEPS:
             steps += 1
+            self._apply_idle_caps()
             while self.arrivals and self.arrivals[0][0] <= self.now:
                 self._arrive(heapq.heappop(self.arrivals)[2])
             if not self.waiting and not self.running:
                 if not self.arrivals:
                     break
-                self.now = self.arrivals[0][0]
+                # Idle: on to the next arrival, or to the moment a cap advances the timers, whichever is first.
+                moments = [self.arrivals[0][0]]
+                if self.system_cap is not None:
+                    moments.append(self.system_idle_since + self.system_cap)
+                if self.tree_cap is not None:
+                    moments += [arrival[2].tree.idle_since + self.tree_cap for arrival in self.arrivals]
+                self.now = max(self.now, min(moments))
                 continue
             computed = self._step()
             self.now += self.timing.step_s + computed * self.timing.prefill_s_per_token
@@ -302,12 +347,15 @@ class _Scheduler:
                     request.computed = request.access.input_tokens + request.generated
                 still.append(request)
             self.running = still
+            if not self.running and not self.waiting:
+                self.system_idle_since = self.now
         return ScheduledHitRate(self.requests, self.input_tokens, self.hit_tokens, self.preemptions)
 
 
 def scheduled_hit_rate(
     trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming, duration_s: float,
-    *, time_scale: float = 1.0, think_cap_s: float = 300.0, requests: int | None = None,
+    *, time_scale: float = 1.0, tree_cap_s: float | None = 300.0, system_cap_s: float | None = 10.0,
+    requests: int | None = None,
 ) -> ScheduledHitRate:  # fmt: skip
     """The hit rate of `duration_s` of the replay against `blocks` blocks, under the scheduler model above; with
     `requests`, of the replay's first `requests` measured requests instead, however long the model takes to serve
@@ -317,5 +365,5 @@ def scheduled_hit_rate(
             f"got blocks={blocks}, engine_block_size={engine_block_size}, token_budget={timing.token_budget}; "
             "expected each >= 1"
         )
-    scheduler = _Scheduler(trace, shape, engine_block_size, blocks, timing, time_scale, think_cap_s)
+    scheduler = _Scheduler(trace, shape, engine_block_size, blocks, timing, time_scale, tree_cap_s, system_cap_s)
     return scheduler.run(duration_s, requests)

@@ -145,3 +145,36 @@ def test_a_subagent_starts_its_recorded_offset_after_its_parent_request_was_sent
     assert parent.sent is not None and child.sent is not None and parent.end is not None
     assert parent.end - parent.sent > 0.19  # the parent was still answering when its subagent left
     assert child.sent - parent.sent == pytest.approx(0.15, abs=0.04), child.sent - parent.sent
+
+
+def test_the_whole_system_idle_cap_sends_a_at_71_s_as_agentx_does(tmp_path: Path) -> None:
+    # AgentX's example, at time scale 0.05 (1 recorded second = 50 ms): lane A's first answer ends at 0 and it
+    # thinks 200 s; lane B is busy from 1 s to 61 s (a 300-token answer at 10 ms a token), then thinks long. With
+    # AgentX's caps (10 s whole-system idle, 300 s per tree) A is sent at 71 s: 61 s + 10 s of whole-system idle.
+    # The old rule (shorten a gap when nothing is in flight at the moment it is scheduled) sent it at 10 s.
+    def conversation(name: str, requests: list[dict]) -> str:
+        return json.dumps({"id": name, "block_size": 4, "requests": requests})
+
+    a = [
+        {"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [1]},
+        {"t": 200.0, "type": "s", "in": 12, "out": 1, "hash_ids": [1, 2], "think_time": 200.0},
+    ]
+    b = [{"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [5]},
+         {"t": 1.0, "type": "s", "in": 12, "out": 300, "hash_ids": [5, 6], "think_time": 1.0},
+         {"t": 1061.0, "type": "s", "in": 16, "out": 1, "hash_ids": [5, 6, 7], "think_time": 1000.0}]  # fmt: skip
+    corpus = tmp_path / "example.jsonl"
+    corpus.write_text(conversation("a", a) + "\n" + conversation("b", b) + "\n")
+    process, url = start_simulated("--ttft-ms", "5", "--itl-ms", "10")
+    try:
+        settings = ReplaySettings(duration_s=5, warmup=False, time_scale=0.05)
+        replayer = Replayer(load_trace(corpus), Endpoint(base_url=url, model="sim"), settings, 2)
+        loop.run(replayer.run_sessions())
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    # Lane A's first tree (copy 0 of conversation a); after it the lane starts its next copy.
+    lane_a = sorted((item for item in replayer.records if item.session == "0-0-0"), key=lambda item: item.turn)
+    assert [item.turn for item in lane_a] == [0, 1], [(item.session, item.turn) for item in replayer.records]
+    first, second = lane_a[0].record, lane_a[1].record
+    assert first.end is not None and second.sent is not None
+    assert (second.sent - first.end) / 0.05 == pytest.approx(71.0, abs=1.0)

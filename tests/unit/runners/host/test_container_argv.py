@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from recipes.errors import ConfigurationError
 from recipes.schema import ContainerEnvironment
-from runners.host.containers import ContainerEngine, container_name, container_runtime, device_flags
+from runners.host.containers import ContainerEngine, ContainerRuntime, container_name, container_runtime, device_flags
 
 
 def test_run_argv_for_an_nvidia_host(tmp_path: Path) -> None:
@@ -54,3 +55,18 @@ def test_runtime_names_and_mounts_are_checked() -> None:
     assert container_name("a:b@c") == "infersweep-a-b-c"
     # Fields added later are dumped only when set: existing container recipes keep their fingerprints.
     assert ContainerEnvironment(kind="container", image="i:1").model_dump() == {"kind": "container", "image": "i:1"}
+
+
+@pytest.mark.parametrize(
+    ("inspected", "code"),
+    [("created 0", None), ("running 0", None), ("restarting 0", None), ("exited 0", 0), ("exited 137", 137), ("removing 3", 3),
+     ("dead 1", 1), ("", None)],
+)  # fmt: skip
+def test_a_container_has_exited_only_in_the_exited_or_dead_state(
+    inspected: str, code: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Created but not started yet (a loaded daemon), a container is not running and reports exit code 0: that is
+    # no exit of the engine.
+    answer = subprocess.CompletedProcess(["docker"], 0 if inspected else 1, stdout=inspected + "\n", stderr="")
+    monkeypatch.setattr(ContainerRuntime, "_cli", lambda self, args, timeout_s=0: answer)
+    assert container_runtime("docker").state("engine") == code

@@ -29,14 +29,12 @@ def _replayer(**settings: float) -> Replayer:
     )
 
 
-def test_think_time_is_capped_per_gap_compressed_when_idle_and_scaled() -> None:
+def test_a_recorded_gap_is_only_scaled_never_capped_on_its_own() -> None:
+    # AgentX shortens no gap by itself: the idle caps advance pending timers instead (tests/.../test_idle_caps.py).
     replayer = _replayer(think_cap_s=300, idle_cap_s=10, time_scale=0.5)
-    replayer.in_flight = 3  # other sessions busy: only the per-gap cap applies
-    assert replayer._gap(400.0) == pytest.approx(300 * 0.5)
-    assert replayer._gap(20.0) == pytest.approx(20 * 0.5)
-    replayer.in_flight = 0  # nothing in flight anywhere: idle time is compressed to the idle cap
-    assert replayer._gap(400.0) == pytest.approx(10 * 0.5)
+    assert replayer._gap(400.0) == pytest.approx(400 * 0.5)
     assert replayer._gap(4.0) == pytest.approx(4 * 0.5)
+    assert (replayer.caps.system_cap_s, replayer.caps.tree_cap_s) == (10 * 0.5, 300 * 0.5)
 
 
 def test_subagent_starts_at_its_recorded_offset_after_the_request_it_follows() -> None:

@@ -100,11 +100,9 @@ def test_weka_sample_with_subagents_nests_them_at_their_offsets() -> None:
 @pytest.mark.parametrize(
     ("path", "count", "last_time"), [(MOONCAKE_CONV, 12031, 3536.999), (MOONCAKE_SYN, 3993, 1022.025)]
 )
-def test_mooncake_traces_load_fast(path: Path, count: int, last_time: float) -> None:
-    started = time.perf_counter()
+def test_mooncake_traces_load(path: Path, count: int, last_time: float) -> None:
+    # How fast: benchmarks/trace_load.py (speed is measured there, not asserted in a test on a loaded machine).
     trace = load_trace(path)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, f"{path.name} took {elapsed:.2f} s"
     assert (trace.kind, trace.block_size, trace.hash_id_scope, trace.id) == ("mooncake", 512, "global", path.stem)
     assert len(trace.sessions) == count == trace.num_requests
     first = trace.sessions[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,29 @@ def test_a_request_count_the_cache_can_never_serve_still_ends() -> None:
     result = scheduled_hit_rate(_hand_trace(), ReplayShape(concurrency=1, warmup=False), 4, 1, ONE_PER_STEP, 1.0,
                                 time_scale=0.0, requests=10)  # fmt: skip
     assert result.requests < 10
+
+
+def _agentx_example() -> Any:  # type: ignore[no-untyped-def]
+    # Two conversations, one per lane. One step a second, one token each: A's first answer ends at t = 1 and it
+    # thinks 200 s; B's second request (60 tokens) runs from 2 to 62, then B thinks 1,000 s.
+    a = [
+        {"t": 0.0, "type": "s", "in": 5, "out": 1, "hash_ids": [1]},
+        {"t": 201.0, "type": "s", "in": 9, "out": 1, "hash_ids": [1, 2], "think_time": 200.0},
+    ]
+    b = [{"t": 0.0, "type": "s", "in": 5, "out": 1, "hash_ids": [5]},
+         {"t": 2.0, "type": "s", "in": 9, "out": 60, "hash_ids": [5, 6], "think_time": 1.0},
+         {"t": 1062.0, "type": "s", "in": 13, "out": 1, "hash_ids": [5, 6, 7], "think_time": 1000.0}]  # fmt: skip
+    lines = [json.dumps({"id": name, "block_size": 4, "requests": requests}) for name, requests in (("a", a), ("b", b))]
+    return parse_trace(("\n".join(lines) + "\n").encode(), "example.jsonl")
+
+
+def test_the_scheduler_model_applies_agentx_idle_caps_as_the_replayer_does() -> None:
+    # With AgentX's caps A's second request arrives at 72 s (B idle from 62, plus 10 s of whole-system idle), so
+    # by t = 73 four requests were served and by t = 71.5 three; without caps it would wait until 201 s.
+    shape = ReplayShape(concurrency=2, warmup=False)
+    capped = [scheduled_hit_rate(_agentx_example(), shape, 4, 100, ONE_PER_STEP, until, time_scale=1.0).requests
+              for until in (71.5, 73.0)]  # fmt: skip
+    assert capped == [3, 4]
+    uncapped = scheduled_hit_rate(_agentx_example(), shape, 4, 100, ONE_PER_STEP, 73.0, time_scale=1.0,
+                                  tree_cap_s=None, system_cap_s=None)  # fmt: skip
+    assert uncapped.requests == 3
