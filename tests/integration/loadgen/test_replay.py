@@ -15,6 +15,7 @@ from runners.loadgen.client import Endpoint
 from runners.loadgen.replay import Replayer, replay
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
+from tests.agentx_example import agentx_example_corpus
 from tests.conftest import TRACES, run_cli
 from tests.integration.loadgen.test_bench import start_simulated
 
@@ -152,18 +153,8 @@ def test_the_whole_system_idle_cap_sends_a_at_71_s_as_agentx_does(tmp_path: Path
     # thinks 200 s; lane B is busy from 1 s to 61 s (a 300-token answer at 10 ms a token), then thinks long. With
     # AgentX's caps (10 s whole-system idle, 300 s per tree) A is sent at 71 s: 61 s + 10 s of whole-system idle.
     # The old rule (shorten a gap when nothing is in flight at the moment it is scheduled) sent it at 10 s.
-    def conversation(name: str, requests: list[dict]) -> str:
-        return json.dumps({"id": name, "block_size": 4, "requests": requests})
-
-    a = [
-        {"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [1]},
-        {"t": 200.0, "type": "s", "in": 12, "out": 1, "hash_ids": [1, 2], "think_time": 200.0},
-    ]
-    b = [{"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [5]},
-         {"t": 1.0, "type": "s", "in": 12, "out": 300, "hash_ids": [5, 6], "think_time": 1.0},
-         {"t": 1061.0, "type": "s", "in": 16, "out": 1, "hash_ids": [5, 6, 7], "think_time": 1000.0}]  # fmt: skip
     corpus = tmp_path / "example.jsonl"
-    corpus.write_text(conversation("a", a) + "\n" + conversation("b", b) + "\n")
+    corpus.write_text(agentx_example_corpus(b_answer_tokens=300))
     process, url = start_simulated("--ttft-ms", "5", "--itl-ms", "10")
     try:
         settings = ReplaySettings(duration_s=5, warmup=False, time_scale=0.05)

@@ -21,40 +21,35 @@ async def _busy(caps: IdleCaps, tree: str, start: float, end: float, origin: flo
     caps.ended(tree)
 
 
-def test_the_agentx_example_sends_a_at_71_s() -> None:
-    # Lane A's answer ends at 0 and it thinks 200 s; lane B is busy from 1 s to 61 s. Whole-system cap 10 s,
-    # per-tree cap 300 s: A is sent at 71 s (61 s + 10 s of whole-system idle), not at 10 s and not at 200 s.
+def _a_thinks_while_b_works(scale: float, think: float, b_busy: tuple[float, float]) -> float:
+    """Lane A's answer ends at 0 and it thinks `think` recorded seconds while lane B is busy over `b_busy`; with
+    AgentX's caps (10 s whole system, 300 s per tree), when A is sent, in recorded seconds."""
+
     async def scenario() -> float:
-        caps = IdleCaps(system_cap_s=10 * EXAMPLE_SCALE, tree_cap_s=300 * EXAMPLE_SCALE)
+        caps = IdleCaps(system_cap_s=10 * scale, tree_cap_s=300 * scale)
         async with caps.running():
             origin = time.perf_counter()
             caps.began("A")
             caps.ended("A")
-            lane_b = asyncio.create_task(_busy(caps, "B", 1 * EXAMPLE_SCALE, 61 * EXAMPLE_SCALE, origin))
-            fired = await caps.wait(origin + 200 * EXAMPLE_SCALE, "A")
+            lane_b = asyncio.create_task(_busy(caps, "B", b_busy[0] * scale, b_busy[1] * scale, origin))
+            fired = await caps.wait(origin + think * scale, "A")
             sent = time.perf_counter()
             await lane_b
-        assert fired <= sent  # the timer fired (advanced), then A was sent
-        return (sent - origin) / EXAMPLE_SCALE
+        assert fired <= sent  # the timer fired (perhaps advanced), then A was sent
+        return (sent - origin) / scale
 
-    assert asyncio.run(scenario()) == pytest.approx(71.0, abs=1.0)
+    return asyncio.run(scenario())
+
+
+def test_the_agentx_example_sends_a_at_71_s() -> None:
+    # A thinks 200 s; B is busy from 1 s to 61 s: A is sent at 71 s (61 s + 10 s of whole-system idle), not at
+    # 10 s and not at 200 s.
+    assert _a_thinks_while_b_works(EXAMPLE_SCALE, 200.0, (1.0, 61.0)) == pytest.approx(71.0, abs=1.0)
 
 
 def test_a_tree_idle_for_its_cap_advances_while_the_system_is_busy() -> None:
-    # Tree A thinks 500 s while tree B is busy throughout: the system is never idle, so only A's 300 s cap applies.
-    async def scenario() -> float:
-        caps = IdleCaps(system_cap_s=10 * SCALE, tree_cap_s=300 * SCALE)
-        async with caps.running():
-            origin = time.perf_counter()
-            caps.began("A")
-            caps.ended("A")
-            lane_b = asyncio.create_task(_busy(caps, "B", 0.0, 400 * SCALE, origin))
-            await caps.wait(origin + 500 * SCALE, "A")
-            sent = time.perf_counter()
-            await lane_b
-        return (sent - origin) / SCALE
-
-    assert asyncio.run(scenario()) == pytest.approx(300.0, abs=TOLERANCE / SCALE)
+    # A thinks 500 s while B is busy throughout: the system is never idle, so only A's 300 s cap applies.
+    assert _a_thinks_while_b_works(SCALE, 500.0, (0.0, 400.0)) == pytest.approx(300.0, abs=TOLERANCE / SCALE)
 
 
 def test_advancing_keeps_the_order_and_the_gap_between_a_scopes_timers() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from runners.traces.formats import load_trace, parse_trace
+from tests.agentx_example import agentx_example_corpus
 from runners.traces.planner import ReplayShape, ReplayTraffic
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
 from tests.unit.runners.traces.test_planner import SAMPLE, _conversation
@@ -90,17 +91,9 @@ def test_a_request_count_the_cache_can_never_serve_still_ends() -> None:
 
 
 def _agentx_example() -> Any:  # type: ignore[no-untyped-def]
-    # Two conversations, one per lane. One step a second, one token each: A's first answer ends at t = 1 and it
-    # thinks 200 s; B's second request (60 tokens) runs from 2 to 62, then B thinks 1,000 s.
-    a = [
-        {"t": 0.0, "type": "s", "in": 5, "out": 1, "hash_ids": [1]},
-        {"t": 201.0, "type": "s", "in": 9, "out": 1, "hash_ids": [1, 2], "think_time": 200.0},
-    ]
-    b = [{"t": 0.0, "type": "s", "in": 5, "out": 1, "hash_ids": [5]},
-         {"t": 2.0, "type": "s", "in": 9, "out": 60, "hash_ids": [5, 6], "think_time": 1.0},
-         {"t": 1062.0, "type": "s", "in": 13, "out": 1, "hash_ids": [5, 6, 7], "think_time": 1000.0}]  # fmt: skip
-    lines = [json.dumps({"id": name, "block_size": 4, "requests": requests}) for name, requests in (("a", a), ("b", b))]
-    return parse_trace(("\n".join(lines) + "\n").encode(), "example.jsonl")
+    # One step a second, one token each: A's first answer ends at t = 1 and it thinks 200 s; B's 60-token answer
+    # runs from 2 to 62, then B thinks 1,000 s.
+    return parse_trace(agentx_example_corpus(b_answer_tokens=60).encode(), "example.jsonl")
 
 
 def test_the_scheduler_model_applies_agentx_idle_caps_as_the_replayer_does() -> None:
