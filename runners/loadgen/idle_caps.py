@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Hashable
@@ -57,8 +58,11 @@ class IdleCaps:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def wait(self, due: float, tree: Hashable) -> float:
-        """Wait for a timer of `tree` due at `due` (perf_counter seconds); returns when it fired, perhaps advanced."""
+    async def wait(self, due: float, tree: Hashable, deadline: float = math.inf) -> float | None:
+        """Wait for a timer of `tree` due at `due` (perf_counter seconds); returns when it fired, perhaps advanced,
+        or None once `deadline` (the end of the measured window) passed first: the timer is then dropped."""
+        if due >= deadline:
+            return None  # advancing only ever brings a timer forward, but nothing is sent after the window
         if self._changed is None:  # no clock running (e.g. a unit test of one request): plain real time
             await asyncio.sleep(max(0.0, due - time.perf_counter()))
             return due
@@ -66,7 +70,14 @@ class IdleCaps:
         self.timers.append(timer)
         self.tree_idle_since.setdefault(tree, time.perf_counter())
         self._changed.set()
-        return await timer.fired
+        remaining = deadline - time.perf_counter()
+        try:
+            return await asyncio.wait_for(asyncio.shield(timer.fired), None if math.isinf(remaining) else remaining)
+        except TimeoutError:
+            if timer.fired.done():
+                return timer.fired.result()
+            self.timers = [pending for pending in self.timers if pending is not timer]
+            return None
 
     def began(self, tree: Hashable) -> None:
         """A request of `tree` was sent."""

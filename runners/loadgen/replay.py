@@ -201,16 +201,17 @@ class Replayer:
         tree = (lane, copy)
         for turn in range(first_turn, len(session.requests)):
             # Each next prompt is made during the think time before it, so synthesis is off the schedule.
-            due = await self.caps.wait(outgoing.due, tree)
+            # The timer may be advanced by the idle caps; one that has not fired when the window closes is dropped.
+            fired = await self.caps.wait(outgoing.due, tree, deadline=self.window_end)
             sent = time.perf_counter()
-            if sent >= self.window_end:
+            if fired is None or sent >= self.window_end:
                 completed = False
                 break
             # A subagent's recorded offset runs from the send of the parent request it follows (AgentX), so its
             # timer starts with that send, while the parent's answer is still streaming.
             for child in session.subagents_after(turn):
                 children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child, sent)))
-            record = await self._send(http, lane, outgoing, due, tree)
+            record = await self._send(http, lane, outgoing, fired, tree)
             if turn + 1 < len(session.requests):
                 ended = record.end if record.end is not None else time.perf_counter()
                 due = ended + self._gap(session.think_before(turn + 1))

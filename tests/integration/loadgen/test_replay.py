@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,3 +170,17 @@ def test_the_whole_system_idle_cap_sends_a_at_71_s_as_agentx_does(tmp_path: Path
     first, second = lane_a[0].record, lane_a[1].record
     assert first.end is not None and second.sent is not None
     assert (second.sent - first.end) / 0.05 == pytest.approx(71.0, abs=1.0)
+
+
+def test_a_think_time_past_the_window_is_not_waited_out(caching_server: str) -> None:
+    # Each lane's second turn is due 1,000 s after its first answer: when the 1 s window closes, the replay ends
+    # (a pending timer is dropped, not waited for, nor advanced lane after lane by the idle caps).
+    requests = [{"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [1]},
+                {"t": 1000.0, "type": "s", "in": 12, "out": 1, "hash_ids": [1, 2], "think_time": 1000.0}]  # fmt: skip
+    trace = parse_trace(json.dumps({"id": "long-think", "block_size": 4, "requests": requests}).encode(), "t.json")
+    started = time.perf_counter()
+    stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), ReplaySettings(duration_s=1.0,
+                            warmup=False), 4)  # fmt: skip
+    # Generous for a loaded machine; waiting out the caps alone would take 4 lanes x 10 s.
+    assert time.perf_counter() - started < 8.0
+    assert {item.record.turn for item in records} == {0} and stats.requests_measured == 4
