@@ -27,11 +27,18 @@ FIXED_SNAPSHOT = {
 IMPORTED_SNAPSHOT = {"model": "deepseek-ai/DeepSeek-R1-0528", "tp": 4, "precision": "fp4"}
 AGENTIC_METRICS = {
     "replay": {"prompt_tokens": 1000, "cached_tokens": 250, "realized_hit_rate": 0.25, "theoretical_hit_rate": 0.5,
-               "e2e_interactivity_p90": 20.0, "planner": {"hbm_hit_rate": 0.2, "dram_hit_rate": 0.1}},
+               "e2e_interactivity_p90": 20.0, "planner": {"hbm_hit_rate": 0.2, "dram_hit_rate": 0.1},
+               "session_time_s": {"n": 3, "mean": 9.0, "p50": 8.5, "p90": 9.9, "p99": 10.0, "std": 0.5},
+               "sessions_completed": 3},
     "server": {"prompt_tokens": 1000.0, "prompt_tokens_local_cache_hit": 200.0, "prompt_tokens_external": 50.0,
                "prompt_tokens_local_compute": 750.0, "prefix_cache_queries": 1000.0, "prefix_cache_hits": 250.0},
     "host": {"telemetry": None},  # a host that could not sample power
 }  # fmt: skip
+
+
+# A replay's trace and scales as its snapshot keeps them (length_scale at its default, so left out).
+AGENTIC_WORKLOAD = {"kind": "agentic-replay", "trace": "/traces/claude.json", "concurrency": [2], "duration_s": 60,
+                    "time_scale": 0.01, "max_output_tokens": 16}  # fmt: skip
 
 
 def _point(recipe_id: int, key: str, concurrency: int, **fields: Any) -> PointResultRow:
@@ -57,7 +64,7 @@ def _seed(engine: Engine) -> dict[str, int]:
             "imported": recording.upsert_recipe(session, "fp-imp", "a-imported", "a.csv", "mi355x", "sglang",
                                               IMPORTED_SNAPSHOT),
             "agentic": recording.upsert_recipe(session, "fp-agentic", "c-agentic", "c.yaml", "b200", "sglang",
-                                             {"model": {"name": "deepseek-r1"}}),
+                                             {"model": {"name": "deepseek-r1"}, "workload": AGENTIC_WORKLOAD}),
         }  # fmt: skip
         ids = {name: int(recipe.id) for name, recipe in recipes.items()}
         recording.create_job(session, "job-1", 1, ids["fixed"], 1, 8, "")
@@ -96,7 +103,8 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "server_prompt_tokens_external": None, "server_prompt_tokens_local_compute": None,
         "server_prefix_cache_queries": None, "server_prefix_cache_hits": None, "replay_prompt_tokens": None,
         "replay_cached_tokens": None, "e2e_interactivity_p90": None, "planner_hbm_hit_rate": None,
-        "planner_dram_hit_rate": None,
+        "planner_dram_hit_rate": None, "replay_session_time_p50_s": None, "replay_sessions_completed": None,
+        "replay_trace": None, "replay_time_scale": None, "replay_length_scale": None, "replay_max_output_tokens": None,
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
     assert views["fixed-c4"].validity_reasons == ["error rate 20.0% above 10%"]
@@ -113,6 +121,12 @@ def test_every_field_of_a_result(database: Engine) -> None:
     assert (agentic.server_prompt_tokens_external, agentic.server_prompt_tokens_local_compute) == (50.0, 750.0)
     assert (agentic.server_prefix_cache_queries, agentic.server_prefix_cache_hits) == (1000.0, 250.0)
     assert (agentic.planner_hbm_hit_rate, agentic.planner_dram_hit_rate) == (0.2, 0.1)
+    # The trees a replay completed (median time, count), its trace and scales (the schema's default where omitted).
+    assert (agentic.replay_session_time_p50_s, agentic.replay_sessions_completed) == (8.5, 3)
+    assert isinstance(agentic.replay_sessions_completed, int)
+    assert (agentic.replay_trace, agentic.replay_time_scale, agentic.replay_length_scale) == ("/traces/claude.json",
+                                                                                              0.01, 1.0)  # fmt: skip
+    assert agentic.replay_max_output_tokens == 16
     assert agentic.power_w_per_gpu is None  # its host sampled no power
 
 
