@@ -118,15 +118,15 @@ def _print_inferencex_summary(summary: InferenceXSummary) -> None:
             errors.print(f"{file.path}: row {index} refused: field '{name}': got {value!r}; {expected}",
                          markup=False, highlight=False)  # fmt: skip
         shown_runs = ", ".join(file.runs[:3]) + (f" and {len(file.runs) - 3} more" if len(file.runs) > 3 else "")
-        refused = len({index for index, *_ in file.refused})
         console.print(
             f"{file.path}: run {shown_runs}: {file.read} row(s) read, {file.imported} imported, "
-            f"{file.present} already present, {refused} refused",
+            f"{file.present} already present, {file.refused_rows} refused",
             markup=False, highlight=False,
         )  # fmt: skip
     console.print(
         f"InferenceX import: {summary.total('read')} row(s) read, {summary.total('imported')} imported, "
-        f"{summary.total('present')} already present (same run and configuration), {summary.total('refused')} refused",
+        f"{summary.total('present')} already present (same run and configuration), "
+        f"{summary.total('refused_rows')} refused",
         markup=False, highlight=False,
     )  # fmt: skip
     for reason, count in summary.refusals.most_common():

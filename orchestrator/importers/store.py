@@ -43,6 +43,11 @@ class FileSummary:
     present: int
     refused: list[tuple[int, str, object, str]]  # index, field, value, expected
 
+    @property
+    def refused_rows(self) -> int:
+        """Rows refused (a row refused for several fields counts once)."""
+        return len({index for index, *_ in self.refused})
+
 
 @dataclass
 class InferenceXSummary:
@@ -51,8 +56,7 @@ class InferenceXSummary:
     unknown_models: Counter[str] = field(default_factory=Counter)
 
     def total(self, what: str) -> int:
-        if what == "refused":
-            return sum(len({index for index, *_ in summary.refused}) for summary in self.files)
+        """Summed over the files: 'read', 'imported', 'present' or 'refused_rows'."""
         return sum(getattr(summary, what) for summary in self.files)
 
 

@@ -24,14 +24,11 @@ from recipes.schema import ValidityThresholds
 from recipes.strict import Strict
 from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, arrival_offsets, run_closed_loop, run_open_loop
-from runners.loadgen.fixed_length import Vocabulary, build_requests
+from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary, build_requests
 from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, GoodputSlo, PointMetrics, RequestRecord, records_frame
 
 BENCH_SCHEMA_VERSION = 2  # 2: settings are a FixedLengthPoint (num_warmup, request_timeout_s, kind)
-# Without a tokenizer, prompts use ids in [10, 1000): ordinary tokens in every common vocabulary
-# (special tokens sit at the start or far past 1000: Llama 3 at 128000+, Qwen at 151643+).
-DEFAULT_ID_RANGE = (10, 1000)
 
 
 class BenchSettings(FixedLengthPoint):

@@ -16,6 +16,10 @@ from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop
 from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, RequestRecord
 
+# Without a tokenizer, prompts use ids in [10, 1000): ordinary tokens in every common vocabulary
+# (special tokens sit at the start or far past 1000: Llama 3 at 128000+, Qwen at 151643+).
+DEFAULT_ID_RANGE = (10, 1000)
+
 
 @dataclass(frozen=True)
 class Vocabulary:

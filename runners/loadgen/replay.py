@@ -42,7 +42,7 @@ from recipes.errors import ConfigurationError
 from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
-from runners.loadgen.fixed_length import Vocabulary
+from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
 from runners.loadgen.idle_caps import IdleCaps
 from runners.loadgen.metrics import compute_point_metrics, summarize
 from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint, ReplayStats, RequestRecord
@@ -56,7 +56,6 @@ from runners.traces.synthesis import BlockCache, scope_key, synthesize
 SESSION_HEADER = "X-Session-ID"
 
 
-DEFAULT_VOCABULARY = (10, 1000)  # token ids [lo, hi) of synthesised blocks when the engine's is not known
 
 
 def replay_shape(settings: ReplaySettings, concurrency: int) -> ReplayShape:
@@ -107,7 +106,7 @@ def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) ->
 class Replayer:
     def __init__(
         self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int,
-        vocabulary: tuple[int, int] = DEFAULT_VOCABULARY, window_opened: Callable[[], None] | None = None,
+        vocabulary: tuple[int, int] = DEFAULT_ID_RANGE, window_opened: Callable[[], None] | None = None,
     ) -> None:  # fmt: skip
         self.trace = trace
         # Called once every lane is primed, just before the measured window opens (the runner scrapes the
@@ -326,7 +325,7 @@ def replay(
     endpoint: Endpoint,
     settings: ReplaySettings,
     concurrency: int,
-    vocabulary: tuple[int, int] = DEFAULT_VOCABULARY,
+    vocabulary: tuple[int, int] = DEFAULT_ID_RANGE,
     window_opened: Callable[[], None] | None = None,
 ) -> tuple[ReplayStats, list[ReplayRequest]]:
     """Replay `trace` against `endpoint` with `concurrency` live session trees (the in-flight cap in timeline

@@ -26,15 +26,22 @@ from orchestrator.analysis.fast_tokens import (
 )
 from recipes.errors import InferSweepError
 from runners.traces.formats import load_trace
-from runners.traces.workflow import AGENTX_TREE_IDLE_CAP_S, decode_speedup, model_share, saving, trace_times
+from runners.traces.models import Trace
+from runners.traces.workflow import AGENTX_TREE_IDLE_CAP_S, decode_speedup, saving, trace_times
 
 TRACES = Path(__file__).resolve().parents[2] / "traces" / "claude-code-weka"
 SYSTEM_IDLE_CAP_S = 10.0  # AgentX's whole-system idle cap
 
 
+@st.cache_resource(show_spinner=False)
+def shipped_trace(path: str) -> Trace:
+    """A shipped trace, parsed once per hub process (a Trace never changes)."""
+    return load_trace(path)
+
+
 @st.cache_data(show_spinner=False)
 def session_split(path: str, cap: float) -> pd.DataFrame:
-    trace = load_trace(path)
+    trace = shipped_trace(path)
     rows = []
     for view, times in (
         ("as recorded", trace_times(trace)),
@@ -60,8 +67,8 @@ speedup = controls.number("Decode speedup K (what-if)", "k", default=2.0, min_va
 cap = AGENTX_TREE_IDLE_CAP_S
 path = str(TRACES / str(chosen))
 try:
+    trace = shipped_trace(path)
     split = session_split(path, cap)
-    trace = load_trace(path)
 except InferSweepError as error:
     st.warning(f"The trace {chosen} cannot be split into model and tool time: {error}")
     st.stop()
@@ -85,10 +92,10 @@ st.altair_chart(
     ).properties(height=120),
     width="stretch",
 )  # fmt: skip
-faster = trace_times(trace, decode_speedup(speedup))
+saved = saving(trace_times(trace), trace_times(trace, decode_speedup(speedup)))
 st.markdown(
-    f"As recorded, {speedup:g}× faster decode would save **{saving(trace_times(trace), faster):.1%}** of this "
-    f"session's time (model-time share {model_share(trace_times(trace)):.1%}). The recorded time to first token is "
+    f"As recorded, {speedup:g}× faster decode would save **{saved:.1%}** of this "
+    f"session's time (model-time share {share:.1%}). The recorded time to first token is "
     "kept where the trace has one; without it the whole response time counts as decode."
 )
 
