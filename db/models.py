@@ -154,7 +154,7 @@ class PointResultRow(SQLModel, table=True):
     isl: int | None = None
     osl: int | None = None
     concurrency: int
-    origin: str = Field(description="measured|simulated|dry-run|imported")
+    origin: str = Field(description="measured|simulated|dry-run|imported|projected")
     valid: bool
     validity_reasons: list[str] = Field(sa_column=Column(JSON, nullable=False))
     completed: int

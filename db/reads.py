@@ -77,6 +77,7 @@ class ResultView:
     kv_offload: str = "none"
     prefix_caching: bool | None = None
     power_w_per_gpu: float | None = None  # mean accelerator power over the Point, where the host could sample it
+    engine_image: str | None = None  # the container image the recipe (or the imported row) names, if any
 
     @property
     def workload(self) -> str:
@@ -203,11 +204,15 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
         size = offload.get("dram_gib")
         offload_label = f"{offload['backend']} {size:g} GiB" if size else str(offload["backend"])
     workload = snapshot.get("workload") if isinstance(snapshot.get("workload"), dict) else {}
+    engine = snapshot.get("engine") if isinstance(snapshot.get("engine"), dict) else {}
+    environment = engine.get("environment") if isinstance(engine.get("environment"), dict) else {}
+    image = snapshot.get("image") or environment.get("image")
     replayed = workload.get("kind") == "agentic-replay"
     return {
         "model": model.get("name", "") if isinstance(model, dict) else _registry_key(str(model or "")),
         "precision": snapshot.get("precision", ""),
-        "parallelism": "·".join(parts) or "tp1",
+        # A projected configuration names its own label (its parallelism and the chip it is projected from).
+        "parallelism": snapshot.get("parallelism_label") or "·".join(parts) or "tp1",
         "kv_offload": offload_label,
         "prefix_caching": methodology.get("prefix_caching"),
         # A replay's trace and how it was scaled (the schema's defaults where the snapshot leaves them out).
@@ -215,6 +220,7 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
         "replay_time_scale": float(workload.get("time_scale", 1.0)) if replayed else None,
         "replay_length_scale": float(workload.get("length_scale", 1.0)) if replayed else None,
         "replay_max_output_tokens": workload.get("max_output_tokens") if replayed else None,
+        "engine_image": str(image) if image else None,
     }
 
 
@@ -268,7 +274,7 @@ def result_columns(
     configurations = {recipe_id: _configuration(snapshot) for recipe_id, snapshot in snapshots}
     of_rows = [configurations[recipe_id] for recipe_id in columns.pop("recipe_id")]
     for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching", "replay_trace",
-                 "replay_time_scale", "replay_length_scale", "replay_max_output_tokens"):  # fmt: skip
+                 "replay_time_scale", "replay_length_scale", "replay_max_output_tokens", "engine_image"):  # fmt: skip
         columns[name] = [configuration[name] for configuration in of_rows]
     columns["validity_reasons"] = [[] if text == "[]" else json.loads(text) for text in columns["validity_reasons"]]
     power = columns.pop("power_w_mean")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
@@ -446,16 +446,18 @@ class Recorder:
 
     @_survives_database_faults
     def point_imported(
-        self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime
-    ) -> bool:
-        """Store a result measured by another tool: its own job row, origin `imported`, and its source."""
+        self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime,
+        origin: Literal["imported", "projected"] = "imported",
+    ) -> bool:  # fmt: skip
+        """Store a result not measured here: its own job row, origin `imported` (another tool measured it) or
+        `projected` (a model derived it from another chip's measurements), and its source."""
         if point.point_key in self.finished_points():
             return False
         job_id = f"import-{uuid.uuid4().hex[:12]}"
         self.job_created(job_id, loaded, attempt=1, points=1, log_dir="")
         recording.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
         outcome = PointOutcome(
-            point_key=point.point_key, origin="imported", metrics=metrics, records=[],
+            point_key=point.point_key, origin=origin, metrics=metrics, records=[],
             started_at=measured_at, finished_at=measured_at,
         )  # fmt: skip
         return self.point_finished(job_id, loaded, point, outcome, source=source)

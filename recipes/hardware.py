@@ -55,6 +55,11 @@ class Figure(StrictModel):
     note: str | None = Field(
         None, min_length=1, description="Caveat: approximate ('~'), a range, a per-package figure, etc."
     )
+    range: tuple[float, float] | None = Field(
+        None,
+        description="Lowest and highest public figure where sources disagree (Vera Rubin's bandwidth moved from "
+        "~13 to ~22 TB/s over 2025-26); `value` lies within it. Projections draw a band over it.",
+    )
 
     @field_validator("value")
     @classmethod
@@ -67,7 +72,20 @@ class Figure(StrictModel):
     def _null_needs_note(self) -> Figure:
         if self.value is None and not self.note:
             raise ValueError("a figure with value null needs a note saying why")
+        if self.range is not None:
+            low, high = self.range
+            if not (math.isfinite(low) and math.isfinite(high) and 0 <= low <= high):
+                raise ValueError(f"range must be [low, high] with 0 <= low <= high, got {list(self.range)}")
+            if self.value is None or not low <= self.value <= high:
+                raise ValueError(f"value {self.value} must lie within range {list(self.range)}")
         return self
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """(low, high): the range where one is given, else the value twice. Only for a figure with a value."""
+        if self.value is None:
+            raise ValueError("a figure without a value has no span")
+        return self.range if self.range is not None else (self.value, self.value)
 
 
 class HardwareSpec(StrictModel):

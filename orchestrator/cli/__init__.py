@@ -12,6 +12,7 @@ import sys
 import typer
 
 from orchestrator.cli import fleet, imports, measure, prepare, recipe, results, schedule, site, sweeps, trace
+from orchestrator.cli.project import project_app
 
 app = typer.Typer(help="InferSweep: reproducible cross-vendor LLM inference benchmarks.", no_args_is_help=True)
 recipe_app = typer.Typer(help="Recipe files: validate them before spending GPU hours.", no_args_is_help=True)
@@ -27,6 +28,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 app.add_typer(fleet_app, name="fleet")
 app.add_typer(trace.trace_app, name="trace")
+app.add_typer(project_app, name="project")
 
 app.command()(sweeps.run)
 app.command()(measure.bench)

@@ -72,6 +72,9 @@ def compare(
     include_simulated: Annotated[
         bool, typer.Option(help="Also compare simulated results (never measurements).")
     ] = False,
+    include_projected: Annotated[
+        bool, typer.Option(help="Also compare projected results (`infersweep project`; never measurements).")
+    ] = False,
     utilisation: Annotated[
         float, typer.Option(min=0.01, max=1.0, help="Share of hours the GPU sells tokens (profit columns).")
     ] = 0.6,
@@ -107,6 +110,7 @@ def compare(
             check_sweep_exists(session, sweep)
         rows = reads.list_results(session, sweep=sweep)
     shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
+    shown |= {"projected"} if include_projected else set()
     rows = [row for row in rows if row.origin in shown]
     for name, wanted in (("--model", model), ("--workload", workload)):
         if wanted is None:

@@ -111,6 +111,11 @@ def import_inferencex(
             summary.unknown_models.update(read.unknown_models)
             runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
             summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused))
+            # Each Recorder holds a database connection: closed after every file, so importing a whole corpus
+            # (35 runs, one sweep each) never holds more than one file's sweeps' connections at once.
+            for recorder in recorders.values():
+                recorder.close()
+            recorders.clear()
     return summary
 
 

@@ -21,7 +21,7 @@ from recipes.strict import Strict
 
 RESULT_SCHEMA_VERSION = 1
 
-Origin = Literal["measured", "simulated", "dry-run", "imported"]
+Origin = Literal["measured", "simulated", "dry-run", "imported", "projected"]
 
 
 # What the engine's /metrics said over a Point (filled by runners/host/server_metrics.py).

@@ -31,7 +31,11 @@ def scatter(
     """
     colour_field, shape_field = colour_by or series, shape_by or series
     base = alt.Chart(frame)
-    points = base.mark_point(filled=True, size=70).encode(
+    # Projected points (a model's, not a measurement) are hollow and their lines dashed, on every chart.
+    projected = "origin" in frame.columns and bool((frame["origin"] == "projected").any())
+    is_projected = "datum.origin === 'projected'"
+    fill = alt.condition(is_projected, alt.value("transparent"), colour(colour_field)) if projected else None
+    points = base.mark_point(filled=not projected, size=70).encode(
         # Padding keeps the points at the edges whole (the scale would otherwise end at their centres).
         x=alt.X(x, title=x_title, scale=alt.Scale(zero=False, padding=12)),
         y=alt.Y(y, title=y_title, scale=alt.Scale(padding=12)),
@@ -39,9 +43,13 @@ def scatter(
         shape=alt.Shape(shape_field, title=shape_field),
         tooltip=list(tooltip),
     )
+    if fill is not None:
+        points = points.encode(fill=fill)
     layers: list[alt.Chart] = [points]
     if connect:
         line = base.mark_line(opacity=0.6).encode(x=x, y=y, color=colour(colour_field), order=x, detail=series)
+        if projected:
+            line = line.encode(strokeDash=alt.condition(is_projected, alt.value([6, 4]), alt.value([1, 0])))
         layers.insert(0, line)
     if error_low and error_high and (frame[error_low].notna() & frame[error_high].notna()).any():
         # Only points with an interval (several repeats) get a bar: the others would be empty marks to lay out,

@@ -17,12 +17,18 @@ from sqlalchemy import Engine, inspect
 from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
+from orchestrator.analysis.projection import backtest
 from recipes.hardware import Hardware, load_hardware_registry
+from recipes.model_registry import load_model_registry
 from recipes.prices import ModelPrice, load_price_table
 
 # What the public sees unless the viewer asks for more: measurements and imported measurements.
 SHOWN_BY_DEFAULT = ("measured", "imported")
-NOT_MEASUREMENTS = {"simulated": "simulated engine, not a measurement"}
+NOT_MEASUREMENTS = {
+    "simulated": "simulated engine, not a measurement",
+    "projected": "projected from another chip's measurements by a model (hollow markers, dashed lines), "
+    "not a measurement: see Methodology, Projections, for how wrong such projections have been",
+}
 # The results are cached until they change (`reads.results_version`: a Point recorded, retracted or put
 # under or out of an embargo), checked on every page run; this is only a backstop for changes it cannot see.
 CACHE_SECONDS = 3600
@@ -123,3 +129,29 @@ def hardware_registry() -> dict[str, Hardware]:
 @st.cache_resource
 def price_registry() -> dict[str, ModelPrice]:
     return load_price_table()
+
+
+def projection_backtest(url: str) -> pd.DataFrame:
+    """`orchestrator.analysis.projection.backtest` over the hub's measured and imported results, one row per pair
+    and level (empty when no two chips share a curve)."""
+    return _projection_backtest(url, version(url))
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=2, show_spinner=False)
+def _projection_backtest(url: str, version: tuple[int, ...]) -> pd.DataFrame:
+    frame = results(url)
+    if frame.empty:
+        return pd.DataFrame()
+    result = backtest(frame.itertuples(index=False), hardware_registry(), load_model_registry())
+    return pd.DataFrame(
+        [
+            {
+                "curve": row.curve.label(), "source": row.source, "target": row.target, "tok/s/user": row.level,
+                "projected": round(row.projected, 1), "measured": round(row.measured, 1),
+                "error %": round(row.error_pct, 1),
+                "unchanged %": None if row.unchanged_error_pct is None else round(row.unchanged_error_pct, 1),
+                "same vendor": row.same_vendor, "images differ": row.images_differ,
+            }
+            for row in result.rows
+        ]
+    )  # fmt: skip

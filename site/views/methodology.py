@@ -30,6 +30,8 @@ ORIGINS = {
     "imported": "Measured by another tool (e.g. InferenceX) and imported with its source, which is shown with it.",
     "simulated": "Produced by the simulated engine (a model of an engine, not hardware): for plumbing and demos.",
     "dry-run": "A recipe's plumbing exercised on a stand-in engine on this machine: never published.",
+    "projected": "Projected to a chip from another chip's measured curve by a roofline model (`infersweep project`); "
+    "labelled 'projected from <chip>', never counted as a measurement. Its backtest error is in docs/BENCHMARKS.md.",
 }
 PALETTE_NAMES = ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "yellow", "black")
 
@@ -99,9 +101,10 @@ if data.results(url).empty:
             "Start with `infersweep run recipes/local/tiny-llama-cpu.yaml` (or `make demo`).")  # fmt: skip
 
 metrics_doc, rules_doc = (read_doc(path) for path in DOCS.values())
-definitions, validity, formulas, costs, prices, origins, colours = st.tabs(
-    ["Metrics", "Validity and rules", "Hub formulas", "TCO sources", "Token prices", "Origins", "Colours"]
-)
+definitions, validity, formulas, costs, prices, origins, projections, colours = st.tabs(
+    ["Metrics", "Validity and rules", "Hub formulas", "TCO sources", "Token prices", "Origins", "Projections",
+     "Colours"]
+)  # fmt: skip
 
 with definitions:
     if metrics_doc is None:
@@ -198,6 +201,29 @@ with origins:
         "Retracted results (withdrawn with a reason, e.g. a driver bug) and results under embargo (until a launch "
         "date) are never shown, whatever their origin; they stay in the database."
     )
+
+with projections:
+    st.subheader("Projections to other chips, and how wrong they have been")
+    st.markdown(importlib.import_module("orchestrator.analysis.projection").__doc__ or "")
+    backtest = data.projection_backtest(url)
+    if backtest.empty:
+        st.caption(
+            "No two chips in this hub measured the same model, precision, engine, workload and parallelism at a "
+            "shared interactivity level, so no projection could be checked against a measurement here."
+        )
+    else:
+        errors = backtest["error %"].abs()
+        baseline = backtest["unchanged %"].abs()
+        st.markdown(
+            f"Median absolute error **{errors.median():.1f} %** over **{len(backtest)}** pairs (same vendor: "
+            f"{errors[backtest['same vendor']].median():.1f} %, cross-vendor: "
+            f"{errors[~backtest['same vendor']].median():.1f} %); the unchanged-curve baseline (the source chip's "
+            f"own curve, as if the chips were equal) is off by {baseline.median():.1f} %."
+        )
+        table_with_csv(backtest, "projection-backtest")
+        st.caption("Each row projects the source chip's measured curve to the target chip and reads both frontiers "
+                   "at one interactivity level (output tok/s/GPU); the target's measurements are only compared "
+                   "with, never fitted. `infersweep project backtest` prints the same table.")  # fmt: skip
 
 with colours:
     swatches = pd.DataFrame(

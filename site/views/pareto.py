@@ -208,6 +208,7 @@ def plotted(
             "x": drawn["x"], "y": drawn["y"], "y_low": drawn["y_low"], "y_high": drawn["y_high"],
             "series": drawn["series"], "hardware": drawn["hardware"], "engine": drawn["serving_engine"],
             "concurrency": drawn["concurrency"], "sweep": drawn["sweep"], "repeats": drawn["repeats"],
+            "origin": drawn["origin"],  # projected points are drawn hollow, their lines dashed
             "run": run_links(drawn),
         }
     )  # fmt: skip

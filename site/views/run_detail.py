@@ -97,6 +97,11 @@ if point.origin == "imported":
     st.info(f"Imported result, measured by another tool: {point.source or 'source not recorded'}.")
 elif point.origin in data.NOT_MEASUREMENTS:
     st.warning(f"Origin `{point.origin}`: {data.NOT_MEASUREMENTS[point.origin]}.")
+if point.origin == "projected":
+    st.markdown(f"**{point.source or 'projected'}**")
+    with st.expander("The projection: model, ratios, fitted coefficients and the source points", expanded=False):
+        st.json((recipe.snapshot or {}).get("projection", {}))
+    page.methodology_link("How wrong projections have been: Methodology, Projections (the backtest)")
 else:
     st.caption(f"Origin `{point.origin}`.")
 headline = pd.DataFrame(
@@ -116,7 +121,8 @@ headline = pd.DataFrame(
         }
     ]
 )
-table_with_csv(headline, f"point-{point.point_key}")
+# A figure the point does not have (an imported row carries no p90, say) reads as a dash, not "None".
+table_with_csv(headline.astype(object).where(headline.notna(), "–"), f"point-{point.point_key}")
 st.caption(
     "Per GPU = throughput / accelerators the engine uses (TP × PP × DP); interactivity = 1000 / TPOT at the same "
     "percentile, so p90 is the slow tail."
@@ -125,7 +131,10 @@ page.methodology_link("Definitions on the Methodology page")
 
 # --- validity and accuracy ------------------------------------------------------------------------
 st.header("Validity verdict")
-if point.valid:
+if point.origin == "projected":
+    st.info("Not judged: the validity rules judge measurements, and a projection is none. Its source points were "
+            "judged when they were measured or imported.")  # fmt: skip
+elif point.valid:
     st.success("Valid: every validity rule held for this point.")
 else:
     st.error("Invalid. Rules that failed:\n\n" + "\n".join(f"- {reason}" for reason in point.validity_reasons))

@@ -51,7 +51,8 @@ def test_validity_rules_origins_and_palette(seeded_hub: str) -> None:
     assert recipe_rules.loc["hardware-exists", "group"] == "Consistency rules"
     origins = _table(app, "shown").set_index("origin")["shown"]
     assert origins.to_dict() == {"measured": "by default", "imported": "by default",
-                                 "simulated": "on request, labelled", "dry-run": "never"}  # fmt: skip
+                                 "simulated": "on request, labelled", "dry-run": "never",
+                                 "projected": "on request, labelled"}  # fmt: skip
     palette = _table(app, "colour")
     assert palette["colour"].iloc[0] == "#0072B2" and len(palette) == 8
     assert any("Okabe & Ito" in caption.value for caption in app.caption)

@@ -313,3 +313,18 @@ def test_a_dashboard_snapshot_takes_what_its_rows_leave_out_from_the_flags() -> 
 def test_a_snapshot_needs_every_flag_its_rows_leave_out() -> None:
     missing = run_cli("import", "inferencex-snapshot", str(SNAPSHOT), *SNAPSHOT_FLAGS[:-2])  # no --run-date
     assert missing.returncode == 2 and "--run-date" in missing.stderr
+
+
+def test_a_corpus_of_more_runs_than_database_connections_imports_whole(tmp_path: Path) -> None:
+    """Found importing the 35 public run files of gminneci/mantile at once: one Recorder (one pooled connection) per
+    run stayed open to the end, and the 16th run waited 30 s for a connection and failed (pool of 5 + 10)."""
+    files = []
+    for run in range(20):
+        path = tmp_path / f"run_{1000 + run}" / "agg_bmk.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(ROWS))
+        files.append(str(path))
+    database = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'corpus.db'}"}
+    result = run_cli("import", "inferencex", *files, env=database, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "60 row(s) read, 60 imported, 0 already present" in result.stdout

@@ -1,0 +1,92 @@
+"""How wrong projections to other chips have been, against the target of issue 24: a median absolute error of at
+most 15 % over same-vendor pairs (H100 -> H200 -> B200, MI300X -> MI325X -> MI355X), cross-vendor pairs apart.
+
+What runs: the InferenceX result files given (default: the real sample in tests/data/inferencex) are imported into
+a new SQLite database and `orchestrator.analysis.projection.backtest` projects every chip's curve to every other
+chip that measured the same model, precision, engine, workload and parallelism, read at 30, 50 and 100 tok/s/user.
+The peers in the same run are the plain roofline (every second of a step follows a hardware figure) and the
+unchanged-curve baseline (the source chip's own curve, as if the chips were equal).
+
+Run: .venv/bin/python -m benchmarks.projection_backtest [DIR_OR_FILE ...]
+The public corpus (35 files, 1,622 rows): fetch repository gminneci/mantile and pass the directories of
+`reconcile/sources/inferencemax/raw/run_*/agg_bmk.json` (docs/BENCHMARKS.md, "Projection backtest").
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from db import reads
+from db.session import make_engine, migrate, open_session
+from orchestrator.analysis.projection import BacktestRow, backtest
+from orchestrator.importers.store import import_inferencex
+from recipes.hardware import load_hardware_registry
+from recipes.model_registry import load_model_registry
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_PCT = 15.0
+
+
+def files_of(arguments: list[str]) -> list[Path]:
+    paths = [Path(argument) for argument in arguments] or [ROOT / "tests" / "data" / "inferencex"]
+    found: list[Path] = []
+    for path in paths:
+        found += sorted(path.glob("**/agg_bmk.json")) if path.is_dir() else [path]
+    return found
+
+
+def median(rows: list[BacktestRow], attribute: str) -> tuple[float | None, int]:
+    errors = [abs(value) for row in rows if (value := getattr(row, attribute)) is not None]
+    return (statistics.median(errors) if errors else None), len(errors)
+
+
+def main() -> None:
+    files = files_of(sys.argv[1:])
+    with tempfile.TemporaryDirectory() as directory:
+        os.environ["INFERSWEEP_HOME"] = directory
+        engine = make_engine(f"sqlite:///{Path(directory) / 'backtest.db'}")
+        migrate(engine)
+        summary = import_inferencex(engine, files, sweep=None, run_date=None)
+        with open_session(engine) as session:
+            rows = reads.list_results(session)
+        engine.dispose()
+    registry = load_hardware_registry()
+    result = backtest(rows, registry, load_model_registry())
+    print(f"{summary.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
+    groups: dict[str, list[BacktestRow]] = defaultdict(list)
+    for row in result.rows:
+        groups["same-vendor" if row.same_vendor else "cross-vendor"].append(row)
+        if row.same_vendor:
+            groups[f"same-vendor, {registry[row.source].vendor}"].append(row)
+            if not row.images_differ:
+                groups["same-vendor, same image"].append(row)
+    for name in sorted(groups):
+        members = groups[name]
+        projected, count = median(members, "error_pct")
+        plain, plain_count = median(members, "plain_error_pct")
+        unchanged, unchanged_count = median(members, "unchanged_error_pct")
+        verdict = ""
+        if name.startswith("same-vendor") and projected is not None:
+            verdict = f" (target {TARGET_PCT:g} %: {'MET' if projected <= TARGET_PCT else 'NOT MET'})"
+        peers = []
+        for label, value, n in (
+            ("plain roofline", plain, plain_count),
+            ("unchanged curve", unchanged, unchanged_count),
+        ):
+            if value is not None and projected is not None:
+                peers.append(f"{label} {value:.1f} % over {n} (ratio {projected / value:.2f})")
+        print(f"{name}: median |error| {projected:.1f} % over {count} pairs{verdict}; " + "; ".join(peers))
+    worst = result.worst()
+    if worst is not None:
+        where = f"{worst.curve.label()} {worst.source} -> {worst.target} at {worst.level:g} tok/s/user"
+        figures = f"projected {worst.projected:,.0f}, measured {worst.measured:,.0f}"
+        print(f"worst: {where}: {worst.error_pct:+.1f} % ({figures})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,703 @@
+"""Projections of a measured Pareto curve to another chip, and the backtest that says how wrong they have been.
+
+Every model here is fitted on the **source chip only**, one configuration (a parallelism of one engine, model,
+precision and workload) at a time. Its points give the decode step time at each measured concurrency C,
+`t(C) = 1 / interactivity` (seconds per output token of one user). The step is split into parts that follow
+different hardware figures; on the target the memory part is divided by the ratio of memory bandwidths and the
+arithmetic part by the ratio of dense FLOP/s at the precision (`chip_rates`), and each measured point is scaled by
+`s = t(C) / t'(C)`, interactivity and throughput per accelerator alike (a configuration keeps its concurrency;
+prefill is assumed to speed up like the step that bounds it). Each projected point says which part bounds it on
+the target (`regime`).
+
+- `roofline-overhead-2` (`OverheadRoofline`, where the model registry knows the model):
+  `t(C) = overhead + max(s_per_byte * bytes(C), s_per_flop * flops(C))`, with bytes and FLOPs per step from the
+  model's facts (`StepShape`: weights touched, KV read, 2 x active parameters per token plus amortised prefill).
+  The overhead (launches, scheduling, synchronisation) follows neither figure and is kept as measured.
+- `roofline-fit-1` (`Roofline`, the plain roofline, needing no model facts):
+  `t(C) = max(m0 + m1 * C, k * C)`; every second of the step follows a hardware figure.
+
+KV capacity caps the reachable concurrency: where the target holds less KV than the source (HBM less weights,
+`kv_capacity`), points above the target's capacity are dropped, and say so.
+
+Assumptions, stated once here and in docs/METHODOLOGY.md: same engine, image and parallelism on both chips; the
+source's efficiency against peak carries over; the overhead is the same on both chips; scale-up bandwidth is not
+modelled (pairs whose scale-up domains differ are marked); a chip without FP4 units computes FP4 weights at its
+FP8 rate; bf16 runs at half the FP8 rate. A figure published as a range (Vera Rubin's bandwidth) gives a band:
+the projection at each end of the range.
+
+The backtest projects every chip's curve to every other chip that measured the same model, precision, engine,
+workload and parallelism, and compares the projected frontier with the measured one at the interactivity levels
+both reach, next to the plain roofline and the unchanged-curve baseline (the source's own curve, as if the chips
+were equal).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from orchestrator.analysis.interpolate import interpolate_at
+from orchestrator.analysis.pareto import pareto_frontier
+from recipes.hardware import Figure, Hardware
+from recipes.model_registry import MlaAttention, RegistryModelSpec, kv_bytes_per_token
+
+# The overhead model where the model registry knows the model, the plain roofline otherwise (both named per fit).
+OVERHEAD_MODEL = "roofline-overhead-2"
+PLAIN_MODEL = "roofline-fit-1"
+DEFAULT_LEVELS = (30.0, 50.0, 100.0)
+# Share of accelerator memory an engine gives to weights and KV cache (vLLM's gpu_memory_utilization default).
+MEMORY_FRACTION = 0.9
+WEIGHT_BYTES_PER_PARAMETER = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}
+
+Regime = Literal["memory", "compute"]
+Edge = Literal["low", "central", "high"]
+
+
+class ProjectionError(ValueError):
+    """A projection that cannot be made from these figures (not retryable: the registry or the input is short)."""
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A chip figure used by the projection: its central value, its band (low, high) and where it comes from."""
+
+    value: float
+    low: float
+    high: float
+    source: str
+
+    def at(self, edge: Edge) -> float:
+        return {"low": self.low, "central": self.value, "high": self.high}[edge]
+
+
+@dataclass(frozen=True)
+class ChipRates:
+    key: str
+    bandwidth_tbps: Rate
+    dense_pflops: Rate | None  # None: no dense figure at this precision (a bound may still come from `inference`)
+    inference_pflops: float | None  # a vendor's non-dense inference figure, an upper bound only
+    memory_gb: float | None
+    scale_up_domain: int
+    vendor: str
+
+
+def _rate(figure: Figure | None, scale: float = 1.0, why: str = "") -> Rate | None:
+    if figure is None or figure.value is None:
+        return None
+    low, high = figure.span
+    source = f"{figure.source} ({figure.as_of}){why}"
+    return Rate(value=figure.value * scale, low=low * scale, high=high * scale, source=source)
+
+
+def chip_rates(hardware: Hardware, precision: str) -> ChipRates:
+    """The registry figures a projection at `precision` reads, with the precision's compute figure chosen."""
+    if precision not in WEIGHT_BYTES_PER_PARAMETER:
+        known = ", ".join(WEIGHT_BYTES_PER_PARAMETER)
+        raise ProjectionError(f"precision {precision!r} has no compute figure rule; expected one of {known}")
+    bandwidth = _rate(hardware.memory_bandwidth_tbps)
+    if bandwidth is None:
+        raise ProjectionError(f"hardware {hardware.key!r} has no memory bandwidth figure (memory_bandwidth_tbps)")
+    if precision == "fp4":
+        dense = _rate(hardware.dense_fp4_pflops) or _rate(
+            hardware.dense_fp8_pflops, why="; no FP4 units: FP4 weights computed at the FP8 rate"
+        )
+    elif precision == "fp8":
+        dense = _rate(hardware.dense_fp8_pflops)
+    else:
+        dense = _rate(hardware.dense_fp8_pflops, 0.5, why="; 16-bit taken as half the FP8 rate")
+    inference = hardware.fp4_inference_pflops.value if hardware.fp4_inference_pflops is not None else None
+    memory = hardware.memory_gb.value
+    return ChipRates(hardware.key, bandwidth, dense, inference, memory, hardware.scale_up_domain, hardware.vendor)
+
+
+def flops_ratio(source: ChipRates, target: ChipRates) -> Rate:
+    """Target over source dense FLOP/s. Where the target publishes no dense figure, only a vendor inference figure,
+    the band runs from no gain (1x, also the central value: conservative) to that figure over the source's."""
+    if source.dense_pflops is None:
+        raise ProjectionError(f"source hardware {source.key!r} has no dense compute figure at this precision")
+    if target.dense_pflops is not None:
+        base = source.dense_pflops.value
+        return Rate(
+            value=target.dense_pflops.value / base, low=target.dense_pflops.low / base,
+            high=target.dense_pflops.high / base, source=target.dense_pflops.source,
+        )  # fmt: skip
+    if target.inference_pflops is not None:
+        high = max(1.0, target.inference_pflops / source.dense_pflops.value)
+        why = f"{target.key} publishes no dense figure: 1x up to its inference figure over {source.key}'s dense figure"
+        return Rate(value=1.0, low=1.0, high=high, source=why)
+    raise ProjectionError(f"target hardware {target.key!r} has no compute figure at this precision")
+
+
+# ------------------------------------------------------------------------------------------------- the fit
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """t(C) = max(memory_s + memory_s_per_seq * C, compute_s_per_seq * C), seconds per output token per user."""
+
+    memory_s: float
+    memory_s_per_seq: float
+    compute_s_per_seq: float
+    relative_rms_error: float = 0.0
+
+    def memory_term(self, concurrency: float) -> float:
+        return self.memory_s + self.memory_s_per_seq * concurrency
+
+    def compute_term(self, concurrency: float) -> float:
+        return self.compute_s_per_seq * concurrency
+
+    def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
+        return max(self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio)
+
+    def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
+        memory = self.memory_term(concurrency) / bandwidth_ratio
+        return "memory" if memory >= self.compute_term(concurrency) / compute_ratio else "compute"
+
+    def parameters(self) -> dict[str, float]:
+        return {"memory_s": self.memory_s, "memory_s_per_seq": self.memory_s_per_seq,
+                "compute_s_per_seq": self.compute_s_per_seq, "relative_rms_error": self.relative_rms_error}  # fmt: skip
+
+
+def _line(cs: Sequence[float], ts: Sequence[float]) -> tuple[float, float]:
+    """Non-negative (intercept, slope) minimising the relative squared error of t = a + b*C."""
+    weights = [1.0 / (t * t) for t in ts]
+    if len(cs) == 1:
+        return ts[0], 0.0
+    sw = sum(weights)
+    sc = sum(w * c for w, c in zip(weights, cs, strict=True))
+    st = sum(w * t for w, t in zip(weights, ts, strict=True))
+    scc = sum(w * c * c for w, c in zip(weights, cs, strict=True))
+    sct = sum(w * c * t for w, c, t in zip(weights, cs, ts, strict=True))
+    denominator = sw * scc - sc * sc
+    slope = (sw * sct - sc * st) / denominator if denominator > 0 else 0.0
+    if slope < 0:
+        return st / sw, 0.0
+    intercept = (st - slope * sc) / sw
+    if intercept < 0:
+        return 0.0, sct / scc
+    return intercept, slope
+
+
+def _through_origin(cs: Sequence[float], ts: Sequence[float]) -> float:
+    weights = [1.0 / (t * t) for t in ts]
+    return sum(w * c * t for w, c, t in zip(weights, cs, ts, strict=True)) / sum(
+        w * c * c for w, c in zip(weights, cs, strict=True)
+    )
+
+
+def _error(model: Roofline, cs: Sequence[float], ts: Sequence[float]) -> float:
+    return math.sqrt(statistics.fmean(((model.step_s(c) - t) / t) ** 2 for c, t in zip(cs, ts, strict=True)))
+
+
+def _measured_steps(concurrency: Sequence[float], step_s: Sequence[float]) -> tuple[list[float], list[float]]:
+    """(concurrencies, step times) sorted by concurrency, refused unless every pair is positive and finite."""
+    if len(concurrency) != len(step_s) or not concurrency:
+        raise ProjectionError("a roofline needs at least one (concurrency, step time) pair")
+    pairs = sorted(zip(concurrency, step_s, strict=True))
+    if any(c <= 0 or t <= 0 or not math.isfinite(t) for c, t in pairs):
+        raise ProjectionError(f"concurrency and step time must be positive, got {pairs}")
+    return [c for c, _ in pairs], [t for _, t in pairs]
+
+
+def fit_roofline(concurrency: Sequence[float], step_s: Sequence[float]) -> Roofline:
+    """The roofline closest (relative least squares) to measured step times, one per distinct concurrency.
+
+    Tried: every split of the points sorted by concurrency into a memory-bound head (a line) and a compute-bound
+    tail (a line through the origin), and no tail at all. With no compute-bound point the arithmetic term is 0:
+    nothing on the source shows where compute would bind, so the projection scales such a curve by bandwidth.
+    A curve whose step time is proportional to concurrency (no fixed part) is compute-bound throughout.
+    """
+    cs, ts = _measured_steps(concurrency, step_s)
+    intercept, slope = _line(cs, ts)
+    # A memory-bound step always reads the weights (a positive intercept); a step time proportional to
+    # concurrency with no fixed part is arithmetic.
+    best = Roofline(intercept, slope, 0.0) if intercept > 0 else Roofline(0.0, 0.0, slope)
+    best_error = _error(best, cs, ts)
+    for split in range(1, len(cs)):
+        intercept, slope = _line(cs[:split], ts[:split])
+        k = _through_origin(cs[split:], ts[split:])
+        if k <= slope:
+            continue  # no knee: the tail would never bind
+        candidate = Roofline(intercept, slope, k)
+        error = _error(candidate, cs, ts)
+        if error < best_error - 1e-12:
+            best, best_error = candidate, error
+    return replace(best, relative_rms_error=best_error)
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """How a step's memory traffic and arithmetic grow with concurrency, from the model registry's facts (per GPU).
+
+    Bytes read per step: the weights the batch touches (all of a dense model; of a mixture of experts, a share
+    1 - (1 - active/total)^C, as if each sequence touched a random `active/total` of the weights) plus the KV cache
+    of C sequences at the mean decode context (ISL + OSL/2). Arithmetic per step: 2 x active parameters per token
+    for C sequences, plus their prefill amortised over the output (ISL/OSL prompt tokens per output token).
+    Everything is spread over the deployment's GPUs, except MLA's latent KV, which every tensor-parallel rank holds
+    whole unless attention is data-parallel ('dpa').
+    """
+
+    weight_bytes_per_gpu: float
+    active_share: float
+    kv_bytes_per_sequence_per_gpu: float
+    flops_per_sequence_per_gpu: float
+
+    @classmethod
+    def of(
+        cls, model: RegistryModelSpec, precision: str, isl: int, osl: int, gpus: int, parallelism: str
+    ) -> StepShape | None:
+        if precision not in WEIGHT_BYTES_PER_PARAMETER:
+            return None
+        total, active = model.total_params_b.value * 1e9, model.active_params_b.value * 1e9
+        context = max(1, int(isl + osl / 2))
+        kv = kv_bytes_per_token(model, context) * context
+        if not (isinstance(model.attention, MlaAttention) and "dpa" not in parallelism):
+            kv /= gpus
+        return cls(
+            weight_bytes_per_gpu=total * WEIGHT_BYTES_PER_PARAMETER[precision] / gpus,
+            active_share=min(1.0, active / total), kv_bytes_per_sequence_per_gpu=kv,
+            flops_per_sequence_per_gpu=2 * active * (1 + isl / osl) / gpus,
+        )  # fmt: skip
+
+    def bytes(self, concurrency: float) -> float:
+        touched = 1.0 - (1.0 - self.active_share) ** concurrency
+        return self.weight_bytes_per_gpu * touched + concurrency * self.kv_bytes_per_sequence_per_gpu
+
+    def flops(self, concurrency: float) -> float:
+        return concurrency * self.flops_per_sequence_per_gpu
+
+
+@dataclass(frozen=True)
+class OverheadRoofline:
+    """t(C) = overhead + max(s_per_byte * bytes(C), s_per_flop * flops(C)), with `shape` giving bytes and flops.
+
+    The overhead (kernel launches, scheduling, synchronisation) is the part of a step that follows neither memory
+    bandwidth nor FLOP/s: it is taken to be the same on the target. `s_per_byte` and `s_per_flop` are the source's
+    achieved seconds per byte and per FLOP (peak figures over efficiency), scaled on the target by the ratios.
+    """
+
+    overhead_s: float
+    s_per_byte: float
+    s_per_flop: float
+    shape: StepShape
+    relative_rms_error: float = 0.0
+
+    def memory_term(self, concurrency: float) -> float:
+        return self.s_per_byte * self.shape.bytes(concurrency)
+
+    def compute_term(self, concurrency: float) -> float:
+        return self.s_per_flop * self.shape.flops(concurrency)
+
+    def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
+        return self.overhead_s + max(
+            self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio
+        )
+
+    def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
+        memory = self.memory_term(concurrency) / bandwidth_ratio
+        return "memory" if memory >= self.compute_term(concurrency) / compute_ratio else "compute"
+
+    def parameters(self) -> dict[str, float]:
+        return {"overhead_s": self.overhead_s, "s_per_byte": self.s_per_byte, "s_per_flop": self.s_per_flop,
+                "relative_rms_error": self.relative_rms_error}  # fmt: skip
+
+
+StepModel = Roofline | OverheadRoofline
+
+
+def _nonnegative_least_squares(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """argmin |rows x - values| with x >= 0, by trying every set of free unknowns (three at most here)."""
+    unknowns = rows.shape[1]
+    best, best_error = np.zeros(unknowns), float(np.sum(values**2))
+    for mask in range(1, 2**unknowns):
+        free = [i for i in range(unknowns) if mask >> i & 1]
+        solution, *_ = np.linalg.lstsq(rows[:, free], values, rcond=None)
+        if np.any(solution < 0):
+            continue
+        candidate = np.zeros(unknowns)
+        candidate[free] = solution
+        error = float(np.sum((rows @ candidate - values) ** 2))
+        if error < best_error - 1e-15:
+            best, best_error = candidate, error
+    return best
+
+
+def fit_overhead_roofline(concurrency: Sequence[float], step_s: Sequence[float], shape: StepShape) -> OverheadRoofline:
+    """The `OverheadRoofline` closest (relative least squares) to measured step times, from the source alone.
+
+    Tried: every split of the points sorted by concurrency into a memory-bound head and a compute-bound tail
+    (possibly empty), the three coefficients solved jointly and non-negative for each; the split whose max() model
+    fits best wins. A single point cannot tell overhead from traffic: it is read as all traffic (no overhead).
+    """
+    cs, steps = _measured_steps(concurrency, step_s)
+    ts = np.array(steps)
+    if len(cs) == 1:
+        model = OverheadRoofline(0.0, float(ts[0]) / shape.bytes(cs[0]), 0.0, shape)
+        return replace(model, relative_rms_error=0.0)
+    best, best_error = OverheadRoofline(0.0, 0.0, 0.0, shape), math.inf
+    for split in range(1, len(cs) + 1):
+        rows = np.array(
+            [[1.0, shape.bytes(c), 0.0] if index < split else [1.0, 0.0, shape.flops(c)] for index, c in enumerate(cs)]
+        )
+        overhead, per_byte, per_flop = _nonnegative_least_squares(rows / ts[:, None], np.ones(len(cs)))
+        candidate = OverheadRoofline(float(overhead), float(per_byte), float(per_flop), shape)
+        error = math.sqrt(float(np.mean([((candidate.step_s(c) - t) / t) ** 2 for c, t in zip(cs, ts, strict=True)])))
+        if error < best_error - 1e-12:
+            best, best_error = candidate, error
+    return replace(best, relative_rms_error=best_error)
+
+
+# ------------------------------------------------------------------------------------------------- curves
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One configuration at one concurrency: the curve's coordinates (medians over repeats and runs)."""
+
+    configuration: str
+    concurrency: int
+    interactivity: float
+    output_per_gpu: float
+    total_per_gpu: float
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProjectedPoint:
+    point: CurvePoint  # the projected coordinates (same configuration and concurrency)
+    source: CurvePoint
+    speedup: float
+    regime: Regime
+    source_regime: Regime
+
+
+@dataclass(frozen=True)
+class Projection:
+    source: str
+    target: str
+    edge: Edge
+    bandwidth_ratio: float
+    compute_ratio: float
+    points: list[ProjectedPoint]
+    fits: dict[str, StepModel]
+    dropped: list[tuple[CurvePoint, str]] = field(default_factory=list)
+    kv_capacity: tuple[int | None, int | None] = (None, None)  # (source, target) sequences, where known
+
+    @property
+    def model_version(self) -> str:
+        """The overhead model's name when every configuration was fitted with it, else the plain roofline's."""
+        overhead = self.fits and all(isinstance(fit, OverheadRoofline) for fit in self.fits.values())
+        return OVERHEAD_MODEL if overhead else PLAIN_MODEL
+
+    def parameters(self) -> dict[str, Any]:
+        """What is stored with every projected point: the model, its inputs and its fitted coefficients."""
+        return {
+            "model_version": self.model_version, "from": self.source, "to": self.target, "band_edge": self.edge,
+            "bandwidth_ratio": self.bandwidth_ratio, "compute_ratio": self.compute_ratio,
+            "kv_capacity_sequences": list(self.kv_capacity),
+            "fits": {name: {"model_version": OVERHEAD_MODEL if isinstance(fit, OverheadRoofline) else PLAIN_MODEL,
+                            **fit.parameters()} for name, fit in self.fits.items()},
+            "dropped": [{"configuration": p.configuration, "concurrency": p.concurrency, "why": why}
+                        for p, why in self.dropped],
+        }  # fmt: skip
+
+
+def kv_capacity(
+    memory_gb: float | None, gpus: int, model: RegistryModelSpec | None, precision: str, context_tokens: int,
+    parallelism: str,
+) -> int | None:  # fmt: skip
+    """Sequences of `context_tokens` a deployment's KV cache holds: memory x MEMORY_FRACTION less the weights,
+    over KV bytes per sequence. MLA's latent cache is held whole by every tensor-parallel rank unless attention
+    is data-parallel ('dpa'), so it counts once per GPU there. None when the model or memory is unknown."""
+    if memory_gb is None or model is None or precision not in WEIGHT_BYTES_PER_PARAMETER:
+        return None
+    usable = (
+        gpus * memory_gb * 1e9 * MEMORY_FRACTION
+        - model.total_params_b.value * 1e9 * WEIGHT_BYTES_PER_PARAMETER[precision]
+    )
+    if usable <= 0:
+        return 0
+    per_sequence = kv_bytes_per_token(model, context_tokens) * context_tokens
+    if isinstance(model.attention, MlaAttention) and "dpa" not in parallelism:
+        per_sequence *= gpus
+    return int(usable // per_sequence)
+
+
+def project_curve(
+    points: Sequence[CurvePoint], source: ChipRates, target: ChipRates, edge: Edge = "central",
+    capacity: tuple[int | None, int | None] = (None, None), shapes: Mapping[str, StepShape] | None = None,
+) -> Projection:  # fmt: skip
+    """Project `points` (one chip's curve) to `target`, at one edge of the target's figure bands.
+
+    A configuration with a `StepShape` (the model's facts are known) is fitted with the overhead model
+    (`OVERHEAD_MODEL`), any other with the plain roofline (`PLAIN_MODEL`)."""
+    bandwidth_ratio = target.bandwidth_tbps.at(edge) / source.bandwidth_tbps.value
+    compute_ratio = flops_ratio(source, target).at(edge)
+    by_configuration: dict[str, list[CurvePoint]] = defaultdict(list)
+    for point in points:
+        by_configuration[point.configuration].append(point)
+    fits: dict[str, StepModel] = {}
+    for name, members in sorted(by_configuration.items()):
+        concurrency, steps = [p.concurrency for p in members], [1.0 / p.interactivity for p in members]
+        shape = (shapes or {}).get(name)
+        fits[name] = (
+            fit_roofline(concurrency, steps) if shape is None else fit_overhead_roofline(concurrency, steps, shape)
+        )
+    source_capacity, target_capacity = capacity
+    capped = target_capacity is not None and (source_capacity is None or target_capacity < source_capacity)
+    projected: list[ProjectedPoint] = []
+    dropped: list[tuple[CurvePoint, str]] = []
+    for point in points:
+        if capped and point.concurrency > target_capacity:  # type: ignore[operator]
+            dropped.append((point, f"beyond {target.key}'s KV capacity of {target_capacity} sequences"))
+            continue
+        fit = fits[point.configuration]
+        speedup = fit.step_s(point.concurrency) / fit.step_s(point.concurrency, bandwidth_ratio, compute_ratio)
+        moved = replace(
+            point, interactivity=point.interactivity * speedup, output_per_gpu=point.output_per_gpu * speedup,
+            total_per_gpu=point.total_per_gpu * speedup,
+        )  # fmt: skip
+        projected.append(ProjectedPoint(
+            moved, point, speedup, fit.regime(point.concurrency, bandwidth_ratio, compute_ratio),
+            fit.regime(point.concurrency),
+        ))  # fmt: skip
+    return Projection(source.key, target.key, edge, bandwidth_ratio, compute_ratio, projected, fits, dropped,
+                      capacity)  # fmt: skip
+
+
+def frontier(points: Iterable[CurvePoint]) -> list[CurvePoint]:
+    """The curve's Pareto frontier (interactivity against output tokens/s per accelerator), by interactivity."""
+    items = list(points)
+    return [items[i] for i in pareto_frontier([(p.interactivity, p.output_per_gpu) for p in items])]
+
+
+def read_at(points: Sequence[CurvePoint], level: float) -> float | None:
+    """Output tokens/s per accelerator on the frontier at `level` tok/s/user; None outside the measured range."""
+    line = frontier(points)
+    if not line:
+        return None
+    if len(line) == 1:
+        return line[0].output_per_gpu if line[0].interactivity == level else None
+    return interpolate_at([p.interactivity for p in line], [p.output_per_gpu for p in line], level).value
+
+
+# ------------------------------------------------------------------------------------------------- from results
+
+
+@dataclass(frozen=True)
+class CurveKey:
+    """What two chips must share for their curves to be compared or projected one onto the other."""
+
+    model: str
+    precision: str
+    engine: str
+    workload: str
+
+    def label(self) -> str:
+        return f"{self.model} {self.precision} · {self.engine} · {self.workload}"
+
+
+@dataclass
+class Curve:
+    key: CurveKey
+    hardware: str
+    points: list[CurvePoint]
+    images: set[str]
+    isl: int
+    osl: int
+    gpus: dict[str, int]  # accelerators per configuration
+
+
+def _median(values: Iterable[float]) -> float:
+    return statistics.median(list(values))
+
+
+def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
+    """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip.
+
+    Only valid Points with an interactivity count; disaggregated deployments are left out (the roofline has no
+    prefill/decode split). Repeats and runs of one configuration at one concurrency become their median.
+    """
+    grouped: dict[tuple[CurveKey, str, str, int], list[Any]] = defaultdict(list)
+    for row in rows:
+        if row.origin not in {"measured", "imported"} or not row.valid or row.workload_kind != "fixed-length":
+            continue
+        if not row.interactivity_p50 or not row.output_throughput_per_gpu or row.parallelism.startswith("disagg"):
+            continue
+        key = CurveKey(row.model, row.precision, row.engine, row.workload)
+        grouped[(key, row.hardware, row.parallelism, row.concurrency)].append(row)
+    curves: dict[CurveKey, dict[str, Curve]] = defaultdict(dict)
+    for (key, hardware, parallelism, concurrency), members in sorted(grouped.items(), key=lambda item: str(item[0])):
+        first = members[0]
+        # Lengths as integers whatever the reader holds them in (a DataFrame's are floats).
+        curve = curves[key].setdefault(hardware, Curve(key, hardware, [], set(), int(first.isl), int(first.osl), {}))
+        curve.points.append(CurvePoint(
+            parallelism, int(concurrency), _median(r.interactivity_p50 for r in members),
+            _median(r.output_throughput_per_gpu for r in members),
+            _median(r.total_token_throughput_per_gpu for r in members),
+            tuple(sorted({r.point_key for r in members})),
+        ))  # fmt: skip
+        curve.images.update(image for r in members if (image := getattr(r, "engine_image", None)))
+        curve.gpus[parallelism] = int(first.accelerators)
+    return curves
+
+
+def project_between(
+    curve: Curve,
+    source: Hardware,
+    target: Hardware,
+    model: RegistryModelSpec | None,
+    edge: Edge = "central",
+) -> Projection:
+    """`curve` (measured on `source`) projected to `target`, KV capacity from the model registry where known."""
+    source_rates = chip_rates(source, curve.key.precision)
+    target_rates = chip_rates(target, curve.key.precision)
+    context = curve.isl + curve.osl
+    # Capacity of the largest deployment on the curve (the one that caps the highest concurrencies).
+    largest = max(curve.gpus, key=lambda name: curve.gpus[name])
+    gpus = curve.gpus[largest]
+    capacity = (
+        kv_capacity(source_rates.memory_gb, gpus, model, curve.key.precision, context, largest),
+        kv_capacity(target_rates.memory_gb, gpus, model, curve.key.precision, context, largest),
+    )
+    shapes = {} if model is None else {
+        name: shape for name, gpus in curve.gpus.items()
+        if (shape := StepShape.of(model, curve.key.precision, curve.isl, curve.osl, gpus, name)) is not None
+    }  # fmt: skip
+    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes)
+
+
+@dataclass(frozen=True)
+class BacktestRow:
+    curve: CurveKey
+    source: str
+    target: str
+    level: float
+    projected: float
+    measured: float
+    images_differ: bool
+    same_vendor: bool
+    scale_up_differs: bool
+    # The no-model baseline: the source chip's own measured frontier at the level, as if the chips were equal.
+    unchanged: float | None = None
+    # The plain roofline's projection (no model facts, no overhead), for comparison.
+    plain: float | None = None
+    model_version: str = ""
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.projected - self.measured) / self.measured
+
+    @property
+    def unchanged_error_pct(self) -> float | None:
+        return None if self.unchanged is None else 100.0 * (self.unchanged - self.measured) / self.measured
+
+    @property
+    def plain_error_pct(self) -> float | None:
+        return None if self.plain is None else 100.0 * (self.plain - self.measured) / self.measured
+
+
+@dataclass
+class Backtest:
+    rows: list[BacktestRow]
+    skipped: list[str]
+
+    def _chosen(self, same_vendor: bool | None) -> list[BacktestRow]:
+        return [r for r in self.rows if same_vendor is None or r.same_vendor == same_vendor]
+
+    def median_abs_error(
+        self, same_vendor: bool | None = None, of: Literal["projection", "plain", "unchanged"] = "projection"
+    ) -> float | None:
+        """Median |error| in %: of the projection, of the plain roofline, or of the unchanged-curve baseline."""
+        attribute = {"projection": "error_pct", "plain": "plain_error_pct", "unchanged": "unchanged_error_pct"}[of]
+        errors = [getattr(r, attribute) for r in self._chosen(same_vendor)]
+        chosen = [abs(error) for error in errors if error is not None]
+        return statistics.median(chosen) if chosen else None
+
+    def count(self, same_vendor: bool | None = None) -> int:
+        return len(self._chosen(same_vendor))
+
+    def worst(self, same_vendor: bool | None = None) -> BacktestRow | None:
+        return max(self._chosen(same_vendor), key=lambda row: abs(row.error_pct), default=None)
+
+
+@dataclass
+class _Pair:
+    key: CurveKey
+    source: Hardware
+    target: Hardware
+    projected: list[CurvePoint]
+    measured: list[CurvePoint]
+    images_differ: bool
+    source_points: list[CurvePoint]
+    plain: list[CurvePoint]
+    model_version: str
+
+
+def _restricted(curve: Curve, configurations: set[str]) -> Curve:
+    return replace(curve, points=[p for p in curve.points if p.configuration in configurations],
+                   gpus={name: n for name, n in curve.gpus.items() if name in configurations})  # fmt: skip
+
+
+def _pairs(
+    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str]
+) -> list[_Pair]:  # fmt: skip
+    pairs: list[_Pair] = []
+    for key, by_chip in curves_of(rows).items():
+        for source_key, target_key in ((s, t) for s in by_chip for t in by_chip if s != t):
+            source, target = registry.get(source_key), registry.get(target_key)
+            if source is None or target is None:
+                skipped.append(f"{key.label()}: {source_key} -> {target_key}: not in the hardware registry")
+                continue
+            curve, other = by_chip[source_key], by_chip[target_key]
+            # Like for like: only the parallelisms both chips measured (a configuration one chip never ran is a
+            # difference of sampling, not of chips).
+            shared = {p.configuration for p in curve.points} & {p.configuration for p in other.points}
+            if not shared:
+                skipped.append(f"{key.label()}: {source_key} -> {target_key}: no parallelism measured on both")
+                continue
+            curve = _restricted(curve, shared)
+            other = _restricted(other, shared)
+            try:
+                projection = project_between(curve, source, target, models.get(key.model))
+                plain = project_between(curve, source, target, None)
+            except ProjectionError as error:
+                skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
+                continue
+            pairs.append(_Pair(
+                key, source, target, [p.point for p in projection.points], other.points,
+                images_differ=bool(curve.images and other.images and curve.images != other.images),
+                source_points=curve.points, plain=[p.point for p in plain.points],
+                model_version=projection.model_version,
+            ))  # fmt: skip
+    return pairs
+
+
+def backtest(
+    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec],
+    levels: Sequence[float] = DEFAULT_LEVELS,
+) -> Backtest:  # fmt: skip
+    """Every ordered pair of chips on a shared curve key: the source's projection against the target's measurement
+    at each level both reach. The target's points are read only to compare, never to fit."""
+    skipped: list[str] = []
+    out: list[BacktestRow] = []
+    for pair in _pairs(rows, registry, models, skipped):
+        for level in levels:
+            projected = read_at(pair.projected, level)
+            measured = read_at(pair.measured, level)
+            if projected is None or measured is None:
+                continue
+            out.append(BacktestRow(
+                pair.key, pair.source.key, pair.target.key, level, projected, measured, pair.images_differ,
+                same_vendor=pair.source.vendor == pair.target.vendor,
+                scale_up_differs=pair.source.scale_up_domain != pair.target.scale_up_domain,
+                unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
+                model_version=pair.model_version,
+            ))  # fmt: skip
+    return Backtest(out, skipped)

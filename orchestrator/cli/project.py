@@ -1,0 +1,142 @@
+"""`project`: projected points for a chip from another chip's measured curve; `project backtest`: how wrong that
+has been on chips that were measured (orchestrator/analysis/projection.py states the model)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from orchestrator.cli.output import console, errors
+
+project_app = typer.Typer(
+    help="Project measured curves to hardware not measured (origin `projected`), and backtest the projection.",
+    invoke_without_command=True,
+)
+
+LEVELS_HELP = "Interactivity levels (tok/s/user) to compare at; repeat the option (default 30, 50 and 100)."
+
+
+def _rows() -> list:  # type: ignore[type-arg]
+    from db import reads
+    from db.session import make_engine, migrate, open_session
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        return reads.list_results(session)
+
+
+@project_app.callback()
+def project(
+    context: typer.Context,
+    source: Annotated[str | None, typer.Option("--from", help="Hardware whose measured curves are projected.")] = None,
+    target: Annotated[str | None, typer.Option("--to", help="Hardware to project to (registry key or alias).")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this model (registry key).")] = None,
+    precision: Annotated[str | None, typer.Option(help="Only this precision, e.g. fp4.")] = None,
+    engine: Annotated[str | None, typer.Option(help="Only this serving engine, e.g. sglang.")] = None,
+    workload: Annotated[str | None, typer.Option(help="Only this workload, e.g. 1k/1k.")] = None,
+) -> None:
+    """Write projected points for `--to` from every curve `--from` measured (filtered by the options): one set per
+    end of the target's figure ranges where the registry gives a range (Vera Rubin's bandwidth), else one."""
+    if context.invoked_subcommand is not None:
+        return
+    if source is None or target is None:
+        errors.print("error (usage, not retryable): give --from and --to, or a subcommand (backtest)", markup=False)
+        raise typer.Exit(2)
+    from db.session import make_engine
+    from orchestrator.analysis.projection import ProjectionError, curves_of, project_between
+    from orchestrator.projections import store_projection
+    from recipes.hardware import hardware_key_for, load_hardware_registry
+    from recipes.model_registry import load_model_registry
+
+    registry = load_hardware_registry()
+    keys = {}
+    for flag, label in (("--from", source), ("--to", target)):
+        key = hardware_key_for(label, registry)
+        if key is None:
+            raise typer.BadParameter(f"got {label!r}; expected a key of recipes/hardware.yaml: "
+                                     f"{', '.join(sorted(registry))}", param_hint=flag)  # fmt: skip
+        keys[flag] = key
+    wanted = {"model": model, "precision": precision, "engine": engine, "workload": workload}
+    curves = [
+        by_chip[keys["--from"]] for key, by_chip in curves_of(_rows()).items()
+        if keys["--from"] in by_chip and all(v is None or getattr(key, n) == v for n, v in wanted.items())
+    ]  # fmt: skip
+    if not curves:
+        given = ", ".join(f"{n}={v}" for n, v in wanted.items() if v is not None) or "no filter"
+        errors.print(f"error (no data, not retryable): no measured or imported curve of {keys['--from']} ({given})",
+                     markup=False)  # fmt: skip
+        raise typer.Exit(1)
+    target_spec = registry[keys["--to"]]
+    ranged = target_spec.memory_bandwidth_tbps.range is not None or target_spec.dense_fp4_pflops is None
+    edges = ("low", "high", "central") if ranged else ("central",)
+    database = make_engine()
+    models = load_model_registry()
+    table = Table(title=f"Projected {keys['--from']} -> {keys['--to']}")
+    for column in ("curve", "edge", "bandwidth x", "compute x", "stored", "present", "dropped (KV)"):
+        table.add_column(column)
+    for curve in curves:
+        seen: set[tuple[float, float]] = set()
+        for edge in edges:
+            try:
+                projection = project_between(curve, registry[keys["--from"]], target_spec, models.get(curve.key.model),
+                                             edge)  # fmt: skip
+            except ProjectionError as error:
+                errors.print(f"error (projection, not retryable): {curve.key.label()}: {error}", markup=False)
+                raise typer.Exit(2) from error
+            if (projection.bandwidth_ratio, projection.compute_ratio) in seen:
+                continue  # a central figure at an end of the range: stored once, as that end
+            seen.add((projection.bandwidth_ratio, projection.compute_ratio))
+            stored = store_projection(database, curve, projection)
+            ratios = f"{projection.bandwidth_ratio:.2f}", f"{projection.compute_ratio:.2f}"
+            counts = str(stored.stored), str(stored.present), str(stored.dropped)
+            table.add_row(curve.key.label(), edge, *ratios, *counts)
+    console.print(table)
+    console.print("Projected points have origin `projected`: hidden from measured views unless switched on "
+                  "(hub: Origins; compare: --include-projected).", markup=False)  # fmt: skip
+
+
+@project_app.command("backtest")
+def backtest(
+    at_interactivity: Annotated[list[float] | None, typer.Option(help=LEVELS_HELP)] = None,
+) -> None:
+    """Project every measured chip onto every other chip that measured the same model, precision, engine and
+    workload, and compare with its measurement; ends with the median absolute error over all pairs."""
+    from orchestrator.analysis import projection
+    from recipes.hardware import load_hardware_registry
+    from recipes.model_registry import load_model_registry
+
+    levels = tuple(at_interactivity or projection.DEFAULT_LEVELS)
+    result = projection.backtest(_rows(), load_hardware_registry(), load_model_registry(), levels)
+    table = Table(title="Projection backtest (output tok/s/GPU on the frontier)")
+    for column in ("curve", "source", "target", "tok/s/user", "projected", "measured", "error %", "plain %",
+                   "unchanged %", "marks"):  # fmt: skip
+        table.add_column(column)
+    for row in result.rows:
+        marks = [m for m, on in (("images differ", row.images_differ), ("cross-vendor", not row.same_vendor),
+                                 ("scale-up differs", row.scale_up_differs)) if on]  # fmt: skip
+        plain, unchanged = ("-" if e is None else f"{e:+.1f}" for e in (row.plain_error_pct, row.unchanged_error_pct))
+        table.add_row(row.curve.label(), row.source, row.target, f"{row.level:g}", f"{row.projected:,.0f}",
+                      f"{row.measured:,.0f}", f"{row.error_pct:+.1f}", plain, unchanged, ", ".join(marks))  # fmt: skip
+    console.print(table)
+    for line in result.skipped:
+        console.print(f"skipped: {line}", markup=False, highlight=False)
+    for label, vendor in (("same-vendor", True), ("cross-vendor", False)):
+        median = result.median_abs_error(vendor)
+        if median is not None:
+            plain, baseline = (result.median_abs_error(vendor, of) for of in ("plain", "unchanged"))
+            against = f" (plain roofline: {plain:.1f} %" if plain is not None else " ("
+            against += f"; unchanged-curve baseline: {baseline:.1f} %)" if baseline is not None else ")"
+            console.print(f"{label}: median absolute error {median:.1f} % over {result.count(vendor)} pairs{against}",
+                          markup=False)  # fmt: skip
+    worst = result.worst()
+    if worst is not None:
+        console.print(f"worst: {worst.curve.label()} {worst.source} -> {worst.target} at {worst.level:g} tok/s/user: "
+                      f"{worst.error_pct:+.1f} %", markup=False)  # fmt: skip
+    overall = result.median_abs_error()
+    if overall is None:
+        console.print("no pair of chips measured the same model, precision, engine and workload at a shared level")
+        raise typer.Exit(1)
+    console.print(f"median absolute error {overall:.1f} % over {result.count()} pairs", markup=False)

@@ -1,0 +1,131 @@
+"""Projected points into the database: origin `projected`, each with its source curve, model and parameters.
+
+`orchestrator.analysis.projection` works a projection out; this module stores it through the Recorder (the only
+database writer) as one recipe per projected configuration and band edge, whose snapshot carries the projection
+(model version, ratios, fitted coefficients, the source chip and the source points' keys), so a reader can tell
+what a projected point came from. Storing the same projection again stores nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from orchestrator.analysis.projection import Curve, ProjectedPoint, Projection
+from orchestrator.plan import point_key
+from orchestrator.recorder import RecipeIdentity, Recorder
+from runners.job import PointRequest
+from runners.loadgen.records import FixedLengthPoint, MeasuredWindow, PointMetrics, Stats, Validity
+
+
+@dataclass(frozen=True)
+class StoredProjection:
+    sweep: str
+    edge: str
+    stored: int
+    present: int
+    dropped: int
+
+
+def sweep_name(source: str, target: str) -> str:
+    return f"projection-{source}-to-{target}"
+
+
+def projected_label(parallelism: str, source: str, edge: str) -> str:
+    """The configuration label every page shows: the parallelism, and what it is projected from."""
+    band = "" if edge == "central" else f", {edge} end of the figures' range"
+    return f"{parallelism} · projected from {source}{band}"
+
+
+def _metrics(projected: ProjectedPoint, gpus: int) -> PointMetrics:
+    point = projected.point
+    tpot = 1000.0 / point.interactivity
+
+    def stats(p50: float | None) -> Stats:
+        return Stats(n=0, mean=None, p50=p50, p90=None, p99=None, std=None)
+
+    return PointMetrics(
+        completed=0, failed=0, duration_s=0.0, total_input_tokens=0, total_output_tokens=0, request_throughput=0.0,
+        output_throughput=point.output_per_gpu * gpus, total_token_throughput=point.total_per_gpu * gpus,
+        accelerators=gpus, output_throughput_per_gpu=point.output_per_gpu,
+        total_token_throughput_per_gpu=point.total_per_gpu, ttft_ms=stats(None), tpot_ms=stats(tpot),
+        itl_ms=stats(None), e2el_ms=stats(None), client_queue_ms=stats(None), interactivity=stats(point.interactivity),
+        token_disagreement=0.0, window=MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=True),
+        validity=Validity(valid=True, reasons=[]),
+        peer_figures={"projection_speedup": projected.speedup,
+                      "projection_source_output_tput_per_gpu": projected.source.output_per_gpu,
+                      "projection_source_interactivity": projected.source.interactivity},
+    )  # fmt: skip
+
+
+def _identity(curve: Curve, projection: Projection, parallelism: str, members: list[ProjectedPoint]) -> RecipeIdentity:
+    parameters = projection.parameters()
+    snapshot: dict[str, Any] = {
+        "source": "projection", "hardware": projection.target, "model": curve.key.model,
+        "precision": curve.key.precision, "framework": curve.key.engine,
+        "image": next(iter(sorted(curve.images)), None),
+        "parallelism_label": projected_label(parallelism, projection.source, projection.edge),
+        "projection": {
+            **{name: value for name, value in parameters.items() if name != "fits"},
+            "fit": parameters["fits"][parallelism],
+            "source_points": [
+                {"concurrency": p.source.concurrency, "interactivity": p.source.interactivity,
+                 "output_per_gpu": p.source.output_per_gpu, "point_keys": list(p.source.sources),
+                 "regime": p.regime, "source_regime": p.source_regime}
+                for p in members
+            ],
+        },
+    }  # fmt: skip
+    fingerprint = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()[:16]
+    name = f"projected-{curve.key.model}-{curve.key.precision}-{projection.target}-{curve.key.engine}-{parallelism}"
+    if projection.edge != "central":
+        name += f"-{projection.edge}"
+    return RecipeIdentity(
+        fingerprint=fingerprint, name=name.lower(), path="", hardware=projection.target,
+        engine_kind=curve.key.engine, workload_kind="fixed-length", snapshot=snapshot,
+    )  # fmt: skip
+
+
+def store_projection(
+    engine: Engine, curve: Curve, projection: Projection, when: datetime | None = None
+) -> StoredProjection:
+    """Store every projected point of `projection` (made from `curve`) in the sweep `projection-<from>-to-<to>`."""
+    sweep = sweep_name(projection.source, projection.target)
+    stamp = when or datetime.now(UTC)
+    stored = present = 0
+    by_configuration: dict[str, list[ProjectedPoint]] = {}
+    for projected in projection.points:
+        by_configuration.setdefault(projected.point.configuration, []).append(projected)
+    recorder = Recorder(engine, sweep)
+    try:
+        recorder.sync_hardware()
+        for parallelism, members in sorted(by_configuration.items()):
+            identity = _identity(curve, projection, parallelism, members)
+            recorder.register_recipe(identity)
+            for projected in members:
+                workload = FixedLengthPoint(
+                    isl=curve.isl, osl=curve.osl, range_ratio=1.0, concurrency=projected.point.concurrency,
+                    num_prompts=1, num_warmup=0, seed=0, request_timeout_s=600,
+                )  # fmt: skip
+                request = PointRequest(
+                    point_key="projected-" + point_key(identity.fingerprint, workload, 0), repeat_index=0,
+                    workload=workload,
+                )  # fmt: skip
+                source = (
+                    f"projected from {projection.source} by the {projection.parameters()['model_version']} model "
+                    f"({projection.edge} edge): bandwidth x{projection.bandwidth_ratio:.2f}, "
+                    f"compute x{projection.compute_ratio:.2f}, {projected.regime}-bound on {projection.target}"
+                )
+                gpus = curve.gpus[parallelism]
+                if recorder.point_imported(identity, request, _metrics(projected, gpus), source, stamp, "projected"):
+                    stored += 1
+                else:
+                    present += 1
+    finally:
+        recorder.close()
+    return StoredProjection(sweep, projection.edge, stored, present, len(projection.dropped))

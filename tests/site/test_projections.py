@@ -1,0 +1,83 @@
+"""Projected points (origin `projected`) on the real InferenceX sample: written by `infersweep project`, never in a
+measured-only view of any results page or of `compare`, drawn and labelled when switched on; the backtest runs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT, run_cli
+from tests.site.conftest import open_page
+
+SAMPLE = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
+RESULT_PAGES = ("overview", "pareto", "tco", "profit", "compare", "trends")
+
+
+@pytest.fixture
+def projected_hub(hub_database: str) -> str:
+    """The real sample imported, and H200's curves projected to B200 (both measured it in the sample)."""
+    imported = run_cli("import", "inferencex", *SAMPLE)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    projected = run_cli("project", "--from", "h200", "--to", "b200")
+    assert projected.returncode == 0, projected.stdout + projected.stderr
+    assert "origin `projected`" in projected.stdout
+    again = run_cli("project", "--from", "h200", "--to", "b200")
+    assert again.returncode == 0 and re.search(r"│ 0 +│ [1-9]", again.stdout), again.stdout  # stored once
+    return hub_database
+
+
+def shown_text(app: AppTest) -> str:
+    """Everything a reader sees of results on the page: its tables and its charts' data."""
+    parts = [frame.value.to_csv() for frame in app.dataframe]
+    parts += [
+        json.dumps(chart.spec if hasattr(chart, "spec") else str(chart.proto)) for chart in app.get("vega_lite_chart")
+    ]
+    parts += [str(chart.proto) for chart in app.get("arrow_vega_lite_chart")]
+    return "\n".join(parts)
+
+
+def test_projected_points_never_appear_in_a_measured_only_view(projected_hub: str) -> None:
+    for page in RESULT_PAGES:
+        app = open_page(page, from_overview=page != "overview")
+        text = shown_text(app)
+        assert "projected" not in text, page
+    compare = run_cli("compare", "--at-interactivity", "50")
+    assert compare.returncode == 0, compare.stderr
+    assert "projected" not in compare.stdout and "inferencex-" in compare.stdout
+
+
+def test_projected_points_are_labelled_with_their_source_chip_when_switched_on(projected_hub: str) -> None:
+    app = open_page("pareto", {"origin": ["imported", "projected"], "hardware": "b200", "view": "Table"})
+    frame = app.dataframe[0].value
+    projected = frame[frame["origin"] == "projected"]
+    assert not projected.empty
+    assert all("projected from h200" in name for name in projected["configuration"])
+    assert any("projected" in warning.value for warning in app.sidebar.warning)
+    compare = run_cli("compare", "--at-interactivity", "50", "--include-projected")
+    assert compare.returncode == 0 and "projected" in compare.stdout
+
+
+def test_the_backtest_prints_its_pairs_and_the_median_error_on_the_sample(projected_hub: str) -> None:
+    result = run_cli("project", "backtest", "--at-interactivity", "50", "--at-interactivity", "100")
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = re.search(r"median absolute error ([\d.]+) % over (\d+) pairs", result.stdout)
+    assert summary is not None, result.stdout
+    assert int(summary.group(2)) >= 2  # gpt-oss-120b on H100/H200/B200 and DeepSeek-R1 fp8 on H200/B200
+    # Projected points are results of a model: they never enter the backtest as measurements.
+    assert "projected from" not in result.stdout
+
+
+def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_came_from(projected_hub: str) -> None:
+    app = open_page("methodology", from_overview=True)
+    backtests = [frame.value for frame in app.dataframe if "unchanged %" in frame.value.columns]
+    assert len(backtests) == 1 and len(backtests[0]) >= 2, [list(f.value.columns) for f in app.dataframe]
+    assert set(backtests[0]["source"]) <= {"h100", "h200", "b200"}
+    assert any("Median absolute error" in block.value for block in app.markdown)
+
+    sweep = "projection-h200-to-b200"
+    detail = open_page("run_detail", {"sweep": sweep}, from_overview=True)
+    assert any("projected from h200" in block.value for block in detail.markdown), [b.value for b in detail.markdown]
+    assert detail.json and "roofline-overhead-2" in detail.json[0].value

@@ -1,0 +1,208 @@
+"""The roofline projection on hand-made curves, and the backtest's promise that a target never calibrates itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+
+import pytest
+
+from orchestrator.analysis.projection import (
+    ChipRates,
+    CurvePoint,
+    OverheadRoofline,
+    ProjectionError,
+    Rate,
+    StepShape,
+    backtest,
+    chip_rates,
+    fit_overhead_roofline,
+    fit_roofline,
+    kv_capacity,
+    project_curve,
+    read_at,
+)
+from recipes.hardware import load_hardware_registry
+from recipes.model_registry import load_model_registry
+
+
+def chip(
+    key: str, bandwidth: float, pflops: float, memory: float = 100.0, high_bandwidth: float | None = None
+) -> ChipRates:
+    bw = Rate(bandwidth, bandwidth, high_bandwidth or bandwidth, "hand-made")
+    return ChipRates(key, bw, Rate(pflops, pflops, pflops, "hand-made"), None, memory, 8, "V")
+
+
+def curve(
+    step: Callable[[int], float], concurrencies: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), configuration: str = "tp8"
+) -> list[CurvePoint]:
+    """Points whose step time is `step(C)`: interactivity 1/step, output per GPU C/step/8 (8 GPUs)."""
+    return [CurvePoint(configuration, c, 1.0 / step(c), c / step(c) / 8, 2 * c / step(c) / 8) for c in concurrencies]
+
+
+def test_a_purely_bandwidth_bound_curve_scales_exactly_with_bandwidth() -> None:
+    points = curve(lambda c: 0.010 + 0.0001 * c)
+    fit = fit_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points])
+    assert fit.compute_s_per_seq == 0.0 and fit.relative_rms_error == pytest.approx(0.0, abs=1e-12)
+    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 6.0, 9.0))  # 1.5x bandwidth, 4.5x compute
+    for moved, original in zip(projection.points, points, strict=True):
+        assert moved.regime == "memory" and moved.source_regime == "memory"
+        assert moved.speedup == pytest.approx(1.5)
+        assert moved.point.interactivity == pytest.approx(original.interactivity * 1.5)
+        assert moved.point.output_per_gpu == pytest.approx(original.output_per_gpu * 1.5)
+        assert moved.point.concurrency == original.concurrency
+
+
+def test_a_compute_bound_curve_scales_with_flops() -> None:
+    points = curve(lambda c: 0.002 * c, concurrencies=(8, 16, 32, 64))
+    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 6.0, 5.0))  # 1.5x bandwidth, 2.5x compute
+    assert all(p.regime == "compute" for p in projection.points)
+    assert [p.speedup for p in projection.points] == pytest.approx([2.5] * 4)
+
+
+def test_a_knee_is_found_and_each_side_scales_with_its_own_figure() -> None:
+    # Memory line 10 ms + 0.1 ms/seq, compute 0.5 ms/seq: the knee is at 25 sequences.
+    points = curve(lambda c: max(0.010 + 0.0001 * c, 0.0005 * c), concurrencies=(1, 4, 8, 16, 32, 48, 64, 128))
+    fit = fit_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points])
+    assert fit.memory_s == pytest.approx(0.010) and fit.memory_s_per_seq == pytest.approx(0.0001)
+    assert fit.compute_s_per_seq == pytest.approx(0.0005)
+    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 8.0, 2.0))  # 2x bandwidth, same compute
+    by_concurrency = {p.point.concurrency: p for p in projection.points}
+    assert by_concurrency[1].regime == "memory" and by_concurrency[1].speedup == pytest.approx(2.0)
+    assert by_concurrency[128].regime == "compute" and by_concurrency[128].speedup == pytest.approx(1.0)
+    # At 32 sequences the source is compute-bound (16 ms > 13.2 ms); on the target memory takes 6.6 ms: 16 ms.
+    assert by_concurrency[32].source_regime == "compute" and by_concurrency[32].speedup == pytest.approx(1.0)
+
+
+def test_kv_capacity_caps_the_concurrency_a_smaller_chip_reaches() -> None:
+    models = load_model_registry()
+    llama = models["llama-3.3-70b"]  # 70 B bf16 = 140 GB of weights; 320 KiB of KV per token in bf16
+    big = kv_capacity(141.0, 8, llama, "bf16", 2048, "tp8")
+    small = kv_capacity(80.0, 8, llama, "bf16", 2048, "tp8")
+    # By hand: (8 x 80 GB x 0.9 - 140 GB) / (80 layers x 8 heads x 128 x 2 x 2 bytes x 2048) = 436 GB / 671 MB.
+    assert small == int((8 * 80e9 * 0.9 - 70e9 * 2) // (80 * 8 * 128 * 2 * 2 * 2048))
+    assert big is not None and small is not None and small < big
+    points = curve(lambda c: 0.02 + 0.0001 * c, concurrencies=(64, 256, small + 1, big))
+    projection = project_curve(points, chip("h200", 4.8, 2.0, 141), chip("h100", 3.35, 2.0, 80), capacity=(big, small))
+    assert [p.point.concurrency for p in projection.points] == [64, 256]
+    assert [p.concurrency for p, _ in projection.dropped] == [small + 1, big]
+    assert all("KV capacity" in why for _, why in projection.dropped)
+    # A chip that holds more never drops anything (nothing beyond the source's own range is invented either).
+    wider = project_curve(points, chip("h100", 3.35, 2.0, 80), chip("h200", 4.8, 2.0, 141), capacity=(small, big))
+    assert len(wider.points) == 4 and not wider.dropped
+
+
+def test_a_range_in_the_registry_gives_a_band_and_a_missing_dense_figure_a_bounded_one() -> None:
+    registry = load_hardware_registry()
+    b200, rubin = chip_rates(registry["b200"], "fp4"), chip_rates(registry["vr200-nvl72"], "fp4")
+    points = curve(lambda c: 0.010 + 0.0001 * c)
+    low, high = (project_curve(points, b200, rubin, edge) for edge in ("low", "high"))
+    assert low.bandwidth_ratio == pytest.approx(13 / 8) and high.bandwidth_ratio == pytest.approx(22 / 8)
+    # No dense FP4 figure is published for Rubin: 1x (no gain) up to its 50 PFLOPS inference figure over B200's 9.
+    assert low.compute_ratio == 1.0 and high.compute_ratio == pytest.approx(50 / 9)
+    assert all(top.speedup > bottom.speedup for top, bottom in zip(high.points, low.points, strict=True))
+    assert read_at([p.point for p in low.points], 120.0) is not None
+    # H100 has no FP4 units: FP4 weights are computed at its FP8 rate, and the source says so.
+    assert "FP8 rate" in chip_rates(registry["h100"], "fp4").dense_pflops.source
+    with pytest.raises(ProjectionError, match="int3"):
+        chip_rates(registry["b200"], "int3")
+
+
+def _row(
+    hardware: str, concurrency: int, interactivity: float, output: float, parallelism: str = "tp8"
+) -> SimpleNamespace:
+    return SimpleNamespace(
+        origin="imported", valid=True, workload_kind="fixed-length", interactivity_p50=interactivity,
+        output_throughput_per_gpu=output, total_token_throughput_per_gpu=2 * output, parallelism=parallelism,
+        model="gpt-oss-120b", precision="fp4", engine="vllm", workload="1k/1k", hardware=hardware,
+        concurrency=concurrency, isl=1024, osl=1024, point_key=f"{hardware}-{concurrency}", accelerators=8,
+        engine_image="vllm/vllm-openai:v0.11.2",
+    )  # fmt: skip
+
+
+def _chip_rows(hardware: str, speed: float) -> list[SimpleNamespace]:
+    return [_row(hardware, c, speed / (1 + c / 32), speed * c / (1 + c / 32) / 8) for c in (4, 8, 16, 32, 64, 128)]
+
+
+def test_the_target_chips_measurements_never_enter_the_projection() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = _chip_rows("h100", 200.0) + _chip_rows("h200", 230.0)
+    first = backtest(rows, registry, models)
+    assert {(r.source, r.target) for r in first.rows} == {("h100", "h200"), ("h200", "h100")}
+    # Move every H200 measurement: the projections made *to* H200 do not change; only their errors do.
+    moved = rows[:6] + [replace_row(r, 1.7) for r in rows[6:]]
+    second = backtest(moved, registry, models)
+    to_h200 = {r.level: r for r in first.rows if r.target == "h200"}
+    for row in (r for r in second.rows if r.target == "h200"):
+        if row.level in to_h200:
+            assert row.projected == pytest.approx(to_h200[row.level].projected)
+            assert row.measured != pytest.approx(to_h200[row.level].measured)
+    # H100 -> H200 is bandwidth-bound on this curve: projected = measured H100 curve x 4.8/3.35 at the same C.
+    assert first.median_abs_error() is not None and first.count() == len(first.rows)
+
+
+def replace_row(row: SimpleNamespace, factor: float) -> SimpleNamespace:
+    return SimpleNamespace(**{**vars(row), "interactivity_p50": row.interactivity_p50 * factor,
+                              "output_throughput_per_gpu": row.output_throughput_per_gpu * factor})  # fmt: skip
+
+
+def test_only_parallelisms_both_chips_measured_are_compared() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = _chip_rows("h100", 200.0)
+    rows += [SimpleNamespace(**{**vars(r), "parallelism": "tp2"}) for r in _chip_rows("h200", 230.0)]
+    result = backtest(rows, registry, models)
+    assert not result.rows
+    assert any("no parallelism measured on both" in line for line in result.skipped)
+
+
+SHAPE = StepShape(
+    weight_bytes_per_gpu=20e9, active_share=0.05, kv_bytes_per_sequence_per_gpu=50e6, flops_per_sequence_per_gpu=4e11
+)
+
+
+def overhead_curve(overhead: float, per_byte: float, per_flop: float, concurrencies: Sequence[int]) -> list[CurvePoint]:
+    truth = OverheadRoofline(overhead, per_byte, per_flop, SHAPE)
+    return curve(truth.step_s, concurrencies)
+
+
+def test_the_overhead_model_recovers_a_hand_made_step_and_keeps_the_overhead_on_the_target() -> None:
+    # 4 ms of overhead; 20 GB at 2 TB/s achieved is 10 ms when every weight is touched (at C = 1 a 5 % share, plus
+    # 50 MB of KV: 0.525 ms); 0.4 TFLOP per sequence at 1 PFLOP/s achieved is 0.4 ms per sequence.
+    points = overhead_curve(0.004, 1 / 2e12, 1 / 1e15, (1, 2, 4, 8, 16, 32, 64, 128))
+    fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points], SHAPE)
+    assert fit.overhead_s == pytest.approx(0.004, rel=1e-6) and fit.s_per_byte == pytest.approx(1 / 2e12, rel=1e-6)
+    assert fit.s_per_flop == pytest.approx(1 / 1e15, rel=1e-6) and fit.relative_rms_error < 1e-9
+    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 8.0, 2.0), shapes={"tp8": SHAPE})
+    assert projection.model_version == "roofline-overhead-2"
+    # C = 1 is memory-bound on the source (0.525 ms > 0.4 ms); at twice the bandwidth traffic takes 0.2625 ms and
+    # arithmetic (unchanged) binds: 4.525 ms -> 4.4 ms. The overhead is kept as measured.
+    first = projection.points[0]
+    assert first.source_regime == "memory" and first.regime == "compute"
+    assert first.speedup == pytest.approx(0.004525 / 0.0044)
+    last = projection.points[-1]  # C = 128: compute-bound and compute is unchanged, so is the step
+    assert last.regime == "compute" and last.speedup == pytest.approx(1.0)
+
+
+def test_a_step_that_is_all_overhead_does_not_move_with_the_chip() -> None:
+    points = overhead_curve(0.008, 0.0, 0.0, (1, 4, 16, 64))
+    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 12.0, 9.0), shapes={"tp8": SHAPE})
+    assert [p.speedup for p in projection.points] == pytest.approx([1.0] * 4)
+    # The plain roofline has no overhead: it moves the same curve by the whole bandwidth ratio (3x).
+    plain = project_curve(points, chip("a", 4.0, 2.0), chip("b", 12.0, 9.0))
+    assert plain.model_version == "roofline-fit-1"
+    assert [p.speedup for p in plain.points] == pytest.approx([3.0] * 4)
+
+
+def test_the_step_shape_follows_the_model_registry() -> None:
+    r1 = load_model_registry()["deepseek-r1"]
+    shape = StepShape.of(r1, "fp8", 1024, 1024, 8, "tp8")
+    assert shape is not None
+    assert shape.weight_bytes_per_gpu == pytest.approx(671e9 / 8)
+    assert shape.active_share == pytest.approx(37 / 671)
+    # MLA: 61 layers x (512 + 64) x 2 bytes (bf16 KV) per token, at the mean decode context of 1,536 tokens, held
+    # whole by each tensor-parallel rank; with data-parallel attention it is spread over the GPUs.
+    assert shape.kv_bytes_per_sequence_per_gpu == pytest.approx(61 * 576 * 2 * 1536)
+    spread = StepShape.of(r1, "fp8", 1024, 1024, 8, "tp8·dpa")
+    assert spread is not None and spread.kv_bytes_per_sequence_per_gpu == pytest.approx(61 * 576 * 2 * 1536 / 8)
+    assert shape.flops_per_sequence_per_gpu == pytest.approx(2 * 37e9 * 2 / 8)
+    assert shape.bytes(1) == pytest.approx(671e9 / 8 * 37 / 671 + 61 * 576 * 2 * 1536)
