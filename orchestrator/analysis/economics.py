@@ -451,10 +451,21 @@ class ScorecardCell:
     reason: str  # why there is no figure
     reference: str | None  # the reference hardware the change is measured against
     vs_reference: float | None  # $/M output relative to the reference's cell − 1; None when not comparable
+    unpriced: bool = False  # no configuration of the cell has a $/GPU-hr at the tier (the chip has no TCO figure)
 
     @property
     def row(self) -> tuple[str, str, str]:
         return (self.model, self.precision, self.workload)
+
+    @property
+    def empty_because(self) -> str:
+        """Why the cell has no cost, in a reader's words ('' when it has one): the chip has no TCO figure at the
+        tier, or none of its configurations was measured around this speed (nothing is extrapolated)."""
+        if self.best is not None and self.best.output is not None:
+            return ""
+        if self.unpriced:
+            return "no TCO figure"
+        return "outside the measured range"
 
 
 def default_reference(rows: Iterable[Any]) -> str | None:
@@ -502,6 +513,7 @@ def scorecard(
                     best=chosen, configurations=len(members),
                     origins=tuple(sorted({origin for item in members for origin in item.read.origins})), reason=reason,
                     reference=reference if change is not None else None, vs_reference=change,
+                    unpriced=all(item.usd_per_gpu_hour is None for item in members),
                 )
             )  # fmt: skip
     cells.sort(key=lambda cell: (cell.model, cell.precision, cell.workload, cell.interactivity, cell.hardware))

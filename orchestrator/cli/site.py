@@ -6,7 +6,8 @@ orchestrator writes: `INFERSWEEP_DATABASE_URL` or `~/.infersweep/infersweep.db`)
 current schema, because a fresh checkout may never have run a sweep; a URL given with `--database-url`
 (typically a read-only role) and a published snapshot are never migrated.
 
-Streamlit runs headless on 127.0.0.1 with usage statistics off, so no request leaves the machine.
+Streamlit runs headless on 127.0.0.1 with usage statistics off, so no request leaves the machine; `--public` (and
+only it) lets the hub listen on another address, for a public deployment (docs/DEPLOY.md).
 """
 
 from __future__ import annotations
@@ -317,6 +318,22 @@ def _warm(base_url: str) -> None:
     console.print(f"hub ready: pages opened once in advance ({pages}; {time.perf_counter() - started:.1f} s)")
 
 
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def listen_address(address: str | None, public: bool) -> str:
+    """Where the hub listens: loopback unless `public`; a non-loopback address needs `public`, so a hub never
+    becomes reachable from other machines by a typo or a copied command."""
+    if address is None:
+        return "0.0.0.0" if public else "127.0.0.1"  # noqa: S104 (all interfaces only when asked with --public)
+    if address not in LOOPBACK and not public:
+        raise ConfigurationError(
+            f"--address {address!r} is reachable from other machines; expected a loopback address "
+            f"({', '.join(sorted(LOOPBACK))}), or add --public to serve the hub beyond this machine"
+        )
+    return address
+
+
 def run_hub(database: HubDatabase, port: int, address: str) -> int:
     """Run Streamlit until it exits or this process is asked to stop; return its exit code."""
     if not APP.is_file():
@@ -328,7 +345,7 @@ def run_hub(database: HubDatabase, port: int, address: str) -> int:
     host = f"[{address}]" if ":" in address else address
     console.print(f"InferSweep hub: http://{host}:{port}  ({database.description})", highlight=False)
     threading.Thread(target=_warm, args=(f"http://{host}:{port}",), name="hub-warm-up", daemon=True).start()
-    if address not in {"127.0.0.1", "localhost", "::1"}:
+    if address not in LOOPBACK:
         errors.print(f"note: listening on {address}: other machines can open the hub (it has no write path)")
 
     def stop(signum: int, _frame: object) -> None:
@@ -363,10 +380,17 @@ def site(
         ),
     ] = None,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to serve the hub on.")] = DEFAULT_PORT,
-    address: Annotated[str, typer.Option(help="Address to listen on (default: this machine only).")] = "127.0.0.1",
+    address: Annotated[
+        str | None,
+        typer.Option(help="Address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 with --public)."),
+    ] = None,
+    public: Annotated[
+        bool, typer.Option(help="Serve other machines too: needed to listen on any address but loopback.")
+    ] = False,
 ) -> None:
     """Open the results hub in Streamlit (read-only) on the configured database, a URL or a snapshot."""
     try:
+        address = listen_address(address, public)
         if database_url is not None and snapshot is not None:
             raise ConfigurationError("give --database-url or --snapshot, not both")
         if snapshot is not None:

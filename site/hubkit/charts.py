@@ -5,7 +5,7 @@ Altair ships with Streamlit; charts render in the browser with nothing fetched f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import altair as alt
 import pandas as pd
@@ -14,8 +14,28 @@ import pandas as pd
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
 
+# One colour per chip, the same on every page (a chip's colour used to depend on which chips a chart held). Vendor
+# families sit close in hue: NVIDIA in blues and greens (Hopper light, Blackwell mid, rack-scale and Rubin dark),
+# AMD in yellow to vermillion, Google in reddish purple, the local CPU in grey. The Okabe & Ito colours anchor each
+# family; the darker variants are theirs darkened. Points and bars also differ in shape or position and label, so no
+# chart relies on colour alone.
+CHIP_COLOURS: dict[str, str] = {
+    "h100": "#56B4E9", "h200": "#0072B2", "b200": "#009E73", "b300": "#00664B", "gb200-nvl72": "#1B4F8A",
+    "gb300-nvl72": "#2A9D8F", "vr200-nvl72": "#0B2E4F", "mi300x": "#F0E442", "mi325x": "#E69F00",
+    "mi355x": "#D55E00", "tpu-v7": "#CC79A7", "cpu-local": "#7F7F7F",
+}  # fmt: skip
+UNKNOWN_CHIP = "#BBBBBB"
+
+
 def colour(field: str, title: str | None = None) -> alt.Color:
     return alt.Color(field, title=title or field, scale=alt.Scale(range=list(PALETTE)))
+
+
+def chip_colour(chips: Iterable[object], field: str = "hardware:N", title: str = "hardware") -> alt.Color:
+    """Colour by chip with each chip's fixed colour (`CHIP_COLOURS`); the legend lists only the chips shown."""
+    present = sorted({str(chip) for chip in chips})
+    scale = alt.Scale(domain=present, range=[CHIP_COLOURS.get(chip, UNKNOWN_CHIP) for chip in present])
+    return alt.Color(field, title=title, scale=scale)
 
 
 def scatter(
@@ -30,16 +50,18 @@ def scatter(
     follow each series.
     """
     colour_field, shape_field = colour_by or series, shape_by or series
+    by_chip = colour_field == "hardware"
+    series_colour = chip_colour(frame[colour_field], colour_field) if by_chip else colour(colour_field)
     base = alt.Chart(frame)
     # Projected points (a model's, not a measurement) are hollow and their lines dashed, on every chart.
     projected = "origin" in frame.columns and bool((frame["origin"] == "projected").any())
     is_projected = "datum.origin === 'projected'"
-    fill = alt.condition(is_projected, alt.value("transparent"), colour(colour_field)) if projected else None
+    fill = alt.condition(is_projected, alt.value("transparent"), series_colour) if projected else None
     points = base.mark_point(filled=not projected, size=70).encode(
         # Padding keeps the points at the edges whole (the scale would otherwise end at their centres).
         x=alt.X(x, title=x_title, scale=alt.Scale(zero=False, padding=12)),
         y=alt.Y(y, title=y_title, scale=alt.Scale(padding=12)),
-        color=colour(colour_field),
+        color=series_colour,
         shape=alt.Shape(shape_field, title=shape_field),
         tooltip=list(tooltip),
     )
@@ -47,7 +69,7 @@ def scatter(
         points = points.encode(fill=fill)
     layers: list[alt.Chart] = [points]
     if connect:
-        line = base.mark_line(opacity=0.6).encode(x=x, y=y, color=colour(colour_field), order=x, detail=series)
+        line = base.mark_line(opacity=0.6).encode(x=x, y=y, color=series_colour, order=x, detail=series)
         if projected:
             line = line.encode(strokeDash=alt.condition(is_projected, alt.value([6, 4]), alt.value([1, 0])))
         layers.insert(0, line)
@@ -58,7 +80,7 @@ def scatter(
         layers.insert(
             0,
             bars.mark_errorbar().encode(
-                x=x, y=alt.Y(error_low, title=y_title), y2=error_high, color=colour(colour_field), detail=series
+                x=x, y=alt.Y(error_low, title=y_title), y2=error_high, color=series_colour, detail=series
             ),
         )
     return alt.layer(*layers).interactive()

@@ -1,8 +1,10 @@
 """Sidebar controls whose state lives in the URL, so any view can be shared as a link.
 
-Each control reads its starting value from `st.query_params` (ignoring values that are not options,
-so an old link never breaks a page) and writes its current value back (`_link`). Widget state is seeded
-once per session under a stable key, so a changed default never resets what the viewer chose.
+Each control reads its starting value from `st.query_params` and writes its current value back (`_link`). A
+value the results do not have (an old link, a typo, a model shown under another label) never breaks a page and is
+never dropped silently: the page says which value it could not show, and a multiselect keeps it in the link.
+Widget state is seeded once per session under a stable key, so a changed default never resets what the viewer
+chose.
 
 A value at its fixed default is not added to the URL: a link without the parameter means the default
 (for a filter, every option, including options that appear later), and every query-string write costs the
@@ -13,6 +15,7 @@ docs/BENCHMARKS.md, "Hub render"). A parameter the URL already holds is kept and
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -43,14 +46,33 @@ def multiselect(label: str, options: Sequence[str], param: str, default: Sequenc
                 help: str | None = None, sidebar: bool = True) -> list[str]:  # fmt: skip
     """A multiselect bound to the repeated query parameter `param` (all options when no default)."""
     options = list(options)
-    linked = [value for value in st.query_params.get_all(param) if value in options]
+    asked = st.query_params.get_all(param)
+    linked = [value for value in asked if value in options]
     key = f"param-{param}"
+    # What the link asked for that the results do not have, as the page first opened (not what the viewer's own
+    # choices on other filters later leave out).
+    if key not in st.session_state:
+        st.session_state[f"unknown-{param}"] = [value for value in asked if value not in options]
+    unknown = [value for value in st.session_state.get(f"unknown-{param}", []) if value not in options]
     _seed(key, linked or list(default if default is not None else options))
     st.session_state[key] = [value for value in st.session_state[key] if value in options]
     container = st.sidebar if sidebar else st
+    if unknown:
+        _not_in_results(container, label, unknown, options, "kept in the link; showing " + ("the rest" if linked
+                        else "every option instead"))  # fmt: skip
     chosen = container.multiselect(label, options, key=key, help=help)
-    _link(param, chosen, list(default if default is not None else options))
+    # Values the results do not have stay in the link, so a link shared before a result was retracted (or before
+    # one is measured) keeps asking for it.
+    _link(param, chosen + unknown if unknown else chosen, list(default if default is not None else options))
     return chosen
+
+
+def _not_in_results(container: Any, label: str, values: Sequence[str], options: Sequence[str], outcome: str) -> None:
+    known = ", ".join(list(options)[:8]) + (", ..." if len(options) > 8 else "")
+    container.warning(
+        f"The link asks for {label} {', '.join(repr(value) for value in values)}, which these results do not have "
+        f"({outcome}). They have: {known or 'nothing yet'}."
+    )
 
 
 def _one_of(widget: Callable[..., object], label: str, options: list[str], param: str, default: str | None,
@@ -59,6 +81,8 @@ def _one_of(widget: Callable[..., object], label: str, options: list[str], param
     fallback = default if default in options else options[0]
     linked = st.query_params.get(param)
     key = f"param-{param}"
+    if key not in st.session_state and linked is not None and linked not in options:
+        _not_in_results(st.sidebar, label, [linked], options, f"showing {fallback!r} instead")
     _seed(key, linked if linked in options else fallback)
     if st.session_state[key] not in options:
         st.session_state[key] = fallback
@@ -88,6 +112,9 @@ def number(label: str, param: str, default: float, min_value: float = 0.0, step:
     try:
         linked = float(st.query_params.get(param, default))
     except ValueError:
+        if key not in st.session_state:
+            st.sidebar.warning(f"The link's {label} {st.query_params.get(param)!r} is not a number: showing "
+                               f"{default:g}.")  # fmt: skip
         linked = default
     _seed(key, max(linked, min_value))
     container = st.sidebar if sidebar else st
@@ -96,10 +123,19 @@ def number(label: str, param: str, default: float, min_value: float = 0.0, step:
     return float(chosen)
 
 
+# What a link may say for a switch (a hand-written link says `true`; the hub writes 1 and 0).
+TOGGLE_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+                "off": False}  # fmt: skip
+
+
 def toggle(label: str, param: str, default: bool = False, help: str | None = None, sidebar: bool = True) -> bool:
     key = f"param-{param}"
     linked = st.query_params.get(param)
-    _seed(key, default if linked is None else linked == "1")
+    state = None if linked is None else TOGGLE_WORDS.get(linked.strip().lower())
+    if key not in st.session_state and linked is not None and state is None:
+        st.sidebar.warning(f"The link's {label} {linked!r} is neither on nor off (1/0, true/false): showing "
+                           f"{'on' if default else 'off'}.")  # fmt: skip
+    _seed(key, default if state is None else state)
     container = st.sidebar if sidebar else st
     chosen = container.toggle(label, key=key, help=help)
     _link(param, "1" if chosen else "0", "1" if default else "0")

@@ -156,3 +156,20 @@ def lifecycle(timeline: pd.DataFrame, name: str) -> None:
 
 def methodology_link(label: str = "Methodology: every metric's definition and formula") -> None:
     st.page_link(METHODOLOGY, label=label, icon=":material/menu_book:")
+
+
+def illustrative_prices(hardware: Iterable[str], rate: GpuHourRate) -> None:
+    """A caption naming every shown chip whose $/GPU-hr at the rate's tier is illustrative, not published."""
+    if rate.tier is None:
+        return
+    registry = data.hardware_registry()
+    named = sorted(
+        f"{chip} (${figure.value:g}/hr: {figure.source})"
+        for chip in set(hardware)
+        if chip in registry
+        and (figure := registry[chip].tco_usd_per_gpu_hour.get(rate.tier)) is not None  # type: ignore[call-overload]
+        and "illustrative" in f"{figure.note} {figure.source}"
+    )  # fmt: skip
+    if named:
+        st.caption(dollars("Illustrative TCO, not a published figure: " + "; ".join(named) + ". Never compare its "
+                           "cost with an accelerator's."))  # fmt: skip

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from hubkit import controls, data, page
-from hubkit.charts import colour
+from hubkit.charts import chip_colour, colour
 from orchestrator.analysis.fast_tokens import (
     chip_session_times,
     nearest_per_chip,
@@ -178,7 +178,7 @@ st.altair_chart(
     alt.Chart(table).mark_line(point=True).encode(
         x=alt.X("tok/s/user:Q", title="interactivity (tokens/s/user)", scale=alt.Scale(zero=True)),
         y=alt.Y("session wall s:Q", title="session wall time (s)", scale=alt.Scale(zero=True)),
-        color=colour("hardware:N", "hardware"), strokeDash=alt.StrokeDash("engine:N", title="engine"),
+        color=chip_colour(table["hardware"]), strokeDash=alt.StrokeDash("engine:N", title="engine"),
         tooltip=["hardware", "engine", "origin", "concurrency", alt.Tooltip("tok/s/user:Q", format=".0f"),
                  alt.Tooltip("session wall s:Q", format=",.1f"), alt.Tooltip("model share:Q", format=".1%")],
     ).properties(height=420),

@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from hubkit import controls, data
-from hubkit.charts import PALETTE
+from hubkit.charts import CHIP_COLOURS, PALETTE
 from hubkit.page import table_with_csv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -245,4 +245,23 @@ with colours:
         "Series are coloured in order with the Okabe & Ito palette (2008, 'Color Universal Design'), which stays "
         "distinguishable with every common colour-vision deficiency; points also vary in shape, so charts read in "
         "greyscale too. Every chart has a table alternative."
+    )
+    st.subheader("Chips")
+    chips = pd.DataFrame({"hardware": list(CHIP_COLOURS), "colour": list(CHIP_COLOURS.values())})
+    st.altair_chart(
+        alt.Chart(chips)
+        .mark_rect()
+        .encode(
+            x=alt.X("hardware:N", sort=list(chips["hardware"]), title=None, axis=alt.Axis(labelAngle=0)),
+            color=alt.Color("colour:N", scale=None, legend=None),
+            tooltip=["hardware", "colour"],
+        )
+        .properties(height=60),
+        width="stretch",
+    )
+    table_with_csv(chips, "chip-colours")
+    st.caption(
+        "A chip has one colour on every page, whatever else a chart holds: NVIDIA in blues and greens, AMD in yellow "
+        "to vermillion, Google in reddish purple, the local CPU in grey (the Okabe & Ito colours and darker shades "
+        "of them)."
     )

@@ -19,6 +19,19 @@ from hubkit.page import dollars
 from orchestrator.analysis.economics import INTERACTIVITY_TIERS, ScorecardCell, default_reference, scorecard
 
 MISSING = "–"
+NOT_MEASURED = f"{MISSING} (not measured)"
+
+
+def data_tiers(frame: pd.DataFrame) -> list[float]:
+    """Tiers inside the measured range when none of the fixed ones is (the local demo measures 260–645 tok/s/user):
+    a quarter, half and three quarters of the way across it, to two significant figures."""
+    speeds = frame.loc[frame["valid"].astype(bool), "interactivity_p50"].dropna().astype(float)
+    if speeds.empty:
+        return []
+    low, high = float(speeds.min()), float(speeds.max())
+    if any(low <= tier <= high for tier in INTERACTIVITY_TIERS):
+        return []
+    return sorted({float(f"{low + (high - low) * share:.2g}") for share in (0.25, 0.5, 0.75)})
 
 
 def tier_label(value: float) -> str:
@@ -35,7 +48,8 @@ def cell_text(cell: ScorecardCell, reference: str | None) -> str:
     """'$0.3204 (−46.4 % vs h200)' for one scorecard cell; '–' when nothing was measured at that speed."""
     if cell.best is None or cell.best.output is None:
         label = origin_label(cell.origins)
-        return f"{MISSING} {label}" if label else MISSING
+        text = f"{MISSING} ({cell.empty_because})"
+        return f"{text} {label}" if label else text
     text = f"${cell.best.output.usd_per_million:.4f}"
     if cell.hardware == reference and cell.vs_reference is not None:
         text += " (reference)"
@@ -93,7 +107,7 @@ def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
         .encode(
             x=alt.X("label:N", title=None, axis=alt.Axis(labelAngle=0)),
             y=alt.Y("$/M output tokens:Q", title="$ per million output tokens"),
-            color=charts.colour("hardware:N", "hardware"),
+            color=charts.chip_colour(shown["hardware"]),
             tooltip=tooltip,
         )
     )
@@ -124,8 +138,15 @@ links[1].page_link(page.METHODOLOGY, label="Methodology", icon=":material/menu_b
 frame = page.results_or_stop()
 
 rate = page.rate_control(custom=False)  # a scorecard compares chips at their own TCO, never one custom figure
-speeds = controls.multiselect("Interactivity tiers (tok/s/user)", [tier_label(v) for v in INTERACTIVITY_TIERS], "tiers",
+following = data_tiers(frame)
+tiers = [tier_label(v) for v in sorted({*INTERACTIVITY_TIERS, *following})]
+speeds = controls.multiselect("Interactivity tiers (tok/s/user)", tiers, "tiers",
+                              default=[tier_label(v) for v in following or INTERACTIVITY_TIERS],
                               help="Speed per user = 1000 / TPOT p50 (ms).")  # fmt: skip
+if following:
+    fixed, shown = (", ".join(map(tier_label, values)) for values in (INTERACTIVITY_TIERS, following))
+    st.caption(f"None of the fixed tiers ({fixed} tok/s/user) lies within the measured range, so tiers from the data "
+               f"are shown: {shown}.")  # fmt: skip
 frame = page.filtered_or_stop(frame, missing_choice=None if speeds else "Pick at least one interactivity tier.")
 rows = list(frame.itertuples(index=False))
 hardware = sorted(frame["hardware"].unique())
@@ -147,14 +168,16 @@ grid = pd.DataFrame(
 grid = grid.pivot_table(
     index=["model", "precision", "workload", "tok/s/user"], columns="hardware", values="cell", aggfunc="first"
 )
-grid = grid.fillna(MISSING).reset_index().rename_axis(columns=None)
+grid = grid.fillna(NOT_MEASURED).reset_index().rename_axis(columns=None)
+page.illustrative_prices(frame["hardware"], rate)
 scorecard_tab, chart_tab, table_tab = st.tabs(["Scorecard", "Chart", "All figures"])
 with scorecard_tab:
     st.dataframe(grid, hide_index=True, width="stretch")
     controls.csv_download(grid, "scorecard")
     st.caption(
-        f"Each cell: the cheapest configuration of that chip; in brackets its change against {reference} "
-        f"({MISSING}: no configuration was measured around that speed; nothing is extrapolated). "
+        f"Each cell: the cheapest configuration of that chip; in brackets its change against {reference}. "
+        f"{MISSING} says why there is no figure: no TCO figure for the chip at this tier, outside the measured "
+        "range (no configuration measured around that speed; nothing is extrapolated), or not measured. "
         "Imported and simulated results carry their origin in brackets."
     )
 with chart_tab:

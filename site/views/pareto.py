@@ -277,7 +277,7 @@ if not as_table:
     chart = charts.scatter(
         drawn, x="x", y="y", series="series", tooltip=tooltip,  # type: ignore[arg-type]
         x_title=x_axis.label, y_title=y_axis.label, error_low="y_low", error_high="y_high", connect=frontier_only,
-        colour_by="hardware" if many else None, shape_by="engine" if many else None,
+        colour_by="hardware", shape_by="engine" if many else None,  # a chip keeps its colour on every page
     ).encode(href="run:N")  # fmt: skip
     # Configuration labels are long: a legend under the chart shows them whole (one entry each when few).
     legend = {"orient": "bottom", "columns": 6} if many else {"orient": "bottom", "labelLimit": 0, "columns": 1}

@@ -121,6 +121,7 @@ st.subheader(
         f"{licence_fee:.0%} licence fee"
     )
 )
+page.illustrative_prices(frame["hardware"], rate)
 if table.empty:
     st.warning(f"No configuration has a profit figure at {target:g} tok/s/user: see the notes below.")
 else:
@@ -141,7 +142,7 @@ else:
                     sort=alt.EncodingSortField("profit $/GPU-hr", order="descending"),
                 ),
                 y=alt.Y("profit $/GPU-hr:Q", title="profit, $ per GPU-hour"),
-                color=charts.colour("hardware:N", "hardware"),
+                color=charts.chip_colour(table["hardware"]),
                 tooltip=tooltip,
             )
         )

@@ -77,6 +77,7 @@ best, _ = best_per(costs, key=page.chip_of, kind=kind)  # type: ignore[arg-type]
 table = best_table(best, kind)
 
 st.subheader(dollars(f"$ per million {kind} tokens at {target:g} tok/s/user, {rate.label}"))
+page.illustrative_prices(frame["hardware"], rate)
 if table.empty:
     st.warning(f"No configuration was measured around {target:g} tok/s/user with a price: see the notes below.")
 else:
@@ -95,7 +96,7 @@ else:
                 axis=alt.Axis(labelAngle=0),
             ),
             y=alt.Y(f"{cost_column}:Q", title=f"$ per million {kind} tokens"),
-            color=charts.colour("hardware:N", "hardware"),
+            color=charts.chip_colour(table["hardware"]),
             tooltip=tooltip,
         )
         errors = base.mark_errorbar(ticks=True, color="black").encode(

@@ -56,7 +56,8 @@ def test_scorecard_costs_and_change_vs_reference(seeded_hub: str) -> None:
     # the others are not extrapolated.
     fast = grid.loc[("deepseek-r1", "fp8", "8k/1k", 100.0)]
     assert fast["b200"] == f"${cost(1.73, 500):.4f} (reference)" == "$0.9611 (reference)"
-    assert fast["h200"] == "–" and fast["mi355x"] == "– [imported]"
+    assert fast["h200"] == "– (outside the measured range)"
+    assert fast["mi355x"] == "– (outside the measured range) [imported]"
 
     table = figures(app)
     b200 = table[(table["hardware"] == "b200") & (table["workload"] == "8k/1k") & (table["tok/s/user"] == 50)].iloc[0]
@@ -101,7 +102,9 @@ def test_simulated_hidden_by_default_and_labelled_when_asked(seeded_hub: str) ->
     # Asked for (a link with the origins; new options are not added to a selection already made).
     app = open_page("overview", {"origin": ["imported", "measured", "simulated"]})
     grid = scorecard(app)
-    assert grid.loc[("tiny-llama", "bf16", "8k/1k", 50.0)]["cpu-local"] == "– [simulated]"  # no TCO for a CPU
+    # The simulated CPU points lie outside 50 tok/s/user (the CPU now has an illustrative TCO, so that is the reason).
+    cpu = grid.loc[("tiny-llama", "bf16", "8k/1k", 50.0)]["cpu-local"]
+    assert cpu == "– (outside the measured range) [simulated]"
     assert any("simulated" in warning.value for warning in app.sidebar.warning)
     # Dry runs are never offered, even on request.
     assert "dry-run" not in app.multiselect(key="param-origin").options
@@ -124,4 +127,30 @@ def test_one_hardware_only(b200_only_hub: str) -> None:
     grid = scorecard(app)
     assert list(grid.columns) == ["b200"]
     assert grid.loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]["b200"] == "$0.3204 (reference)"
-    assert grid.loc[("deepseek-r1", "fp8", "8k/1k", 30.0)]["b200"] == "–"  # below its lowest measured speed
+    below = grid.loc[("deepseek-r1", "fp8", "8k/1k", 30.0)]["b200"]
+    assert below == "– (outside the measured range)"  # below its lowest measured speed
+
+
+def test_the_local_demo_shows_a_cost_on_the_first_page(hub_database: str) -> None:
+    """`make demo` measures tiny-llama on the CPU at 260-645 tok/s/user, above every fixed tier: the Overview offers
+    tiers from the data and prices the CPU at its illustrative figure ($0.10 per host-hour)."""
+    from tests.site.hub_fixture import DAY0, FIXED, _Seeder, _snapshot
+
+    seeder = _Seeder(hub_database)
+    recipe = seeder.recipe(_snapshot("tiny-llama-cpu", "cpu-local", "vllm", "tiny-llama", "bf16", {}, FIXED))
+    seeder.points(seeder.sweep("demo"), recipe, DAY0, [(1, 645.0, 600.0), (4, 420.0, 1500.0), (16, 260.0, 3200.0)],
+                  accelerators=1)  # fmt: skip
+    seeder.engine.dispose()
+    app = open_page("overview")
+    assert any("tiers from the data" in caption.value for caption in app.caption)
+    assert any("Illustrative TCO, not a published figure: cpu-local" in caption.value for caption in app.caption)
+    grid = scorecard(app)
+    cells = list(grid["cpu-local"])
+    assert any(cell.startswith("$") for cell in cells), cells
+    # A quarter, half and three quarters of the way from 260 to 645: 356.25, 452.5, 548.75, to two figures.
+    assert {tier for *_, tier in grid.index} == {360.0, 450.0, 550.0}
+    # Each cost is the illustrative $0.10 per host-hour over the throughput read there, per million tokens.
+    table = figures(app).set_index("tok/s/user")
+    read = table.loc[450.0, "output tok/s/GPU"]
+    assert 600 < read < 1500  # between the 1-sequence (645 tok/s/user) and 4-sequence (420) points
+    assert table.loc[450.0, "$/M output tokens"] == pytest.approx(0.10 / (read * 3600 / 1e6))

@@ -216,9 +216,12 @@ def test_one_hardware_database_hides_simulated_and_invalid_by_default(hub_databa
     # Dry runs (plumbing checks on a stand-in engine) are not even offered.
     assert "dry-run" not in app.multiselect(key="param-origin").options
 
-    # The host has no TCO figure: there is no cost to show, and the page says so instead of failing.
-    app = open_pareto({"y": COST})
+    # The host has no 3-year rental figure (only an illustrative owning one): there is no cost to show at that
+    # tier, and the page says so instead of failing.
+    app = open_pareto({"y": COST, "tier": "rental_3yr"})
     assert any("No point has a figure" in warning.value for warning in app.warning)
+    # At the owning tier the illustrative figure prices the measured point.
+    assert not any("No point has a figure" in warning.value for warning in open_pareto({"y": COST}).warning)
 
 
 def test_energy_per_token_where_power_was_sampled(seeded_hub: str) -> None:

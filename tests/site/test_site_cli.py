@@ -242,3 +242,15 @@ def test_warming_a_hub_that_never_answers_says_so() -> None:
     warmed = warm(f"http://127.0.0.1:{port}", health_wait_s=1)
     assert warmed.problem == f"the hub did not answer http://127.0.0.1:{port}/_stcore/health within 1 s"
     assert warmed.seconds == {"": None, "pareto": None}
+
+
+def test_a_non_loopback_address_needs_public(tmp_path: Path) -> None:
+    database = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
+    result = run_cli("site", "--address", "0.0.0.0", env=database)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--address '0.0.0.0' is reachable from other machines" in result.stderr and "--public" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert site_cli.listen_address(None, public=False) == "127.0.0.1"
+    assert site_cli.listen_address(None, public=True) == "0.0.0.0"
+    assert site_cli.listen_address("::1", public=False) == "::1"
+    assert site_cli.listen_address("10.0.0.5", public=True) == "10.0.0.5"

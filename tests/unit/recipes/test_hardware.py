@@ -50,8 +50,11 @@ def test_cpu_local_is_the_host() -> None:
     cpu = load_hardware_registry()["cpu-local"]
     assert cpu.accelerator_unit == "host"
     assert cpu.memory_gb.value is None and cpu.memory_gb.note
-    assert cpu.tco_usd_per_gpu_hour == {}
-    assert cpu.tco("owning_hyperscaler") is None
+    # One illustrative figure, so the local demo's first page shows a cost; said so where it is written.
+    assert set(cpu.tco_usd_per_gpu_hour) == {"owning_hyperscaler"}
+    assert cpu.tco("owning_hyperscaler") == pytest.approx(0.10)
+    assert "illustrative" in (cpu.tco_usd_per_gpu_hour["owning_hyperscaler"].note or "")
+    assert cpu.tco("rental_3yr") is None
     assert pool_resource_name("cpu-local") == "pool:cpu-local"
 
 

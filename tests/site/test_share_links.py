@@ -1,0 +1,37 @@
+"""Share links: a value the results do not have is shown as a warning and kept in the link, never dropped silently;
+a hand-written `frontier=true` means on."""
+
+from __future__ import annotations
+
+from tests.site.conftest import open_page
+
+
+def warnings_of(app) -> str:  # type: ignore[no-untyped-def]
+    return "\n".join(warning.value for warning in [*app.warning, *app.sidebar.warning])
+
+
+def test_an_unknown_filter_value_is_a_warning_and_stays_in_the_link(seeded_hub: str) -> None:
+    app = open_page("pareto", {"hardware": ["b200", "tpu-v9"], "view": "Table"})
+    text = warnings_of(app)
+    assert "'tpu-v9'" in text and "do not have" in text and "kept in the link" in text, text
+    assert set(app.dataframe[0].value["hardware"]) == {"b200"}
+    assert app.query_params["hardware"] == ["b200", "tpu-v9"]
+    # The viewer's own choice elsewhere neither raises a new warning nor loses the asked-for value.
+    app.radio(key="param-view").set_value("Chart").run()
+    assert app.query_params["hardware"] == ["b200", "tpu-v9"]
+
+
+def test_only_unknown_values_show_everything_with_the_warning(seeded_hub: str) -> None:
+    app = open_page("pareto", {"model": "deepseek-r1-typo", "view": "Table"})
+    assert "'deepseek-r1-typo'" in warnings_of(app) and "every option instead" in warnings_of(app)
+    assert not app.dataframe[0].value.empty
+
+
+def test_unknown_axis_and_words_for_switches(seeded_hub: str) -> None:
+    app = open_page("pareto", {"y": "joules per banana", "frontier": "true"})
+    text = warnings_of(app)
+    assert "'joules per banana'" in text, text
+    assert app.toggle(key="param-frontier").value is True
+    app = open_page("pareto", {"frontier": "maybe"})
+    assert "'maybe' is neither on nor off" in warnings_of(app)
+    assert app.toggle(key="param-frontier").value is False
