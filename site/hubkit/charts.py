@@ -41,13 +41,14 @@ def chip_colour(chips: Iterable[object], field: str = "hardware:N", title: str =
 def scatter(
     frame: pd.DataFrame, x: str, y: str, series: str, tooltip: Sequence[str], x_title: str, y_title: str,
     error_low: str | None = None, error_high: str | None = None, connect: bool = False,
-    colour_by: str | None = None, shape_by: str | None = None,
+    colour_by: str | None = None, shape_by: str | None = None, y_scale: alt.Scale | None = None,
 ) -> alt.Chart:  # fmt: skip
     """Points per series (shape and colour both vary, so print and colour-blind readers can tell them apart).
 
     With many series, a legend entry each is unreadable (and the palette repeats after eight): `colour_by`
     and `shape_by` name coarser fields (e.g. hardware and engine) instead; lines and error bars still
-    follow each series.
+    follow each series. `connect` draws each series' line; where the frame has a boolean `frontier` column, only
+    through its frontier points (the other points stay, unconnected). `y_scale` replaces the default y scale.
     """
     colour_field, shape_field = colour_by or series, shape_by or series
     by_chip = colour_field == "hardware"
@@ -60,7 +61,7 @@ def scatter(
     points = base.mark_point(filled=not projected, size=70).encode(
         # Padding keeps the points at the edges whole (the scale would otherwise end at their centres).
         x=alt.X(x, title=x_title, scale=alt.Scale(zero=False, padding=12)),
-        y=alt.Y(y, title=y_title, scale=alt.Scale(padding=12)),
+        y=alt.Y(y, title=y_title, scale=y_scale or alt.Scale(padding=12)),
         color=series_colour,
         shape=alt.Shape(shape_field, title=shape_field),
         tooltip=list(tooltip),
@@ -69,7 +70,8 @@ def scatter(
         points = points.encode(fill=fill)
     layers: list[alt.Chart] = [points]
     if connect:
-        line = base.mark_line(opacity=0.6).encode(x=x, y=y, color=series_colour, order=x, detail=series)
+        lined = base.transform_filter("datum.frontier") if "frontier" in frame.columns else base
+        line = lined.mark_line(opacity=0.7).encode(x=x, y=y, color=series_colour, order=x, detail=series)
         if projected:
             line = line.encode(strokeDash=alt.condition(is_projected, alt.value([6, 4]), alt.value([1, 0])))
         layers.insert(0, line)

@@ -209,6 +209,7 @@ def plotted(
             "series": drawn["series"], "hardware": drawn["hardware"], "engine": drawn["serving_engine"],
             "concurrency": drawn["concurrency"], "sweep": drawn["sweep"], "repeats": drawn["repeats"],
             "origin": drawn["origin"],  # projected points are drawn hollow, their lines dashed
+            "frontier": drawn["frontier"],  # each configuration's line runs through its frontier points
             "run": run_links(drawn),
         }
     )  # fmt: skip
@@ -237,7 +238,9 @@ frame = controls.origins(frame)
 frame = controls.latest_only(frame)
 frame = controls.only_valid(frame)
 frontier_only = controls.toggle("Frontier only", "frontier", help="Hide the points another point of the same "
-                                "configuration beats on both axes.")  # fmt: skip
+                                "configuration beats on both axes (its frontier line is always drawn).")  # fmt: skip
+log_y = controls.toggle("Log scale (y)", "logy", help="A log y axis, so one fast chip does not flatten the rest; "
+                        "points at or below 0 cannot be drawn on it.")  # fmt: skip
 if frame.empty:
     st.warning("No results match these filters.")
     st.stop()
@@ -270,18 +273,24 @@ if not as_table:
     # offload and origin.
     tooltip = [
         alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("sweep"),
+        alt.Tooltip("origin"),
         alt.Tooltip("repeats"), alt.Tooltip("x", title=x_axis.label, format=",.4~g"),
         alt.Tooltip("y", title=y_axis.label, format=",.4~g"), alt.Tooltip("y_low", title="95 % low", format=",.4~g"),
         alt.Tooltip("y_high", title="95 % high", format=",.4~g"), alt.Tooltip("run", title="run detail (click)"),
     ]  # fmt: skip
+    if log_y and (drawn["y"] <= 0).any():
+        st.caption(f"{int((drawn['y'] <= 0).sum())} points at or below 0 are left out of the log scale.")
+        drawn = drawn[drawn["y"] > 0]
     chart = charts.scatter(
         drawn, x="x", y="y", series="series", tooltip=tooltip,  # type: ignore[arg-type]
-        x_title=x_axis.label, y_title=y_axis.label, error_low="y_low", error_high="y_high", connect=frontier_only,
+        x_title=x_axis.label, y_title=y_axis.label, error_low="y_low", error_high="y_high", connect=True,
+        # Linear: from 0, without padding (padding would push 0 below the axis).
+        y_scale=alt.Scale(type="log", padding=12) if log_y else alt.Scale(zero=True, nice=True),
         colour_by="hardware", shape_by="engine" if many else None,  # a chip keeps its colour on every page
     ).encode(href="run:N")  # fmt: skip
     # Configuration labels are long: a legend under the chart shows them whole (one entry each when few).
     legend = {"orient": "bottom", "columns": 6} if many else {"orient": "bottom", "labelLimit": 0, "columns": 1}
-    st.altair_chart(chart.properties(height=460).configure_legend(**legend), width="stretch")
+    st.altair_chart(chart.properties(height=620).configure_legend(**legend), width="stretch")
     st.caption("Click a point to open its run detail. Error bars: mean ± 95 % interval over repeats.")
     if many:
         st.caption(

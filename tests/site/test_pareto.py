@@ -262,3 +262,20 @@ def test_real_inferencex_rows_put_b200_and_mi355x_on_one_deepseek_fp4_chart(hub_
     frame = table(app)
     assert set(frame["hardware"]) == {"b200", "mi355x"}, set(frame["hardware"])
     assert set(frame["workload"]) == {"1k/1k"} and set(frame["precision"]) == {"fp4"}
+
+
+def test_frontier_lines_are_drawn_by_default_with_y_from_zero_and_a_log_option(seeded_hub: str) -> None:
+    import json
+
+    def spec(app: AppTest) -> dict:
+        charts = app.get("arrow_vega_lite_chart") + app.get("vega_lite_chart")
+        assert len(charts) == 1
+        return json.loads(charts[0].proto.spec)
+
+    layers = spec(open_pareto())["layer"]
+    lines = [layer for layer in layers if layer["mark"]["type"] == "line"]
+    assert len(lines) == 1 and lines[0]["transform"] == [{"filter": "datum.frontier"}]
+    points = next(layer for layer in layers if layer["mark"]["type"] == "point")
+    assert points["encoding"]["y"]["scale"]["zero"] is True
+    logged = next(layer for layer in spec(open_pareto({"logy": "1"}))["layer"] if layer["mark"]["type"] == "point")
+    assert logged["encoding"]["y"]["scale"]["type"] == "log"
