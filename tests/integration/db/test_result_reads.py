@@ -19,12 +19,15 @@ pytestmark = pytest.mark.integration
 
 AT = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 FIXED_SNAPSHOT = {
-    "schema_version": 1, "name": "b-fixed", "hardware": "b200", "engine": {"kind": "vllm", "version": "0.30.0"},
+    "schema_version": 1, "name": "b-fixed", "hardware": "b200",
+    "engine": {"kind": "vllm", "version": "0.30.0",
+               "environment": {"kind": "container", "image": "vllm/vllm-openai:v0.30.0"}},
     "model": {"name": "deepseek-r1"}, "precision": "fp8", "parallelism": {"tp": 8, "ep": 8},
     "methodology": {"prefix_caching": False, "kv_offload": {"backend": "dram", "dram_gib": 512}},
 }  # fmt: skip
 # An imported result keeps the source tool's flat configuration: the model as a hub id, tp at the top level.
-IMPORTED_SNAPSHOT = {"model": "deepseek-ai/DeepSeek-R1-0528", "tp": 4, "precision": "fp4"}
+IMPORTED_SNAPSHOT = {"model": "deepseek-ai/DeepSeek-R1-0528", "tp": 4, "precision": "fp4",
+                     "image": "lmsysorg/sglang:v0.5.5-rocm700-mi35x"}
 AGENTIC_METRICS = {
     "replay": {"prompt_tokens": 1000, "cached_tokens": 250, "realized_hit_rate": 0.25, "theoretical_hit_rate": 0.5,
                "e2e_interactivity_p90": 20.0, "planner": {"hbm_hit_rate": 0.2, "dram_hit_rate": 0.1},
@@ -105,8 +108,10 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "replay_cached_tokens": None, "e2e_interactivity_p90": None, "planner_hbm_hit_rate": None,
         "planner_dram_hit_rate": None, "replay_session_time_p50_s": None, "replay_sessions_completed": None,
         "replay_trace": None, "replay_time_scale": None, "replay_length_scale": None, "replay_max_output_tokens": None,
+        "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
+    assert views["imported-c8"].engine_image == "lmsysorg/sglang:v0.5.5-rocm700-mi35x"  # an imported row's own
     assert views["fixed-c4"].validity_reasons == ["error rate 20.0% above 10%"]
     # The imported row's hub model id reads as the registry's key, its flat tp as the parallelism.
     imported = views["imported-c8"]
