@@ -456,6 +456,15 @@ def embargo(session: Session, sweep: str, until: datetime) -> int:
     return len(rows)
 
 
+def _retract_rows(session: Session, rows: list[PointResultRow], reason: str) -> int:
+    now = utcnow()
+    for row in rows:
+        row.retracted, row.retraction_reason, row.retracted_at = True, reason, now
+        session.add(row)
+    session.commit()
+    return len(rows)
+
+
 def retract(session: Session, reason: str, sweep: str, point_key: str | None = None) -> int:
     """Hide a sweep's results (or one Point's) from readers; rows stay, with the reason. Returns rows changed."""
     query = (
@@ -465,13 +474,22 @@ def retract(session: Session, reason: str, sweep: str, point_key: str | None = N
     )
     if point_key is not None:
         query = query.where(PointResultRow.point_key == point_key)
-    rows = session.exec(query).all()
-    now = utcnow()
-    for row in rows:
-        row.retracted, row.retraction_reason, row.retracted_at = True, reason, now
-        session.add(row)
-    session.commit()
-    return len(rows)
+    return _retract_rows(session, list(session.exec(query).all()), reason)
+
+
+def retract_superseded(session: Session, sweep: str, recipe_name: str, fingerprint: str, reason: str) -> int:
+    """Hide a sweep's results of recipes named `recipe_name` other than `fingerprint` (the same configuration, made
+    again from other inputs: a projection from newer source measurements). Returns rows changed."""
+    query = (
+        select(PointResultRow)
+        .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+        .join(RecipeRow, col(RecipeRow.id) == col(PointResultRow.recipe_id))
+        .where(
+            SweepRow.name == sweep, RecipeRow.name == recipe_name, RecipeRow.fingerprint != fingerprint,
+            col(PointResultRow.retracted).is_(False),
+        )
+    )  # fmt: skip
+    return _retract_rows(session, list(session.exec(query).all()), reason)
 
 
 # --- sweep leases: one driver per sweep (orchestrator/lease.py) ------------------------------------

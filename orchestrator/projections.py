@@ -30,6 +30,7 @@ class StoredProjection:
     stored: int
     present: int
     dropped: int
+    superseded: int = 0  # points of an earlier projection of the same configurations, retracted
 
 
 def sweep_name(source: str, target: str) -> str:
@@ -97,7 +98,7 @@ def store_projection(
     """Store every projected point of `projection` (made from `curve`) in the sweep `projection-<from>-to-<to>`."""
     sweep = sweep_name(projection.source, projection.target)
     stamp = when or datetime.now(UTC)
-    stored = present = 0
+    stored = present = retracted = 0
     by_configuration: dict[str, list[ProjectedPoint]] = {}
     for projected in projection.points:
         by_configuration.setdefault(projected.point.configuration, []).append(projected)
@@ -107,6 +108,9 @@ def store_projection(
         for parallelism, members in sorted(by_configuration.items()):
             identity = _identity(curve, projection, parallelism, members)
             recorder.register_recipe(identity)
+            # The same configuration projected before from other source points (newer measurements since, or a
+            # new model version): those points are replaced, not shown beside these.
+            retracted += recorder.retract_superseded(identity, "superseded: projected again from other source points")
             for projected in members:
                 workload = FixedLengthPoint(
                     isl=curve.isl, osl=curve.osl, range_ratio=1.0, concurrency=projected.point.concurrency,
@@ -128,4 +132,4 @@ def store_projection(
                     present += 1
     finally:
         recorder.close()
-    return StoredProjection(sweep, projection.edge, stored, present, len(projection.dropped))
+    return StoredProjection(sweep, projection.edge, stored, present, len(projection.dropped), retracted)

@@ -463,6 +463,12 @@ class Recorder:
         return self.point_finished(job_id, loaded, point, outcome, source=source)
 
     @_survives_database_faults
+    def retract_superseded(self, identity: RecipeIdentity, reason: str) -> int:
+        """Retract this sweep's points of other recipes of `identity`'s name (results it replaces)."""
+        sweep = self.sweep.name
+        return recording.retract_superseded(self.session, sweep, identity.name, identity.fingerprint, reason)
+
+    @_survives_database_faults
     def point_finished(
         self, job_id: str, loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
     ) -> bool:

@@ -573,6 +573,22 @@ def project_between(
     return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes)
 
 
+def project_band(curve: Curve, source: Hardware, target: Hardware, model: RegistryModelSpec | None) -> list[Projection]:
+    """The projections to store for `curve`: one (edge 'central') where the target's figures are single values,
+    else one per end of their ranges ('low', 'high'), and the central one too where it differs from both ends."""
+    projections = {edge: project_between(curve, source, target, model, edge) for edge in ("low", "central", "high")}
+
+    def ratios(edge: str) -> tuple[float, float]:
+        return projections[edge].bandwidth_ratio, projections[edge].compute_ratio
+
+    if ratios("low") == ratios("high"):
+        return [projections["central"]]
+    kept = [projections["low"], projections["high"]]
+    if ratios("central") not in {ratios("low"), ratios("high")}:
+        kept.insert(1, projections["central"])
+    return kept
+
+
 @dataclass(frozen=True)
 class BacktestRow:
     curve: CurveKey

@@ -46,7 +46,7 @@ def project(
         errors.print("error (usage, not retryable): give --from and --to, or a subcommand (backtest)", markup=False)
         raise typer.Exit(2)
     from db.session import make_engine
-    from orchestrator.analysis.projection import ProjectionError, curves_of, project_between
+    from orchestrator.analysis.projection import ProjectionError, curves_of, project_band
     from orchestrator.projections import store_projection
     from recipes.hardware import hardware_key_for, load_hardware_registry
     from recipes.model_registry import load_model_registry
@@ -70,29 +70,22 @@ def project(
                      markup=False)  # fmt: skip
         raise typer.Exit(1)
     target_spec = registry[keys["--to"]]
-    ranged = target_spec.memory_bandwidth_tbps.range is not None or target_spec.dense_fp4_pflops is None
-    edges = ("low", "high", "central") if ranged else ("central",)
     database = make_engine()
     models = load_model_registry()
     table = Table(title=f"Projected {keys['--from']} -> {keys['--to']}")
-    for column in ("curve", "edge", "bandwidth x", "compute x", "stored", "present", "dropped (KV)"):
+    for column in ("curve", "edge", "bandwidth x", "compute x", "stored", "present", "superseded", "dropped (KV)"):
         table.add_column(column)
     for curve in curves:
-        seen: set[tuple[float, float]] = set()
-        for edge in edges:
-            try:
-                projection = project_between(curve, registry[keys["--from"]], target_spec, models.get(curve.key.model),
-                                             edge)  # fmt: skip
-            except ProjectionError as error:
-                errors.print(f"error (projection, not retryable): {curve.key.label()}: {error}", markup=False)
-                raise typer.Exit(2) from error
-            if (projection.bandwidth_ratio, projection.compute_ratio) in seen:
-                continue  # a central figure at an end of the range: stored once, as that end
-            seen.add((projection.bandwidth_ratio, projection.compute_ratio))
+        try:
+            band = project_band(curve, registry[keys["--from"]], target_spec, models.get(curve.key.model))
+        except ProjectionError as error:
+            errors.print(f"error (projection, not retryable): {curve.key.label()}: {error}", markup=False)
+            raise typer.Exit(2) from error
+        for projection in band:
             stored = store_projection(database, curve, projection)
             ratios = f"{projection.bandwidth_ratio:.2f}", f"{projection.compute_ratio:.2f}"
-            counts = str(stored.stored), str(stored.present), str(stored.dropped)
-            table.add_row(curve.key.label(), edge, *ratios, *counts)
+            counts = str(stored.stored), str(stored.present), str(stored.superseded), str(stored.dropped)
+            table.add_row(curve.key.label(), projection.edge, *ratios, *counts)
     console.print(table)
     console.print("Projected points have origin `projected`: hidden from measured views unless switched on "
                   "(hub: Origins; compare: --include-projected).", markup=False)  # fmt: skip

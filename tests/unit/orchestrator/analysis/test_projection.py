@@ -9,6 +9,8 @@ import pytest
 
 from orchestrator.analysis.projection import (
     ChipRates,
+    Curve,
+    CurveKey,
     CurvePoint,
     OverheadRoofline,
     ProjectionError,
@@ -19,6 +21,7 @@ from orchestrator.analysis.projection import (
     fit_overhead_roofline,
     fit_roofline,
     kv_capacity,
+    project_band,
     project_curve,
     read_at,
 )
@@ -206,3 +209,17 @@ def test_the_step_shape_follows_the_model_registry() -> None:
     assert spread is not None and spread.kv_bytes_per_sequence_per_gpu == pytest.approx(61 * 576 * 2 * 1536 / 8)
     assert shape.flops_per_sequence_per_gpu == pytest.approx(2 * 37e9 * 2 / 8)
     assert shape.bytes(1) == pytest.approx(671e9 / 8 * 37 / 671 + 61 * 576 * 2 * 1536)
+
+
+def test_a_band_is_stored_only_where_the_target_publishes_a_range() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    points = curve(lambda c: 0.010 + 0.0001 * c)
+    one = Curve(CurveKey("deepseek-r1", "fp8", "sglang", "1k/1k"), "h200", points, set(), 1024, 1024, {"tp8": 8})
+    # H100 -> H200: single figures, one projection, labelled central.
+    assert [p.edge for p in project_band(one, registry["h200"], registry["h100"], models["deepseek-r1"])] == ["central"]
+    # B200 -> Rubin: bandwidth 13-22 TB/s and no dense FP4 figure; the central figures equal the low end, so the band
+    # is its two ends.
+    fp4 = Curve(CurveKey("deepseek-r1", "fp4", "sglang", "1k/1k"), "b200", points, set(), 1024, 1024, {"tp8": 8})
+    band = project_band(fp4, registry["b200"], registry["vr200-nvl72"], models["deepseek-r1"])
+    assert [p.edge for p in band] == ["low", "high"]
+    assert [p.bandwidth_ratio for p in band] == pytest.approx([13 / 8, 22 / 8])
