@@ -141,6 +141,7 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         model=("model", "first"), precision=("precision", "first"), parallelism=("parallelism", "first"),
         offload=("kv_offload", "first"), source=("source", "first"), usd=("usd", "first"), kw=("kw", "first"),
         valid=("valid", "all"), finished=("finished_at", "max"), power=("power_w_per_gpu", "mean"),
+        image=("engine_image", "first"),
     ).reset_index()  # fmt: skip
     # Group numbers follow the same sorted order as the rows of `points`.
     group = grouped.ngroup().to_numpy()
@@ -210,6 +211,9 @@ def plotted(
             "concurrency": drawn["concurrency"], "sweep": drawn["sweep"], "repeats": drawn["repeats"],
             "origin": drawn["origin"],  # projected points are drawn hollow, their lines dashed
             "frontier": drawn["frontier"],  # each configuration's line runs through its frontier points
+            # Provenance in the hover: when it finished, the image it ran and where it came from.
+            "date": drawn["finished"].astype(str).str[:10], "image": drawn["image"].fillna("–"),
+            "source": drawn["source"].fillna("measured here"),
             "run": run_links(drawn),
         }
     )  # fmt: skip
@@ -273,7 +277,7 @@ if not as_table:
     # offload and origin.
     tooltip = [
         alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("sweep"),
-        alt.Tooltip("origin"),
+        alt.Tooltip("origin"), alt.Tooltip("date", title="finished"), alt.Tooltip("image"), alt.Tooltip("source"),
         alt.Tooltip("repeats"), alt.Tooltip("x", title=x_axis.label, format=",.4~g"),
         alt.Tooltip("y", title=y_axis.label, format=",.4~g"), alt.Tooltip("y_low", title="95 % low", format=",.4~g"),
         alt.Tooltip("y_high", title="95 % high", format=",.4~g"), alt.Tooltip("run", title="run detail (click)"),
