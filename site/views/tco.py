@@ -8,13 +8,15 @@ $/GPU-hr, with the throughput interval as error bars. Presentation only: nothing
 
 from __future__ import annotations
 
+import hashlib
+
 import altair as alt
 import pandas as pd
 import streamlit as st
 
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
-from orchestrator.analysis.economics import TOKEN_KINDS, CostRead, best_per, costs_at
+from orchestrator.analysis.economics import TOKEN_KINDS, CostRead, GpuHourRate, best_per, costs_at
 
 
 def best_table(best: dict, kind: str) -> pd.DataFrame:
@@ -52,6 +54,37 @@ def every_configuration(costs: list[CostRead], kind: str) -> pd.DataFrame:
                 f"$/M {kind} tokens": figure.usd_per_million if figure else None, "note": item.reason,
             }
         )  # fmt: skip
+    return pd.DataFrame.from_records(records)
+
+
+CURVE_LEVELS = 16
+
+
+def curve_levels(frame: pd.DataFrame) -> list[float]:
+    """`CURVE_LEVELS` speeds evenly across the valid points' measured interactivity, to one decimal."""
+    speeds = frame.loc[frame["valid"].astype(bool), "interactivity_p50"].dropna().astype(float)
+    if speeds.empty:
+        return []
+    low, high = float(speeds.min()), float(speeds.max())
+    return sorted({round(low + (high - low) * step / (CURVE_LEVELS - 1), 1) for step in range(CURVE_LEVELS)})
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cost_curve(
+    version: tuple[int, ...], rows: str, levels: list[float], tier: str | None, custom_usd: float | None, kind: str,
+    _frame: pd.DataFrame,
+) -> pd.DataFrame:  # fmt: skip
+    """Each chip's cheapest $/M at every level, per model and workload (`rows` and `version` key the cache)."""
+    rate = GpuHourRate(tier=tier, custom_usd=custom_usd)
+    records = []
+    for level in levels:
+        costs = costs_at(_frame.itertuples(index=False), level, data.hardware_registry(), rate)
+        best, _ = best_per(costs, key=page.chip_of, kind=kind)  # type: ignore[arg-type]
+        for (model, workload, hardware), item in best.items():
+            figure = item.per_million(kind)  # type: ignore[arg-type]
+            if figure is not None:
+                records.append({"tok/s/user": level, "hardware": hardware, "row": f"{model} · {workload}",
+                                "configuration": item.read.configuration, "$/M": figure.usd_per_million})  # fmt: skip
     return pd.DataFrame.from_records(records)
 
 
@@ -111,6 +144,32 @@ else:
         st.dataframe(shown, hide_index=True, width="stretch")
         controls.csv_download(shown, "tco")
 page.dropped_warning(costs, best, "Not shown (dropped, never extrapolated or clamped)")
+
+st.subheader(dollars(f"$ per million {kind} tokens over interactivity, {rate.label}"))
+levels = curve_levels(frame)
+curve = cost_curve(
+    data.version(data.database_url()), hashlib.blake2b(frame.index.to_numpy().tobytes()).hexdigest(), levels,
+    rate.tier, rate.custom_usd, kind, _frame=frame,
+)  # fmt: skip
+if curve.empty:
+    st.info("No configuration has a cost at any speed in the measured range.")
+else:
+    several = curve["row"].nunique() > 1
+    lines = alt.Chart(curve).mark_line(point=True).encode(
+        x=alt.X("tok/s/user:Q", title="interactivity (tok/s/user)"),
+        # Log: costs span orders of magnitude across the range (a chip near its top speed costs many times more).
+        y=alt.Y("$/M:Q", title=f"$ per million {kind} tokens (log scale)", scale=alt.Scale(type="log")),
+        color=charts.chip_colour(curve["hardware"]),
+        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0]),
+        detail="row:N",
+        tooltip=["hardware", "row", "configuration", alt.Tooltip("tok/s/user:Q", format=",.1f"),
+                 alt.Tooltip("$/M:Q", format="$.4f")],
+    )  # fmt: skip
+    target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(target))
+    st.altair_chart(alt.layer(lines, target_rule).properties(height=380), width="stretch")
+    st.caption(dollars(f"Each chip's cheapest configuration read at {len(levels)} speeds across the measured range "
+                       "(never extrapolated: a line ends where its chip's measurements end); the dashed line is the "
+                       "target above."))  # fmt: skip
 with st.expander("Every configuration at this interactivity"):
     everything = every_configuration(costs, kind)
     st.dataframe(everything, hide_index=True, width="stretch")

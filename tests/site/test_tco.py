@@ -63,7 +63,8 @@ def test_cost_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     # The agentic arms were measured at 25–42 tok/s/user only: dropped with a visible note, not clamped.
     note = app.warning[0].value
     assert "**b200** (deepseek-r1 · agentic)" in note and "target 50 is outside the measured range [25, 40]" in note
-    assert len(app.get("vega_lite_chart")) == 1 and len(app.get("download_button")) == 2
+    # The bars at the target, and each chip's cost over the measured range.
+    assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 2
 
 
 def test_share_link_reproduces_target_custom_rate_and_token_kind(seeded_hub: str) -> None:
@@ -107,3 +108,16 @@ def test_one_hardware_only(b200_only_hub: str) -> None:
     assert not app.warning
     far = open_page("tco", {"at": "20"})
     assert "No configuration was measured around 20 tok/s/user" in far.warning[0].value
+
+
+def test_cost_over_interactivity_reads_each_chip_across_its_measured_range(seeded_hub: str) -> None:
+    import json
+
+    app = open_page("tco", {"workload": "8k/1k"}, from_overview=True)
+    curves = [json.loads(chart.proto.spec) for chart in app.get("vega_lite_chart")]
+    lines = [spec for spec in curves if "layer" in spec and spec["layer"][0]["mark"]["type"] == "line"]
+    assert len(lines) == 1
+    colour = lines[0]["layer"][0]["encoding"]["color"]
+    # The legend lists the chips that have a cost somewhere in the range (taken from the curve's own rows).
+    assert colour["field"] == "hardware" and set(colour["scale"]["domain"]) == {"b200", "h200", "mi355x"}
+    assert lines[0]["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
