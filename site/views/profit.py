@@ -139,7 +139,8 @@ else:
                     "label:N",
                     title="hardware",
                     axis=alt.Axis(labelAngle=0),
-                    sort=alt.EncodingSortField("profit $/GPU-hr", order="descending"),
+                    # An explicit order: a sort by field is dropped by Vega-Lite once a second layer shares x.
+                    sort=list(table.sort_values("profit $/GPU-hr", ascending=False)["label"].drop_duplicates()),
                 ),
                 y=alt.Y("profit $/GPU-hr:Q", title="profit, $ per GPU-hour"),
                 color=charts.chip_colour(table["hardware"]),
@@ -147,8 +148,14 @@ else:
             )
         )
         zero = alt.Chart().mark_rule(color="black").encode(y=alt.datum(0))
-        st.altair_chart(page.per_chip_bars([bars, zero], table), width="content")
-        st.caption("Each bar: the most profitable configuration of that chip for that model and workload.")
+        # The margin on each bar, so it is read without opening the table.
+        # Made from the bars themselves: a layer with its own x encoding would undo the bars' sort.
+        margins = bars.mark_text(dy=-8, fontSize=12).encode(
+            text=alt.Text("margin:Q", format=".0%"), color=alt.value("black")
+        )
+        st.altair_chart(page.per_chip_bars([bars, zero, margins], table), width="content")
+        st.caption("Each bar: the most profitable configuration of that chip for that model and workload; above it, "
+                   "its margin (profit / realised revenue).")  # fmt: skip
     with table_tab:
         shown = table.drop(columns=["label"])
         st.dataframe(

@@ -130,3 +130,14 @@ def test_one_hardware_only(b200_only_hub: str) -> None:
     assert list(shown.index) == [("8k/1k", "b200")]
     assert shown.loc[("8k/1k", "b200")]["profit $/GPU-hr"] == pytest.approx(11.878)
     assert not app.warning
+
+
+def test_the_margin_is_on_the_chart_not_only_in_the_table(seeded_hub: str) -> None:
+    import json
+
+    app = open_page("profit", from_overview=True)
+    spec = json.loads(app.get("vega_lite_chart")[0].proto.spec)
+    text = json.dumps(spec)
+    assert '"text": {"field": "margin", "format": ".0%"' in text and '"type": "text"' in text
+    # The bars keep their order by profit (an explicit order: Vega-Lite drops a sort by field across layers).
+    assert '"sort": ["b200", "mi355x [imported]", "h200"]' in text
