@@ -32,6 +32,10 @@ DEFAULT_PATH = Path(__file__).with_name("hardware.yaml")
 AcceleratorUnit = Literal["gpu", "package", "chip", "host"]
 TcoTier = Literal["owning_hyperscaler", "rental_3yr", "neocloud"]
 TCO_TIERS: tuple[str, ...] = ("owning_hyperscaler", "rental_3yr", "neocloud")
+# How a reader names each tier (headings and captions; the keys stay in links, files and the CLI).
+TCO_TIER_LABELS: dict[str, str] = {
+    "owning_hyperscaler": "owning (hyperscaler scale)", "rental_3yr": "3-year rental", "neocloud": "neocloud",
+}  # fmt: skip
 
 _KEY_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 

@@ -46,7 +46,7 @@ from orchestrator.analysis.cost import (
     tokens_per_all_in_mw,
 )
 from orchestrator.analysis.intervals import Interval
-from recipes.hardware import TCO_TIERS, Hardware
+from recipes.hardware import TCO_TIER_LABELS, TCO_TIERS, Hardware
 from recipes.model_registry import RegistryModel
 from recipes.prices import ModelPrice
 
@@ -206,7 +206,9 @@ class GpuHourRate:
 
     @property
     def label(self) -> str:
-        return f"custom ${self.custom_usd:g}/GPU-hr" if self.custom_usd is not None else f"{self.tier} TCO"
+        if self.custom_usd is not None:
+            return f"custom ${self.custom_usd:g}/GPU-hr"
+        return f"{TCO_TIER_LABELS.get(str(self.tier), str(self.tier))} TCO"
 
     def usd_per_gpu_hour(self, hardware_key: str, registry: Mapping[str, Hardware]) -> tuple[float | None, str]:
         """($/GPU-hr, '') or (None, why not)."""

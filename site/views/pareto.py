@@ -23,6 +23,7 @@ from hubkit import charts, controls, data, page
 from orchestrator.analysis import axes
 from orchestrator.analysis.pareto import frontier_mask
 from orchestrator.analysis.thinning import thin_mask
+from recipes.hardware import TCO_TIER_LABELS
 
 PRICED = (axes.COST, axes.TOKENS_PER_DOLLAR)
 # The measured column behind each x metric (E2E-normalised interactivity is chosen per row below).
@@ -108,7 +109,7 @@ def rates(frame: pd.DataFrame, metric: str, tier: str | None, custom: float | No
         note = f"at a custom ${custom:g}/GPU-hr for every hardware"
     elif tier is not None:
         usd = frame["hardware"].map({key: spec.tco(tier) for key, spec in registry.items()}).astype(float)
-        note = f"at the {tier} TCO tier of each hardware (recipes/hardware.yaml)"
+        note = f"at the {TCO_TIER_LABELS.get(tier, tier)} TCO tier of each hardware (recipes/hardware.yaml)"
     if metric == axes.TOKENS_PER_MW:
         all_in = {key: spec.all_in_kw.value if spec.all_in_kw else None for key, spec in registry.items()}
         kw = frame["hardware"].map(all_in).astype(float)

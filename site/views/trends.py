@@ -100,8 +100,13 @@ verdicts = (
 )
 
 regressed = verdicts[verdicts["verdict"] == "regressed"]
-if regressed.empty:
-    st.success(f"No configuration regressed at {target:g} tok/s/user.")
+compared = int(verdicts["verdict"].isin(["regressed", "ok"]).sum())
+if compared == 0:
+    # Nothing could be compared (one sweep each, or no figure at this speed): not a green "all clear".
+    st.info(f"No configuration could be compared at {target:g} tok/s/user: each needs at least two sweeps with a "
+            "figure at that speed (see the reasons in the table).")  # fmt: skip
+elif regressed.empty:
+    st.success(f"None of the {compared} configuration(s) compared regressed at {target:g} tok/s/user.")
 else:
     st.error(f"{len(regressed)} configuration(s) regressed at {target:g} tok/s/user: "
              + "; ".join(regressed["configuration"]))  # fmt: skip

@@ -85,7 +85,7 @@ def test_cost_at_a_tier_and_at_a_custom_rate(seeded_hub: str) -> None:
     # The interval maps through: the cheap end is the high throughput.
     assert b200["95 % low"] == pytest.approx(1.73 / ((1500 + HALF_WIDTH) * 0.0036))
     assert b200["95 % high"] == pytest.approx(1.73 / ((1500 - HALF_WIDTH) * 0.0036))
-    assert any("owning_hyperscaler TCO tier" in caption.value for caption in app.caption)
+    assert any("owning (hyperscaler scale) TCO tier" in caption.value for caption in app.caption)
 
     rental = row(table(open_pareto({"y": COST, "tier": "rental_3yr"})), "b200 · vllm", "nightly-3", 16)
     assert rental[COST] == pytest.approx(3.70 / 5.4)

@@ -95,7 +95,7 @@ def test_tco_tier_and_tokens_per_all_in_mw_come_from_the_registry() -> None:
     b200 = REGISTRY["b200"]
     usd, kw = b200.tco("owning_hyperscaler"), b200.all_in_kw.value
     (cost,) = costs_at(b200_three_repeats(), 50.0, REGISTRY, GpuHourRate("owning_hyperscaler"))
-    assert cost.usd_per_gpu_hour == usd and cost.rate_label == "owning_hyperscaler TCO"
+    assert cost.usd_per_gpu_hour == usd and cost.rate_label == "owning (hyperscaler scale) TCO"
     assert cost.output.usd_per_million == pytest.approx(usd / 5.4)
     # 1500 tok/s/GPU × 1000 / kW per GPU (e.g. 1.71 kW → 877,193 tok/s per MW).
     assert cost.output_tokens_per_all_in_mw == pytest.approx(1500 * 1000 / kw)
