@@ -135,6 +135,18 @@ def table_with_csv(table: pd.DataFrame, name: str) -> None:
     controls.csv_download(table, name)
 
 
+def time_format(times: pd.Series) -> str:
+    """A tick format that reads at the span shown: a job's lifecycle often spans a few seconds, where the default
+    labels every tick ".500"; a week of sweeps needs the date."""
+    stamps = pd.to_datetime(times, utc=True)
+    span = (stamps.max() - stamps.min()).total_seconds() if len(stamps) else 0.0
+    if span < 10:
+        return "%H:%M:%S.%L"
+    if span < 86400:
+        return "%H:%M:%S"
+    return "%b %d %H:%M"
+
+
 def lifecycle(timeline: pd.DataFrame, name: str) -> None:
     """Transitions (columns: a lane such as the job or subject first, then state, at, reason) as a chart and a table."""
     lane = str(timeline.columns[0])
@@ -144,7 +156,8 @@ def lifecycle(timeline: pd.DataFrame, name: str) -> None:
             alt.Chart(timeline)
             .mark_point(filled=True, size=80)
             .encode(
-                x=alt.X("at:T", title="time (UTC)"), y=alt.Y(f"{lane}:N", title=None),
+                x=alt.X("at:T", title="time (UTC)", axis=alt.Axis(format=time_format(timeline["at"]))),
+                y=alt.Y(f"{lane}:N", title=None),
                 color=alt.Color("state:N", scale=alt.Scale(range=list(PALETTE))), shape="state:N",
                 tooltip=[lane, "state", "at", "reason"],
             ),

@@ -73,3 +73,14 @@ def test_query_param_link_opens_that_sweep_with_its_jobs(seeded_hub: str) -> Non
     app = open_page("runs", {"sweep": "vendor-launch"})
     assert not app.exception and app.selectbox[0].value != "vendor-launch"
     assert "vendor-launch" not in " ".join(app.dataframe[1].value["job"].astype(str))
+
+
+def test_the_timeline_ticks_read_at_the_span_shown() -> None:
+    import pandas as pd
+
+    from hubkit.page import time_format
+
+    at = pd.Timestamp("2026-12-01 10:00:00", tz="UTC")
+    assert time_format(pd.Series([at, at + pd.Timedelta(seconds=2)])) == "%H:%M:%S.%L"  # not ".500" on every tick
+    assert time_format(pd.Series([at, at + pd.Timedelta(minutes=5)])) == "%H:%M:%S"
+    assert time_format(pd.Series([at, at + pd.Timedelta(days=3)])) == "%b %d %H:%M"
