@@ -58,6 +58,30 @@ def pipe_tables(markdown: str) -> list[pd.DataFrame]:
     return tables
 
 
+def public_text(markdown: str) -> str:
+    """`markdown` as the public reads it: without its pipe tables (shown as tables already), without sections about
+    the machines we develop on (a heading saying "seen here") and without paragraphs that report a measurement on
+    "this machine" (docs/BENCHMARKS.md keeps those, with their commands)."""
+    kept: list[str] = []
+    skipping_level = 0
+    for block in re.split(r"\n(?=#+ )", markdown):
+        heading = re.match(r"(#+) (.*)", block)
+        if heading:
+            level = len(heading.group(1))
+            if skipping_level and level > skipping_level:
+                continue
+            skipping_level = level if "seen here" in heading.group(2) else 0
+            if skipping_level:
+                continue
+        paragraphs = [
+            paragraph for paragraph in block.split("\n\n")
+            if not paragraph.lstrip().startswith("|") and "on this machine" not in paragraph
+            and "this 2-core machine" not in paragraph
+        ]  # fmt: skip
+        kept.append("\n\n".join(paragraphs))
+    return "\n".join(kept)
+
+
 def section(markdown: str, heading: str) -> str:
     """The text under `heading` (a '## ' line) up to the next heading of the same or a higher level."""
     match = re.search(rf"^(#+) {re.escape(heading)}\s*$", markdown, flags=re.MULTILINE)
@@ -112,8 +136,9 @@ with definitions:
     else:
         for index, table in enumerate(pipe_tables(metrics_doc)):
             table_with_csv(table, f"metric-definitions-{index + 1}")
-        with st.expander("docs/METRICS.md in full", expanded=True):
-            st.markdown(metrics_doc)
+        # The tables are above, once; the text around them follows, without what we measured on our own machines.
+        with st.expander("docs/METRICS.md: the text around these tables", expanded=True):
+            st.markdown(public_text(metrics_doc))
 
 with validity:
     if metrics_doc is not None:

@@ -78,3 +78,11 @@ def test_one_hardware_database(hub_database: str) -> None:
     assert not app.exception and not app.info
     # The sources cover the whole registry, not only the hardware measured so far.
     assert {"b200", "h200", "mi355x"} <= set(_table(app, "figure")["hardware"])
+
+
+def test_the_definitions_are_written_once_and_for_the_public(seeded_hub: str) -> None:
+    app = open_page("methodology")
+    text = next(block.value for block in app.markdown if "Per request" in block.value)
+    assert "|---" not in text  # the tables are shown as tables, above, and not again in the text
+    assert "seen here" not in text and "this 2-core machine" not in text and "on this machine" not in text
+    assert "Validity verdict" in text  # the rest of the document is there
