@@ -59,6 +59,18 @@ def cell_text(cell: ScorecardCell, reference: str | None) -> str:
     return f"{text} {label}" if label else text
 
 
+def cheapest_of(row: list[ScorecardCell]) -> str:
+    """'b200 $0.9045' for the cheapest priced cell of a scorecard row (its origin when not measured here); '–' when
+    no chip has a cost there."""
+    priced = [cell for cell in row if cell.best is not None and cell.best.output is not None]
+    if not priced:
+        return MISSING
+    best = min(priced, key=lambda cell: cell.best.output.usd_per_million)  # type: ignore[union-attr]
+    label = origin_label(best.best.read.origins)  # type: ignore[union-attr]
+    text = f"{best.hardware} ${best.best.output.usd_per_million:.4f}"  # type: ignore[union-attr]
+    return f"{text} {label}" if label else text
+
+
 def figures(cells: list[ScorecardCell]) -> pd.DataFrame:
     """One row per cell with every figure behind it (the long table and the chart)."""
     records = []
@@ -169,13 +181,19 @@ grid = grid.pivot_table(
     index=["model", "precision", "workload", "tok/s/user"], columns="hardware", values="cell", aggfunc="first"
 )
 grid = grid.fillna(NOT_MEASURED).reset_index().rename_axis(columns=None)
+# The answer first: per row, the chip with the lowest $/M output tokens and that cost.
+grid.insert(4, "cheapest", [
+    cheapest_of([c for c in cells if (c.model, c.precision, c.workload, c.interactivity) == key])
+    for key in zip(grid["model"], grid["precision"], grid["workload"], grid["tok/s/user"], strict=True)
+])  # fmt: skip
 page.illustrative_prices(frame["hardware"], rate)
 scorecard_tab, chart_tab, table_tab = st.tabs(["Scorecard", "Chart", "All figures"])
 with scorecard_tab:
     st.dataframe(grid, hide_index=True, width="stretch")
     controls.csv_download(grid, "scorecard")
     st.caption(
-        f"Each cell: the cheapest configuration of that chip; in brackets its change against {reference}. "
+        f"**cheapest**: the chip with the lowest cost in the row. Each chip's cell: its cheapest configuration; in "
+        f"brackets its change against {reference}. "
         f"{MISSING} says why there is no figure: no TCO figure for the chip at this tier, outside the measured "
         "range (no configuration measured around that speed; nothing is extrapolated), or not measured. "
         "Imported and simulated results carry their origin in brackets."

@@ -52,6 +52,7 @@ def test_scorecard_costs_and_change_vs_reference(seeded_hub: str) -> None:
     assert row["h200"] == f"${h200:.4f} ({h200 / cost(1.73, 1500) - 1:+.1%})" == "$0.5980 (+86.7%)"
     assert row["mi355x"] == f"${mi355x:.4f} ({mi355x / cost(1.73, 1500) - 1:+.1%}) [imported]"
     assert row["mi355x"] == "$0.3472 (+8.4%) [imported]"
+    assert row["cheapest"] == "b200 $0.3204"  # against MI355X $0.3472 and H200 $0.5980
     # At 100 tok/s/user only the B200 was measured (its 100 tok/s/user point: 500 tok/s/GPU → $1.73 / 1.8);
     # the others are not extrapolated.
     fast = grid.loc[("deepseek-r1", "fp8", "8k/1k", 100.0)]
@@ -125,7 +126,8 @@ def test_history_toggle_reads_every_sweep(seeded_hub: str) -> None:
 def test_one_hardware_only(b200_only_hub: str) -> None:
     app = open_page("overview")
     grid = scorecard(app)
-    assert list(grid.columns) == ["b200"]
+    assert list(grid.columns) == ["cheapest", "b200"]
+    assert grid.loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]["cheapest"] == "b200 $0.3204"
     assert grid.loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]["b200"] == "$0.3204 (reference)"
     below = grid.loc[("deepseek-r1", "fp8", "8k/1k", 30.0)]["b200"]
     assert below == "– (outside the measured range)"  # below its lowest measured speed

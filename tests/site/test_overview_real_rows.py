@@ -53,6 +53,8 @@ def test_b200_is_the_cheapest_at_50_tok_s_user_by_hand(hub_database: str) -> Non
     )
     cells = grid.iloc[0]
     assert cells["b200"].startswith("$") and cells["mi355x"].startswith("$")
+    # The answer on the first screen: the cheapest chip and its cost.
+    assert cells["cheapest"] == f"b200 ${b200['$/M output tokens']:.4f} [imported]"
 
 
 def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -> None:
