@@ -54,12 +54,25 @@ def _placeable(value: Any) -> bool:
     return value is not None and math.isfinite(value) and value > 0
 
 
-def fingerprint_of(row: Any) -> Hashable:
-    return row.fingerprint
+def workload_of(row: Any) -> str:
+    """The row's workload label: the hub's `workload` column when present, else 'agentic' or 'ISL/OSL'."""
+    label = getattr(row, "workload", None)
+    if isinstance(label, str) and label:
+        return label
+    if getattr(row, "workload_kind", "fixed-length") == "agentic-replay":
+        return "agentic"
+    return f"{getattr(row, 'isl', None)}/{getattr(row, 'osl', None)}"
 
 
-def valid_groups(rows: Sequence[Any], key: Callable[[Any], Hashable] = fingerprint_of) -> dict[Hashable, list[Any]]:
-    """The valid rows of each configuration (by default its recipe fingerprint), in order of first appearance."""
+def configuration_of(row: Any) -> Hashable:
+    """A configuration: a recipe fingerprint at one workload. A recipe may measure several sequence lengths (and an
+    imported InferenceX configuration has one fingerprint for all of them): each is a curve of its own, and pooling
+    them put 1k/8k points on the 1k/1k frontier (found on the real InferenceX sample)."""
+    return (row.fingerprint, workload_of(row))
+
+
+def valid_groups(rows: Sequence[Any], key: Callable[[Any], Hashable] = configuration_of) -> dict[Hashable, list[Any]]:
+    """The valid rows of each configuration (by default its fingerprint and workload), in order of first appearance."""
     groups: dict[Hashable, list[Any]] = defaultdict(list)
     for row in rows:
         if row.valid:
@@ -95,8 +108,8 @@ def read_frontiers(
     return interval_of_interpolated(curves, target)
 
 
-def fingerprint_and_sweep(row: Any) -> Hashable:
-    return (row.fingerprint, row.sweep)
+def configuration_and_sweep(row: Any) -> Hashable:
+    return (row.fingerprint, workload_of(row), row.sweep)
 
 
 def compare_at_interactivity(
@@ -108,8 +121,8 @@ def compare_at_interactivity(
     Each sweep of a configuration is read on its own (`per_sweep`): its repeats are the curves behind the
     interval, and repeat 0 of two nightly sweeps is never one curve. `per_sweep=False` pools the sweeps."""
     table = []
-    for key, members in valid_groups(rows, fingerprint_and_sweep if per_sweep else fingerprint_of).items():
-        fingerprint = key[0] if per_sweep else key
+    for key, members in valid_groups(rows, configuration_and_sweep if per_sweep else configuration_of).items():
+        fingerprint = key[0]
         first = members[0]
         read = read_frontiers(repeat_frontiers(members), target)
         spec = hardware.get(first.hardware)

@@ -33,7 +33,14 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orchestrator.analysis.compare import fingerprint_and_sweep, read_frontiers, repeat_frontiers, valid_groups
+from orchestrator.analysis.compare import (
+    configuration_and_sweep,
+    configuration_of,
+    read_frontiers,
+    repeat_frontiers,
+    valid_groups,
+    workload_of,
+)
 from orchestrator.analysis.cost import (
     DEFAULT_LICENCE_FEE,
     CostPerMillion,
@@ -79,16 +86,6 @@ def _hit_rate(row: Any) -> float:
 
 def _measured(value: Any) -> bool:
     return value is not None and isinstance(value, int | float) and math.isfinite(value)
-
-
-def workload_of(row: Any) -> str:
-    """The row's workload label: the hub's `workload` column when present, else 'agentic' or 'ISL/OSL'."""
-    label = getattr(row, "workload", None)
-    if isinstance(label, str) and label:
-        return label
-    if getattr(row, "workload_kind", "fixed-length") == "agentic-replay":
-        return "agentic"
-    return f"{getattr(row, 'isl', None)}/{getattr(row, 'osl', None)}"
 
 
 @dataclass(frozen=True)
@@ -173,10 +170,6 @@ def read_configuration(members: Sequence[Any], target: float) -> ConfigurationRe
     )
 
 
-def _fingerprint(row: Any) -> Hashable:
-    return row.fingerprint
-
-
 def read_configurations(rows: Iterable[Any], target: float, per_sweep: bool = True) -> list[ConfigurationRead]:
     """Every configuration's read at `target` tok/s/user, covered or not (valid rows only).
 
@@ -184,7 +177,7 @@ def read_configurations(rows: Iterable[Any], target: float, per_sweep: bool = Tr
     never one curve; pass rows of the latest sweeps only to get one read per configuration. With
     `per_sweep=False` all sweeps of a fingerprint are pooled (so does `compare_at_interactivity` when asked).
     """
-    groups = valid_groups(list(rows), fingerprint_and_sweep if per_sweep else _fingerprint)
+    groups = valid_groups(list(rows), configuration_and_sweep if per_sweep else configuration_of)
     return [read_configuration(members, target) for members in groups.values()]
 
 

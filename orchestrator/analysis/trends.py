@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.analysis.compare import read_frontiers, repeat_frontiers
+from orchestrator.analysis.compare import read_frontiers, repeat_frontiers, workload_of
 from orchestrator.analysis.intervals import InterpolatedInterval
 from orchestrator.analysis.regression import RegressionResult, detect_regression
 
@@ -44,6 +44,7 @@ class Trend:
     verdict: RegressionResult | None  # None when fewer than two sweeps could be read
     fingerprint: str = ""
     reads: tuple[SweepRead, ...] = ()  # the same sweeps with their times and intervals
+    workload: str = ""  # one recipe measures one trend per workload
 
     @property
     def regressed(self) -> bool:
@@ -61,12 +62,12 @@ def trends_at(rows: Sequence[Any], target: float, min_relative_drop: float = 0.0
     One Trend per fingerprint, in the order of their first row; its verdict compares the latest sweep
     (when it could be read at `target`) with every earlier sweep that could.
     """
-    groups: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         if row.valid:
-            groups[row.fingerprint][row.sweep].append(row)
+            groups[(row.fingerprint, workload_of(row))][row.sweep].append(row)  # a configuration: compare.py
     trends = []
-    for fingerprint, sweeps in groups.items():
+    for (fingerprint, workload), sweeps in groups.items():
         ordered = sorted(sweeps.items(), key=lambda item: max(r.finished_at for r in item[1]))
         reads = tuple(
             SweepRead(sweep=name, finished_at=max(r.finished_at for r in members), read=read_sweep(members, target))
@@ -85,6 +86,7 @@ def trends_at(rows: Sequence[Any], target: float, min_relative_drop: float = 0.0
                 verdict=verdict,
                 fingerprint=fingerprint,
                 reads=reads,
+                workload=workload,
             )
         )
     return trends

@@ -27,14 +27,15 @@ def verdict_of(trend: Trend, target: float) -> str:
     return "not enough history"
 
 
-def labels_of(frame: pd.DataFrame) -> dict[str, str]:
-    """Fingerprint → legend entry: the configuration, its workload when several show, any non-measured origin."""
+def labels_of(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(fingerprint, workload) → legend entry: the configuration, its workload when several show, any non-measured
+    origin."""
     several_workloads = frame["workload"].nunique() > 1
-    firsts = frame.groupby("fingerprint")[["configuration", "workload", "origin"]].first()
+    firsts = frame.groupby(["fingerprint", "workload"])[["configuration", "origin"]].first()
     labels = {}
-    for fingerprint, row in firsts.iterrows():
-        name = f"{row['configuration']} · {row['workload']}" if several_workloads else str(row["configuration"])
-        labels[str(fingerprint)] = name if row["origin"] == "measured" else f"{name} [{row['origin']}]"
+    for (fingerprint, workload), row in firsts.iterrows():
+        name = f"{row['configuration']} · {workload}" if several_workloads else str(row["configuration"])
+        labels[(str(fingerprint), str(workload))] = name if row["origin"] == "measured" else f"{name} [{row['origin']}]"
     return labels
 
 
@@ -63,7 +64,7 @@ if valid.empty:
 
 trends = trends_at(list(valid.itertuples(index=False)), target, min_drop / 100)
 labels = labels_of(valid)
-firsts = valid.groupby("fingerprint")[["workload", "origin"]].first()
+firsts = valid.groupby(["fingerprint", "workload"])[["origin"]].first()
 
 history_rows, verdict_rows = [], []
 for trend in trends:
@@ -71,7 +72,8 @@ for trend in trends:
     for position, read in enumerate(trend.reads):
         interval = read.read.interval
         history_rows.append({
-            "configuration": labels[trend.fingerprint], "sweep": read.sweep, "finished": read.finished_at,
+            "configuration": labels[(trend.fingerprint, trend.workload)], "sweep": read.sweep,
+            "finished": read.finished_at,
             "output tok/s/GPU": read.value, "95 % low": interval.low if interval else None,
             "95 % high": interval.high if interval else None, "repeats read": read.read.used,
             "repeats dropped": read.read.dropped,
@@ -82,8 +84,8 @@ for trend in trends:
     change = trend.verdict.relative_change if trend.verdict else None
     latest = trend.reads[-1]
     verdict_rows.append({
-        "configuration": labels[trend.fingerprint], "hardware": trend.hardware,
-        "workload": firsts.loc[trend.fingerprint, "workload"], "origin": firsts.loc[trend.fingerprint, "origin"],
+        "configuration": labels[(trend.fingerprint, trend.workload)], "hardware": trend.hardware,
+        "workload": trend.workload, "origin": firsts.loc[(trend.fingerprint, trend.workload), "origin"],
         "sweeps": len(trend.reads), "latest sweep": latest.sweep, "latest": latest.value,
         "history mean": baseline.mean if baseline else None,
         "prediction low": baseline.low if baseline else None, "prediction high": baseline.high if baseline else None,

@@ -68,3 +68,12 @@ def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -
     assert {"origin", "date", "image", "source", "concurrency", "series"} <= tooltips
     data = chart.proto.spec + "".join(str(dataset) for dataset in chart.proto.datasets)
     assert "lmsysorg/sglang:v0.5.6-cu129-amd64" in data and "InferenceX run 20286929996" in data
+
+
+def test_the_unfiltered_overview_reads_each_workload_on_its_own_curve(hub_database: str) -> None:
+    """Before: B200 TP8·EP8's 1k/1k, 1k/8k and 8k/1k points were one curve (one imported fingerprint), so the first
+    screen priced DeepSeek-R1 FP4 1k/1k at 50 tok/s/user from a 1k/8k point: 'b200 $0.7867' instead of $0.9045."""
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    app = open_page("overview", {"tiers": ["50"]})
+    grid = app.dataframe[0].value.set_index(["model", "precision", "workload", "tok/s/user"])
+    assert grid.loc[("deepseek-r1", "fp4", "1k/1k", 50.0)]["cheapest"] == "b200 $0.9045 [imported]"

@@ -307,3 +307,17 @@ def test_compare_reads_each_sweep_on_its_own_unless_pooled() -> None:
     }  # fmt: skip
     (pooled,) = compare_at_interactivity(rows, 50.0, REGISTRY, per_sweep=False)
     assert pooled.sweep == "night-1, night-2" and pooled.throughput is not None and pooled.throughput.n == 1
+
+
+def test_a_recipe_measuring_two_workloads_reads_two_curves_never_one() -> None:
+    """Found on the real InferenceX sample: an imported configuration has one fingerprint for 1k/1k, 1k/8k and 8k/1k,
+    and pooling them put 1k/8k points on the 1k/1k frontier (B200 DeepSeek-R1 FP4 TP8 read 611 tok/s/GPU at 50
+    tok/s/user on 1k/1k, where its 1k/1k points end at 75)."""
+    from orchestrator.analysis.economics import read_configurations
+
+    short = [row(100.0, 500.0), row(60.0, 900.0)]  # 8k/1k by `row`'s default: ends at 60 tok/s/user
+    long = [SimpleNamespace(**{**vars(r), "isl": 1024, "osl": 8192}) for r in (row(60.0, 2000.0), row(40.0, 4000.0))]
+    reads = {read.workload: read for read in read_configurations(short + long, 50.0)}
+    assert set(reads) == {"8192/1024", "1024/8192"}
+    assert reads["8192/1024"].output is None  # 50 is outside its own points (60-100)
+    assert reads["1024/8192"].output is not None and 2000.0 <= reads["1024/8192"].output.mean <= 4000.0
