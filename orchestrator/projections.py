@@ -46,16 +46,14 @@ def projected_label(parallelism: str, source: str, edge: str) -> str:
 def _metrics(projected: ProjectedPoint, gpus: int) -> PointMetrics:
     point = projected.point
     tpot = 1000.0 / point.interactivity
-
-    def stats(p50: float | None) -> Stats:
-        return Stats(n=0, mean=None, p50=p50, p90=None, p99=None, std=None)
+    none = Stats.reported(None)  # a projection derives throughput and interactivity only
 
     return PointMetrics(
         completed=0, failed=0, duration_s=0.0, total_input_tokens=0, total_output_tokens=0, request_throughput=0.0,
         output_throughput=point.output_per_gpu * gpus, total_token_throughput=point.total_per_gpu * gpus,
         accelerators=gpus, output_throughput_per_gpu=point.output_per_gpu,
-        total_token_throughput_per_gpu=point.total_per_gpu, ttft_ms=stats(None), tpot_ms=stats(tpot),
-        itl_ms=stats(None), e2el_ms=stats(None), client_queue_ms=stats(None), interactivity=stats(point.interactivity),
+        total_token_throughput_per_gpu=point.total_per_gpu, ttft_ms=none, tpot_ms=Stats.reported(tpot), itl_ms=none,
+        e2el_ms=none, client_queue_ms=none, interactivity=Stats.reported(point.interactivity),
         token_disagreement=0.0, window=MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=True),
         validity=Validity(valid=True, reasons=[]),
         peer_figures={"projection_speedup": projected.speedup,

@@ -83,8 +83,6 @@ class ChipRates:
     dense_pflops: Rate | None  # None: no dense figure at this precision (a bound may still come from `inference`)
     inference_pflops: float | None  # a vendor's non-dense inference figure, an upper bound only
     memory_gb: float | None
-    scale_up_domain: int
-    vendor: str
 
 
 def _rate(figure: Figure | None, scale: float = 1.0, why: str = "") -> Rate | None:
@@ -113,7 +111,7 @@ def chip_rates(hardware: Hardware, precision: str) -> ChipRates:
         dense = _rate(hardware.dense_fp8_pflops, 0.5, why="; 16-bit taken as half the FP8 rate")
     inference = hardware.fp4_inference_pflops.value if hardware.fp4_inference_pflops is not None else None
     memory = hardware.memory_gb.value
-    return ChipRates(hardware.key, bandwidth, dense, inference, memory, hardware.scale_up_domain, hardware.vendor)
+    return ChipRates(hardware.key, bandwidth, dense, inference, memory)
 
 
 def flops_ratio(source: ChipRates, target: ChipRates) -> Rate:
@@ -606,17 +604,20 @@ class BacktestRow:
     plain: float | None = None
     model_version: str = ""
 
+    def _error(self, value: float | None) -> float | None:
+        return None if value is None else 100.0 * (value - self.measured) / self.measured
+
     @property
     def error_pct(self) -> float:
         return 100.0 * (self.projected - self.measured) / self.measured
 
     @property
     def unchanged_error_pct(self) -> float | None:
-        return None if self.unchanged is None else 100.0 * (self.unchanged - self.measured) / self.measured
+        return self._error(self.unchanged)
 
     @property
     def plain_error_pct(self) -> float | None:
-        return None if self.plain is None else 100.0 * (self.plain - self.measured) / self.measured
+        return self._error(self.plain)
 
 
 @dataclass

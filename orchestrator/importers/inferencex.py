@@ -302,9 +302,8 @@ def read_rows(path: Path) -> list[InferenceXRow]:
     return [item.row for item in read.rows]
 
 
-def _stats(p50: float | None, p99: float | None = None) -> Stats:
-    # InferenceX rows carry no sample counts, means or spreads: n is 0 (unknown) and those are None.
-    return Stats(n=0, mean=None, p50=p50, p90=None, p99=p99, std=None)
+# InferenceX rows carry no sample counts, means or spreads.
+_stats = Stats.reported
 
 
 def output_per_gpu(row: InferenceXRow) -> float:

@@ -211,6 +211,12 @@ class Stats(Strict):
     p999: float | None = Field(None, description="99.9th percentile, only when n >= 1000.")
     std: float | None = Field(description="Population standard deviation.")
 
+    @classmethod
+    def reported(cls, p50: float | None, p99: float | None = None) -> Stats:
+        """Percentiles another tool reported, or a model derived, without their samples: n is 0 (unknown) and the
+        figures not given are None."""
+        return cls(n=0, mean=None, p50=p50, p90=None, p99=p99, std=None)
+
 
 class Validity(Strict):
     valid: bool = Field(description="True when every validity rule holds.")

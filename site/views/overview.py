@@ -182,8 +182,11 @@ grid = grid.pivot_table(
 )
 grid = grid.fillna(NOT_MEASURED).reset_index().rename_axis(columns=None)
 # The answer first: per row, the chip with the lowest $/M output tokens and that cost.
+by_row: dict[tuple[object, ...], list[ScorecardCell]] = {}
+for c in cells:
+    by_row.setdefault((c.model, c.precision, c.workload, c.interactivity), []).append(c)
 grid.insert(4, "cheapest", [
-    cheapest_of([c for c in cells if (c.model, c.precision, c.workload, c.interactivity) == key])
+    cheapest_of(by_row.get(key, []))
     for key in zip(grid["model"], grid["precision"], grid["workload"], grid["tok/s/user"], strict=True)
 ])  # fmt: skip
 page.illustrative_prices(frame["hardware"], rate)

@@ -33,7 +33,7 @@ def chip(
     key: str, bandwidth: float, pflops: float, memory: float = 100.0, high_bandwidth: float | None = None
 ) -> ChipRates:
     bw = Rate(bandwidth, bandwidth, high_bandwidth or bandwidth, "hand-made")
-    return ChipRates(key, bw, Rate(pflops, pflops, pflops, "hand-made"), None, memory, 8, "V")
+    return ChipRates(key, bw, Rate(pflops, pflops, pflops, "hand-made"), None, memory)
 
 
 def curve(
