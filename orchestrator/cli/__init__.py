@@ -13,6 +13,7 @@ import typer
 
 from orchestrator.cli import fleet, imports, measure, prepare, recipe, results, schedule, site, sweeps, trace
 from orchestrator.cli.project import project_app
+from orchestrator.importers.peer_formats import PEER_FORMATS
 
 app = typer.Typer(help="InferSweep: reproducible cross-vendor LLM inference benchmarks.", no_args_is_help=True)
 recipe_app = typer.Typer(help="Recipe files: validate them before spending GPU hours.", no_args_is_help=True)
@@ -32,7 +33,8 @@ app.add_typer(project_app, name="project")
 
 app.command()(sweeps.run)
 app.command()(measure.bench)
-import_app.command("vllm-bench")(imports.import_vllm_bench)
+for _format in PEER_FORMATS.values():
+    import_app.command(_format.name)(imports.peer_import_command(_format.name, _format.description))
 app.command()(sweeps.publish)
 import_app.command("inferencex")(imports.import_inferencex)
 import_app.command("inferencex-snapshot")(imports.import_inferencex_snapshot)

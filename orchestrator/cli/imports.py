@@ -1,7 +1,10 @@
-"""Results measured by other tools, imported with origin `imported`: `import vllm-bench`, `import inferencex`."""
+"""Results measured by other tools, imported with origin `imported`: the peer tools' native files (`import vllm-bench`,
+`aiperf`, `guidellm`, `llm-d`) and InferenceX's published rows (`import inferencex`, `inferencex-snapshot`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,33 +14,77 @@ from orchestrator.cli.output import console, errors, fail
 from recipes.errors import ConfigurationError, InferSweepError
 
 if TYPE_CHECKING:
-    from orchestrator.importers.store import InferenceXSummary
+    from orchestrator.importers.store import InferenceXSummary, PeerImport
 
 
-def import_vllm_bench(
-    files: Annotated[list[Path], typer.Argument(help="`vllm bench serve --save-result` JSON files.")],
-    recipe: Annotated[Path, typer.Option(help="Recipe describing the hardware, model and engine measured.")],
-    isl: Annotated[int, typer.Option(min=1, help="Input length the run used.")],
-    osl: Annotated[int, typer.Option(min=1, help="Output length the run used.")],
-    sweep: Annotated[str, typer.Option(help="Sweep to store the results in.")] = "imported",
-) -> None:
-    """Store vLLM benchmark results as points with origin `imported` (their source is kept)."""
-    from db.session import make_engine, migrate
-    from orchestrator.importers import store
-    from recipes.loader import load_recipe
-    from recipes.schema import SequenceLengths
+def peer_import_command(format_name: str, description: str) -> Callable[..., None]:
+    """The `infersweep import <format_name>` command: a peer tool's native result files, measured on the
+    hardware, model and engine a recipe describes."""
 
+    def command(
+        recipe: Annotated[Path, typer.Option(help="Recipe describing the hardware, model and engine measured.")],
+        isl: Annotated[
+            int | None, typer.Option(min=1, help="Input length the run used (needed when the file does not say).")
+        ] = None,
+        osl: Annotated[
+            int | None, typer.Option(min=1, help="Output length the run used (needed when the file does not say).")
+        ] = None,
+        sweep: Annotated[str, typer.Option(help="Sweep to store the results in.")] = "imported",
+        run_date: Annotated[
+            str | None, typer.Option(help="When the run measured, as an ISO date (for files that state none).")
+        ] = None,
+        # A default, not an annotation: the help names this format, and annotations are evaluated lazily.
+        files: list[Path] = typer.Argument(..., help=description),  # noqa: B008
+    ) -> None:
+        from db.session import make_engine, migrate
+        from orchestrator.importers import store
+        from recipes.loader import load_recipe
+
+        measured_at = _iso_date(run_date)
+        try:
+            loaded = load_recipe(recipe)
+            engine = make_engine()
+            migrate(engine)
+            imports = store.import_peer_results(
+                engine, format_name, files, loaded, store.LengthFlags(isl=isl, osl=osl), sweep, measured_at
+            )
+        except InferSweepError as error:
+            fail(error)
+        _print_peer_imports(imports, sweep)
+
+    command.__doc__ = (
+        f"Store {description.rstrip('.')} as points with origin `imported` (their source is kept); a load level "
+        "that cannot be read is refused alone, with its reason."
+    )
+    return command
+
+
+def _iso_date(text: str | None) -> datetime | None:
+    if text is None:
+        return None
     try:
-        loaded = load_recipe(recipe)
-        engine = make_engine()
-        migrate(engine)
-        results = store.import_vllm_bench(engine, files, loaded, SequenceLengths(isl=isl, osl=osl), sweep)
-    except InferSweepError as error:
-        fail(error)
-    for result in results:
-        state = "imported" if result.stored else "already imported"
-        console.print(f"{result.path}: {state} into sweep {sweep} (c={result.concurrency}, valid={result.valid})",
-                      markup=False, highlight=False)  # fmt: skip
+        return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    except ValueError:
+        fail(ConfigurationError(f"--run-date: got {text!r}; expected an ISO date such as 2025-12-18"))
+
+
+def _print_peer_imports(imports: list[PeerImport], sweep: str) -> None:
+    for result in imports:
+        for level in result.levels:
+            state = "imported" if level.stored else "already imported"
+            dated = "" if level.dated else ", date unknown: dated by the import"
+            console.print(
+                f"{result.path} [{level.label}]: {state} into sweep {sweep} (c={level.concurrency}, "
+                f"{level.isl}/{level.osl}, valid={level.valid}{dated})", markup=False, highlight=False,
+            )  # fmt: skip
+        for refusal in result.refused:
+            errors.print(f"{result.path}: refused {refusal}", markup=False, highlight=False)
+        stored = sum(level.stored for level in result.levels)
+        console.print(
+            f"{result.path}: {result.tool}, model {result.model or '(not stated)'}: {stored} level(s) imported, "
+            f"{len(result.levels) - stored} already present, {len(result.refused)} refused",
+            markup=False, highlight=False,
+        )  # fmt: skip
 
 
 def import_inferencex(
@@ -52,17 +99,10 @@ def import_inferencex(
 ) -> None:
     """Store InferenceX rows as points with origin `imported`, each source run its own sweep; a row that cannot be
     read or mapped is refused alone, and a summary says what was read, imported, already present and refused."""
-    from datetime import UTC, datetime
-
     from db.session import make_engine, migrate
     from orchestrator.importers import store
 
-    measured_at = None
-    if run_date is not None:
-        try:
-            measured_at = datetime.fromisoformat(run_date).replace(tzinfo=UTC)
-        except ValueError:
-            fail(ConfigurationError(f"--run-date: got {run_date!r}; expected an ISO date such as 2025-12-18"))
+    measured_at = _iso_date(run_date)
     try:
         engine = make_engine()
         migrate(engine)
@@ -85,8 +125,6 @@ def import_inferencex_snapshot(
 ) -> None:
     """Store a hand-made InferenceX dashboard snapshot (e.g. its TPU v7 file) as points with origin `imported`: what
     its rows leave out comes from the flags; throughput is per chip as the rows state it (`chips`)."""
-    from datetime import UTC, datetime
-
     from pydantic import ValidationError
 
     from db.session import make_engine, migrate

@@ -1,13 +1,14 @@
 """Imported results into the database: each importer's rows as Points with origin `imported`, through the Recorder.
 
-The parsers (`inferencex.py`, `vllm_bench.py`) say what a file means; this module gives each result its Point (one
-constructor per Point kind: `FixedLengthPoint.of` with the source's methodology written as a workload), its key
-and its sweep, stores it once, and returns a summary for the CLI to print. Importing a file again stores nothing
-and says so.
+The parsers (`inferencex.py`, and the peer tools' readers in `peer_formats.py`) say what a file means; this module
+gives each result its Point (one constructor per Point kind: `FixedLengthPoint.of` with the source's methodology
+written as a workload), its key and its sweep, stores it once, and returns a summary for the CLI to print.
+Importing a file again stores nothing and says so.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,8 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from orchestrator.importers.inferencex import SnapshotContext, read_row_file, to_point_metrics
-from orchestrator.importers.vllm_bench import load_vllm_bench
+from orchestrator.importers.peer_formats import PEER_FORMATS
+from orchestrator.importers.peers import PeerLevel, Refusal
 from orchestrator.plan import point_key
 from orchestrator.recorder import RecipeIdentity, Recorder
 from recipes.loader import LoadedRecipe
@@ -120,33 +122,84 @@ def import_inferencex(
 
 
 @dataclass(frozen=True)
-class BenchImport:
-    path: Path
-    stored: bool
+class StoredLevel:
+    label: str
     concurrency: int
+    isl: int
+    osl: int
+    stored: bool  # False: already present (the same file imported before)
     valid: bool
+    dated: bool  # False: the file states no date and none was given, so the import's time stands in
 
 
-def import_vllm_bench(engine: Engine, files: list[Path], loaded: LoadedRecipe, lengths: SequenceLengths,
-                      sweep: str) -> list[BenchImport]:  # fmt: skip
-    """Store `vllm bench serve` results measured with the recipe `loaded` describes, at the lengths given."""
-    stored: list[BenchImport] = []
+@dataclass
+class PeerImport:
+    """One peer file's import: its levels stored or already present, and those refused."""
+
+    path: Path
+    tool: str
+    model: str | None
+    levels: list[StoredLevel] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+
+
+def _lengths(level: PeerLevel, given: LengthFlags) -> tuple[SequenceLengths | None, Refusal | None]:
+    """The level's lengths: the file's, else the flags'; a flag that contradicts the file refuses the level."""
+    chosen: dict[str, int] = {}
+    for name, stated, flag in (("isl", level.isl, given.isl), ("osl", level.osl, given.osl)):
+        if stated is not None and flag is not None and stated != flag:
+            return None, Refusal(level.index, name, flag, f"the file states {name} {stated}; leave out --{name}")
+        value = stated if stated is not None else flag
+        if value is None:
+            return None, Refusal(level.index, name, "<not stated>", f"the file does not state it: pass --{name}")
+        chosen[name] = value
+    return SequenceLengths(**chosen), None
+
+
+@dataclass(frozen=True)
+class LengthFlags:
+    isl: int | None = None
+    osl: int | None = None
+
+
+def import_peer_results(
+    engine: Engine, format_name: str, files: list[Path], loaded: LoadedRecipe, lengths: LengthFlags, sweep: str,
+    run_date: datetime | None = None,
+) -> list[PeerImport]:  # fmt: skip
+    """Store each load level of each peer file as a Point of the recipe `loaded` describes (hardware, model,
+    engine): origin `imported`, dated by the file (else `run_date`, else the import), in `sweep`."""
+    reader = PEER_FORMATS[format_name]
+    imports: list[PeerImport] = []
     with _recorders(engine) as recorders:
         recorder = recorders[sweep] = Recorder(engine, sweep)
         recorder.sync_hardware()
         recorder.register_recipe(loaded)
         for file in files:
-            parsed, metrics = load_vllm_bench(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)
-            # One load level of its own: the run's concurrency and requests, random lengths of exactly L.
-            workload = FixedLengthPoint(
-                isl=lengths.isl, osl=lengths.osl, range_ratio=1.0, concurrency=parsed.max_concurrency or 1,
-                num_prompts=max(parsed.completed + parsed.failed, 1), num_warmup=0, seed=0, request_timeout_s=600,
-            )  # fmt: skip
-            point = PointRequest(
-                point_key="import-" + point_key(loaded.fingerprint, workload, 0), repeat_index=0, workload=workload
-            )
-            was_stored = recorder.point_imported(
-                loaded, point, metrics, f"vllm bench serve: {file.resolve()}", datetime.now(UTC)
-            )
-            stored.append(BenchImport(file, was_stored, workload.concurrency, metrics.validity.valid))
-    return stored
+            read = reader.read(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)
+            # The file's content is part of each level's identity: the same file again is already present, another
+            # run at the same settings is a measurement of its own.
+            content = hashlib.sha256(read.path.read_bytes()).hexdigest()[:12]
+            result = PeerImport(read.path, read.tool, read.model, refused=list(read.refused))
+            for level in read.levels:
+                chosen, refusal = _lengths(level, lengths)
+                if chosen is None:
+                    result.refused.append(refusal)  # type: ignore[arg-type]
+                    continue
+                # One load level of its own: its concurrency and requests, random lengths of exactly L.
+                workload = FixedLengthPoint(
+                    isl=chosen.isl, osl=chosen.osl, range_ratio=1.0, concurrency=level.concurrency,
+                    num_prompts=max(level.metrics.completed + level.metrics.failed, 1), num_warmup=0, seed=0,
+                    request_timeout_s=600,
+                )  # fmt: skip
+                point = PointRequest(
+                    point_key=f"import-{format_name}-{content}-{level.index}-"
+                    + point_key(loaded.fingerprint, workload, 0),
+                    repeat_index=0, workload=workload,
+                )  # fmt: skip
+                when = level.measured_at or run_date
+                source = f"{read.tool}: {read.path.resolve()}, {level.label}"
+                stored = recorder.point_imported(loaded, point, level.metrics, source, when or datetime.now(UTC))
+                result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
+                                                 level.metrics.validity.valid, when is not None))  # fmt: skip
+            imports.append(result)
+    return imports

@@ -9,19 +9,29 @@ first token, percentiles are numpy's linear ones. p90 is present only if the run
 
 from __future__ import annotations
 
-import json
+from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from recipes.errors import MISSING, RecipeError
+from orchestrator.importers.peers import (
+    PeerFile,
+    PeerLevel,
+    PeerModel,
+    aggregate_validity,
+    level_metrics,
+    parse,
+    read_document,
+    utc,
+)
+from recipes.errors import RecipeError
 from recipes.schema import ValidityThresholds
-from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
+from runners.loadgen.records import PointMetrics, Stats
+
+WHAT = "vllm bench serve result"
 
 
-class VllmBenchFile(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)  # external format: read what we need
-
+class VllmBenchFile(PeerModel):
     completed: int = Field(ge=0, description="Successful requests.")
     failed: int = Field(0, ge=0, description="Failed requests (absent in old files).")
     duration: float = Field(gt=0, description="Benchmark wall time, s.")
@@ -59,61 +69,39 @@ def load_vllm_bench(
     path: Path, accelerators: int, thresholds: ValidityThresholds
 ) -> tuple[VllmBenchFile, PointMetrics]:
     """Parse the file and express it as PointMetrics (with a validity verdict from its aggregates)."""
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise RecipeError(str(path), [("<file>", MISSING, f"expected a vllm bench serve JSON result ({error})")],
-                          what="vllm bench result") from error  # fmt: skip
+    raw = read_document(path, WHAT)
     if not isinstance(raw, dict):
-        raise RecipeError(
-            str(path), [("<root>", type(raw).__name__, "expected a JSON object")], what="vllm bench result"
-        )
-    try:
-        parsed = VllmBenchFile.model_validate(raw)
-    except ValidationError as error:
-        problems = [
-            (".".join(map(str, e["loc"])), e.get("input", MISSING), e["msg"]) for e in error.errors(include_url=False)
-        ]
-        raise RecipeError(str(path), problems, what="vllm bench result") from error
+        raise RecipeError(str(path), [("<root>", type(raw).__name__, "expected a JSON object")], what=WHAT)
+    parsed = parse(VllmBenchFile, raw, path, WHAT)
     n = parsed.completed
-    tpot = _stats(raw, "tpot", n)
-    interactivity = Stats(
-        n=n,
-        std=None,
-        **{
-            k: (1000 / v if v else None)
-            for k, v in tpot.model_dump(include={"mean", "p50", "p90", "p99", "p999"}).items()
-        },
-    )
-    total = parsed.completed + parsed.failed
-    reasons = []
-    concurrency = parsed.max_concurrency or 1
-    needed = max(thresholds.min_requests_floor, int(thresholds.min_requests_per_concurrency * concurrency))
-    if total < needed:
-        reasons.append(f"only {total} requests; at least {needed} needed")
-    if total and parsed.failed / total > thresholds.max_error_rate:
-        reasons.append(f"error rate {parsed.failed / total:.1%} above {thresholds.max_error_rate:.0%}")
-    metrics = PointMetrics(
-        completed=parsed.completed,
-        failed=parsed.failed,
-        duration_s=parsed.duration,
-        total_input_tokens=parsed.total_input_tokens,
-        total_output_tokens=parsed.total_output_tokens,
-        request_throughput=parsed.request_throughput,
-        output_throughput=parsed.output_throughput,
-        total_token_throughput=parsed.total_token_throughput,
-        accelerators=accelerators,
-        output_throughput_per_gpu=parsed.output_throughput / accelerators,
-        total_token_throughput_per_gpu=parsed.total_token_throughput / accelerators,
-        ttft_ms=_stats(raw, "ttft", n),
-        tpot_ms=tpot,
-        itl_ms=_stats(raw, "itl", n),
-        e2el_ms=_stats(raw, "e2el", n),
-        client_queue_ms=_stats(raw, "client_queue_time", n),
-        interactivity=interactivity,
-        goodput=parsed.request_goodput,
-        token_disagreement=0.0,
-        window=MeasuredWindow(start=0.0, end=parsed.duration, ramp_down_s=0.0, reached_target=True),
-        validity=Validity(valid=not reasons, reasons=reasons),
-    )
-    return parsed, metrics
+    validity = aggregate_validity(parsed.completed, parsed.failed, parsed.max_concurrency or 1, thresholds)
+    metrics = level_metrics(
+        completed=parsed.completed, failed=parsed.failed, duration_s=parsed.duration,
+        input_tokens=parsed.total_input_tokens, output_tokens=parsed.total_output_tokens, accelerators=accelerators,
+        ttft=_stats(raw, "ttft", n), tpot=_stats(raw, "tpot", n), itl=_stats(raw, "itl", n),
+        e2el=_stats(raw, "e2el", n), validity=validity,
+    )  # fmt: skip
+    queue = _stats(raw, "client_queue_time", n)
+    goodput = parsed.request_goodput
+    return parsed, metrics.model_copy(update={"client_queue_ms": queue, "goodput": goodput})
+
+
+class VllmBenchFormat:
+    name = "vllm-bench"
+    description = "`vllm bench serve --save-result` JSON files (one load level each; lengths from --isl/--osl)."
+
+    def read(self, path: Path, accelerators: int, thresholds: ValidityThresholds) -> PeerFile:
+        parsed, metrics = load_vllm_bench(path, accelerators, thresholds)
+        when = None
+        if parsed.date:
+            try:
+                when = utc(datetime.strptime(parsed.date, "%Y%m%d-%H%M%S"))
+            except ValueError:
+                when = None  # an unreadable date leaves the level undated, like a file without one
+        concurrency = parsed.max_concurrency or 1
+        level = PeerLevel(index=0, label=f"c={concurrency}", concurrency=concurrency, isl=None, osl=None,
+                          metrics=metrics, measured_at=when)  # fmt: skip
+        return PeerFile(path=path, tool="vllm bench serve", model=parsed.model_id, levels=[level])
+
+
+VLLM_BENCH = VllmBenchFormat()

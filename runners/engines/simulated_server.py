@@ -197,7 +197,8 @@ class SimulatedEngine:
                 prompt = [int(hashlib.md5(word.encode()).hexdigest()[:6], 16) for word in prompt.split()] or [0]  # noqa: S324
         if not isinstance(prompt, list) or not all(isinstance(token, int) for token in prompt):
             return self._error("prompt must be a string or a list of token ids", 400)
-        max_tokens = int(body.get("max_tokens") or 16)
+        # Chat clients of today (AIPerf, OpenAI's SDK) send `max_completion_tokens`; older ones `max_tokens`.
+        max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
         if len(prompt) + max_tokens > self.args.max_model_len:
             return self._error(
                 f"prompt ({len(prompt)}) + max_tokens ({max_tokens}) exceeds max_model_len {self.args.max_model_len}",

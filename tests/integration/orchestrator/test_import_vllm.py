@@ -44,7 +44,7 @@ def test_bad_file_names_the_field(tmp_path: Path) -> None:
     assert str(bad) in str(caught.value) and "field 'completed': got 'many'" in str(caught.value)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    with pytest.raises(RecipeError, match="expected a vllm bench serve JSON result"):
+    with pytest.raises(RecipeError, match="expected a vllm bench serve result in JSON or YAML"):
         load_vllm_bench(broken, 1, ValidityThresholds())
 
 
