@@ -6,9 +6,10 @@ Each script prints its figures against their targets and the ratio to the peer m
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,16 +23,31 @@ ROOT = Path(__file__).resolve().parents[1]
 @contextmanager
 def simulated_server(*arguments: str) -> Iterator[str]:
     """A simulated engine process on a free loopback port for the duration of the block; yields its URL."""
+    with simulated_server_process(*arguments) as (url, _pid):
+        yield url
+
+
+@contextmanager
+def simulated_server_process(*arguments: str, pin: set[int] | None = None) -> Iterator[tuple[str, int]]:
+    """As `simulated_server`, yielding (URL, pid); `pin` keeps the server on those cores (where there are more)."""
     process, url = spawn(*arguments)
     try:
-        yield url
+        if pin and len(os.sched_getaffinity(0)) > len(pin):
+            os.sched_setaffinity(process.pid, pin)
+        yield url, process.pid
     finally:
         process.terminate()
         process.wait(timeout=10)
 
 
 def run_vllm_client(
-    url: str, isl: int, osl: int, concurrency: int, num_prompts: int, extra: list[str] | None = None
+    url: str,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    num_prompts: int,
+    extra: list[str] | None = None,
+    pin: Callable[[], None] | None = None,
 ) -> dict:
     """Run `vllm bench serve` (random dataset, range ratio 0 = fixed lengths) and return its result JSON.
 
@@ -51,7 +67,12 @@ def run_vllm_client(
             *(extra or []),
         ]  # fmt: skip
         completed = subprocess.run(
-            argv, capture_output=True, text=True, check=False, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+            argv,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+            preexec_fn=pin,  # only sets the child's CPU affinity
         )
         if completed.returncode != 0:
             raise RuntimeError(f"vllm bench serve failed ({completed.returncode}):\n{completed.stderr[-3000:]}")

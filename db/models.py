@@ -182,6 +182,11 @@ class PointResultRow(SQLModel, table=True):
     source: str | None = Field(default=None, description="Where an imported result came from (tool and file).")
     started_at: datetime
     finished_at: datetime
+    date_known: bool = Field(
+        default=True,
+        description="False when the result's source stated no date: started_at and finished_at then hold when it "
+        "was imported, which readers show as 'date unknown', never as the result's date.",
+    )
     retracted: bool = Field(default=False)
     retraction_reason: str | None = None
     retracted_at: datetime | None = Field(default=None, description="When the result was retracted (UTC).")

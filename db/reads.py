@@ -78,6 +78,7 @@ class ResultView:
     prefix_caching: bool | None = None
     power_w_per_gpu: float | None = None  # mean accelerator power over the Point, where the host could sample it
     engine_image: str | None = None  # the container image the recipe (or the imported row) names, if any
+    date_known: bool = True  # False: the source stated no date, finished_at is the import's ('date unknown')
 
     @property
     def workload(self) -> str:
@@ -166,7 +167,7 @@ _RESULT_COLUMNS = (
     "output_throughput", "output_throughput_per_gpu", "total_token_throughput_per_gpu", "ttft_p50_ms", "tpot_p50_ms",
     "interactivity_p50", "e2el_p50_ms", "finished_at", "point_key", "interactivity_p90", "total_token_throughput",
     "request_throughput", "duration_s", "source", "workload_kind", "job_id", "accelerators", "ttft_p99_ms",
-    "tpot_p90_ms",
+    "tpot_p90_ms", "date_known",
 )  # fmt: skip
 
 _POINT = PointResultRow.__table__  # type: ignore[attr-defined]

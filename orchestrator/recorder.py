@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -446,19 +446,21 @@ class Recorder:
 
     @_survives_database_faults
     def point_imported(
-        self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str, measured_at: datetime,
-        origin: Literal["imported", "projected"] = "imported",
+        self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str,
+        measured_at: datetime | None, origin: Literal["imported", "projected"] = "imported",
     ) -> bool:  # fmt: skip
         """Store a result not measured here: its own job row, origin `imported` (another tool measured it) or
-        `projected` (a model derived it from another chip's measurements), and its source."""
+        `projected` (a model derived it from another chip's measurements), and its source. Without `measured_at`
+        (the source states no date) the import's time is stored and marked as not the result's date."""
         if point.point_key in self.finished_points():
             return False
         job_id = f"import-{uuid.uuid4().hex[:12]}"
         self.job_created(job_id, loaded, attempt=1, points=1, log_dir="")
         recording.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
+        when = measured_at or datetime.now(UTC)
         outcome = PointOutcome(
-            point_key=point.point_key, origin=origin, metrics=metrics, records=[],
-            started_at=measured_at, finished_at=measured_at,
+            point_key=point.point_key, origin=origin, metrics=metrics, records=[], started_at=when, finished_at=when,
+            date_known=measured_at is not None,
         )  # fmt: skip
         return self.point_finished(job_id, loaded, point, outcome, source=source)
 
@@ -519,6 +521,7 @@ class Recorder:
             source=source,
             started_at=outcome.started_at,
             finished_at=outcome.finished_at,
+            date_known=outcome.date_known,
         )
         if metrics.host is not None and metrics.host.preflight is not None:
             # The checks ran once, before the engine started: the job's first Point brings them.

@@ -66,6 +66,9 @@ class PointOutcome(Strict):
     server_scrapes: RawScrapes | None = Field(None, description="The engine's raw /metrics before and after.")
     started_at: datetime = Field(description="Wall-clock start (UTC).")
     finished_at: datetime = Field(description="Wall-clock end (UTC).")
+    date_known: bool = Field(
+        True, description="False for an imported result whose source stated no date (the times are the import's)."
+    )
 
 
 class LaunchedEngine(Strict):

@@ -20,6 +20,7 @@ from typing import Any
 
 from orchestrator.analysis.compare import read_frontiers, repeat_frontiers, workload_of
 from orchestrator.analysis.intervals import InterpolatedInterval
+from orchestrator.analysis.recency import sweep_keys
 from orchestrator.analysis.regression import RegressionResult, detect_regression
 
 
@@ -30,6 +31,7 @@ class SweepRead:
     sweep: str
     finished_at: Any  # when the sweep's last point of this configuration finished (a datetime)
     read: InterpolatedInterval
+    dated: bool = True  # False: its source stated no date, finished_at is the import's (show 'date unknown')
 
     @property
     def value(self) -> float | None:
@@ -68,11 +70,15 @@ def trends_at(rows: Sequence[Any], target: float, min_relative_drop: float = 0.0
             groups[(row.fingerprint, workload_of(row))][row.sweep].append(row)  # a configuration: compare.py
     trends = []
     for (fingerprint, workload), sweeps in groups.items():
-        ordered = sorted(sweeps.items(), key=lambda item: max(r.finished_at for r in item[1]))
+        keys = sweep_keys(row for members in sweeps.values() for row in members)
+        ordered = sorted(sweeps.items(), key=lambda item: keys[(fingerprint, item[0])])
         reads = tuple(
-            SweepRead(sweep=name, finished_at=max(r.finished_at for r in members), read=read_sweep(members, target))
+            SweepRead(
+                sweep=name, finished_at=max(r.finished_at for r in members), read=read_sweep(members, target),
+                dated=keys[(fingerprint, name)][0] == 1,
+            )
             for name, members in ordered
-        )
+        )  # fmt: skip
         values = [read.value for read in reads if read.value is not None]
         verdict = None
         if len(values) >= 2 and reads[-1].value is not None:

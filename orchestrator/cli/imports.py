@@ -72,7 +72,7 @@ def _print_peer_imports(imports: list[PeerImport], sweep: str) -> None:
     for result in imports:
         for level in result.levels:
             state = "imported" if level.stored else "already imported"
-            dated = "" if level.dated else ", date unknown: dated by the import"
+            dated = "" if level.dated else ", date unknown (pass --run-date)"
             console.print(
                 f"{result.path} [{level.label}]: {state} into sweep {sweep} (c={level.concurrency}, "
                 f"{level.isl}/{level.osl}, valid={level.valid}{dated})", markup=False, highlight=False,
@@ -167,6 +167,10 @@ def _print_inferencex_summary(summary: InferenceXSummary) -> None:
         f"{summary.total('refused_rows')} refused",
         markup=False, highlight=False,
     )  # fmt: skip
+    undated = summary.total("undated")
+    if undated:
+        console.print(f"  {undated} row(s) state no date: stored as 'date unknown', ordered by run id "
+                      "(pass --run-date to date them)", markup=False, highlight=False)  # fmt: skip
     for reason, count in summary.refusals.most_common():
         console.print(f"  refused {count}x: {reason}", markup=False, highlight=False)
     for label, count in summary.unknown_models.most_common():

@@ -173,16 +173,11 @@ def compare(
 
 
 def latest_sweeps(rows: list) -> list:
-    """Only the rows of each configuration's latest sweep (the one that finished last)."""
-    ends: dict[tuple[str, str], object] = {}
-    for row in rows:
-        key = (row.fingerprint, row.sweep)
-        ends[key] = max(ends.get(key, row.finished_at), row.finished_at)
-    latest: dict[str, tuple[object, str]] = {}
-    for (fingerprint, name), end in ends.items():
-        if fingerprint not in latest or end > latest[fingerprint][0]:
-            latest[fingerprint] = (end, name)
-    return [row for row in rows if latest[row.fingerprint][1] == row.sweep]
+    """Only the rows of each configuration's latest sweep (orchestrator/analysis/recency.py)."""
+    from orchestrator.analysis.recency import latest_sweep_of, sweep_keys
+
+    latest = latest_sweep_of(sweep_keys(rows))
+    return [row for row in rows if latest[row.fingerprint] == row.sweep]
 
 
 def regressions(

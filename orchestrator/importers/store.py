@@ -44,6 +44,7 @@ class FileSummary:
     imported: int
     present: int
     refused: list[tuple[int, str, object, str]]  # index, field, value, expected
+    undated: int = 0  # rows stored without a date (neither the row nor --run-date gave one)
 
     @property
     def refused_rows(self) -> int:
@@ -77,13 +78,12 @@ def import_inferencex(
     snapshot: SnapshotContext | None = None,
 ) -> InferenceXSummary:  # fmt: skip
     """Store every readable row of `files`, each source run in its sweep `inferencex-run-<id>` (or all in `sweep`),
-    dated by the row's date, else `run_date`, else the import."""
-    undated = run_date or datetime.now(UTC)
+    dated by the row's date, else `run_date`, else 'date unknown' (ordered by run id, never by the import)."""
     summary = InferenceXSummary()
     with _recorders(engine) as recorders:
         for file in files:
             read = read_row_file(file, snapshot)
-            imported = present = 0
+            imported = present = undated = 0
             for item in read.rows:
                 row = item.row
                 name = sweep or f"inferencex-run-{item.source_run}"
@@ -103,16 +103,17 @@ def import_inferencex(
                     workload=workload,
                 )  # fmt: skip
                 source = f"InferenceX run {item.source_run}, row {item.index}: {file.resolve()}"
-                when = row.date.replace(tzinfo=UTC) if row.date is not None else undated
+                when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
                 if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
                     imported += 1
+                    undated += when is None
                 else:
                     present += 1
             for _index, name, _value, expected in read.refused:
                 summary.refusals[f"{name}: {expected}"[:160]] += 1
             summary.unknown_models.update(read.unknown_models)
             runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
-            summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused))
+            summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused, undated))
             # Each Recorder holds a database connection: closed after every file, so importing a whole corpus
             # (35 runs, one sweep each) never holds more than one file's sweeps' connections at once.
             for recorder in recorders.values():
@@ -129,7 +130,7 @@ class StoredLevel:
     osl: int
     stored: bool  # False: already present (the same file imported before)
     valid: bool
-    dated: bool  # False: the file states no date and none was given, so the import's time stands in
+    dated: bool  # False: the file states no date and --run-date gave none: 'date unknown'
 
 
 @dataclass
@@ -167,7 +168,7 @@ def import_peer_results(
     run_date: datetime | None = None,
 ) -> list[PeerImport]:  # fmt: skip
     """Store each load level of each peer file as a Point of the recipe `loaded` describes (hardware, model,
-    engine): origin `imported`, dated by the file (else `run_date`, else the import), in `sweep`."""
+    engine): origin `imported`, dated by the file (else `run_date`, else 'date unknown'), in `sweep`."""
     reader = PEER_FORMATS[format_name]
     imports: list[PeerImport] = []
     with _recorders(engine) as recorders:
@@ -198,7 +199,7 @@ def import_peer_results(
                 )  # fmt: skip
                 when = level.measured_at or run_date
                 source = f"{read.tool}: {read.path.resolve()}, {level.label}"
-                stored = recorder.point_imported(loaded, point, level.metrics, source, when or datetime.now(UTC))
+                stored = recorder.point_imported(loaded, point, level.metrics, source, when)
                 result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
                                                  level.metrics.validity.valid, when is not None))  # fmt: skip
             imports.append(result)

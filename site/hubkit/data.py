@@ -18,6 +18,7 @@ from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
 from orchestrator.analysis.projection import backtest
+from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import load_model_registry
 from recipes.prices import ModelPrice, load_price_table
@@ -87,12 +88,12 @@ def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
     for name in NUMBERS:
         if frame[name].dtype == object:
             frame[name] = frame[name].astype(float)
-    # The latest sweep that measured each configuration (recipe fingerprint): what "now" means on most pages.
-    ends = frame.groupby(["fingerprint", "sweep"])["finished_at"].max().reset_index()
-    latest = ends.loc[ends.groupby("fingerprint")["finished_at"].idxmax(), ["fingerprint", "sweep"]]
-    frame["latest"] = frame.set_index(["fingerprint", "sweep"]).index.isin(
-        latest.set_index(["fingerprint", "sweep"]).index
-    )
+    # The latest sweep that measured each configuration (recipe fingerprint): what "now" means on most pages,
+    # by the one rule of orchestrator/analysis/recency.py (undated imports by run id, never by their import).
+    ends = frame.groupby(["fingerprint", "sweep"]).agg(end=("finished_at", "max"), dated=("date_known", "all"))
+    keys = {pair: sweep_recency(pair[1], end, bool(dated)) for pair, end, dated in ends.itertuples(name=None)}
+    latest = latest_sweep_of(keys)
+    frame["latest"] = frame["sweep"].to_numpy() == frame["fingerprint"].map(latest).to_numpy()
     frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
     return frame
 

@@ -74,7 +74,10 @@ def _linked_date(param: str, fallback: date) -> date:
 def date_range(frame: pd.DataFrame) -> pd.DataFrame:
     """Keep points finished within the chosen dates (bound to `from` and `to`; no filter while they span all)."""
     days = pd.to_datetime(frame["finished_at"], utc=True).dt.date
-    first, last = days.min(), days.max()
+    dated_days = days[frame["date_known"]]
+    if dated_days.empty:
+        return frame
+    first, last = dated_days.min(), dated_days.max()
     key = "param-dates"
     if key not in st.session_state:
         st.session_state[key] = (_linked_date("from", first), _linked_date("to", last))
@@ -87,7 +90,8 @@ def date_range(frame: pd.DataFrame) -> pd.DataFrame:
             st.query_params.pop(param, None)  # a link without dates keeps showing new results
         else:
             st.query_params[param] = value.isoformat()
-    return frame[(days >= start) & (days <= end)]
+    # A result whose source stated no date ('date unknown') has no day to filter by: it stays.
+    return frame[((days >= start) & (days <= end)) | ~frame["date_known"]]
 
 
 def rate_choice(metric: str) -> tuple[str | None, float | None]:
@@ -142,7 +146,7 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         model=("model", "first"), precision=("precision", "first"), parallelism=("parallelism", "first"),
         offload=("kv_offload", "first"), source=("source", "first"), usd=("usd", "first"), kw=("kw", "first"),
         valid=("valid", "all"), finished=("finished_at", "max"), power=("power_w_per_gpu", "mean"),
-        image=("engine_image", "first"),
+        image=("engine_image", "first"), dated=("date_known", "all"),
     ).reset_index()  # fmt: skip
     # Group numbers follow the same sorted order as the rows of `points`.
     group = grouped.ngroup().to_numpy()
@@ -213,7 +217,8 @@ def plotted(
             "origin": drawn["origin"],  # projected points are drawn hollow, their lines dashed
             "frontier": drawn["frontier"],  # each configuration's line runs through its frontier points
             # Provenance in the hover: when it finished, the image it ran and where it came from.
-            "date": drawn["finished"].astype(str).str[:10], "image": drawn["image"].fillna("–"),
+            "date": drawn["finished"].astype(str).str[:10].where(drawn["dated"], "date unknown"),
+            "image": drawn["image"].fillna("–"),
             "source": drawn["source"].fillna("measured here"),
             "run": run_links(drawn),
         }

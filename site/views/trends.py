@@ -72,8 +72,8 @@ for trend in trends:
     for position, read in enumerate(trend.reads):
         interval = read.read.interval
         history_rows.append({
-            "configuration": labels[(trend.fingerprint, trend.workload)], "sweep": read.sweep,
-            "finished": read.finished_at,
+            "configuration": labels[(trend.fingerprint, trend.workload)], "sweep": read.sweep, "order": position,
+            "finished": read.finished_at if read.dated else "date unknown",
             "output tok/s/GPU": read.value, "95 % low": interval.low if interval else None,
             "95 % high": interval.high if interval else None, "repeats read": read.read.used,
             "repeats dropped": read.read.dropped,
@@ -92,7 +92,8 @@ for trend in trends:
         "change": f"{change:+.1%}" if change is not None else "", "verdict": verdict,
         "reason": trend.verdict.reason if trend.verdict else "; ".join(latest.read.reasons),
     })  # fmt: skip
-history = pd.DataFrame(history_rows).sort_values(["configuration", "finished"], kind="stable")
+# Each configuration's sweeps oldest first, in trends' order (orchestrator/analysis/recency.py).
+history = pd.DataFrame(history_rows).sort_values(["configuration", "order"], kind="stable").drop(columns="order")
 # Regressions first, then by name.
 verdicts = pd.DataFrame(verdict_rows)
 verdicts = (
@@ -115,9 +116,12 @@ else:
 
 chart_tab, table_tab = st.tabs(["Chart", "Table"])
 with chart_tab:
-    plotted = history[history["output tok/s/GPU"].notna()].assign(
-        finished=lambda f: pd.to_datetime(f["finished"], utc=True)
-    )
+    readable = history[history["output tok/s/GPU"].notna()]
+    # A sweep whose source stated no date has no place on a time axis: the table lists it, in run order.
+    undated = readable["finished"].astype(str) == "date unknown"
+    if undated.any():
+        st.caption(f"{int(undated.sum())} sweep(s) with 'date unknown' are in the table only (ordered by run id).")
+    plotted = readable[~undated].assign(finished=lambda f: pd.to_datetime(f["finished"], utc=True))
     if plotted.empty:
         st.info(f"No sweep's measured range reaches {target:g} tok/s/user: try another target.")
     else:

@@ -75,7 +75,8 @@ def _seed(engine: Engine) -> dict[str, int]:
         rows = [
             _point(ids["fixed"], "fixed-c16", 16, metrics=power),
             _point(ids["fixed"], "fixed-c4", 4, valid=False, validity_reasons=["error rate 20.0% above 10%"]),
-            _point(ids["imported"], "imported-c8", 8, origin="imported", source="inferencex: rows.csv"),
+            _point(ids["imported"], "imported-c8", 8, origin="imported", source="inferencex: rows.csv",
+                   date_known=False),
             _point(ids["agentic"], "agentic-c2", 2, workload_kind="agentic-replay", isl=None, osl=None,
                    metrics=AGENTIC_METRICS),
             _point(ids["fixed"], "dry-c1", 1, origin="dry-run"),
@@ -109,6 +110,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "planner_dram_hit_rate": None, "replay_session_time_p50_s": None, "replay_sessions_completed": None,
         "replay_trace": None, "replay_time_scale": None, "replay_length_scale": None, "replay_max_output_tokens": None,
         "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
+        "date_known": True,
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
     assert views["imported-c8"].engine_image == "lmsysorg/sglang:v0.5.5-rocm700-mi35x"  # an imported row's own
@@ -117,6 +119,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
     imported = views["imported-c8"]
     assert (imported.model, imported.parallelism, imported.precision) == ("deepseek-r1", "tp4", "fp4")
     assert (imported.kv_offload, imported.prefix_caching, imported.source) == ("none", None, "inferencex: rows.csv")
+    assert imported.date_known is False  # its source stated no date
     agentic = views["agentic-c2"]
     assert (agentic.workload, agentic.isl, agentic.parallelism, agentic.precision) == ("agentic", None, "tp1", "")
     assert (agentic.realized_hit_rate, agentic.theoretical_hit_rate, agentic.e2e_interactivity_p90) == (0.25, 0.5, 20.0)

@@ -328,3 +328,32 @@ def test_a_corpus_of_more_runs_than_database_connections_imports_whole(tmp_path:
     result = run_cli("import", "inferencex", *files, env=database, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "60 row(s) read, 60 imported, 0 already present" in result.stdout
+
+
+def test_rows_without_a_date_are_date_unknown_ordered_by_run_id_never_by_the_import(tmp_path: Path) -> None:
+    """`agg_bmk.json` rows carry no date. Imported newest run first, the older run must not become 'latest'
+    because it was imported last; a run dated by --run-date is newer than any undated one."""
+    rows = raw_rows("20316427102")
+    for run, factor in (("9000000002", 2.0), ("9000000001", 1.0), ("9000000003", 3.0)):  # newest imported first
+        path = tmp_path / f"run_{run}" / "agg_bmk.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps([dict(row, tput_per_gpu=row["tput_per_gpu"] * factor) for row in rows]))
+    undated = run_cli("import", "inferencex", str(tmp_path / "run_9000000002" / "agg_bmk.json"),
+                      str(tmp_path / "run_9000000001" / "agg_bmk.json"))  # fmt: skip
+    assert undated.returncode == 0, undated.stderr
+    assert "22 row(s) state no date: stored as 'date unknown', ordered by run id" in undated.stdout
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        views = [v for v in reads.list_results(session) if v.sweep.startswith("inferencex-run-900000000")]
+    assert views and not any(view.date_known for view in views)
+    from orchestrator.cli.results import latest_sweeps
+
+    assert {view.sweep for view in latest_sweeps(views)} == {"inferencex-run-9000000002"}
+    dated = run_cli("import", "inferencex", str(tmp_path / "run_9000000003" / "agg_bmk.json"), "--run-date",
+                    "2020-01-01")  # fmt: skip
+    assert dated.returncode == 0 and "state no date" not in dated.stdout
+    with open_session(engine) as session:
+        views = [v for v in reads.list_results(session) if v.sweep.startswith("inferencex-run-900000000")]
+    assert {view.sweep for view in latest_sweeps(views)} == {"inferencex-run-9000000003"}
+    assert {view.finished_at.year for view in views if view.date_known} == {2020}
