@@ -92,6 +92,22 @@ class Figure(StrictModel):
         return self.range if self.range is not None else (self.value, self.value)
 
 
+class HostLink(StrictModel):
+    """An accelerator's link to its host's memory, as one accelerator sees it (per direction)."""
+
+    kind: str = Field(..., min_length=1, description="The link, e.g. 'PCIe Gen5 x16', 'NVLink-C2C'.")
+    bandwidth_gbps: Figure = Field(..., description="Host-to-accelerator bandwidth per accelerator, GB/s.")
+    latency_us: Figure = Field(..., description="Fixed cost of one batched transfer (launch + round trip), µs.")
+
+
+class LocalSsd(StrictModel):
+    """The node's local NVMe storage as one accelerator's share of it."""
+
+    read_gbps: Figure = Field(..., description="Sequential read bandwidth, GB/s.")
+    read_iops: Figure = Field(..., description="Random 4 KiB reads per second.")
+    latency_us: Figure = Field(..., description="One random read's latency at low queue depth, µs.")
+
+
 class HardwareSpec(StrictModel):
     """One accelerator as written in the registry file (the mapping key is its `key`)."""
 
@@ -141,6 +157,10 @@ class HardwareSpec(StrictModel):
         min_length=1,
         description="How this hardware is usually provisioned, e.g. ['bare-metal', 'slurm'], ['gke'].",
     )
+    host_link: HostLink | None = Field(
+        None, description="Link to host DRAM (where a table or KV offload is fetched from); null for a host."
+    )
+    local_ssd: LocalSsd | None = Field(None, description="Local NVMe storage per accelerator, where known.")
     tco_usd_per_gpu_hour: dict[TcoTier, Figure] = Field(
         ...,
         description=(

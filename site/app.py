@@ -25,6 +25,7 @@ PAGES = {
         st.Page(HERE / "views" / "profit.py", title="Profit estimator", url_path="profit"),
         st.Page(HERE / "views" / "agentic.py", title="Agentic cache", url_path="agentic"),
         st.Page(HERE / "views" / "fast_tokens.py", title="Fast tokens", url_path="fast-tokens"),
+        st.Page(HERE / "views" / "memory_tiers.py", title="Memory tiers", url_path="memory-tiers"),
         st.Page(HERE / "views" / "trends.py", title="Trends", url_path="trends"),
         st.Page(HERE / "views" / "compare.py", title="Compare", url_path="compare"),
     ],

@@ -12,6 +12,7 @@ import sys
 import typer
 
 from orchestrator.cli import fleet, imports, measure, prepare, recipe, results, schedule, site, sweeps, trace
+from orchestrator.cli.memory import memory_app
 from orchestrator.cli.project import project_app
 from orchestrator.importers.peer_formats import PEER_FORMATS
 
@@ -30,6 +31,7 @@ app.add_typer(import_app, name="import")
 app.add_typer(fleet_app, name="fleet")
 app.add_typer(trace.trace_app, name="trace")
 app.add_typer(project_app, name="project")
+app.add_typer(memory_app, name="memory")
 
 app.command()(sweeps.run)
 app.command()(measure.bench)

@@ -20,7 +20,7 @@ from db.session import default_database_url, make_engine, open_session
 from orchestrator.analysis.projection import backtest
 from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
-from recipes.model_registry import load_model_registry
+from recipes.model_registry import RegistryModelSpec, load_model_registry
 from recipes.prices import ModelPrice, load_price_table
 
 # What the public sees unless the viewer asks for more: measurements and imported measurements.
@@ -125,6 +125,11 @@ def configuration_label(row: object) -> str:
 @st.cache_resource
 def hardware_registry() -> dict[str, Hardware]:
     return load_hardware_registry()
+
+
+@st.cache_resource
+def model_registry() -> dict[str, RegistryModelSpec]:
+    return load_model_registry()
 
 
 @st.cache_resource
