@@ -78,17 +78,20 @@ for chip, point in points.items():
     for verdict in what_if(table, point, hardware[chip], model, context):
         word = {True: "hidden", False: "not hidden", None: "unknown"}[verdict.hidden]
         rows.append({
-            "hardware": chip, "tier": verdict.tier, "verdict": word, "fetch µs": verdict.fetch_us,
+            "hardware": chip, "tier": verdict.tier, "verdict": word,
+            "operating point": f"{point.interactivity:.4g} tok/s/user, batch {point.batch} ({point.label})",
+            "fetch µs": verdict.fetch_us,
             "budget µs": verdict.budget_us, "slack µs": verdict.slack_us, "link GB/s": verdict.bandwidth_gbps,
             "latency µs": verdict.latency_us, "HBM freed GB": verdict.hbm_freed_gb,
             f"more sequences of {context} tokens": verdict.extra_sequences,
-            "operating point": f"{point.interactivity:.4g} tok/s/user, batch {point.batch} ({point.label})",
             "sources": "; ".join(dict.fromkeys(verdict.sources)),
         })  # fmt: skip
 if not rows:
     st.warning("No chip to show: choose hardware, or switch off the stored points.")
     st.stop()
 result = pd.DataFrame(rows)
+result = result.round({"fetch µs": 1, "budget µs": 1, "slack µs": 1, "HBM freed GB": 1,
+                       f"more sequences of {context} tokens": 0})  # fmt: skip
 off_hbm = result[result["tier"] != "hbm"]
 hidden = off_hbm[off_hbm["verdict"] == "hidden"]
 st.markdown(
@@ -103,7 +106,7 @@ tooltip = ["hardware", "tier", "verdict", alt.Tooltip("fetch µs", format=",.1f"
            alt.Tooltip("budget µs", format=",.1f"), "operating point"]  # fmt: skip
 bars = alt.Chart(drawn).mark_bar().encode(
     x=alt.X("shown:Q", title="One decode step's fetch (µs); the tick is the time the earlier layers take"),
-    y=alt.Y("place:N", title=None, sort=None), color=colour, tooltip=tooltip,
+    y=alt.Y("place:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)), color=colour, tooltip=tooltip,
 )  # fmt: skip
 ticks = alt.Chart(drawn).mark_tick(color="black", thickness=2, size=18).encode(
     x="budget µs:Q", y=alt.Y("place:N", sort=None), tooltip=tooltip

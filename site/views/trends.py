@@ -122,7 +122,10 @@ with chart_tab:
     if undated.any():
         st.caption(f"{int(undated.sum())} sweep(s) with 'date unknown' are in the table only (ordered by run id).")
     plotted = readable[~undated].assign(finished=lambda f: pd.to_datetime(f["finished"], utc=True))
-    if plotted.empty:
+    if plotted.empty and undated.any():
+        st.info("Every sweep that reaches this speed has 'date unknown' (its source states no date), so there is "
+                "no time axis to draw: the Table tab lists them in run order.")  # fmt: skip
+    elif plotted.empty:
         st.info(f"No sweep's measured range reaches {target:g} tok/s/user: try another target.")
     else:
         tooltip = [

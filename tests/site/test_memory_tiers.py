@@ -23,9 +23,9 @@ def test_defaults_are_the_hand_worked_case_and_need_no_results(hub_database: str
     assert "Model-based, not measured" in app.info[0].value and "2601.07372" in app.info[0].value
     table = _table(app)
     dram, ssd = _row(table, "b200", "host-dram"), _row(table, "b200", "local-ssd")
-    assert dram["fetch µs"] == pytest.approx(51.61, abs=0.01) and dram["verdict"] == "hidden"
-    assert dram["budget µs"] == pytest.approx(327.87, abs=0.01)
-    assert ssd["fetch µs"] == pytest.approx(459.26, abs=0.01) and ssd["verdict"] == "not hidden"
+    assert dram["fetch µs"] == pytest.approx(51.61, abs=0.05) and dram["verdict"] == "hidden"
+    assert dram["budget µs"] == pytest.approx(327.87, abs=0.05)
+    assert ssd["fetch µs"] == pytest.approx(459.26, abs=0.05) and ssd["verdict"] == "not hidden"
     assert _row(table, "tpu-v7", "host-dram")["verdict"] == "unknown"  # Google publishes no host-link figure
     assert _row(table, "gb300-nvl72", "host-dram")["link GB/s"] == 225.0  # NVLink-C2C, per GPU and direction
     assert "PCI-SIG PCIe 5.0" in dram["sources"]

@@ -116,3 +116,27 @@ def test_one_hardware_database(hub_database: str) -> None:
     # regressed").
     assert not app.success
     assert any("No configuration could be compared at 500 tok/s/user" in info.value for info in app.info)
+
+
+def test_undated_imports_are_date_unknown_in_run_order_and_off_the_time_axis(hub_database: str, tmp_path) -> None:
+    """Two InferenceX runs of one configuration without dates: the later run id is the latest whatever the import
+    order, the history says 'date unknown', and the chart says why it has nothing to draw."""
+    from tests.conftest import run_cli
+
+    # One b200 configuration at 100, 50 and 25 tok/s/user (TPOT 10, 20, 40 ms), as agg_bmk.json rows state it.
+    rows = [{"hw": "b200", "conc": conc, "model": "deepseek-r1", "framework": "sglang", "precision": "fp8",
+             "isl": 1024, "osl": 1024, "tp": 8, "tput_per_gpu": tput * 2, "output_tput_per_gpu": tput,
+             "median_ttft": 0.2, "median_tpot": tpot}
+            for conc, tpot, tput in [(4, 0.010, 500.0), (16, 0.020, 1500.0), (64, 0.040, 3000.0)]]  # fmt: skip
+    for run, factor in (("300", 1.2), ("200", 1.0)):  # the newer run imported first
+        path = tmp_path / f"run_{run}" / "agg_bmk.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps([dict(row, tput_per_gpu=row["tput_per_gpu"] * factor,
+                                         output_tput_per_gpu=row["output_tput_per_gpu"] * factor) for row in rows]))
+        assert run_cli("import", "inferencex", str(path)).returncode == 0
+    app = open_page("trends")
+    table = history(app)
+    assert set(table["finished"]) == {"date unknown"}
+    assert list(table["sweep"]) == ["inferencex-run-200", "inferencex-run-300"]  # run order, not import order
+    assert verdicts(app).iloc[0]["latest sweep"] == "inferencex-run-300"
+    assert any("has 'date unknown'" in info.value for info in app.info), [info.value for info in app.info]
