@@ -8,10 +8,24 @@ import typer
 from rich.table import Table
 
 from orchestrator.cli.output import console, fail
-from recipes.errors import ConfigurationError
+from recipes.errors import ConfigurationError, InferSweepError
 
 memory_app = typer.Typer(help="Memory tiers: what placing data off the accelerator costs and frees.",
                          no_args_is_help=True)  # fmt: skip
+
+
+def _registries(hardware: str, model: str) -> tuple[dict, dict, str]:  # type: ignore[type-arg]
+    """The hardware and model registries, and `hardware`'s key; a name neither knows is a usage error."""
+    from recipes.hardware import hardware_key_for, load_hardware_registry
+    from recipes.model_registry import load_model_registry
+
+    registry, models = load_hardware_registry(), load_model_registry()
+    key = hardware_key_for(hardware, registry)
+    if key is None:
+        fail(ConfigurationError(f"--hardware: got {hardware!r}; expected one of {', '.join(sorted(registry))}"))
+    if model not in models:
+        fail(ConfigurationError(f"--model: got {model!r}; expected one of {', '.join(sorted(models))}"))
+    return registry, models, key
 
 
 def _operating_point(hardware: str, model: str, interactivity: float, batch: int | None, from_results: bool):
@@ -56,15 +70,8 @@ def engram(
     """Model-based: per memory tier, whether one decode step's Engram lookups arrive before the first layer that
     reads them, and what moving the table off HBM frees (arXiv 2601.07372 is the work modelled)."""
     from orchestrator.analysis.engram import EngramTable, what_if
-    from recipes.hardware import hardware_key_for, load_hardware_registry
-    from recipes.model_registry import load_model_registry
 
-    registry, models = load_hardware_registry(), load_model_registry()
-    key = hardware_key_for(hardware, registry)
-    if key is None:
-        fail(ConfigurationError(f"--hardware: got {hardware!r}; expected one of {', '.join(sorted(registry))}"))
-    if model not in models:
-        fail(ConfigurationError(f"--model: got {model!r}; expected one of {', '.join(sorted(models))}"))
+    registry, models, key = _registries(hardware, model)
     table = EngramTable(table_gb=table_gb, lookups_per_token=lookups_per_token,
                         bytes_per_embedding=bytes_per_embedding, first_layer=first_layer)  # fmt: skip
     point = _operating_point(key, model, interactivity, batch, from_results)
@@ -93,3 +100,102 @@ def engram(
                   "modelled. Figures' sources:", markup=False, highlight=False)  # fmt: skip
     for source in dict.fromkeys(source for verdict in verdicts for source in verdict.sources):
         console.print(f"  - {source}", markup=False, highlight=False)
+
+
+def _stored_rates(hardware: str, model: str, levels: list[float], tier: str) -> list:
+    """Per level, the stored valid fixed-length Point of `hardware` and `model` nearest it: decode = its output
+    tokens/s per accelerator, prefill = ISL / TTFT p50 per accelerator (queueing included: prefill's cost is then
+    overstated, and so is what offload saves)."""
+    from db import reads
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.analysis.offload import ServingRates
+    from recipes.hardware import load_hardware_registry
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        rows = [row for row in reads.list_results(session) if row.valid and row.hardware == hardware
+                and row.model == model and row.workload_kind == "fixed-length" and row.interactivity_p50
+                and row.ttft_p50_ms and row.isl]  # fmt: skip
+    if not rows:
+        fail(ConfigurationError(f"--from-results: no valid fixed-length result of {model} on {hardware} is stored; "
+                                "give --decode-per-gpu and --prefill-per-gpu"))  # fmt: skip
+    price = load_hardware_registry()[hardware].tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
+    chosen = []
+    for level in levels:
+        row = min(rows, key=lambda candidate: abs(candidate.interactivity_p50 - level))
+        chosen.append(ServingRates(
+            interactivity=row.interactivity_p50, decode_per_gpu=row.output_throughput_per_gpu,
+            prefill_per_gpu=row.isl / (row.ttft_p50_ms / 1000) / row.accelerators,
+            label=f"{row.origin} {row.parallelism} c={row.concurrency} ({row.sweep})",
+            usd_per_gpu_hour=price.value if price is not None else None,
+        ))  # fmt: skip
+    return chosen
+
+
+@memory_app.command("offload")
+def offload(
+    trace_file: Annotated[str, typer.Argument(help="An agent corpus (Weka or Mooncake trace file).")],
+    hardware: Annotated[str, typer.Option(help="Hardware registry key or alias, e.g. b200.")],
+    model: Annotated[str, typer.Option(help="Model registry key, e.g. deepseek-r1.")],
+    dram_gib: Annotated[float, typer.Option(min=0, help="Host DRAM offered to the KV cache, GiB.")] = 1024.0,
+    gpus: Annotated[int, typer.Option(min=1, help="Accelerators serving one engine instance.")] = 8,
+    precision: Annotated[str, typer.Option(help="Weight precision: fp4, fp8, bf16...")] = "fp8",
+    concurrency: Annotated[list[int], typer.Option(help="Live session trees (repeatable).")] = [16, 64, 256],  # noqa: B006
+    interactivity: Annotated[list[float], typer.Option(help="Tokens/s/user levels (repeatable).")] = [20, 50, 100],  # noqa: B006
+    decode_per_gpu: Annotated[float | None, typer.Option(help="Given decode rate, output tokens/s per GPU.")] = None,
+    prefill_per_gpu: Annotated[float | None, typer.Option(help="Given prefill rate, prompt tokens/s per GPU.")] = None,
+    from_results: Annotated[bool, typer.Option(help="Rates from the stored Point nearest each level.")] = False,
+    tier: Annotated[str, typer.Option(help="TCO tier for $/M tokens.")] = "owning_hyperscaler",
+    threshold: Annotated[float, typer.Option(min=0, max=1, help="Saving that makes offload worth it.")] = 0.10,
+    block_size: Annotated[int, typer.Option(min=1, help="Engine KV block size in tokens.")] = 64,
+    memory_utilization: Annotated[float, typer.Option(help="Share of HBM the engine may use.")] = 0.9,
+    requests_per_lane: Annotated[int, typer.Option(min=1, help="Replayed requests per session lane.")] = 50,
+) -> None:
+    """Model-based: where a DRAM tier for the KV cache lowers $/M output tokens by at least --threshold, over
+    concurrency x tokens/s/user (orchestrator/analysis/offload.py states the model)."""
+    from orchestrator.analysis.offload import ServingRates, offload_map, planned_hits
+    from runners.traces.formats import load_trace
+    from runners.traces.planner import kv_capacity
+
+    registry, models, key = _registries(hardware, model)
+    if from_results:
+        levels = _stored_rates(key, model, interactivity, tier)
+    elif decode_per_gpu is None or prefill_per_gpu is None:
+        fail(ConfigurationError("--decode-per-gpu and --prefill-per-gpu: missing; give both, or --from-results"))
+    else:
+        price = registry[key].tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
+        levels = [ServingRates(interactivity=level, decode_per_gpu=decode_per_gpu, prefill_per_gpu=prefill_per_gpu,
+                               usd_per_gpu_hour=price.value if price is not None else None)
+                  for level in interactivity[:1]]  # fmt: skip
+    try:
+        trace = load_trace(trace_file)
+        capacity = kv_capacity(models[model], registry[key], gpus, precision, block_size,
+                               memory_utilization=memory_utilization, dram_gib=dram_gib)  # fmt: skip
+    except (InferSweepError, ValueError) as error:
+        fail(error if isinstance(error, InferSweepError) else ConfigurationError(str(error)))
+    hits = planned_hits(trace, concurrency, block_size, capacity.hbm_blocks, capacity.dram_blocks, requests_per_lane)
+    cells = offload_map(hits, levels, threshold)
+    blocks = f"{capacity.hbm_blocks:,} HBM + {capacity.dram_blocks:,} DRAM blocks"
+    shown = Table(title=f"DRAM offload map (model-based): {model} {precision} on {gpus}x {key}, {trace.id}, "
+                        f"{dram_gib:g} GiB DRAM ({blocks})")  # fmt: skip
+    heads = ["given rates" if rates.label == "given" else f"{rates.interactivity:.4g} tok/s/user" for rates in levels]
+    for column in ("concurrency", "HBM-only hit", "with DRAM", "prompt tokens saved", *heads):
+        shown.add_column(column, justify="right")
+    for row in hits:
+        mine = [cell for cell in cells if cell.concurrency == row.concurrency]
+        words = []
+        for cell in mine:
+            cost = cell.usd_per_million_output(with_dram=True)
+            money = f", ${cost:.3f}/M" if cost is not None else ""
+            words.append(f"{-cell.saving:+.1%}{money}{' PAYS' if cell.pays else ''}")
+        shown.add_row(str(row.concurrency), f"{row.hbm_only:.1%}", f"{row.with_dram:.1%}",
+                      f"{mine[0].prefill_tokens_saved:,.0f}", *words)  # fmt: skip
+    console.print(shown)
+    for rates in levels:
+        level = "given rates" if rates.label == "given" else f"{rates.interactivity:.4g} tok/s/user"
+        console.print(f"  {level}: decode {rates.decode_per_gpu:,.1f} and prefill "
+                      f"{rates.prefill_per_gpu:,.1f} tokens/s per GPU ({rates.label})",
+                      markup=False, highlight=False)  # fmt: skip
+    console.print(f"Change in $/M output tokens with the DRAM tier; PAYS where it falls by >= {threshold:.0%}. The "
+                  "tier's own cost is not charged (an upper bound).", markup=False, highlight=False)  # fmt: skip

@@ -1,0 +1,151 @@
+"""InferSweep hub, DRAM offload map: where a host-DRAM tier for the KV cache lowers $/M tokens (model-based).
+
+For one deployment and agent corpus, the capacity planner's hit rate with HBM only and with the DRAM tier at each
+concurrency, and what the prefill it saves is worth at each operating point (orchestrator/analysis/offload.py
+states the model): the stored valid point of the chip nearest each speed (measured, imported or projected,
+labelled), or rates given here. Measured replays of the chip with and without offload are listed beside the
+prediction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from hubkit import controls, data
+from hubkit.charts import PALETTE
+from orchestrator.analysis.offload import DEFAULT_THRESHOLD, HitRates, ServingRates, offload_map, planned_hits
+from recipes.hardware import TCO_TIERS
+from runners.traces.formats import load_trace
+from runners.traces.planner import BYTES_PER_PARAMETER, kv_capacity
+
+TRACES = Path(__file__).resolve().parents[2] / "traces" / "claude-code-weka"
+CONCURRENCIES = [4, 8, 16, 32, 64, 128, 256]
+LEVELS = [20.0, 30.0, 50.0, 70.0, 100.0]
+BLOCK_SIZE = 64
+
+
+@st.cache_data(show_spinner="Running the capacity planner...")
+def hits_of(trace_path: str, concurrencies: tuple[int, ...], hbm_blocks: int, dram_blocks: int) -> list[HitRates]:
+    return planned_hits(load_trace(trace_path), concurrencies, BLOCK_SIZE, hbm_blocks, dram_blocks,
+                        requests_per_lane=20)  # fmt: skip
+
+
+st.title("DRAM offload map")
+st.info(
+    "**Model-based, not measured.** Where does a host-DRAM tier for the KV cache pay? For a deployment and an agent "
+    "corpus, the capacity planner predicts the prefix-cache hit rate with HBM only and with the DRAM tier at each "
+    "concurrency; the prefill it saves is priced at each operating point: one request's accelerator time = "
+    "uncached prompt tokens ÷ prefill rate + output tokens ÷ decode rate. The tier's own cost is not charged, so "
+    "the saving is an upper bound."
+)
+hardware, models = data.hardware_registry(), data.model_registry()
+traces = sorted(path.name for path in TRACES.glob("*.json"))
+trace_name = controls.selectbox("Agent corpus", traces, "trace")
+chip = controls.selectbox("Hardware", [key for key in hardware if key != "cpu-local"], "chip", default="b200")
+model_key = controls.selectbox("Model", sorted(models), "model", default="deepseek-r1")
+precision = controls.selectbox("Precision", sorted(BYTES_PER_PARAMETER), "precision", default="fp8")
+gpus = int(controls.number("Accelerators per engine", "gpus", default=8, min_value=1, step=1))
+dram_gib = controls.number("Host DRAM for the KV cache (GiB)", "dram", default=1024.0, min_value=0.0, step=128.0)
+utilisation = controls.number("Share of HBM the engine may use", "util", default=0.9, min_value=0.05, step=0.05)
+chosen_concurrency = controls.multiselect("Concurrency (live sessions)", [str(c) for c in CONCURRENCIES],
+                                          "concurrency", default=["16", "64", "256"])  # fmt: skip
+threshold = controls.number("Worth it from a saving of (%)", "threshold", default=DEFAULT_THRESHOLD * 100,
+                            min_value=0.0, step=5.0) / 100  # fmt: skip
+tier = controls.selectbox("TCO tier", list(TCO_TIERS), "tier", default="owning_hyperscaler")
+from_results = controls.toggle("Rates from the chip's stored points", "stored", default=True,
+                               help="Per speed, the stored valid point nearest it: decode = its output tokens/s per "
+                               "GPU, prefill = ISL ÷ TTFT p50 per GPU (queueing included: an upper bound on "
+                               "prefill's cost).")  # fmt: skip
+levels_chosen = controls.multiselect("Tokens/s/user", [f"{level:g}" for level in LEVELS], "levels",
+                                     default=["20", "50", "100"])  # fmt: skip
+
+price_figure = hardware[str(chip)].tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
+price = price_figure.value if price_figure is not None else None
+levels: list[ServingRates] = []
+frame = data.results(data.database_url())
+if from_results:
+    stored = frame
+    if not frame.empty:
+        wanted = frame["valid"] & (frame["hardware"] == chip) & (frame["model"] == model_key)
+        wanted &= (frame["workload_kind"] == "fixed-length") & frame["interactivity_p50"].notna()
+        stored = frame[wanted & frame["ttft_p50_ms"].notna()]
+    if stored.empty:
+        st.warning(f"No stored valid fixed-length point of {model_key} on {chip}: switch off 'Rates from the chip's "
+                   "stored points' and give rates.")  # fmt: skip
+        st.stop()
+    for level in map(float, levels_chosen):
+        row = stored.loc[(stored["interactivity_p50"] - level).abs().idxmin()]
+        levels.append(ServingRates(
+            interactivity=float(row["interactivity_p50"]), decode_per_gpu=float(row["output_throughput_per_gpu"]),
+            prefill_per_gpu=float(row["isl"]) / (float(row["ttft_p50_ms"]) / 1000) / int(row["accelerators"]),
+            label=f"{row['origin']} · {row['configuration']} · c={row['concurrency']}", usd_per_gpu_hour=price,
+        ))  # fmt: skip
+else:
+    decode = controls.number("Decode rate (output tokens/s per GPU)", "decode", default=1000.0, min_value=0.001)
+    prefill = controls.number("Prefill rate (prompt tokens/s per GPU)", "prefill", default=10000.0, min_value=0.001)
+    levels = [ServingRates(interactivity=50.0, decode_per_gpu=decode, prefill_per_gpu=prefill, usd_per_gpu_hour=price)]
+
+try:
+    capacity = kv_capacity(models[str(model_key)], hardware[str(chip)], gpus, str(precision), BLOCK_SIZE,
+                           memory_utilization=min(utilisation, 1.0), dram_gib=dram_gib)  # fmt: skip
+except ValueError as error:
+    st.warning(f"This deployment cannot be planned: {error}")
+    st.stop()
+if capacity.hbm_blocks == 0:
+    st.warning(f"The weights ({capacity.weights_gb:,.0f} GB) leave no HBM for the KV cache on {gpus}× {chip}: "
+               "add accelerators or choose a lighter precision.")  # fmt: skip
+    st.stop()
+concurrencies = tuple(sorted(int(c) for c in chosen_concurrency))
+hits = hits_of(str(TRACES / str(trace_name)), concurrencies, capacity.hbm_blocks, capacity.dram_blocks)
+cells = offload_map(hits, levels, threshold)
+st.caption(f"{gpus}× {chip}, {model_key} {precision}: {capacity.hbm_blocks:,} blocks of {BLOCK_SIZE} tokens in HBM "
+           f"(after {capacity.weights_gb:,.0f} GB of weights) and {capacity.dram_blocks:,} in {dram_gib:g} GiB of "
+           "DRAM.")  # fmt: skip
+
+table = pd.DataFrame([{
+    "concurrency": cell.concurrency, "tok/s/user": round(cell.rates.interactivity, 1),
+    "HBM-only hit %": round(100 * cell.hits.hbm_only, 1), "with DRAM hit %": round(100 * cell.hits.with_dram, 1),
+    "prompt tokens saved": round(cell.prefill_tokens_saved), "saving %": round(100 * cell.saving, 1),
+    "offload pays": cell.pays,
+    "$/M output, HBM only": cell.usd_per_million_output(with_dram=False),
+    "$/M output, with DRAM": cell.usd_per_million_output(with_dram=True), "operating point": cell.rates.label,
+} for cell in cells])  # fmt: skip
+table = table.round({"$/M output, HBM only": 3, "$/M output, with DRAM": 3})
+paying = table[table["offload pays"]]
+st.markdown(
+    f"Offload lowers $/M output tokens by at least {threshold:.0%} in **{len(paying)} of {len(table)}** cells"
+    + (f": from concurrency {paying['concurrency'].min()} at these speeds." if len(paying) else ".")
+)
+table["label"] = table["saving %"].map(lambda saving: f"{saving:.1f} %") + table["offload pays"].map(
+    lambda pays: " · pays" if pays else ""
+)
+heat = alt.Chart(table).mark_rect().encode(
+    x=alt.X("tok/s/user:O", title="Operating point (tok/s/user)"),
+    y=alt.Y("concurrency:O", title="Concurrency (live sessions)", sort="descending"),
+    # From 0 (no saving: white) to at least three times the threshold, so a map of zeros is not a sea of blue.
+    color=alt.Color("saving %:Q", title="saving %", scale=alt.Scale(
+        range=["#f7f7f7", PALETTE[0]], domain=[0, max(30.0, 300 * threshold, float(table["saving %"].max()))])),
+    tooltip=["concurrency", "tok/s/user", "HBM-only hit %", "with DRAM hit %", "saving %", "operating point"],
+)  # fmt: skip
+text = (
+    alt.Chart(table)
+    .mark_text(fontWeight="bold")
+    .encode(x="tok/s/user:O", y=alt.Y("concurrency:O", sort="descending"), text="label:N")
+)
+st.altair_chart(alt.layer(heat, text).properties(height=60 * len(concurrencies) + 60), width="stretch")
+st.dataframe(table.drop(columns="label"), hide_index=True, width="stretch")
+controls.csv_download(table.drop(columns="label"), "offload-map.csv")
+
+st.subheader("Measured replays of this chip, beside the prediction")
+measured = frame if frame.empty else frame[(frame["hardware"] == chip) & (frame["workload_kind"] == "agentic-replay")]
+if measured.empty:
+    st.caption(f"No agentic replay of {chip} is stored: run an agentic recipe with and without `kv_offload` "
+               "(the simulated engine's DRAM tier here) to overlay measured hit rates.")  # fmt: skip
+else:
+    shown = measured[["configuration", "origin", "concurrency", "kv_offload", "realized_hit_rate",
+                      "planner_hbm_hit_rate", "planner_dram_hit_rate"]]  # fmt: skip
+    st.dataframe(shown.sort_values(["kv_offload", "concurrency"]), hide_index=True, width="stretch")

@@ -1,0 +1,45 @@
+"""The hub's DRAM offload map (site/views/offload_map.py) with AppTest.
+
+One B200 serving gpt-oss-120b in FP4 keeps 43,869 blocks of 64 tokens of KV in HBM after its 58 GB of weights
+(tests/unit/orchestrator/analysis/test_offload.py checks the map itself on a corpus worked by hand). The shipped
+sample session re-sends a prompt of about 34,000 tokens (about 535 blocks), so HBM holds every live session up to
+about 43,869 / 535 = 82 of them: at 64 the DRAM tier adds nothing, at 128 and 256 HBM alone thrashes while 1 TiB of
+DRAM (466,033 blocks) still holds them all, and at the given rates (prefill 10,000, decode 1,000 tokens/s per
+GPU) the recomputed prompts dominate each request's time: offload pays.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tests.site.conftest import open_page
+
+LINK = {"stored": "0", "chip": "b200", "model": "gpt-oss-120b", "precision": "fp4", "gpus": "1",
+        "concurrency": ["64", "128", "256"]}  # fmt: skip
+
+
+def _table(app) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    return next(frame.value for frame in app.dataframe if "saving %" in frame.value.columns).set_index("concurrency")
+
+
+def test_offload_pays_only_once_hbm_cannot_hold_the_sessions(hub_database: str) -> None:
+    app = open_page("offload_map", LINK, from_overview=True)
+    assert "Model-based, not measured" in app.info[0].value
+    assert any("43,869 blocks of 64 tokens in HBM" in caption.value for caption in app.caption)
+    table = _table(app)
+    assert table.loc[64, "saving %"] == 0.0 and not table.loc[64, "offload pays"]
+    for concurrency in (128, 256):
+        assert table.loc[concurrency, "HBM-only hit %"] < 10 < 70 < table.loc[concurrency, "with DRAM hit %"]
+        assert table.loc[concurrency, "saving %"] >= 10 and table.loc[concurrency, "offload pays"]
+    assert any("in **2 of 3** cells" in block.value and "from concurrency 128" in block.value
+               for block in app.markdown)  # fmt: skip
+
+
+def test_stored_rates_need_a_stored_point(hub_database: str) -> None:
+    app = open_page("offload_map", {**LINK, "stored": "1"}, from_overview=True)
+    assert "No stored valid fixed-length point of gpt-oss-120b on b200" in app.warning[0].value
+
+
+def test_weights_that_leave_no_room_are_said(hub_database: str) -> None:
+    app = open_page("offload_map", {**LINK, "model": "deepseek-r1", "precision": "bf16"}, from_overview=True)
+    assert "leave no HBM for the KV cache on 1× b200" in app.warning[0].value
