@@ -161,6 +161,9 @@ class HardwareSpec(StrictModel):
         None, description="Link to host DRAM (where a table or KV offload is fetched from); null for a host."
     )
     local_ssd: LocalSsd | None = Field(None, description="Local NVMe storage per accelerator, where known.")
+    host_dram_gb: Figure | None = Field(
+        None, description="Host DRAM per node (per compute tray in a rack), GB: what a KV offload tier can use."
+    )
     tco_usd_per_gpu_hour: dict[TcoTier, Figure] = Field(
         ...,
         description=(
@@ -174,6 +177,21 @@ class HardwareSpec(StrictModel):
         if self.scale_up_domain < self.gpus_per_node:
             raise ValueError("scale_up_domain must be at least gpus_per_node")
         return self
+
+
+# InferenceX's cap on the DRAM an agentic run offloads to (shared/reference/peer-tools.md): min(host DRAM, 3 TB) x
+# utilisation x (GPUs used / GPUs per node).
+OFFLOAD_CAP_GB = 3000.0
+
+
+def offload_budget_gib(hardware: HardwareSpec, gpus: int, utilisation: float = 0.8) -> float | None:
+    """The host DRAM an engine on `gpus` of this hardware may offload KV to, GiB, by InferenceX's rule; None where
+    the registry has no host-DRAM figure."""
+    dram = hardware.host_dram_gb
+    if dram is None or dram.value is None:
+        return None
+    share = gpus / hardware.gpus_per_node  # an engine over two nodes offloads to both hosts
+    return min(dram.value, OFFLOAD_CAP_GB) * utilisation * share * 1e9 / 2**30
 
 
 class Hardware(HardwareSpec):

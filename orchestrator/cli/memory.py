@@ -138,7 +138,11 @@ def offload(
     trace_file: Annotated[str, typer.Argument(help="An agent corpus (Weka or Mooncake trace file).")],
     hardware: Annotated[str, typer.Option(help="Hardware registry key or alias, e.g. b200.")],
     model: Annotated[str, typer.Option(help="Model registry key, e.g. deepseek-r1.")],
-    dram_gib: Annotated[float, typer.Option(min=0, help="Host DRAM offered to the KV cache, GiB.")] = 1024.0,
+    dram_gib: Annotated[
+        float | None,
+        typer.Option(min=0, help="Host DRAM offered to the KV cache, GiB (default: InferenceX's rule on the "
+                     "registry's host DRAM: min(DRAM, 3 TB) x 0.8 x GPUs / GPUs per node)."),
+    ] = None,
     gpus: Annotated[int, typer.Option(min=1, help="Accelerators serving one engine instance.")] = 8,
     precision: Annotated[str, typer.Option(help="Weight precision: fp4, fp8, bf16...")] = "fp8",
     concurrency: Annotated[list[int], typer.Option(help="Live session trees (repeatable).")] = [16, 64, 256],  # noqa: B006
@@ -155,6 +159,7 @@ def offload(
     """Model-based: where a DRAM tier for the KV cache lowers $/M output tokens by at least --threshold, over
     concurrency x tokens/s/user (orchestrator/analysis/offload.py states the model)."""
     from orchestrator.analysis.offload import ServingRates, offload_map, planned_hits
+    from recipes.hardware import offload_budget_gib
     from runners.traces.formats import load_trace
     from runners.traces.planner import kv_capacity
 
@@ -168,6 +173,13 @@ def offload(
         levels = [ServingRates(interactivity=level, decode_per_gpu=decode_per_gpu, prefill_per_gpu=prefill_per_gpu,
                                usd_per_gpu_hour=price.value if price is not None else None)
                   for level in interactivity[:1]]  # fmt: skip
+    if dram_gib is None:
+        dram_gib = offload_budget_gib(registry[key], gpus)
+        if dram_gib is None:
+            figure = registry[key].host_dram_gb
+            why = figure.note if figure is not None else "no entry"
+            fail(ConfigurationError(f"--dram-gib: missing; recipes/hardware.yaml has no host DRAM figure for {key} "
+                                    f"({why})"))  # fmt: skip
     try:
         trace = load_trace(trace_file)
         capacity = kv_capacity(models[model], registry[key], gpus, precision, block_size,

@@ -18,7 +18,7 @@ import streamlit as st
 from hubkit import controls, data
 from hubkit.charts import PALETTE
 from orchestrator.analysis.offload import DEFAULT_THRESHOLD, HitRates, ServingRates, offload_map, planned_hits
-from recipes.hardware import TCO_TIERS
+from recipes.hardware import TCO_TIERS, offload_budget_gib
 from runners.traces.formats import load_trace
 from runners.traces.planner import BYTES_PER_PARAMETER, kv_capacity
 
@@ -49,7 +49,16 @@ chip = controls.selectbox("Hardware", [key for key in hardware if key != "cpu-lo
 model_key = controls.selectbox("Model", sorted(models), "model", default="deepseek-r1")
 precision = controls.selectbox("Precision", sorted(BYTES_PER_PARAMETER), "precision", default="fp8")
 gpus = int(controls.number("Accelerators per engine", "gpus", default=8, min_value=1, step=1))
-dram_gib = controls.number("Host DRAM for the KV cache (GiB)", "dram", default=1024.0, min_value=0.0, step=128.0)
+budget = offload_budget_gib(hardware[str(chip)], gpus)
+dram_gib = controls.number(
+    "Host DRAM for the KV cache (GiB)",
+    "dram",
+    default=round(budget) if budget is not None else 1024.0,
+    min_value=0.0,
+    step=128.0,
+    help="Default: InferenceX's rule on the registry's host DRAM, min(DRAM, 3 TB) × 0.8 × GPUs ÷ GPUs per node; "
+    "1024 GiB where the registry has no figure.",
+)
 utilisation = controls.number("Share of HBM the engine may use", "util", default=0.9, min_value=0.05, step=0.05)
 chosen_concurrency = controls.multiselect("Concurrency (live sessions)", [str(c) for c in CONCURRENCIES],
                                           "concurrency", default=["16", "64", "256"])  # fmt: skip

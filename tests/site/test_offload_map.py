@@ -14,7 +14,7 @@ import pandas as pd
 
 from tests.site.conftest import open_page
 
-LINK = {"stored": "0", "chip": "b200", "model": "gpt-oss-120b", "precision": "fp4", "gpus": "1",
+LINK = {"stored": "0", "chip": "b200", "model": "gpt-oss-120b", "precision": "fp4", "gpus": "1", "dram": "1024",
         "concurrency": ["64", "128", "256"]}  # fmt: skip
 
 
@@ -43,3 +43,9 @@ def test_stored_rates_need_a_stored_point(hub_database: str) -> None:
 def test_weights_that_leave_no_room_are_said(hub_database: str) -> None:
     app = open_page("offload_map", {**LINK, "model": "deepseek-r1", "precision": "bf16"}, from_overview=True)
     assert "leave no HBM for the KV cache on 1× b200" in app.warning[0].value
+
+
+def test_the_dram_default_is_inferencex_rule_on_the_registry(hub_database: str) -> None:
+    """B200 nodes hold 2 TB (DGX B200): min(2 TB, 3 TB) x 0.8 x 1 GPU / 8 per node = 204.8 GB = 190.7 GiB."""
+    app = open_page("offload_map", {key: value for key, value in LINK.items() if key != "dram"}, from_overview=True)
+    assert any("in 191 GiB of DRAM" in caption.value for caption in app.caption), [c.value for c in app.caption]

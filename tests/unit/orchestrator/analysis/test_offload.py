@@ -62,3 +62,13 @@ def test_the_threshold_is_the_bar() -> None:
     hits = planned_hits(CORPUS, [16], BLOCK, hbm_blocks=100, dram_blocks=200, requests_per_lane=TURNS, warmup=False)
     [cell] = offload_map(hits, [RATES], threshold=0.5)
     assert cell.saving == pytest.approx(0.4275) and not cell.pays
+
+
+def test_the_dram_budget_follows_inferencex_rule_on_the_registry() -> None:
+    from recipes.hardware import load_hardware_registry, offload_budget_gib
+
+    registry = load_hardware_registry()
+    # min(host DRAM, 3 TB) x 0.8 x GPUs / GPUs per node, in GiB.
+    assert offload_budget_gib(registry["b200"], 8) == pytest.approx(2048 * 0.8 * 1e9 / 2**30)  # one DGX B200
+    assert offload_budget_gib(registry["gb200-nvl72"], 8) == pytest.approx(960 * 0.8 * 2 * 1e9 / 2**30)  # two trays
+    assert offload_budget_gib(registry["mi355x"], 8) is None  # the OEM's figure, not in the registry
