@@ -9,6 +9,7 @@ prediction.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import altair as alt
@@ -21,6 +22,7 @@ from orchestrator.analysis.offload import DEFAULT_THRESHOLD, HitRates, ServingRa
 from recipes.hardware import TCO_TIERS, offload_budget_gib
 from runners.traces.formats import load_trace
 from runners.traces.planner import BYTES_PER_PARAMETER, kv_capacity
+from runners.traces.synthetic import PROFILES, write_corpus
 
 TRACES = Path(__file__).resolve().parents[2] / "traces" / "claude-code-weka"
 CONCURRENCIES = [4, 8, 16, 32, 64, 128, 256]
@@ -28,9 +30,22 @@ LEVELS = [20.0, 30.0, 50.0, 70.0, 100.0]
 BLOCK_SIZE = 64
 
 
+SYNTHETIC = "synthetic: "  # a corpus generated from runners/traces/synthetic.py's profile, seed 0
+
+
+@st.cache_resource(show_spinner="Generating the synthetic corpus...")
+def corpus_path(name: str) -> str:
+    """A shipped trace's path, or a synthetic profile's corpus written once per hub process to a temporary file."""
+    if not name.startswith(SYNTHETIC):
+        return str(TRACES / name)
+    profile = name.removeprefix(SYNTHETIC)
+    folder = Path(tempfile.mkdtemp(prefix="infersweep-corpus-"))
+    return str(write_corpus(PROFILES[profile], folder / f"{profile}.jsonl", seed=0))
+
+
 @st.cache_data(show_spinner="Running the capacity planner...")
-def hits_of(trace_path: str, concurrencies: tuple[int, ...], hbm_blocks: int, dram_blocks: int) -> list[HitRates]:
-    return planned_hits(load_trace(trace_path), concurrencies, BLOCK_SIZE, hbm_blocks, dram_blocks,
+def hits_of(corpus: str, concurrencies: tuple[int, ...], hbm_blocks: int, dram_blocks: int) -> list[HitRates]:
+    return planned_hits(load_trace(corpus_path(corpus)), concurrencies, BLOCK_SIZE, hbm_blocks, dram_blocks,
                         requests_per_lane=20)  # fmt: skip
 
 
@@ -43,8 +58,10 @@ st.info(
     "the saving is an upper bound."
 )
 hardware, models = data.hardware_registry(), data.model_registry()
-traces = sorted(path.name for path in TRACES.glob("*.json"))
-trace_name = controls.selectbox("Agent corpus", traces, "trace")
+traces = sorted(path.name for path in TRACES.glob("*.json")) + [SYNTHETIC + name for name in PROFILES]
+trace_name = controls.selectbox("Agent corpus", traces, "trace",
+                                help="A shipped Claude Code session, or a synthetic corpus: 'agentx' has AgentX's "
+                                "sizes (~20k shared prefix, contexts past 100k tokens, 32 sessions).")  # fmt: skip
 chip = controls.selectbox("Hardware", [key for key in hardware if key != "cpu-local"], "chip", default="b200")
 model_key = controls.selectbox("Model", sorted(models), "model", default="deepseek-r1")
 precision = controls.selectbox("Precision", sorted(BYTES_PER_PARAMETER), "precision", default="fp8")
@@ -109,7 +126,7 @@ if capacity.hbm_blocks == 0:
                "add accelerators or choose a lighter precision.")  # fmt: skip
     st.stop()
 concurrencies = tuple(sorted(int(c) for c in chosen_concurrency))
-hits = hits_of(str(TRACES / str(trace_name)), concurrencies, capacity.hbm_blocks, capacity.dram_blocks)
+hits = hits_of(str(trace_name), concurrencies, capacity.hbm_blocks, capacity.dram_blocks)
 cells = offload_map(hits, levels, threshold)
 st.caption(f"{gpus}× {chip}, {model_key} {precision}: {capacity.hbm_blocks:,} blocks of {BLOCK_SIZE} tokens in HBM "
            f"(after {capacity.weights_gb:,.0f} GB of weights) and {capacity.dram_blocks:,} in {dram_gib:g} GiB of "

@@ -49,3 +49,12 @@ def test_the_dram_default_is_inferencex_rule_on_the_registry(hub_database: str) 
     """B200 nodes hold 2 TB (DGX B200): min(2 TB, 3 TB) x 0.8 x 1 GPU / 8 per node = 204.8 GB = 190.7 GiB."""
     app = open_page("offload_map", {key: value for key, value in LINK.items() if key != "dram"}, from_overview=True)
     assert any("in 191 GiB of DRAM" in caption.value for caption in app.caption), [c.value for c in app.caption]
+
+
+def test_the_synthetic_agentx_corpus_is_a_choice(hub_database: str) -> None:
+    """AgentX sizes (~90k-token prompts): 8 B200s with DeepSeek-R1 FP8 (139k blocks of KV) hold 16 live sessions in
+    HBM (1.5M tokens) but not 128 (~12M): the 1.5 TiB DRAM default (23M tokens more) then pays."""
+    link = {"stored": "0", "trace": "synthetic: agentx", "chip": "b200", "model": "deepseek-r1", "precision": "fp8",
+            "gpus": "8", "concurrency": ["16", "128"]}  # fmt: skip
+    table = _table(open_page("offload_map", link, from_overview=True))
+    assert not table.loc[16, "offload pays"] and table.loc[128, "offload pays"]
