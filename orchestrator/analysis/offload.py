@@ -64,6 +64,11 @@ class OffloadCell:
         return 1 - self.seconds_dram / self.seconds_hbm
 
     @property
+    def throughput_gain(self) -> float:
+        """Offload's rise in requests (and output tokens) per accelerator-second at this operating point."""
+        return self.seconds_hbm / self.seconds_dram - 1
+
+    @property
     def pays(self) -> bool:
         return self.saving >= self.threshold
 

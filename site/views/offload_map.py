@@ -136,6 +136,7 @@ table = pd.DataFrame([{
     "concurrency": cell.concurrency, "tok/s/user": round(cell.rates.interactivity, 1),
     "HBM-only hit %": round(100 * cell.hits.hbm_only, 1), "with DRAM hit %": round(100 * cell.hits.with_dram, 1),
     "prompt tokens saved": round(cell.prefill_tokens_saved), "saving %": round(100 * cell.saving, 1),
+    "throughput per GPU gain %": round(100 * cell.throughput_gain, 1),
     "offload pays": cell.pays,
     "$/M output, HBM only": cell.usd_per_million_output(with_dram=False),
     "$/M output, with DRAM": cell.usd_per_million_output(with_dram=True), "operating point": cell.rates.label,

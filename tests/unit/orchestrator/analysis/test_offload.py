@@ -51,6 +51,7 @@ def test_offload_pays_above_the_concurrency_computed_by_hand_and_not_below() -> 
         cell = cells[concurrency]
         assert (cell.hits.hbm_only, cell.hits.with_dram) == (0.0, pytest.approx(0.855))
         assert cell.saving == pytest.approx(0.4275) and cell.pays
+        assert cell.throughput_gain == pytest.approx(0.32 / 0.1832 - 1)  # 74.7 % more requests per GPU-second
         assert cell.prefill_tokens_saved == pytest.approx(0.855 * 160)
         # $2/accelerator-hour: 0.32 s -> $11.11 per M output tokens, 0.1832 s -> $6.36.
         assert cell.usd_per_million_output(with_dram=False) == pytest.approx(2 / 3600 * 0.32 / 16 * 1e6)
