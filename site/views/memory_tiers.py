@@ -30,7 +30,7 @@ st.info(
 hardware = data.hardware_registry()
 models = data.model_registry()
 chips = [key for key, entry in hardware.items() if entry.host_link is not None]
-model_key = controls.selectbox("Model", sorted(models), "model", default="deepseek-r1" if "deepseek-r1" in models
+model_key = controls.selectbox("Model", sorted(models), "llm", default="deepseek-r1" if "deepseek-r1" in models
                                else None)  # fmt: skip
 shown_chips = controls.multiselect("Hardware", chips, "chips", default=chips)
 table_gb = controls.number("Table per accelerator (GB)", "table", default=100.0, min_value=0.001, step=10.0)

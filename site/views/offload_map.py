@@ -63,8 +63,8 @@ trace_name = controls.selectbox("Agent corpus", traces, "trace",
                                 help="A shipped Claude Code session, or a synthetic corpus: 'agentx' has AgentX's "
                                 "sizes (~20k shared prefix, contexts past 100k tokens, 32 sessions).")  # fmt: skip
 chip = controls.selectbox("Hardware", [key for key in hardware if key != "cpu-local"], "chip", default="b200")
-model_key = controls.selectbox("Model", sorted(models), "model", default="deepseek-r1")
-precision = controls.selectbox("Precision", sorted(BYTES_PER_PARAMETER), "precision", default="fp8")
+model_key = controls.selectbox("Model", sorted(models), "llm", default="deepseek-r1")
+precision = controls.selectbox("Precision", sorted(BYTES_PER_PARAMETER), "weights", default="fp8")
 gpus = int(controls.number("Accelerators per engine", "gpus", default=8, min_value=1, step=1))
 budget = offload_budget_gib(hardware[str(chip)], gpus)
 dram_gib = controls.number(
@@ -167,11 +167,46 @@ st.altair_chart(alt.layer(heat, text).properties(height=60 * len(concurrencies) 
 st.dataframe(table.drop(columns="label"), hide_index=True, width="stretch")
 controls.csv_download(table.drop(columns="label"), "offload-map.csv")
 
-st.subheader("Measured replays of this chip, beside the prediction")
+st.subheader("Hit rates: the planner's prediction, and measured replays of this corpus on this chip")
+predicted = pd.DataFrame([{"concurrency": row.concurrency, "hit %": 100 * rate, "series": series}
+                          for row in hits for series, rate in (("predicted, HBM only", row.hbm_only),
+                                                               ("predicted, with DRAM", row.with_dram))])  # fmt: skip
 measured = frame if frame.empty else frame[(frame["hardware"] == chip) & (frame["workload_kind"] == "agentic-replay")]
+if not measured.empty:
+    same_corpus = measured["replay_trace"].map(
+        lambda trace: Path(str(trace)).name == Path(corpus_path(str(trace_name))).name
+    )
+    measured = measured[same_corpus & measured["realized_hit_rate"].notna()]
+points = pd.DataFrame({
+    "concurrency": measured["concurrency"] if not measured.empty else [],
+    "hit %": 100 * measured["realized_hit_rate"] if not measured.empty else [],
+    "series": measured["kv_offload"].map(lambda offload: "measured, HBM only" if offload == "none"
+                                         else f"measured, {offload}") if not measured.empty else [],
+})  # fmt: skip
+series_names = (
+    list(predicted["series"].unique()) + sorted(points["series"].unique())
+    if not points.empty
+    else list(predicted["series"].unique())
+)
+series_colour = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=0, columns=2),
+                          scale=alt.Scale(domain=series_names, range=list(PALETTE[: len(series_names)])))  # fmt: skip
+lines = alt.Chart(predicted).mark_line(point=True).encode(
+    x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="Concurrency (live sessions)"),
+    y=alt.Y("hit %:Q", scale=alt.Scale(domain=[0, 100]), title="Prompt served from cache (%)"),
+    color=series_colour, strokeDash=alt.StrokeDash("series:N", legend=None),
+    tooltip=["series", "concurrency", alt.Tooltip("hit %", format=".1f")],
+)  # fmt: skip
+layers = [lines]
+if not points.empty:
+    layers.append(alt.Chart(points).mark_point(size=220, filled=True, shape="diamond").encode(
+        x="concurrency:Q", y="hit %:Q", color=series_colour,
+        tooltip=["series", "concurrency", alt.Tooltip("hit %", format=".1f")],
+    ))  # fmt: skip
+st.altair_chart(alt.layer(*layers).properties(height=380), width="stretch")
 if measured.empty:
-    st.caption(f"No agentic replay of {chip} is stored: run an agentic recipe with and without `kv_offload` "
-               "(the simulated engine's DRAM tier here) to overlay measured hit rates.")  # fmt: skip
+    st.caption(f"No agentic replay of {trace_name} on {chip} is stored: run an agentic recipe on this corpus with "
+               "and without `kv_offload` (the simulated engine's DRAM tier here) to overlay measured hit "
+               "rates.")  # fmt: skip
 else:
     shown = measured[["configuration", "origin", "concurrency", "kv_offload", "realized_hit_rate",
                       "planner_hbm_hit_rate", "planner_dram_hit_rate"]]  # fmt: skip

@@ -14,7 +14,7 @@ import pandas as pd
 
 from tests.site.conftest import open_page
 
-LINK = {"stored": "0", "chip": "b200", "model": "gpt-oss-120b", "precision": "fp4", "gpus": "1", "dram": "1024",
+LINK = {"stored": "0", "chip": "b200", "llm": "gpt-oss-120b", "weights": "fp4", "gpus": "1", "dram": "1024",
         "concurrency": ["64", "128", "256"]}  # fmt: skip
 
 
@@ -41,7 +41,7 @@ def test_stored_rates_need_a_stored_point(hub_database: str) -> None:
 
 
 def test_weights_that_leave_no_room_are_said(hub_database: str) -> None:
-    app = open_page("offload_map", {**LINK, "model": "deepseek-r1", "precision": "bf16"}, from_overview=True)
+    app = open_page("offload_map", {**LINK, "llm": "deepseek-r1", "weights": "bf16"}, from_overview=True)
     assert "leave no HBM for the KV cache on 1× b200" in app.warning[0].value
 
 
@@ -54,7 +54,31 @@ def test_the_dram_default_is_inferencex_rule_on_the_registry(hub_database: str) 
 def test_the_synthetic_agentx_corpus_is_a_choice(hub_database: str) -> None:
     """AgentX sizes (~90k-token prompts): 8 B200s with DeepSeek-R1 FP8 (139k blocks of KV) hold 16 live sessions in
     HBM (1.5M tokens) but not 128 (~12M): the 1.5 TiB DRAM default (23M tokens more) then pays."""
-    link = {"stored": "0", "trace": "synthetic: agentx", "chip": "b200", "model": "deepseek-r1", "precision": "fp8",
+    link = {"stored": "0", "trace": "synthetic: agentx", "chip": "b200", "llm": "deepseek-r1", "weights": "fp8",
             "gpus": "8", "concurrency": ["16", "128"]}  # fmt: skip
     table = _table(open_page("offload_map", link, from_overview=True))
     assert not table.loc[16, "offload pays"] and table.loc[128, "offload pays"]
+
+
+def test_measured_replays_of_the_same_corpus_are_overlaid(hub_database: str) -> None:
+    """Two measured arms replaying the shipped sample session on b200, with and without a DRAM tier: their realised
+    hit rates are drawn beside the prediction and listed; a replay of another trace is not."""
+    from datetime import UTC, datetime
+
+    from tests.site.hub_fixture import _agentic, _Seeder, _snapshot
+
+    seeder = _Seeder(hub_database)
+    sweep = seeder.sweep("replays")
+    at = datetime(2026, 11, 20, tzinfo=UTC)
+    workload = {"kind": "agentic-replay", "trace": "traces/claude-code-weka/sample_trace.json", "concurrency": [64]}
+    other = {**workload, "trace": "elsewhere/another.json"}
+    for name, offload, shares, trace in (("hbm", None, (0.5, 0.0), workload), ("dram", 1024, (0.5, 0.25), workload),
+                                         ("other", None, (0.1, 0.0), other)):  # fmt: skip
+        recipe = seeder.recipe(_snapshot(f"b200-{name}", "b200", "sglang", "gpt-oss-120b", "fp4", {"tp": 1}, trace,
+                                         offload))  # fmt: skip
+        seeder.points(sweep, recipe, at, [(64, 30.0, 100.0)], accelerators=1, agentic={64: _agentic(*shares, 0.76)})
+    seeder.engine.dispose()
+    app = open_page("offload_map", {**LINK, "concurrency": ["64", "128"]}, from_overview=True)
+    listed = next(frame.value for frame in app.dataframe if "realized_hit_rate" in frame.value.columns)
+    assert sorted(listed["realized_hit_rate"]) == [0.5, 0.75]  # the other trace's replay is left out
+    assert not any("No agentic replay" in caption.value for caption in app.caption)
