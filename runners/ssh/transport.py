@@ -346,8 +346,11 @@ class SshSession:
                     try:
                         data = channel.recv(65536)
                     except TimeoutError:
-                        if not self.transport.is_active():
-                            raise self._dropped(doing) from None
+                        # The raw transport, not the `transport` property: that raises its own message, which
+                        # would not say what was running (which of the two a drop hits is a matter of timing).
+                        transport = self._client.get_transport() if self._client is not None else None
+                        if transport is None or not transport.is_active():
+                            raise self._dropped(doing + " (the connection closed)") from None
                         continue
                     if not data:
                         break  # end of stdout: the command exited, or the channel closed under us
