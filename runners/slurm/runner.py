@@ -204,6 +204,11 @@ def _batch_script(target: SlurmTarget, spec_path: str, events_path: str) -> str:
     python = shlex.quote(install.python)
     agent = shlex.join(["-m", "runners.agent", "--spec", spec_path, "--events", events_path])
     flags = shlex.join(target.container_flags)
+    reap = (
+        f'env INFERSWEEP_HOME="$node_home" {" ".join(env)} {python} -c '
+        + shlex.quote("from runners.host.process import reap_orphaned_engines; reap_orphaned_engines()")
+        + " || true"
+    )
     return "\n".join(
         [
             "#!/bin/bash",
@@ -212,14 +217,15 @@ def _batch_script(target: SlurmTarget, spec_path: str, events_path: str) -> str:
             "# INFERSWEEP_HOME is per node: engine pidfiles are only meaningful on the node that wrote them.",
             'node="${SLURMD_NODENAME:?not set: not running under slurmd}"',
             f'node_home={shlex.quote(install.workdir)}/nodes/"$node"',
+            "# scancel (SIGTERM) after such a death would end this script before the reap below: reap on TERM too",
+            "# (bash runs the trap once srun, which Slurm signals as well, has returned; KillWait follows).",
+            f"trap {shlex.quote(reap)} TERM",
             f'srun --nodes=1 --ntasks=1 --nodelist="$node" {flags} env INFERSWEEP_HOME="$node_home" '
             f"{' '.join(env)} {python} {agent}",
             "status=$?",
             "# An agent killed outright (SIGKILL, OOM killer) leaves its engine running when Slurm tracks",
             "# processes by parentage (proctrack/linuxproc): stop engines whose owner died on this node.",
-            f'env INFERSWEEP_HOME="$node_home" {" ".join(env)} {python} -c '
-            + shlex.quote("from runners.host.process import reap_orphaned_engines; reap_orphaned_engines()")
-            + " || true",
+            reap,
             'exit "$status"',
             "",
         ]
