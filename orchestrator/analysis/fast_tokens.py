@@ -44,6 +44,11 @@ class OperatingPoint:
     interactivity: float  # output tokens per second per user (median)
     prefill_tokens_per_s: float  # one request's prompt tokens per second of TTFT (median)
     throughput_per_gpu: float  # output tokens per second per accelerator
+    accelerators: int = 1  # of the deployment (prefill_tokens_per_s is the whole deployment's)
+
+    @property
+    def prefill_tokens_per_s_per_gpu(self) -> float:
+        return self.prefill_tokens_per_s / self.accelerators
 
     @property
     def label(self) -> str:
@@ -78,6 +83,7 @@ def operating_points(views: Iterable[object]) -> list[OperatingPoint]:
             interactivity=view.interactivity_p50,
             prefill_tokens_per_s=view.isl / (view.ttft_p50_ms / 1000),
             throughput_per_gpu=view.output_throughput_per_gpu,
+            accelerators=int(getattr(view, "accelerators", 1) or 1),
         )
         for group in fronts.values()
         for view in group
@@ -131,6 +137,13 @@ def chip_session_times(
             savings={speedup: saving(base, times(point, speedup)) for speedup in speedups},
         ))  # fmt: skip
     return rows
+
+
+def nearest_point(points: Iterable[OperatingPoint], hardware: str, model: str,
+                  interactivity: float) -> OperatingPoint | None:  # fmt: skip
+    """The frontier point of `hardware` serving `model` closest to `interactivity` tok/s/user (in ratio), if any."""
+    mine = [point for point in points if point.hardware == hardware and point.model == model]
+    return min(mine, key=lambda point: abs(math.log(point.interactivity / interactivity)), default=None)
 
 
 def nearest_per_chip(rows: Sequence[ChipSessionTime], interactivity: float) -> list[ChipSessionTime]:

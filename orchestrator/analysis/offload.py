@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator.analysis.fast_tokens import OperatingPoint
 from runners.traces.models import Trace
 from runners.traces.planner import ReplayShape, ReplayTraffic
 
@@ -38,6 +39,15 @@ class ServingRates:
     prefill_per_gpu: float
     label: str = "given"
     usd_per_gpu_hour: float | None = None
+
+
+def rates_at(point: OperatingPoint, usd_per_gpu_hour: float | None) -> ServingRates:
+    """A stored frontier point's rates (fast_tokens.operating_points): decode = its output tokens/s per GPU, prefill
+    = ISL / TTFT p50 per GPU (queueing included: prefill's cost, and so what offload saves, is overstated)."""
+    return ServingRates(
+        interactivity=point.interactivity, decode_per_gpu=point.throughput_per_gpu,
+        prefill_per_gpu=point.prefill_tokens_per_s_per_gpu, label=point.label, usd_per_gpu_hour=usd_per_gpu_hour,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -29,27 +29,15 @@ def _registries(hardware: str, model: str) -> tuple[dict, dict, str]:  # type: i
 
 
 def _operating_point(hardware: str, model: str, interactivity: float, batch: int | None, from_results: bool):
-    """The point given by the flags, or the stored valid Point of `hardware` and `model` nearest `interactivity`."""
+    """The point given by the flags, or the stored frontier point of `hardware` and `model` nearest `interactivity`."""
     from orchestrator.analysis.engram import OperatingPoint
 
     if not from_results:
         if batch is None:
             fail(ConfigurationError("--batch: missing; give the sequences per decode step, or --from-results"))
         return OperatingPoint(interactivity=interactivity, batch=batch)
-    from db import reads
-    from db.session import make_engine, migrate, open_session
-
-    engine = make_engine()
-    migrate(engine)
-    with open_session(engine) as session:
-        rows = [row for row in reads.list_results(session) if row.valid and row.hardware == hardware
-                and row.model == model and row.interactivity_p50 and row.workload_kind == "fixed-length"]  # fmt: skip
-    if not rows:
-        fail(ConfigurationError(f"--from-results: no valid fixed-length result of {model} on {hardware} is stored; "
-                                "import or measure one, or give --interactivity and --batch"))  # fmt: skip
-    nearest = min(rows, key=lambda row: abs(row.interactivity_p50 - interactivity))
-    label = f"{nearest.origin} point {nearest.point_key} of sweep {nearest.sweep} ({nearest.parallelism})"
-    return OperatingPoint(interactivity=nearest.interactivity_p50, batch=nearest.concurrency, label=label)
+    [point] = _stored_points(hardware, model, [interactivity])
+    return OperatingPoint(interactivity=point.interactivity, batch=point.concurrency, label=point.label)
 
 
 @memory_app.command("engram")
@@ -81,7 +69,7 @@ def engram(
         fail(ConfigurationError(f"--{str(error).replace('_', '-')}"))
     layers = int(models[model].layers.value)
     title = (f"Engram what-if (model-based): {model} on {key}, first Engram layer {first_layer} of {layers}, "
-             f"{point.interactivity:g} tok/s/user, batch {point.batch} ({point.label})")  # fmt: skip
+             f"{point.interactivity:.4g} tok/s/user, batch {point.batch} ({point.label})")  # fmt: skip
     shown = Table(title=title)
     for column in ("tier", "GB/s", "latency µs", "fetch µs", "budget µs", "slack µs", "verdict", "HBM freed GB",
                    f"more sequences of {context_tokens} tokens"):  # fmt: skip
@@ -102,34 +90,20 @@ def engram(
         console.print(f"  - {source}", markup=False, highlight=False)
 
 
-def _stored_rates(hardware: str, model: str, levels: list[float], tier: str) -> list:
-    """Per level, the stored valid fixed-length Point of `hardware` and `model` nearest it: decode = its output
-    tokens/s per accelerator, prefill = ISL / TTFT p50 per accelerator (queueing included: prefill's cost is then
-    overstated, and so is what offload saves)."""
+def _stored_points(hardware: str, model: str, levels: list[float]) -> list:  # type: ignore[type-arg]
+    """Per level, the stored frontier point of `hardware` and `model` nearest it (fast_tokens.operating_points)."""
     from db import reads
     from db.session import make_engine, migrate, open_session
-    from orchestrator.analysis.offload import ServingRates
-    from recipes.hardware import load_hardware_registry
+    from orchestrator.analysis.fast_tokens import nearest_point, operating_points
 
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
-        rows = [row for row in reads.list_results(session) if row.valid and row.hardware == hardware
-                and row.model == model and row.workload_kind == "fixed-length" and row.interactivity_p50
-                and row.ttft_p50_ms and row.isl]  # fmt: skip
-    if not rows:
+        points = operating_points(reads.list_results(session))
+    chosen = [nearest_point(points, hardware, model, level) for level in levels]
+    if None in chosen:
         fail(ConfigurationError(f"--from-results: no valid fixed-length result of {model} on {hardware} is stored; "
-                                "give --decode-per-gpu and --prefill-per-gpu"))  # fmt: skip
-    price = load_hardware_registry()[hardware].tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
-    chosen = []
-    for level in levels:
-        row = min(rows, key=lambda candidate: abs(candidate.interactivity_p50 - level))
-        chosen.append(ServingRates(
-            interactivity=row.interactivity_p50, decode_per_gpu=row.output_throughput_per_gpu,
-            prefill_per_gpu=row.isl / (row.ttft_p50_ms / 1000) / row.accelerators,
-            label=f"{row.origin} {row.parallelism} c={row.concurrency} ({row.sweep})",
-            usd_per_gpu_hour=price.value if price is not None else None,
-        ))  # fmt: skip
+                                "give the operating point instead"))  # fmt: skip
     return chosen
 
 
@@ -158,21 +132,21 @@ def offload(
 ) -> None:
     """Model-based: where a DRAM tier for the KV cache lowers $/M output tokens by at least --threshold, over
     concurrency x tokens/s/user (orchestrator/analysis/offload.py states the model)."""
-    from orchestrator.analysis.offload import ServingRates, offload_map, planned_hits
+    from orchestrator.analysis.offload import ServingRates, offload_map, planned_hits, rates_at
     from recipes.hardware import offload_budget_gib
     from runners.traces.formats import load_trace
     from runners.traces.planner import kv_capacity
 
     registry, models, key = _registries(hardware, model)
+    price = registry[key].tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
+    usd = price.value if price is not None else None
     if from_results:
-        levels = _stored_rates(key, model, interactivity, tier)
+        levels = [rates_at(point, usd) for point in _stored_points(key, model, interactivity)]
     elif decode_per_gpu is None or prefill_per_gpu is None:
         fail(ConfigurationError("--decode-per-gpu and --prefill-per-gpu: missing; give both, or --from-results"))
     else:
-        price = registry[key].tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
-        levels = [ServingRates(interactivity=level, decode_per_gpu=decode_per_gpu, prefill_per_gpu=prefill_per_gpu,
-                               usd_per_gpu_hour=price.value if price is not None else None)
-                  for level in interactivity[:1]]  # fmt: skip
+        levels = [ServingRates(interactivity=interactivity[0], decode_per_gpu=decode_per_gpu,
+                               prefill_per_gpu=prefill_per_gpu, usd_per_gpu_hour=usd)]  # fmt: skip
     if dram_gib is None:
         dram_gib = offload_budget_gib(registry[key], gpus)
         if dram_gib is None:

@@ -14,6 +14,7 @@ import streamlit as st
 from hubkit import controls, data
 from hubkit.charts import PALETTE
 from orchestrator.analysis.engram import EngramTable, OperatingPoint, what_if
+from orchestrator.analysis.fast_tokens import nearest_point, operating_points
 
 PAPER = "https://arxiv.org/abs/2601.07372"
 VERDICT_COLOURS = {"hidden": PALETTE[2], "not hidden": PALETTE[3], "unknown": "#999999"}
@@ -55,18 +56,14 @@ if first_layer >= layers:
 points: dict[str, OperatingPoint] = {chip: OperatingPoint(interactivity=speed, batch=batch) for chip in shown_chips}
 if from_results:
     frame = data.results(data.database_url())
-    stored = frame if frame.empty else frame[frame["valid"] & (frame["model"] == model_key)
-                                             & (frame["workload_kind"] == "fixed-length")
-                                             & frame["interactivity_p50"].notna()]  # fmt: skip
+    stored = operating_points(frame.itertuples(index=False)) if not frame.empty else []
     for chip in shown_chips:
-        mine = stored[stored["hardware"] == chip] if not stored.empty else stored
-        if mine.empty:
+        nearest = nearest_point(stored, chip, str(model_key), speed)
+        if nearest is None:
             points.pop(chip)
-            continue
-        nearest = mine.loc[(mine["interactivity_p50"] - speed).abs().idxmin()]
-        points[chip] = OperatingPoint(interactivity=float(nearest["interactivity_p50"]),
-                                      batch=int(nearest["concurrency"]),
-                                      label=f"{nearest['origin']} · {nearest['configuration']}")  # fmt: skip
+        else:
+            points[chip] = OperatingPoint(interactivity=nearest.interactivity, batch=nearest.concurrency,
+                                          label=nearest.label)  # fmt: skip
     missing = sorted(set(shown_chips) - set(points))
     if missing:
         st.caption(f"No stored point of {model_key} on {', '.join(missing)}: left out.")
@@ -108,11 +105,13 @@ bars = alt.Chart(drawn).mark_bar().encode(
     x=alt.X("shown:Q", title="One decode step's fetch (µs); the tick is the time the earlier layers take"),
     y=alt.Y("place:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)), color=colour, tooltip=tooltip,
 )  # fmt: skip
-ticks = alt.Chart(drawn).mark_tick(color="black", thickness=2, size=18).encode(
-    x="budget µs:Q", y=alt.Y("place:N", sort=None), tooltip=tooltip
+ticks = (
+    alt.Chart(drawn)
+    .mark_tick(color="black", thickness=2, size=18)
+    .encode(x="budget µs:Q", y=alt.Y("place:N", sort=None), tooltip=tooltip)
 )
-words = alt.Chart(drawn).mark_text(align="left", dx=4).encode(
-    x="shown:Q", y=alt.Y("place:N", sort=None), text="verdict:N"
+words = (
+    alt.Chart(drawn).mark_text(align="left", dx=4).encode(x="shown:Q", y=alt.Y("place:N", sort=None), text="verdict:N")
 )
 st.altair_chart(alt.layer(bars, ticks, words).properties(height=max(160, 28 * len(drawn))), width="stretch")
 st.dataframe(result, hide_index=True, width="stretch")

@@ -18,7 +18,15 @@ import streamlit as st
 
 from hubkit import controls, data
 from hubkit.charts import PALETTE
-from orchestrator.analysis.offload import DEFAULT_THRESHOLD, HitRates, ServingRates, offload_map, planned_hits
+from orchestrator.analysis.fast_tokens import nearest_point, operating_points
+from orchestrator.analysis.offload import (
+    DEFAULT_THRESHOLD,
+    HitRates,
+    ServingRates,
+    offload_map,
+    planned_hits,
+    rates_at,
+)
 from recipes.hardware import TCO_TIERS, offload_budget_gib
 from runners.traces.formats import load_trace
 from runners.traces.planner import BYTES_PER_PARAMETER, kv_capacity
@@ -94,22 +102,13 @@ price = price_figure.value if price_figure is not None else None
 levels: list[ServingRates] = []
 frame = data.results(data.database_url())
 if from_results:
-    stored = frame
-    if not frame.empty:
-        wanted = frame["valid"] & (frame["hardware"] == chip) & (frame["model"] == model_key)
-        wanted &= (frame["workload_kind"] == "fixed-length") & frame["interactivity_p50"].notna()
-        stored = frame[wanted & frame["ttft_p50_ms"].notna()]
-    if stored.empty:
+    points = operating_points(frame.itertuples(index=False)) if not frame.empty else []
+    chosen = [nearest_point(points, str(chip), str(model_key), float(level)) for level in levels_chosen]
+    if not chosen or None in chosen:
         st.warning(f"No stored valid fixed-length point of {model_key} on {chip}: switch off 'Rates from the chip's "
                    "stored points' and give rates.")  # fmt: skip
         st.stop()
-    for level in map(float, levels_chosen):
-        row = stored.loc[(stored["interactivity_p50"] - level).abs().idxmin()]
-        levels.append(ServingRates(
-            interactivity=float(row["interactivity_p50"]), decode_per_gpu=float(row["output_throughput_per_gpu"]),
-            prefill_per_gpu=float(row["isl"]) / (float(row["ttft_p50_ms"]) / 1000) / int(row["accelerators"]),
-            label=f"{row['origin']} · {row['configuration']} · c={row['concurrency']}", usd_per_gpu_hour=price,
-        ))  # fmt: skip
+    levels = [rates_at(point, price) for point in chosen if point is not None]
 else:
     decode = controls.number("Decode rate (output tokens/s per GPU)", "decode", default=1000.0, min_value=0.001)
     prefill = controls.number("Prefill rate (prompt tokens/s per GPU)", "prefill", default=10000.0, min_value=0.001)

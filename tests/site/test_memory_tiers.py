@@ -42,7 +42,8 @@ def test_stored_points_are_each_chips_nearest_and_labelled_by_origin(seeded_hub:
                     from_overview=True)
     table = _table(app)
     b200, mi355x = _row(table, "b200", "host-dram"), _row(table, "mi355x", "host-dram")
-    assert b200["operating point"].startswith("50 tok/s/user, batch 16 (measured")
-    assert mi355x["operating point"].startswith("40 tok/s/user, batch 16 (imported")
+    # The chips' frontier points (fast_tokens.operating_points), labelled as everywhere: origin named unless measured.
+    assert b200["operating point"] == "50 tok/s/user, batch 16 (b200 (vllm) at 50 tok/s/user, c=16)"
+    assert mi355x["operating point"] == "40 tok/s/user, batch 16 (mi355x (sglang, imported) at 40 tok/s/user, c=16)"
     assert "h100" not in set(table["hardware"])
     assert any("No stored point of deepseek-r1 on h100" in caption.value for caption in app.caption)
