@@ -17,6 +17,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from hubkit import controls  # noqa: E402 (needs the folder on sys.path, above)
+
 PAGES = {
     "Results": [
         st.Page(HERE / "views" / "overview.py", title="Overview", default=True),
@@ -43,7 +45,9 @@ PAGES = {
 # hub makes no request off the machine.
 st.set_page_config(page_title="InferSweep", layout="wide")
 try:
-    st.navigation(PAGES).run()
+    navigation = st.navigation(PAGES)
+    controls.copy_link_button()  # above every page's controls: the link holds them all
+    navigation.run()
 except (OperationalError, InterfaceError) as error:
     # A database restarting or failing over: the reader gets a sentence, not a traceback. Connections are
     # checked on checkout, so the next view after the database is back reads normally.

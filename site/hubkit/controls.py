@@ -76,28 +76,35 @@ def _not_in_results(container: Any, label: str, values: Sequence[str], options: 
 
 
 def _one_of(widget: Callable[..., object], label: str, options: list[str], param: str, default: str | None,
-            **widget_options: object) -> str:  # fmt: skip
-    """One of `options` (not empty), chosen with `widget` (st.selectbox, st.radio...) bound to `param`."""
-    fallback = default if default in options else options[0]
+            first: str | None = None, **widget_options: object) -> str:  # fmt: skip
+    """One of `options` (not empty), chosen with `widget` (st.selectbox, st.radio...) bound to `param`.
+
+    Without a link value it shows `default` (left out of links), else `first` (written), else the first option."""
+    fallback = default if default in options else first if first in options else options[0]
     linked = st.query_params.get(param)
     key = f"param-{param}"
+    stand_in = f"stand-in-{param}"  # what the page shows instead of a value the link asks for and the data lack
     if key not in st.session_state and linked is not None and linked not in options:
-        _not_in_results(st.sidebar, label, [linked], options, f"showing {fallback!r} instead")
+        _not_in_results(st.sidebar, label, [linked], options, f"kept in the link; showing {fallback!r} instead")
+        st.session_state[stand_in] = fallback
     _seed(key, linked if linked in options else fallback)
     if st.session_state[key] not in options:
         st.session_state[key] = fallback
     chosen = str(widget(label, options, key=key, **widget_options))
+    if linked is not None and linked not in options and chosen == st.session_state.get(stand_in):
+        return chosen  # the link keeps asking for its value until the viewer picks another
     _link(param, chosen, default if default in options else None)
     return chosen
 
 
 def selectbox(label: str, options: Sequence[str], param: str, default: str | None = None,
-              help: str | None = None, sidebar: bool = True) -> str | None:  # fmt: skip
+              help: str | None = None, sidebar: bool = True, first: str | None = None) -> str | None:  # fmt: skip
     """A selectbox bound to the query parameter `param` (always written unless `default` is given: the first
-    option may depend on the data, and a link must keep opening what it showed)."""
+    option, or `first`, may depend on the data, and a link must keep opening what it showed)."""
     if not options:
         return None
-    return _one_of((st.sidebar if sidebar else st).selectbox, label, list(options), param, default, help=help)
+    widget = (st.sidebar if sidebar else st).selectbox
+    return _one_of(widget, label, list(options), param, default, first, help=help)
 
 
 def radio(label: str, options: Sequence[str], param: str, default: str, sidebar: bool = False) -> str:
@@ -204,3 +211,39 @@ def csv_download(table: pd.DataFrame | Callable[[], pd.DataFrame], name: str, la
     # A shallow copy is a snapshot under pandas' copy-on-write: the page may go on changing its own table.
     taken = table if callable(table) else table.copy(deep=False)
     st.download_button(label, lambda: csv_bytes(taken), file_name=f"{name}.csv", mime="text/csv", key=f"csv-{name}")
+
+
+# The browser knows the view's full address (the server does not: it may sit behind a proxy under another name),
+# so the button reads it in the page and writes it to the clipboard; where the clipboard is refused (a page not
+# served over HTTPS or localhost), the link is shown selected to copy by hand.
+COPY_LINK_HTML = """
+<div style="font-family: sans-serif; font-size: 14px;">
+<button id="copy-link" style="padding: 4px 10px; border-radius: 6px; border: 1px solid #bbb; background: white;
+  cursor: pointer;">Copy link to this view</button>
+<span id="copy-result" style="margin-left: 6px; color: #555;"></span>
+<input id="copy-fallback" style="display: none; width: 95%; margin-top: 4px;" readonly>
+</div>
+<script>
+const button = document.getElementById("copy-link");
+const result = document.getElementById("copy-result");
+const fallback = document.getElementById("copy-fallback");
+button.addEventListener("click", async () => {
+  const link = window.parent.location.href;
+  try {
+    await navigator.clipboard.writeText(link);
+    result.textContent = "copied";
+  } catch (error) {
+    fallback.style.display = "block";
+    fallback.value = link;
+    fallback.select();
+    result.textContent = "copy it from the box";
+  }
+});
+</script>
+"""
+
+
+def copy_link_button() -> None:
+    """A sidebar button that copies the address of the view shown: every control is in it (see the module)."""
+    with st.sidebar:
+        st.iframe(COPY_LINK_HTML, height=70)  # our own constant HTML, never a value from a link or the data

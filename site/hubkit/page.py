@@ -186,3 +186,33 @@ def illustrative_prices(hardware: Iterable[str], rate: GpuHourRate) -> None:
     if named:
         st.caption(dollars("Illustrative TCO, not a published figure: " + "; ".join(named) + ". Never compare its "
                            "cost with an accelerator's."))  # fmt: skip
+
+
+def price_sources(hardware: Iterable[str], rate: GpuHourRate) -> None:
+    """Each shown chip's $/GPU-hr at the rate's tier with its source and date (a custom rate is the reader's own)."""
+    if rate.tier is None:
+        return
+    registry = data.hardware_registry()
+    rows = []
+    for chip in sorted(set(hardware)):
+        figure = registry[chip].tco_usd_per_gpu_hour.get(rate.tier) if chip in registry else None  # type: ignore[call-overload]
+        rows.append(
+            {"hardware": chip, "$/GPU-hr": None if figure is None else figure.value,
+             "source": "no figure for this tier" if figure is None else figure.source,
+             "as of": "–" if figure is None else figure.as_of, "note": "" if figure is None else figure.note or ""}
+        )  # fmt: skip
+    with st.expander(dollars(f"Where each $/GPU-hr comes from ({rate.label})")):
+        st.dataframe(pd.DataFrame.from_records(rows), hide_index=True, width="stretch",
+                     column_config={"$/GPU-hr": st.column_config.NumberColumn(format="$%.2f")})  # fmt: skip
+
+
+CURVE_LEVELS = 16
+
+
+def curve_levels(frame: pd.DataFrame) -> list[float]:
+    """`CURVE_LEVELS` speeds evenly across the valid points' measured interactivity, to one decimal."""
+    speeds = frame.loc[frame["valid"].astype(bool), "interactivity_p50"].dropna().astype(float)
+    if speeds.empty:
+        return []
+    low, high = float(speeds.min()), float(speeds.max())
+    return sorted({round(low + (high - low) * step / (CURVE_LEVELS - 1), 1) for step in range(CURVE_LEVELS)})

@@ -94,6 +94,35 @@ def date_range(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[((days >= start) & (days <= end)) | ~frame["date_known"]]
 
 
+ALL = "all"
+# Picked at the top, one value each by default: a chart compares chips on one model, precision and workload.
+COMPARED = (("model", "Model"), ("precision", "Precision"), ("workload", "Workload"))
+
+
+def most_measured(frame: pd.DataFrame, column: str) -> str | None:
+    """The value of `column` with the most configurations (ties: the first by name); None when there is none."""
+    counts = frame.groupby(column, sort=True)["fingerprint"].nunique()
+    return str(counts.sort_values(ascending=False, kind="stable").index[0]) if len(counts) else None
+
+
+def one_comparison(frame: pd.DataFrame, x_metric: str) -> pd.DataFrame:
+    """Model, precision and workload picked at the top of the page, one value each (or 'all'), each from what the
+    choice before it left. The default is the value with the most configurations among rows that have a figure
+    for the x axis, so the first chart compares chips on one workload, as InferenceX does; a link keeps its
+    choice (the default depends on the data, so it is written to the link)."""
+    placeable = frame[x_values(frame, x_metric)[0].notna()]
+    for column, (name, label) in zip(st.columns(len(COMPARED)), COMPARED, strict=True):
+        values = sorted(str(value) for value in frame[name].dropna().unique())
+        default = most_measured(placeable, name) or (values[0] if values else None)
+        with column:
+            chosen = controls.selectbox(label, [*values, ALL], name, first=default, sidebar=False,
+                                        help=f"One {label.lower()} at a time, or all of them.")  # fmt: skip
+        if chosen != ALL:
+            frame = frame[frame[name].astype(str) == chosen]
+            placeable = placeable[placeable[name].astype(str) == chosen]
+    return frame
+
+
 def rate_choice(metric: str) -> tuple[str | None, float | None]:
     """For a priced y metric, the TCO tier (or None with a custom $/GPU-hr); (None, None) otherwise."""
     if metric not in PRICED:
@@ -241,7 +270,8 @@ tier, custom_usd = rate_choice(y_metric)
 x_metric = x_labels[str(controls.selectbox("x axis", list(x_labels), "x", default=next(iter(x_labels))))]
 y_axis, x_axis = axes.Y_AXES[y_metric], axes.X_AXES[x_metric]
 
-frame = controls.filters(frame)
+frame = one_comparison(frame, x_metric)
+frame = controls.filters(frame, columns=("hardware", "engine"))
 if not frame.empty:
     frame = date_range(frame)
 frame = controls.origins(frame)

@@ -11,6 +11,8 @@ only: nothing here writes.
 
 from __future__ import annotations
 
+import hashlib
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -18,10 +20,17 @@ import streamlit as st
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
 from orchestrator.analysis.cost import DEFAULT_LICENCE_FEE, TokenPrices
-from orchestrator.analysis.economics import DEFAULT_UTILISATION, best_profit_per, model_price, profits_at
+from orchestrator.analysis.economics import (
+    DEFAULT_UTILISATION,
+    GpuHourRate,
+    best_profit_per,
+    model_price,
+    profits_at,
+)
 from recipes.model_registry import load_model_registry
 
 TABLE_PRICES, CUSTOM_PRICES = "price table", "custom"
+PRICE_FIELDS = ("input_per_m", "cached_input_per_m", "output_per_m")
 
 
 def percent(label: str, param: str, default: float, help: str) -> float | None:
@@ -70,6 +79,30 @@ def price_caption(models: list[str]) -> str:
                 + (f" ({entry.note})" if entry.note else "")
             )
     return dollars("Token prices: " + "; ".join(lines) + ".")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def margin_curve(
+    version: tuple[int, ...], rows: str, levels: list[float], tier: str | None, custom_usd: float | None,
+    utilisation: float, licence_fee: float, prices: tuple[float, float, float] | None, _frame: pd.DataFrame,
+) -> pd.DataFrame:  # fmt: skip
+    """Each chip's most profitable configuration at every level, per model and workload, with its margin and
+    profit (`rows` and `version` key the cache; `prices` are the custom prices, None for the table)."""
+    rate = GpuHourRate(tier=tier, custom_usd=custom_usd)
+    custom_prices = None if prices is None else TokenPrices(**dict(zip(PRICE_FIELDS, prices, strict=True)))
+    records = []
+    for level in levels:
+        profits = profits_at(
+            _frame.itertuples(index=False), level, data.hardware_registry(), rate, utilisation=utilisation,
+            licence_fee=licence_fee, custom_prices=custom_prices, models=load_model_registry(),
+            price_table=data.price_registry(),
+        )  # fmt: skip
+        best, _ = best_profit_per(profits, key=page.chip_of)
+        for (model, workload, hardware), item in best.items():
+            records.append({"tok/s/user": level, "hardware": hardware, "row": f"{model} · {workload}",
+                            "configuration": item.read.configuration, "margin": item.profit.margin,
+                            "profit $/GPU-hr": item.profit.profit_usd_per_gpu_hour})  # fmt: skip
+    return pd.DataFrame.from_records(records)
 
 
 st.title("Profit estimator")
@@ -164,6 +197,34 @@ else:
                            "cache hit": st.column_config.NumberColumn(format="percent")},
         )  # fmt: skip
         controls.csv_download(shown, "profit")
+st.subheader("Margin over interactivity")
+levels = page.curve_levels(frame)
+curve = margin_curve(
+    data.version(data.database_url()), hashlib.blake2b(frame.index.to_numpy().tobytes()).hexdigest(), levels,
+    rate.tier, rate.custom_usd, utilisation, licence_fee,
+    None if custom is None else tuple(getattr(custom, name) for name in PRICE_FIELDS), _frame=frame,
+)  # fmt: skip
+if curve.empty:
+    st.info("No configuration has a profit figure at any speed in the measured range.")
+else:
+    several = curve["row"].nunique() > 1
+    lines = alt.Chart(curve).mark_line(point=True).encode(
+        x=alt.X("tok/s/user:Q", title="interactivity (tok/s/user)"),
+        y=alt.Y("margin:Q", title="margin (profit / realised revenue)", axis=alt.Axis(format="%")),
+        color=charts.chip_colour(curve["hardware"]),
+        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0]),
+        detail="row:N",
+        tooltip=["hardware", "row", "configuration", alt.Tooltip("tok/s/user:Q", format=",.1f"),
+                 alt.Tooltip("margin:Q", format=".1%"), alt.Tooltip("profit $/GPU-hr:Q", format="$.2f")],
+    )  # fmt: skip
+    target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(target))
+    zero = alt.Chart().mark_rule(color="grey").encode(y=alt.datum(0))
+    st.altair_chart(alt.layer(lines, zero, target_rule).properties(height=380), width="stretch")
+    st.caption(
+        f"Each chip's most profitable configuration read at {len(levels)} speeds across the measured range (never "
+        "extrapolated: a line ends where its chip's measurements end); below the grey line it loses money; the "
+        "dashed line is the target above. Margins are what the measured throughput, the prices and the TCO give."
+    )
 page.dropped_warning(
     profits, best, "Dropped (outside their measured range or without a price; never extrapolated or clamped)"
 )
@@ -188,4 +249,5 @@ st.caption(
         "reach it are dropped. Imported and simulated results carry their origin in brackets."
     )
 )
+page.price_sources(frame["hardware"], rate)
 page.methodology_link()

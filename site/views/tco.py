@@ -57,18 +57,6 @@ def every_configuration(costs: list[CostRead], kind: str) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-CURVE_LEVELS = 16
-
-
-def curve_levels(frame: pd.DataFrame) -> list[float]:
-    """`CURVE_LEVELS` speeds evenly across the valid points' measured interactivity, to one decimal."""
-    speeds = frame.loc[frame["valid"].astype(bool), "interactivity_p50"].dropna().astype(float)
-    if speeds.empty:
-        return []
-    low, high = float(speeds.min()), float(speeds.max())
-    return sorted({round(low + (high - low) * step / (CURVE_LEVELS - 1), 1) for step in range(CURVE_LEVELS)})
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def cost_curve(
     version: tuple[int, ...], rows: str, levels: list[float], tier: str | None, custom_usd: float | None, kind: str,
@@ -146,7 +134,7 @@ else:
 page.dropped_warning(costs, best, "Not shown (dropped, never extrapolated or clamped)")
 
 st.subheader(dollars(f"$ per million {kind} tokens over interactivity, {rate.label}"))
-levels = curve_levels(frame)
+levels = page.curve_levels(frame)
 curve = cost_curve(
     data.version(data.database_url()), hashlib.blake2b(frame.index.to_numpy().tobytes()).hexdigest(), levels,
     rate.tier, rate.custom_usd, kind, _frame=frame,
@@ -185,4 +173,5 @@ st.caption(
         "simulated results carry their origin in brackets."
     )
 )
+page.price_sources(frame["hardware"], rate)
 page.methodology_link()

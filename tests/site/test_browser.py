@@ -33,7 +33,7 @@ import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, sync_playwright
 
 from runners.host.process import pick_free_port
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 from tests.site.hub_fixture import seed_hub
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -115,11 +115,8 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`infersweep site` on the fixture database; yields the hub's base URL."""
-    database = tmp_path_factory.mktemp("hub") / "hub.db"
-    seed_hub(f"sqlite:///{database}")
+def _serve(database: Path) -> Iterator[str]:
+    """`infersweep site` on the SQLite file `database`; yields the hub's base URL and stops it after."""
     port = pick_free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.cli", "site", "--database-url", f"sqlite:///{database}",
@@ -151,13 +148,32 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`infersweep site` on the fixture database; yields the hub's base URL."""
+    database = tmp_path_factory.mktemp("hub") / "hub.db"
+    seed_hub(f"sqlite:///{database}")
+    yield from _serve(database)
+
+
+@pytest.fixture(scope="module")
+def imported_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`infersweep site` on the real InferenceX sample (tests/data/inferencex), imported with the CLI."""
+    database = tmp_path_factory.mktemp("imported") / "hub.db"
+    files = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
+    imported = run_cli("import", "inferencex", *files, env={"INFERSWEEP_DATABASE_URL": f"sqlite:///{database}"})
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    yield from _serve(database)
+
+
+@pytest.fixture(scope="module")
 def browser_context(hub: str) -> Iterator[tuple[BrowserContext, Observed]]:
     """One headless Chromium for the module; every request that would leave 127.0.0.1 is recorded and refused."""
     assert CHROMIUM is not None, "make test installs Debian's chromium; CI must have it"
     observed = Observed()
 
     def local_only(route: Route) -> None:
-        if route.request.url.startswith(hub) or route.request.url.startswith(("data:", "blob:")):
+        # This machine's hubs only (the fixture's and the imported sample's), and what pages make in the browser.
+        if route.request.url.startswith(("http://127.0.0.1:", "data:", "blob:")):
             route.continue_()
         else:
             observed.external_requests.append(route.request.url)
@@ -254,6 +270,23 @@ def test_every_page_renders_without_errors(
     _assert_clean(tab, observed, f"/{hub_page.url_path}")
 
 
+@pytest.mark.parametrize("hub_page", PAGES, ids=lambda page: page.url_path or "overview")
+def test_every_page_on_the_real_inferencex_sample(
+    imported_hub: str, tab: Page, browser_context: tuple[BrowserContext, Observed], artifacts: Path,
+    hub_page: HubPage,
+) -> None:  # fmt: skip
+    """Real InferenceX rows (not our own fixture): every page draws them cleanly, and its screenshot is kept."""
+    _, observed = browser_context
+    observed.clear()
+    tab.goto(f"{imported_hub}/{hub_page.url_path}")
+    _settled(tab, hub_page.title)
+    shots = artifacts / "inferencex-sample"
+    shots.mkdir(exist_ok=True)
+    tab.screenshot(path=str(shots / f"{hub_page.url_path or 'overview'}.png"), full_page=True)
+    _assert_clean(tab, observed, f"/{hub_page.url_path} on the InferenceX sample")
+    assert "No results yet" not in tab.inner_text('[data-testid="stMain"]'), hub_page.url_path
+
+
 def _hardware_tags(page: Page) -> list[str]:
     """The values shown as chosen in the sidebar's Hardware multiselect."""
     widget = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(
@@ -284,8 +317,10 @@ def test_a_pareto_filter_lands_in_a_share_link_that_reproduces_the_view(
     page.goto(f"{hub}/pareto")
     _settled(page, title)
     before = page.url
-    # Every control at its default: the link is bare (a filter without a parameter shows every option).
-    assert not urlparse(before).query, before
+    # Every control at its default: the link holds only the comparison picked at the top (model, precision and
+    # workload: their default depends on the data, so the link says which); a filter without a parameter shows
+    # every option.
+    assert set(parse_qs(urlparse(before).query)) == {"model", "precision", "workload"}, before
     every = _hardware_tags(page)
     assert "h200" in every
 
@@ -296,8 +331,8 @@ def test_a_pareto_filter_lands_in_a_share_link_that_reproduces_the_view(
     chosen = [hardware for hardware in every if hardware != "h200"]
     assert sorted(_hardware_in(share)) == sorted(chosen)
     assert _hardware_tags(page) == chosen
-    # Only the filter the viewer touched is in the link.
-    assert set(parse_qs(urlparse(share).query)) == {"hardware"}
+    # Only the filter the viewer touched is added to the link.
+    assert set(parse_qs(urlparse(share).query)) == {"hardware", "model", "precision", "workload"}
     page.screenshot(path=str(artifacts / "pareto-filtered.png"), full_page=True)
     filtered_text = _texts(page)
 

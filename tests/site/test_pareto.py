@@ -134,8 +134,11 @@ def test_imported_results_are_shown_and_labelled(seeded_hub: str) -> None:
     assert set(imported["source"]) == {"inferencex: fixture rows"}
 
 
+EVERYTHING = {"model": "all", "precision": "all", "workload": "all"}
+
+
 def test_simulated_hidden_by_default_dry_runs_retracted_and_embargoed_never(seeded_hub: str) -> None:
-    app = open_pareto()
+    app = open_pareto(EVERYTHING)
     frame = table(app)
     assert set(frame["origin"]) == {"measured", "imported"}
     assert not frame["hardware"].eq("cpu-local").any()
@@ -143,7 +146,7 @@ def test_simulated_hidden_by_default_dry_runs_retracted_and_embargoed_never(seed
     origins = app.multiselect(key="param-origin")
     assert "dry-run" not in origins.options and "simulated" in origins.options
 
-    app = open_pareto({"origin": ["measured", "imported", "simulated"]})
+    app = open_pareto({**EVERYTHING, "origin": ["measured", "imported", "simulated"]})
     simulated = table(app)[lambda f: f["origin"] == "simulated"]
     assert list(simulated["concurrency"]) == [1, 2]
     assert all(name.endswith("[simulated]") for name in simulated["configuration"])
@@ -161,12 +164,31 @@ def test_share_link_reproduces_a_selection(seeded_hub: str) -> None:
     assert app.query_params["hardware"] == "h200" and app.query_params["x"] == "TTFT p50 (ms)"
 
 
-def test_a_default_view_adds_nothing_to_the_link_and_a_choice_only_itself(seeded_hub: str) -> None:
+def test_one_model_precision_and_workload_at_a_time_by_default(seeded_hub: str) -> None:
+    app = open_pareto({"view": "Table"})
+    # The comparison with the most configurations placed on the x axis: DeepSeek-R1 FP8 8k/1k (B200, H200, MI355X).
+    assert {name: app.selectbox(key=f"param-{name}").value for name in ("model", "precision", "workload")} == {
+        "model": "deepseek-r1", "precision": "fp8", "workload": "8k/1k"
+    }
+    frame = table(app)
+    assert set(frame["workload"]) == {"8k/1k"} and set(frame["hardware"]) == {"b200", "h200", "mi355x"}
+    # 'all' shows every workload (the agentic replays among them) and says so in each configuration's name.
+    app.selectbox(key="param-workload").set_value("all").run()
+    assert set(table(app)["workload"]) == {"8k/1k", "agentic"}
+    assert app.query_params["workload"] == "all"
+    # The precision offered follows the model chosen.
+    app.selectbox(key="param-model").set_value("tiny-llama").run()
+    assert app.selectbox(key="param-precision").options == ["bf16", "all"]
+
+
+def test_a_default_view_adds_only_the_comparison_to_the_link_and_a_choice_only_itself(seeded_hub: str) -> None:
     app = open_pareto()
-    assert not app.exception and dict(app.query_params) == {}  # every control at its default: a bare link
+    comparison = {"model": "deepseek-r1", "precision": "fp8", "workload": "8k/1k"}
+    # Every other control at its default; the comparison depends on the data, so the link says which.
+    assert not app.exception and dict(app.query_params) == comparison
     app.toggle(key="param-frontier").set_value(True).run()
     app.multiselect(key="param-hardware").set_value(["b200"]).run()
-    assert dict(app.query_params) == {"frontier": "1", "hardware": "b200"}
+    assert dict(app.query_params) == {**comparison, "frontier": "1", "hardware": "b200"}
     # Back to the default: a parameter the link already holds follows the widget rather than vanishing.
     app.toggle(key="param-frontier").set_value(False).run()
     assert app.query_params["frontier"] == "0"
@@ -183,9 +205,10 @@ def test_date_range_from_a_link(seeded_hub: str) -> None:
 def test_e2e_normalised_interactivity_is_an_agentic_axis(seeded_hub: str) -> None:
     app = open_pareto({"x": "E2E-normalised interactivity p90 (tok/s/user)"})
     frame = table(app)
-    assert set(frame["workload"]) == {"agentic"}
+    assert set(frame["workload"]) == {"agentic"}  # the default comparison is one the x axis can place
     assert set(frame["E2E-normalised interactivity p90 (tok/s/user)"]) == {20.0}  # the replay's recorded p90
-    assert any("Left out" in caption.value for caption in app.caption)
+    every = open_pareto({**EVERYTHING, "x": "E2E-normalised interactivity p90 (tok/s/user)"})
+    assert any("Left out" in caption.value for caption in every.caption)
 
     fixed_only = open_pareto({"x": "E2E-normalised interactivity p90 (tok/s/user)", "workload": "8k/1k"})
     assert any("agentic" in info.value for info in fixed_only.info)

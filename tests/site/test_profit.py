@@ -8,7 +8,10 @@ profit = revenue × utilisation − TCO − licence fee × revenue × utilisatio
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -70,7 +73,8 @@ def test_profit_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     note = app.warning[0].value
     assert "Dropped" in note and "**b200** (deepseek-r1 · agentic)" in note and "outside the measured range" in note
     assert any("deepseek-ai/DeepSeek-R1-0528" in caption.value for caption in app.caption)
-    assert len(app.get("vega_lite_chart")) == 1 and len(app.get("download_button")) == 1
+    # The bars, and the margin over interactivity (test_the_margin_curve_...).
+    assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 1
 
 
 def test_measured_cache_hits_are_billed_at_the_cached_price(seeded_hub: str) -> None:
@@ -141,3 +145,26 @@ def test_the_margin_is_on_the_chart_not_only_in_the_table(seeded_hub: str) -> No
     assert '"text": {"field": "margin", "format": ".0%"' in text and '"type": "text"' in text
     # The bars keep their order by profit (an explicit order: Vega-Lite drops a sort by field across layers).
     assert '"sort": ["b200", "mi355x [imported]", "h200"]' in text
+
+
+def line_chart_rows(app: AppTest) -> pd.DataFrame:
+    """The rows behind the page's line chart (the margin over interactivity), as Streamlit sent them."""
+    for chart in app.get("vega_lite_chart"):
+        spec = json.loads(chart.proto.spec)
+        if "layer" in spec and spec["layer"][0]["mark"]["type"] == "line":
+            name = spec["layer"][0]["data"]["name"]
+            (dataset,) = [data for data in chart.proto.datasets if data.name == name]
+            return pa.ipc.open_stream(dataset.data.data).read_all().to_pandas()
+    raise AssertionError("no line chart on the page")
+
+
+def test_the_margin_curve_follows_the_measured_range_worked_by_hand(b200_only_hub: str) -> None:
+    """One configuration measured at (100 tok/s/user, 500 tok/s/GPU) and (50, 1500 mean of three repeats): the
+    curve runs from 50 to 100 tok/s/user (never beyond), and at its ends the margin is the hand-worked one."""
+    curve = line_chart_rows(open_page("profit"))
+    assert set(curve["hardware"]) == {"b200"}
+    assert curve["tok/s/user"].min() == 50.0 and curve["tok/s/user"].max() == 100.0
+    at = curve.set_index("tok/s/user")["margin"]
+    assert at[50.0] == pytest.approx(profit(1500.0, OWNING["b200"])[2])  # 61.1 %
+    assert at[100.0] == pytest.approx(profit(500.0, OWNING["b200"])[2])  # 43.3 %: a third of the tokens
+    assert at.is_monotonic_decreasing  # faster per user, fewer tokens per GPU-hour

@@ -22,9 +22,20 @@ def test_an_unknown_filter_value_is_a_warning_and_stays_in_the_link(seeded_hub: 
 
 
 def test_only_unknown_values_show_everything_with_the_warning(seeded_hub: str) -> None:
-    app = open_page("pareto", {"model": "deepseek-r1-typo", "view": "Table"})
-    assert "'deepseek-r1-typo'" in warnings_of(app) and "every option instead" in warnings_of(app)
+    app = open_page("pareto", {"hardware": "tpu-v9", "view": "Table"})
+    assert "'tpu-v9'" in warnings_of(app) and "every option instead" in warnings_of(app)
     assert not app.dataframe[0].value.empty
+
+
+def test_an_unknown_model_shows_the_default_comparison_and_stays_in_the_link(seeded_hub: str) -> None:
+    app = open_page("pareto", {"model": "deepseek-r1-typo", "view": "Table"})
+    text = warnings_of(app)
+    assert "'deepseek-r1-typo'" in text and "kept in the link; showing 'deepseek-r1' instead" in text, text
+    assert set(app.dataframe[0].value["model"]) == {"deepseek-r1"}
+    assert app.query_params["model"] == "deepseek-r1-typo"
+    # Once the viewer picks a model, the link follows the choice.
+    app.selectbox(key="param-model").set_value("tiny-llama").run()
+    assert app.query_params["model"] == "tiny-llama"
 
 
 def test_unknown_axis_and_words_for_switches(seeded_hub: str) -> None:

@@ -19,38 +19,15 @@ from pathlib import Path
 import pytest
 
 from runners.fleet.inventory import RemoteInstall, SshAccess
+from tests.integration.services import ensure_package
 
 SSHD = Path("/usr/sbin/sshd")
 KEY_ENV = "INFERSWEEP_TEST_SSH_KEY"
 PROJECT = Path(__file__).resolve().parents[3]
 
 
-def _ensure_package(package: str, binary: Path, needed_for: str) -> None:
-    """Install `package` with apt-get when `binary` is missing; fail under CI=true, else skip, if that cannot work."""
-    if binary.exists():
-        return
-    commands = [
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-qq", package],
-    ]
-    for argv in commands:
-        if shutil.which(argv[0]) is None:
-            completed = None
-            reason = f"{argv[0]} is not available to install {package}"
-        else:
-            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            completed = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
-            tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-10:])
-            reason = f"{' '.join(argv)!r} exited with {completed.returncode}:\n{tail}"
-        if completed is None or completed.returncode != 0:
-            message = f"{package} is needed for {needed_for} and could not be installed: {reason}"
-            if os.environ.get("CI") == "true":
-                pytest.fail(message)
-            pytest.skip(message)
-
-
 def _ensure_openssh_server() -> None:
-    _ensure_package("openssh-server", SSHD, "the ssh runner tests")
+    ensure_package("openssh-server", SSHD, "the ssh runner tests")
 
 
 def _free_port() -> int:
@@ -188,15 +165,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
 
 # --- a real Docker daemon and a registry-free test image --------------------------------------------
 
-DOCKERD = Path("/usr/sbin/dockerd")
 SKELETON_IMAGE = "infersweep-test/skeleton:1"
-
-
-def _docker_answers() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    completed = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
-    return completed.returncode == 0
 
 
 def _skeleton_rootfs() -> bytes:
@@ -230,23 +199,8 @@ class DockerHost:
 
 
 @pytest.fixture(scope="session")
-def docker_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerHost]:
-    """A Docker daemon that answers (started here when none runs) and the skeleton test image imported."""
-    _ensure_package("docker.io", DOCKERD, "the container engine tests")
-    daemon = None
-    if not _docker_answers():
-        directory = tmp_path_factory.mktemp("dockerd")
-        with open(directory / "dockerd.log", "wb") as log:
-            daemon = subprocess.Popen([str(DOCKERD)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not _docker_answers():
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                daemon.kill()
-                message = f"dockerd did not answer within 30 s:\n{(directory / 'dockerd.log').read_text()[-3000:]}"
-                if os.environ.get("CI") == "true":
-                    pytest.fail(message)
-                pytest.skip(message)
-            time.sleep(0.2)
+def docker_host(docker_daemon: None) -> Iterator[DockerHost]:
+    """The Docker daemon (tests/integration/conftest.py) with the skeleton test image imported."""
     present = subprocess.run(["docker", "image", "inspect", SKELETON_IMAGE], capture_output=True, timeout=30)
     if present.returncode != 0:  # imported once per daemon: a re-import would leave a dangling image each session
         imported = subprocess.run(
@@ -256,13 +210,4 @@ def docker_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerHost
         assert imported.returncode == 0, imported.stderr.decode(errors="replace")
     venv = Path(sys.prefix)
     mounts = sorted({"/usr", sys.base_prefix, str(venv), str(PROJECT)})
-    try:
-        yield DockerHost(image=SKELETON_IMAGE, mounts=mounts, python=str(venv / "bin" / "python"))
-    finally:
-        if daemon is not None:
-            daemon.terminate()  # ours: stop it, with whatever containers a failed test left
-            try:
-                daemon.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+    yield DockerHost(image=SKELETON_IMAGE, mounts=mounts, python=str(venv / "bin" / "python"))

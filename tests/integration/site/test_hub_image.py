@@ -1,0 +1,186 @@
+"""The public hub image (packaging/hub/Dockerfile), built here and run on a published snapshot.
+
+No registry serves base images to this machine, so the base is made here: Debian bookworm with Python 3.11 from
+Debian's own packages (`debootstrap`), imported into the test daemon once (`BASE_IMAGE`). The project's
+dependencies are taken as wheels from this venv's pip (its cache holds them after `make setup`) and installed in
+the image with `--no-index`, as the Dockerfile allows. Everything else is the Dockerfile a deployer builds.
+
+The snapshot is the real InferenceX sample (tests/data/inferencex) imported and published with the CLI into a
+folder store, mounted read-only; the container serves it on its own network namespace, published on a loopback
+port, and headless Chromium loads the Overview from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runners.host.process import pick_free_port
+from tests.conftest import ROOT, run_cli
+from tests.integration.services import ensure_package
+
+pytestmark = pytest.mark.integration
+
+DEBOOTSTRAP = Path("/usr/sbin/debootstrap")
+BASE_IMAGE = "infersweep-test/bookworm-python:1"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+CONTEXT_IGNORE = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache",
+                                        "*.egg-info", "tests", "benchmarks", "*.whl")  # fmt: skip
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def docker(*args: str, timeout: float = 600, check: bool = True, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    completed = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False,
+                               **kwargs)  # type: ignore[call-overload]  # fmt: skip
+    if check:
+        assert completed.returncode == 0, f"docker {' '.join(args[:3])}...: {completed.stdout[-3000:]}" + (
+            completed.stderr[-3000:]
+        )
+    return completed
+
+
+def _base_image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Debian bookworm with python3 and python3-venv, made with debootstrap and imported once per daemon."""
+    if docker("image", "inspect", BASE_IMAGE, check=False).returncode == 0:
+        return BASE_IMAGE
+    ensure_package("debootstrap", DEBOOTSTRAP, "the hub image test (its base image)")
+    rootfs = tmp_path_factory.mktemp("bookworm") / "rootfs"
+    made = subprocess.run(
+        [str(DEBOOTSTRAP), "--variant=minbase", "--include=python3,python3-venv,ca-certificates", "bookworm",
+         str(rootfs), DEBIAN_MIRROR],
+        capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+    imported = subprocess.run(["docker", "import", "-", BASE_IMAGE], stdin=tar.stdout, capture_output=True,
+                              timeout=600, check=False)  # fmt: skip
+    tar.wait()
+    assert imported.returncode == 0, imported.stderr.decode(errors="replace")
+    shutil.rmtree(rootfs, ignore_errors=True)
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="module")
+def hub_image(docker_daemon: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The Dockerfile built on the bookworm base, from a copy of the checkout with the wheels beside it."""
+    base = _base_image(tmp_path_factory)
+    context = tmp_path_factory.mktemp("hub-image") / "context"
+    shutil.copytree(ROOT, context, ignore=CONTEXT_IGNORE)
+    wheels = context / "packaging" / "hub" / "wheels"
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), str(ROOT), "setuptools>=77",
+         "wheel"],
+        capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    digest = hashlib.sha256((context / "packaging" / "hub" / "Dockerfile").read_bytes()).hexdigest()[:12]
+    tag = f"infersweep-test/hub:{digest}"
+    docker(
+        "build", "--file", str(context / "packaging" / "hub" / "Dockerfile"), "--tag", tag,
+        "--build-arg", f"BASE={base}", "--build-arg", "PIP_OPTIONS=--no-index --find-links /src/.wheels",
+        str(context), timeout=1800,
+    )  # fmt: skip
+    shutil.rmtree(context, ignore_errors=True)
+    try:
+        yield tag
+    finally:
+        docker("image", "rm", "--force", tag, check=False)
+
+
+@pytest.fixture(scope="module")
+def snapshot_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder artifact store holding a published snapshot of the real InferenceX sample."""
+    home = tmp_path_factory.mktemp("publish")
+    store = home / "store"
+    env = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{home / 'results.db'}", "INFERSWEEP_ARTIFACTS": str(store)}
+    files = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
+    for argv in (["import", "inferencex", *files], ["publish", "--snapshot"]):
+        completed = run_cli(*argv, env=env)
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+    # The container's user (uid 10001) reads the mount: world-readable, as a deployer's store would be.
+    for path in [store, *store.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return store
+
+
+@pytest.fixture(scope="module")
+def served(hub_image: str, snapshot_store: Path) -> Iterator[tuple[str, str]]:
+    """The image run as documented (docs/DEPLOY.md), the store mounted read-only; yields (container, base URL)."""
+    port = pick_free_port()
+    name = f"infersweep-hub-test-{os.getpid()}"
+    docker("run", "--detach", "--name", name, "--publish", f"127.0.0.1:{port}:8501",
+           "--volume", f"{snapshot_store}:/srv/snapshot:ro", hub_image)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                running = docker("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
+                if running != "true" or time.monotonic() > deadline:
+                    pytest.fail(f"the hub container did not answer: {docker('logs', name, check=False).stdout}"
+                                f"{docker('logs', name, check=False).stderr}")  # fmt: skip
+                time.sleep(0.5)
+        yield name, base
+    finally:
+        docker("rm", "--force", name, check=False)
+
+
+def test_the_image_serves_the_snapshot_and_chromium_loads_the_overview(served: tuple[str, str], tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    name, base = served
+    logs = docker("logs", name).stdout
+    assert "0.0.0.0:8501" in logs and "snapshot" in logs, logs
+    assert CHROMIUM is not None, "make test installs Debian's chromium"
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
+                                         "--disable-background-networking", "--disable-dev-shm-usage"])  # fmt: skip
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.goto(base, timeout=120_000)
+        page.locator("h1").filter(has_text="Overview").first.wait_for(timeout=120_000)
+        page.get_by_text("cheapest", exact=False).first.wait_for(timeout=120_000)
+        body = page.inner_text("body")
+        page.screenshot(path=str(tmp_path / "hub-image-overview.png"), full_page=True)
+        browser.close()
+    assert "Traceback" not in body and "No results yet" not in body, body[:2000]
+    assert "b200" in body and "$" in body, body[:2000]
+
+
+def test_the_hub_in_the_image_cannot_write_its_database(served: tuple[str, str]) -> None:
+    name, _ = served
+    # The same connection the hub opens (orchestrator.cli.site.snapshot_database), inside the running container.
+    attempt = (
+        "from sqlalchemy import text\n"
+        "from sqlalchemy.exc import OperationalError\n"
+        "from db.session import make_engine\n"
+        "from orchestrator.cli.site import snapshot_database\n"
+        "engine = make_engine(snapshot_database('/srv/snapshot').url)\n"
+        "try:\n"
+        "    with engine.begin() as connection:\n"
+        "        connection.execute(text(\"UPDATE sweep SET name = 'written'\"))\n"
+        "except OperationalError as error:\n"
+        "    print('refused:', error.orig)\n"
+        "else:\n"
+        "    print('WRITTEN')\n"
+    )
+    completed = docker("exec", name, "python", "-c", attempt)
+    assert "refused:" in completed.stdout and "readonly" in completed.stdout, completed.stdout + completed.stderr
+
+
+def test_the_image_needs_public_to_listen_beyond_loopback(hub_image: str) -> None:
+    refused = docker("run", "--rm", "--entrypoint", "infersweep", hub_image, "site", "--address", "0.0.0.0",
+                     check=False)  # fmt: skip
+    assert refused.returncode != 0
+    assert "--public" in refused.stdout + refused.stderr and "Traceback" not in refused.stdout + refused.stderr
