@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from orchestrator.analysis.projection import Curve, ProjectedPoint, Projection
+from orchestrator.importers.store import close_imported
 from orchestrator.plan import point_key
 from orchestrator.recorder import RecipeIdentity, Recorder
 from runners.job import PointRequest
@@ -129,5 +130,5 @@ def store_projection(
                 else:
                     present += 1
     finally:
-        recorder.close()
+        close_imported(recorder)
     return StoredProjection(sweep, projection.edge, stored, present, len(projection.dropped), retracted)

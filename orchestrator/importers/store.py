@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from db.lifecycle import SweepState
 from orchestrator.importers.inferencex import SnapshotContext, read_row_file, to_point_metrics
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from orchestrator.importers.peers import PeerLevel, Refusal
@@ -63,6 +64,14 @@ class InferenceXSummary:
         return sum(getattr(summary, what) for summary in self.files)
 
 
+def close_imported(recorder: Recorder) -> None:
+    """Close a Recorder an import used; a sweep the import itself opened is finished (it was never dispatched, so
+    'planned' would read as waiting forever on the Runs page and in `infersweep status`)."""
+    if recorder.sweep.status == SweepState.PLANNED:
+        recorder.sweep_status(SweepState.FINISHED, "imported results")
+    recorder.close()
+
+
 @contextmanager
 def _recorders(engine: Engine) -> Iterator[dict[str, Recorder]]:
     recorders: dict[str, Recorder] = {}
@@ -70,7 +79,7 @@ def _recorders(engine: Engine) -> Iterator[dict[str, Recorder]]:
         yield recorders
     finally:
         for recorder in recorders.values():
-            recorder.close()
+            close_imported(recorder)
 
 
 def import_inferencex(
@@ -117,7 +126,7 @@ def import_inferencex(
             # Each Recorder holds a database connection: closed after every file, so importing a whole corpus
             # (35 runs, one sweep each) never holds more than one file's sweeps' connections at once.
             for recorder in recorders.values():
-                recorder.close()
+                close_imported(recorder)
             recorders.clear()
     return summary
 

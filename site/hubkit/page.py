@@ -148,8 +148,13 @@ def time_format(times: pd.Series) -> str:
 
 
 def lifecycle(timeline: pd.DataFrame, name: str) -> None:
-    """Transitions (columns: a lane such as the job or subject first, then state, at, reason) as a chart and a table."""
+    """Transitions (columns: a lane such as the job or subject first, then state, at, reason) as a chart and a table.
+
+    One legend lists every state the chart holds, in the order they first happened (states recorded in the same
+    instant draw on top of each other, so the legend is where each of them is named)."""
     lane = str(timeline.columns[0])
+    states = list(dict.fromkeys(timeline.sort_values("at", kind="stable")["state"].astype(str)))
+    colours = list(PALETTE) * (len(states) // len(PALETTE) + 1)
     chart_tab, table_tab = st.tabs(["Chart", "Table"])
     with chart_tab:
         st.altair_chart(
@@ -158,7 +163,8 @@ def lifecycle(timeline: pd.DataFrame, name: str) -> None:
             .encode(
                 x=alt.X("at:T", title="time (UTC)", axis=alt.Axis(format=time_format(timeline["at"]))),
                 y=alt.Y(f"{lane}:N", title=None),
-                color=alt.Color("state:N", scale=alt.Scale(range=list(PALETTE))), shape="state:N",
+                color=alt.Color("state:N", scale=alt.Scale(domain=states, range=colours[: len(states)])),
+                shape=alt.Shape("state:N", scale=alt.Scale(domain=states)),
                 tooltip=[lane, "state", "at", "reason"],
             ),
             width="stretch",

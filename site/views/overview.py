@@ -60,11 +60,12 @@ def cell_text(cell: ScorecardCell, reference: str | None) -> str:
 
 
 def cheapest_of(row: list[ScorecardCell]) -> str:
-    """'b200 $0.9045' for the cheapest priced cell of a scorecard row (its origin when not measured here); '–' when
-    no chip has a cost there."""
+    """'b200 $0.9045' for the cheapest priced cell of a scorecard row (its origin when not measured here); '–' with
+    the reason when no chip has a cost there (the chips' own cells say which reason is whose)."""
     priced = [cell for cell in row if cell.best is not None and cell.best.output is not None]
     if not priced:
-        return MISSING
+        reasons = sorted({cell.empty_because for cell in row if cell.empty_because})
+        return f"{MISSING} (no chip: {'; '.join(reasons)})" if reasons else NOT_MEASURED
     best = min(priced, key=lambda cell: cell.best.output.usd_per_million)  # type: ignore[union-attr]
     label = origin_label(best.best.read.origins)  # type: ignore[union-attr]
     text = f"{best.hardware} ${best.best.output.usd_per_million:.4f}"  # type: ignore[union-attr]

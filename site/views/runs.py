@@ -55,7 +55,7 @@ job_table = pd.DataFrame(
         for job in jobs
     ],
     columns=["job", "attempt", "state", "host", "points", "error", "retryable", "message"],
-)  # fmt: skip
+).astype(object).fillna("–")  # fmt: skip
 table_with_csv(job_table, f"jobs-{chosen}")
 results = data.results(url)
 if not results.empty and chosen in set(results["sweep"]):

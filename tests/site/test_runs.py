@@ -84,3 +84,20 @@ def test_the_timeline_ticks_read_at_the_span_shown() -> None:
     assert time_format(pd.Series([at, at + pd.Timedelta(seconds=2)])) == "%H:%M:%S.%L"  # not ".500" on every tick
     assert time_format(pd.Series([at, at + pd.Timedelta(minutes=5)])) == "%H:%M:%S"
     assert time_format(pd.Series([at, at + pd.Timedelta(days=3)])) == "%b %d %H:%M"
+
+
+def test_imported_runs_are_finished_and_empty_cells_say_so(hub_database: str) -> None:
+    """Real InferenceX rows imported with the CLI: each source run is a finished sweep (it was never dispatched, so
+    'planned' would read as waiting forever), and a job with no host or error shows '–', never 'None'."""
+    from tests.conftest import ROOT, run_cli
+
+    files = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
+    imported = run_cli("import", "inferencex", *files, env={"INFERSWEEP_DATABASE_URL": hub_database})
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    app = open_page("runs")
+    sweeps = app.dataframe[0].value
+    assert len(sweeps) >= 6 and set(sweeps["state"]) == {"finished"}, sweeps
+    jobs = app.dataframe[1].value
+    assert set(jobs["state"]) == {"imported"}
+    assert set(jobs["host"]) == {"–"} and set(jobs["error"]) == {"–"} and set(jobs["message"]) == {"–"}
+    assert not jobs.isna().any().any()
