@@ -16,7 +16,7 @@ viewer does.
 The Overview part imports tests/data/inferencex (125 real rows) with `infersweep import inferencex`, starts a
 fresh hub per run and opens / in a new tab: the clock runs from navigation until the scorecard table is drawn
 and the script has finished. The Pareto explorer's first view of the same sample is timed in the same run,
-as the peer figure.
+as the peer figure, and so is the floor: a bare Streamlit page holding a title and one table, served the same way.
 
 Run: .venv/bin/python -m benchmarks.hub_render [--points 50000] [--configurations 500] [--runs 3]
      [--app COPY/app.py]  (a copy of site/ with a page changed, to measure the change before making it)
@@ -231,6 +231,50 @@ def overview_view(context: Any, base: str, timeout_s: float = 300) -> dict[str, 
     return milestones
 
 
+# The floor any Streamlit page pays in this browser: a title and a table of the scorecard's size, nothing else.
+FLOOR_APP = """
+import pandas as pd
+import streamlit as st
+st.title("Overview")
+st.dataframe(pd.DataFrame({"model": ["deepseek-r1"] * 27, "cost": [0.9045] * 27}), hide_index=True)
+"""
+
+
+def floor_view(browser: Any, home: Path) -> float:
+    """Seconds until a bare Streamlit page's table is drawn (its second view: the server started and warm)."""
+    import urllib.request
+
+    from orchestrator.cli.site import streamlit_argv
+    from runners.host.process import pick_free_port
+
+    app = home / "floor" / "app.py"
+    app.parent.mkdir(exist_ok=True)
+    app.write_text(FLOOR_APP)
+    port = pick_free_port()
+    env = {**os.environ, "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"}
+    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", app), cwd=app.parent, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the bare Streamlit page did not start within 120 s") from None
+                time.sleep(0.2)
+        seconds = []
+        for _ in range(2):  # the first view imports pandas in the server; the second is the floor
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            seconds.append(overview_view(context, base)["rendered"])
+            context.close()
+        return seconds[-1]
+    finally:
+        stop_hub(server)  # type: ignore[arg-type]
+
+
 def overview_on_the_sample(browser: Any, home: Path, runs: int) -> None:
     """The Overview's first render on the imported InferenceX sample, with the Pareto explorer's as the peer."""
     url = f"sqlite:///{home / 'sample.db'}"
@@ -250,6 +294,7 @@ def overview_on_the_sample(browser: Any, home: Path, runs: int) -> None:
             context.close()
         finally:
             stop_hub(hub)
+        floor = floor_view(browser, home)
         verdict = "MET" if times["rendered"] <= OVERVIEW_TARGET_S else "NOT MET"
         ratio = times["rendered"] / peer["drawn"]
         print(
@@ -257,7 +302,8 @@ def overview_on_the_sample(browser: Any, home: Path, runs: int) -> None:
             f"rendered in {times['rendered']:.2f} s (target {OVERVIEW_TARGET_S:g} s): {verdict} "
             f"[title {times['title']:.2f} s, scorecard {times['table']:.2f} s, script finished "
             f"{times['finished']:.2f} s]; Pareto explorer on the same sample drawn in {peer['drawn']:.2f} s: "
-            f"ratio Overview/Pareto {ratio:.2f}"
+            f"ratio Overview/Pareto {ratio:.2f}; a bare Streamlit page with one table drawn in {floor:.2f} s: "
+            f"ratio Overview/bare page {times['rendered'] / floor:.2f}"
         )
 
 

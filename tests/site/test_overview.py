@@ -29,7 +29,15 @@ def scorecard(app: AppTest) -> pd.DataFrame:
 
 
 def figures(app: AppTest) -> pd.DataFrame:
+    """The 'All figures' tab, opened as its link does (only the open tab is drawn)."""
+    open_tab(app, "All figures")
     return app.dataframe[1].value
+
+
+def open_tab(app: AppTest, name: str) -> None:
+    app.query_params["tab"] = name
+    app.run()
+    assert not app.exception, app.exception
 
 
 def test_empty_database_says_what_to_do(hub_database: str) -> None:
@@ -72,7 +80,9 @@ def test_scorecard_costs_and_change_vs_reference(seeded_hub: str) -> None:
     assert b200["sweep"] == "nightly-3"  # the latest sweep (nightly-2 read 1510)
     h200_row = table[(table["hardware"] == "h200") & (table["tok/s/user"] == 50)].iloc[0]
     assert h200_row["vs reference"] == pytest.approx(h200 / cost(1.73, 1500) - 1)
-    assert len(app.get("vega_lite_chart")) == 1 and len(app.get("download_button")) == 2
+    assert not app.get("vega_lite_chart")  # drawn only when its tab is opened
+    open_tab(app, "Chart")
+    assert len(app.get("vega_lite_chart")) == 1 and len(app.get("download_button")) == 1
 
 
 def test_share_link_reproduces_tier_reference_and_speeds(seeded_hub: str) -> None:
