@@ -231,6 +231,18 @@ class SnapshotContext(BaseModel):
                 "osl": self.osl, "framework": self.framework, "date": self.date.isoformat(), **row}  # fmt: skip
 
 
+# Where InferenceX's result files come from: its benchmark workflows' runs (the repository was InferenceMAX before;
+# GitHub redirects the old address).
+ACTIONS_RUN = "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{run}"
+
+
+def run_link(row: InferenceXRow, run: str) -> str | None:
+    """The address of the run a row comes from: its own `run_url`, else the GitHub Actions run its folder names."""
+    if row.run_url:
+        return row.run_url
+    return ACTIONS_RUN.format(run=run) if run.isdigit() else None
+
+
 def source_run(path: Path) -> str:
     """The InferenceX run a file comes from: its `run_<id>` folder (GitHub Actions run ids grow with time),
     else the file's content hash (the same file is the same run wherever it lies)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from db.lifecycle import SweepState
-from orchestrator.importers.inferencex import SnapshotContext, read_row_file, to_point_metrics
+from orchestrator.importers.inferencex import SnapshotContext, read_row_file, run_link, to_point_metrics
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from orchestrator.importers.peers import PeerLevel, Refusal
 from orchestrator.plan import point_key
@@ -111,7 +111,9 @@ def import_inferencex(
                     point_key="inferencex-" + point_key(item.fingerprint, workload, 0), repeat_index=0,
                     workload=workload,
                 )  # fmt: skip
-                source = f"InferenceX run {item.source_run}, row {item.index}: {file.resolve()}"
+                link = run_link(row, item.source_run)
+                run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
+                source = f"{run}, row {item.index}: {file.resolve()}"
                 when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
                 if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
                     imported += 1

@@ -68,6 +68,10 @@ def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -
     assert {"origin", "date", "image", "source", "concurrency", "series"} <= tooltips
     data = chart.proto.spec + "".join(str(dataset) for dataset in chart.proto.datasets)
     assert "lmsysorg/sglang:v0.5.6-cu129-amd64" in data and "InferenceX run 20286929996" in data
+    # The source run links to where it ran: the folder's GitHub Actions run (the rows carry no run_url).
+    assert "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20286929996" in data
+    detail = open_page("run_detail", {"sweep": "inferencex-run-20286929996"}, from_overview=True)
+    assert "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20286929996" in detail.info[0].value
 
 
 def test_the_unfiltered_overview_reads_each_workload_on_its_own_curve(hub_database: str) -> None:
