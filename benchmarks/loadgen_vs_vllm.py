@@ -1,15 +1,22 @@
-"""Client efficiency: `infersweep bench` vs vLLM's client against one zero-delay streaming server.
+"""Client efficiency: `infersweep bench` vs vLLM's client against one zero-delay streaming server, on two shapes.
 
-Targets (issue 3): request throughput ratio ours/vLLM >= 1.0 at concurrency 128, and our client
-CPU-seconds per request <= vLLM client's. Both clients run back to back against a fresh simulated
-server with no injected delay, fixed lengths (range ratio 1.0 for ours, 0 for vLLM's: both fixed).
+Targets (issue 20, item 8): on both shapes our requests/s >= 1.2x vLLM's client's at concurrency 128, and our
+client CPU-seconds per request <= 0.5x its. The shapes, each at fixed lengths (range ratio 1.0 for ours, 0 for
+vLLM's: both fixed):
+- short: 1,280 requests of 128 in / 32 out tokens;
+- long: 2,000 requests of 128 in / 256 out tokens (long streams: the per-chunk cost dominates).
+The clients run back to back, each against a fresh simulated server with no injected delay, in an order that
+alternates between rounds; the figures are the median over the rounds.
 
-Run: .venv/bin/python -m benchmarks.loadgen_vs_vllm [--concurrency 128] [--num-prompts 1280]
+Run: .venv/bin/python -m benchmarks.loadgen_vs_vllm [--concurrency 128] [--rounds 3] [--shapes short long]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
@@ -17,52 +24,72 @@ from rich.table import Table
 from benchmarks.peers import run_vllm_client, simulated_server
 from runners.loadgen.bench import BenchSettings, run_bench
 
+SHAPES = {"short": (128, 32, 1280), "long": (128, 256, 2000)}  # isl, osl, requests
+THROUGHPUT_TARGET = 1.2  # ours / vLLM's requests per second, at least
+CPU_TARGET = 0.5  # ours / vLLM's client CPU-seconds per request, at most
+SERVER_ARGS = ("--ttft-ms", "0", "--itl-ms", "0", "--max-batch", "100000")
+
+
+@dataclass(frozen=True)
+class Run:
+    completed: int
+    failed: int
+    requests_per_s: float
+    cpu_per_request_s: float
+
+
+def ours(isl: int, osl: int, concurrency: int, requests: int) -> Run:
+    with simulated_server(*SERVER_ARGS) as url:
+        settings = BenchSettings(base_url=url, model="sim", isl=isl, osl=osl, concurrency=concurrency,
+                                 num_prompts=requests)  # fmt: skip
+        result, records = run_bench(settings)
+    span = max(r.end for r in records if r.end) - min(r.sent for r in records if r.sent)
+    return Run(result.completed, result.failed, result.completed / span, result.client.cpu_seconds_per_request)
+
+
+def vllms(isl: int, osl: int, concurrency: int, requests: int) -> Run:
+    with simulated_server(*SERVER_ARGS) as url:
+        peer = run_vllm_client(url, isl, osl, concurrency, requests, extra=["--report-cpu"])
+    completed = int(peer["completed"])
+    cpu = peer["infersweep_client_cpu_seconds"] / max(completed, 1)
+    return Run(completed, int(peer.get("failed", 0)), float(peer["request_throughput"]), cpu)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=128)
-    parser.add_argument("--num-prompts", type=int, default=1280)
-    parser.add_argument("--isl", type=int, default=128)
-    parser.add_argument("--osl", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["short", "long"])
     args = parser.parse_args()
-    server_args = ("--ttft-ms", "0", "--itl-ms", "0", "--max-batch", "100000")
-
-    with simulated_server(*server_args) as url:
-        settings = BenchSettings(base_url=url, model="sim", isl=args.isl, osl=args.osl, concurrency=args.concurrency,
-                                 num_prompts=args.num_prompts)  # fmt: skip
-        ours, records = run_bench(settings)
-    span = max(r.end for r in records if r.end) - min(r.sent for r in records if r.sent)
-    ours_rps = ours.completed / span
-    ours_cpu = ours.client.cpu_seconds_per_request
-
-    with simulated_server(*server_args) as url:
-        peer = run_vllm_client(url, args.isl, args.osl, args.concurrency, args.num_prompts, extra=["--report-cpu"])
-    peer_rps = peer["request_throughput"]
-    peer_cpu = peer["infersweep_client_cpu_seconds"] / max(peer["completed"], 1)
-
-    table = Table(
-        title=f"client efficiency, concurrency {args.concurrency}, {args.num_prompts} requests {args.isl}/{args.osl}"
-    )
-    for column in ("client", "completed", "failed", "requests/s", "CPU-s per request"):
-        table.add_column(column, justify="right")
-    table.add_row(
-        "infersweep bench", str(ours.completed), str(ours.failed), f"{ours_rps:.1f}", f"{ours_cpu * 1000:.2f} ms"
-    )
-    table.add_row(
-        "vllm bench serve",
-        str(peer["completed"]),
-        str(peer.get("failed", 0)),
-        f"{peer_rps:.1f}",
-        f"{peer_cpu * 1000:.2f} ms",
-    )
     console = Console()
-    console.print(table)
-    ratio = ours_rps / peer_rps
-    console.print(f"throughput ratio ours/vLLM = {ratio:.2f} (target >= 1.00): {'MET' if ratio >= 1.0 else 'NOT MET'}")
-    cpu_ratio = ours_cpu / peer_cpu
-    console.print(
-        f"CPU per request ours/vLLM = {cpu_ratio:.2f} (target <= 1.00): {'MET' if cpu_ratio <= 1.0 else 'NOT MET'}"
-    )
+    console.print(f"load average at start: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
+    for shape in args.shapes:
+        isl, osl, requests = SHAPES[shape]
+        runs: dict[str, list[Run]] = {"ours": [], "vllm": []}
+        for round_index in range(args.rounds):
+            order = [("ours", ours), ("vllm", vllms)]
+            for name, client in order if round_index % 2 == 0 else reversed(order):
+                runs[name].append(client(isl, osl, args.concurrency, requests))
+        table = Table(title=f"{shape}: concurrency {args.concurrency}, {requests} requests {isl}/{osl}, "
+                      f"{args.rounds} rounds")  # fmt: skip
+        for column in ("client", "round", "completed", "failed", "requests/s", "CPU-s per request"):
+            table.add_column(column, justify="right")
+        for name, label in (("ours", "infersweep bench"), ("vllm", "vllm bench serve")):
+            for index, run in enumerate(runs[name], 1):
+                table.add_row(label, str(index), str(run.completed), str(run.failed), f"{run.requests_per_s:.1f}",
+                              f"{run.cpu_per_request_s * 1000:.3f} ms")  # fmt: skip
+        console.print(table)
+        throughput = statistics.median(r.requests_per_s for r in runs["ours"]) / statistics.median(
+            r.requests_per_s for r in runs["vllm"]
+        )
+        cpu = statistics.median(r.cpu_per_request_s for r in runs["ours"]) / statistics.median(
+            r.cpu_per_request_s for r in runs["vllm"]
+        )
+        met = "MET" if throughput >= THROUGHPUT_TARGET else "NOT MET"
+        console.print(f"{shape}: requests/s ours/vLLM = {throughput:.2f} (target >= {THROUGHPUT_TARGET}): {met}")
+        met = "MET" if cpu <= CPU_TARGET else "NOT MET"
+        console.print(f"{shape}: CPU per request ours/vLLM = {cpu:.2f} (target <= {CPU_TARGET}): {met}")
+    console.print(f"load average at end: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
     console.print(
         "Both clients share 2 cores with the server: requests/s is bounded by the server, CPU-s is each client's own."
     )
