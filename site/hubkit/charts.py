@@ -86,3 +86,18 @@ def scatter(
             ),
         )
     return alt.layer(*layers).interactive()
+
+
+def chip_curves(curve: pd.DataFrame, y: alt.Y, tooltip: Sequence[str | alt.Tooltip], target: float,
+                rules: Sequence[alt.Chart] = ()) -> alt.LayerChart:  # fmt: skip
+    """Each chip's figure (`y`) over interactivity, one line per chip and model · workload row (`curve`'s columns
+    tok/s/user, hardware, row), the target speed as a dashed rule, and any other `rules`."""
+    several = curve["row"].nunique() > 1
+    lines = alt.Chart(curve).mark_line(point=True).encode(
+        x=alt.X("tok/s/user:Q", title="interactivity (tok/s/user)"), y=y, color=chip_colour(curve["hardware"]),
+        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0]),
+        detail="row:N", tooltip=["hardware", "row", "configuration", alt.Tooltip("tok/s/user:Q", format=",.1f"),
+                                 *tooltip],
+    )  # fmt: skip
+    target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(target))
+    return alt.layer(lines, *rules, target_rule).properties(height=380)

@@ -207,19 +207,12 @@ curve = margin_curve(
 if curve.empty:
     st.info("No configuration has a profit figure at any speed in the measured range.")
 else:
-    several = curve["row"].nunique() > 1
-    lines = alt.Chart(curve).mark_line(point=True).encode(
-        x=alt.X("tok/s/user:Q", title="interactivity (tok/s/user)"),
-        y=alt.Y("margin:Q", title="margin (profit / realised revenue)", axis=alt.Axis(format="%")),
-        color=charts.chip_colour(curve["hardware"]),
-        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0]),
-        detail="row:N",
-        tooltip=["hardware", "row", "configuration", alt.Tooltip("tok/s/user:Q", format=",.1f"),
-                 alt.Tooltip("margin:Q", format=".1%"), alt.Tooltip("profit $/GPU-hr:Q", format="$.2f")],
-    )  # fmt: skip
-    target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(target))
     zero = alt.Chart().mark_rule(color="grey").encode(y=alt.datum(0))
-    st.altair_chart(alt.layer(lines, zero, target_rule).properties(height=380), width="stretch")
+    chart = charts.chip_curves(
+        curve, alt.Y("margin:Q", title="margin (profit / realised revenue)", axis=alt.Axis(format="%")),
+        [alt.Tooltip("margin:Q", format=".1%"), alt.Tooltip("profit $/GPU-hr:Q", format="$.2f")], target, [zero],
+    )  # fmt: skip
+    st.altair_chart(chart, width="stretch")
     st.caption(
         f"Each chip's most profitable configuration read at {len(levels)} speeds across the measured range (never "
         "extrapolated: a line ends where its chip's measurements end); below the grey line it loses money; the "

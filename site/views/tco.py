@@ -142,19 +142,9 @@ curve = cost_curve(
 if curve.empty:
     st.info("No configuration has a cost at any speed in the measured range.")
 else:
-    several = curve["row"].nunique() > 1
-    lines = alt.Chart(curve).mark_line(point=True).encode(
-        x=alt.X("tok/s/user:Q", title="interactivity (tok/s/user)"),
-        # Log: costs span orders of magnitude across the range (a chip near its top speed costs many times more).
-        y=alt.Y("$/M:Q", title=f"$ per million {kind} tokens (log scale)", scale=alt.Scale(type="log")),
-        color=charts.chip_colour(curve["hardware"]),
-        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0]),
-        detail="row:N",
-        tooltip=["hardware", "row", "configuration", alt.Tooltip("tok/s/user:Q", format=",.1f"),
-                 alt.Tooltip("$/M:Q", format="$.4f")],
-    )  # fmt: skip
-    target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(target))
-    st.altair_chart(alt.layer(lines, target_rule).properties(height=380), width="stretch")
+    # Log: costs span orders of magnitude across the range (a chip near its top speed costs many times more).
+    y = alt.Y("$/M:Q", title=f"$ per million {kind} tokens (log scale)", scale=alt.Scale(type="log"))
+    st.altair_chart(charts.chip_curves(curve, y, [alt.Tooltip("$/M:Q", format="$.4f")], target), width="stretch")
     st.caption(dollars(f"Each chip's cheapest configuration read at {len(levels)} speeds across the measured range "
                        "(never extrapolated: a line ends where its chip's measurements end); the dashed line is the "
                        "target above."))  # fmt: skip
