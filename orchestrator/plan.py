@@ -9,11 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from recipes.errors import MISSING, RecipeError
 from recipes.loader import LoadedRecipe
 from recipes.schema import AgenticReplayWorkload
 from runners.job import PointRequest
 from runners.loadgen.records import FixedLengthPoint, ReplayPoint
+
+if TYPE_CHECKING:
+    from runners.traces.models import Trace
 
 
 @dataclass(frozen=True)
@@ -35,10 +41,62 @@ def point_key(fingerprint: str, workload: FixedLengthPoint | ReplayPoint, repeat
     return f"{label}-r{repeat_index}-{digest}"
 
 
+@dataclass(frozen=True)
+class LongestRequest:
+    """The request of a workload with the longest prompt, as the engine receives it."""
+
+    prompt: int
+    output: int
+    where: str  # which request, for the error message
+
+
+def longest_replayed_request(trace: Trace, workload: AgenticReplayWorkload) -> LongestRequest:
+    """The trace's longest prompt at the workload's length_scale and output cap (the replayer's own lengths)."""
+    from runners.traces.planner import scaled_lengths
+
+    best: LongestRequest | None = None
+    for _root, session in trace.walk_sessions():
+        for turn, request in enumerate(session.requests):
+            prompt, output, _block = scaled_lengths(request.input_tokens, request.output_tokens, trace.block_size,
+                                                    workload.length_scale, workload.max_output_tokens)  # fmt: skip
+            if best is None or prompt > best.prompt:
+                where = f"session {session.path} ({session.id}) turn {turn} of {Path(trace.source).name}"
+                best = LongestRequest(prompt, output, where)
+    if best is None:
+        raise RecipeError(str(workload.trace), [("requests", MISSING, "a trace with at least one request")], "trace")
+    return best
+
+
+def check_servable(loaded: LoadedRecipe, longest: LongestRequest) -> None:
+    """Refuse a recipe whose workload holds a request its engine, as configured, would refuse: a Point of such
+    requests measures errors, not serving. Engine facts (TensorRT-LLM's max_num_tokens without chunked prefill)
+    come from the engine's adapter; the context length applies to every engine."""
+    from runners.engines.registry import engine_adapter
+
+    engine = loaded.recipe.engine
+    problems: list[tuple[str, Any, str]] = []
+    if longest.prompt + longest.output > engine.max_model_len:
+        problems.append((
+            "engine.max_model_len", engine.max_model_len,
+            f"recipe {loaded.name!r}: the workload's longest request ({longest.where}: {longest.prompt:,} prompt + "
+            f"{longest.output:,} output tokens) must fit in the context length",
+        ))  # fmt: skip
+    limit = engine_adapter(engine.kind).prompt_limit(loaded.recipe)
+    if limit is not None and longest.prompt > limit.tokens:
+        problems.append((
+            limit.field, limit.tokens,
+            f"recipe {loaded.name!r}: the workload's longest prompt is {longest.prompt:,} tokens ({longest.where}); "
+            f"{limit.why}",
+        ))  # fmt: skip
+    if problems:
+        raise RecipeError(loaded.path, problems)
+
+
 def _replay_points(loaded: LoadedRecipe, workload: AgenticReplayWorkload) -> list[PointRequest]:
     from runners.traces.formats import load_trace  # parses (and so validates) the trace once, at plan time
 
     trace = load_trace(workload.trace)
+    check_servable(loaded, longest_replayed_request(trace, workload))
     points = []
     for concurrency in sorted(set(workload.concurrency)):
         for repeat in range(loaded.recipe.repeats):
@@ -58,6 +116,8 @@ def expand_points(loaded: LoadedRecipe) -> list[PointRequest]:
     workload = recipe.workload
     if isinstance(workload, AgenticReplayWorkload):
         return _replay_points(loaded, workload)
+    longest = max(workload.sequences, key=lambda lengths: lengths.isl)
+    check_servable(loaded, LongestRequest(longest.isl, longest.osl, f"isl {longest.isl} / osl {longest.osl}"))
     points = []
     for lengths in workload.sequences:
         for concurrency in sorted(set(workload.concurrency)):

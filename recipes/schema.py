@@ -303,6 +303,7 @@ _ENGINE_FIELDS_SINCE_V1 = (
     "max_num_batched_tokens",
     "dynamo",
     "env_from",
+    "chunked_prefill",
 )
 
 
@@ -382,6 +383,13 @@ class EngineSpec(StrictModel):
         description="Token budget of one scheduler step, i.e. the chunked-prefill chunk (vLLM "
         "--max-num-batched-tokens, SGLang --chunked-prefill-size, TensorRT-LLM --max_num_tokens); the "
         "engine's default when absent.",
+    )
+    chunked_prefill: bool | None = Field(
+        None,
+        description="Whether a long prompt is prefilled in chunks of max_num_batched_tokens, sharing steps with "
+        "decodes (vLLM --enable-chunked-prefill, SGLang --chunked-prefill-size, TensorRT-LLM "
+        "enable_chunked_prefill); the engine's default when absent (on in vLLM and SGLang, off in TensorRT-LLM, "
+        "which then refuses any prompt longer than its max_num_tokens).",
     )
     dynamo: DynamoSettings | None = Field(
         None, description="Settings of NVIDIA Dynamo (required for kind 'dynamo', and only allowed there)."

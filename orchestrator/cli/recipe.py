@@ -177,13 +177,12 @@ def recipe_validate(files: Annotated[list[Path], typer.Argument(help="Recipe fil
     for path in paths:
         try:
             loaded = load_recipe(path)
+            points = expand_points(loaded)  # plan-time checks: the trace, and requests the engine would refuse
         except RecipeError as error:
             failed += 1
             errors.print("[red]✗[/] ", end="")
             errors.print(str(error), markup=False, highlight=False)  # values may look like markup
             continue
-        console.print(
-            f"[green]✓[/] {path}: {loaded.name} ({len(expand_points(loaded))} points, fingerprint {loaded.fingerprint})"
-        )
+        console.print(f"[green]✓[/] {path}: {loaded.name} ({len(points)} points, fingerprint {loaded.fingerprint})")
     if failed:
         raise typer.Exit(2)

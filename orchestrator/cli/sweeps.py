@@ -53,12 +53,14 @@ def run(
     ] = False,
 ) -> None:
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
+    from orchestrator.plan import plan_jobs
     from orchestrator.sweep import SweepOptions, SweepRunner
     from recipes.loader import load_recipes
     from runners.fleet.inventory import inventory_from_environment
 
     try:
         loaded = load_recipes(list(recipes))
+        plan_jobs(loaded)  # plan-time checks (the trace; requests the engine would refuse) before any sweep starts
         fleet = inventory_from_environment(inventory)
     except RecipeError as error:
         fail(error)

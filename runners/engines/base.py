@@ -82,7 +82,19 @@ class LaunchPlan:
 # Typed engine fields an adapter must turn into flags, or refuse. A recipe that sets one of them (to a
 # non-default value) for an adapter that does not list it in `honoured_fields` is refused: a silently
 # ignored setting would measure another configuration than the recipe says.
-TUNING_FIELDS: tuple[str, ...] = ("kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "max_num_batched_tokens")
+TUNING_FIELDS: tuple[str, ...] = (
+    "kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "max_num_batched_tokens", "chunked_prefill",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PromptLimit:
+    """The most prompt tokens one request may carry on an engine as a recipe configures it (besides the context
+    length every engine has), the recipe field that sets it, and what to change."""
+
+    tokens: int
+    field: str
+    why: str
 
 
 def unhonoured_fields(recipe: Recipe, honoured: frozenset[str]) -> list[str]:
@@ -140,6 +152,10 @@ class EngineAdapter:
         """Tokens per KV-cache block the engine uses for `recipe` when its /metrics does not say (the theoretical
         hit rate is counted in these blocks); the engine's reported cache shape wins when there is one."""
         return 16
+
+    def prompt_limit(self, recipe: Recipe) -> PromptLimit | None:
+        """A limit on one request's prompt beyond `engine.max_model_len` (None: the engine chunks long prompts)."""
+        return None
 
     def step_token_budget(self, recipe: Recipe) -> int | None:
         """The step token budget the planner's scheduler model uses (traces/scheduler_sim.py); None for an

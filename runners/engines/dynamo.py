@@ -43,6 +43,7 @@ from runners.engines.base import (
     EngineAdapter,
     LaunchPlan,
     ProcessSpec,
+    PromptLimit,
     container_image,
     register_engine,
 )
@@ -121,6 +122,11 @@ class DynamoAdapter(EngineAdapter):
         share it."""
         hardware = load_hardware_registry().get(recipe.hardware)
         return self.origin_of(recipe) != "simulated" or (hardware is not None and hardware.accelerator_unit != "host")
+
+    def prompt_limit(self, recipe: Recipe) -> PromptLimit | None:
+        """The workers' backend's limit: TensorRT-LLM workers take the same options as trtllm-serve."""
+        dynamo = recipe.engine.dynamo
+        return trtllm.prompt_limit(recipe) if dynamo is not None and dynamo.backend == "trtllm" else None
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         """The frontend's router flags (the workers' methodology flags depend on their backend and role)."""

@@ -84,7 +84,15 @@ def tuning_args(recipe: Recipe) -> list[str]:
         args += ["--max-running-requests", str(engine.max_num_seqs)]
     if engine.gpu_memory_utilization is not None:
         args += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
-    if engine.max_num_batched_tokens is not None:
+    if engine.chunked_prefill is False:
+        if engine.max_num_batched_tokens is not None:
+            raise ConfigurationError(
+                f"engine.max_num_batched_tokens: got {engine.max_num_batched_tokens} with engine.chunked_prefill "
+                "false; SGLang's --chunked-prefill-size is both the chunk and the switch (-1 turns chunking off): "
+                "set one of the two"
+            )
+        args += ["--chunked-prefill-size", "-1"]
+    elif engine.max_num_batched_tokens is not None:
         args += ["--chunked-prefill-size", str(engine.max_num_batched_tokens)]
     return args
 

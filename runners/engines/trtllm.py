@@ -21,7 +21,14 @@ import yaml
 
 from recipes.errors import ConfigurationError
 from recipes.schema import Parallelism, Recipe, SpeculativeDecoding, WorkerGroup
-from runners.engines.base import TUNING_FIELDS, EngineAdapter, LaunchPlan, container_image, register_engine
+from runners.engines.base import (
+    TUNING_FIELDS,
+    EngineAdapter,
+    LaunchPlan,
+    PromptLimit,
+    container_image,
+    register_engine,
+)
 
 OPTIONS_FILE = "extra-llm-api-options.yaml"
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -121,11 +128,33 @@ def llm_api_options(recipe: Recipe, group: Parallelism | WorkerGroup, where: str
         options["max_batch_size"] = engine.max_num_seqs
     if engine.max_num_batched_tokens is not None:
         options["max_num_tokens"] = engine.max_num_batched_tokens
+    if engine.chunked_prefill is not None:
+        options["enable_chunked_prefill"] = engine.chunked_prefill
     options["kv_cache_config"] = kv_cache_config(recipe, world_size(group))
     spec = speculative_config(recipe.methodology.speculative_decoding)
     if spec is not None:
         options["speculative_config"] = spec
     return options
+
+
+# TensorRT-LLM's LLM API default for max_num_tokens, the most tokens one step schedules. Without chunked prefill a
+# prompt must fit in one step: a longer one is answered with a 400 ("...should not exceed max_num_tokens").
+DEFAULT_MAX_NUM_TOKENS = 8192
+
+
+def prompt_limit(recipe: Recipe) -> PromptLimit | None:
+    """Without chunked prefill (TensorRT-LLM's default), no prompt may exceed max_num_tokens."""
+    engine = recipe.engine
+    if engine.chunked_prefill:
+        return None
+    tokens = engine.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
+    default = "" if engine.max_num_batched_tokens else f" (TensorRT-LLM's default, {DEFAULT_MAX_NUM_TOKENS:,})"
+    return PromptLimit(
+        tokens=tokens, field="engine.max_num_batched_tokens",
+        why=f"TensorRT-LLM without chunked prefill refuses any prompt longer than max_num_tokens{default}: set "
+        "engine.chunked_prefill: true (InferenceX's agentic TensorRT-LLM configurations do, with max_num_tokens "
+        "16384), or raise engine.max_num_batched_tokens above the longest prompt",
+    )  # fmt: skip
 
 
 def options_yaml(options: dict[str, Any]) -> str:
@@ -137,6 +166,9 @@ class TrtllmAdapter(EngineAdapter):
     kind = "trtllm"
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
+
+    def prompt_limit(self, recipe: Recipe) -> PromptLimit | None:
+        return prompt_limit(recipe)
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         """All methodology knobs live in the options file; only routing could be a flag, and there is none."""

@@ -33,7 +33,8 @@ def vllm_server_argv(
 
 
 def vllm_engine_args(recipe: Recipe) -> list[str]:
-    """vLLM's flags for the typed tuning fields (kv_cache_dtype, max_num_seqs, memory share, step budget)."""
+    """vLLM's flags for the typed tuning fields (kv_cache_dtype, max_num_seqs, memory share, step budget, chunked
+    prefill)."""
     engine = recipe.engine
     args: list[str] = []
     if engine.kv_cache_dtype == "fp8":
@@ -44,6 +45,8 @@ def vllm_engine_args(recipe: Recipe) -> list[str]:
         args += ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
     if engine.max_num_batched_tokens is not None:
         args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
+    if engine.chunked_prefill is not None:
+        args += ["--enable-chunked-prefill" if engine.chunked_prefill else "--no-enable-chunked-prefill"]
     return args
 
 

@@ -413,3 +413,29 @@ def test_ready_workers_waits_until_every_worker_is_registered(
         engine.wait_healthy(timeout_s=0.3, poll_s=0.05)  # the prefill worker has not registered yet
     listed.append("worker:prefill")
     assert engine.wait_healthy(timeout_s=2, poll_s=0.05) < 2
+
+
+# --- chunked prefill (engine.chunked_prefill): each engine's own switch ------------------------------
+
+
+def test_chunked_prefill_is_each_engines_own_switch_and_absent_by_default() -> None:
+    vllm = {"kind": "vllm", "environment": {"kind": "container", "image": "img:1"}}
+    assert "--enable-chunked-prefill" in argv_of(make(engine={**vllm, "chunked_prefill": True}))
+    assert "--no-enable-chunked-prefill" in argv_of(make(engine={**vllm, "chunked_prefill": False}))
+    assert not any("chunked" in arg for arg in argv_of(make(engine=vllm)))
+    # SGLang: -1 turns chunking off; its chunk size is the same flag, so the two together are refused.
+    assert value_after(argv_of(make(engine={"chunked_prefill": False})), "--chunked-prefill-size") == "-1"
+    with pytest.raises(ConfigurationError, match=r"engine\.max_num_batched_tokens: got 4096 with engine\.chunked_prefill"):
+        argv_of(make(engine={"chunked_prefill": False, "max_num_batched_tokens": 4096}))
+    assert "--chunked-prefill-size" not in argv_of(make(engine={"chunked_prefill": True}))
+
+
+def test_trtllm_limits_prompts_to_max_num_tokens_unless_it_chunks() -> None:
+    trtllm = {"kind": "trtllm", "environment": {"kind": "container", "image": "img:1"}}
+    adapter = engine_adapter("trtllm")
+    default = adapter.prompt_limit(make(engine=trtllm))
+    assert default is not None and (default.tokens, default.field) == (8192, "engine.max_num_batched_tokens")
+    assert adapter.prompt_limit(make(engine={**trtllm, "max_num_batched_tokens": 32768})).tokens == 32768  # type: ignore[union-attr]
+    assert adapter.prompt_limit(make(engine={**trtllm, "chunked_prefill": True})) is None
+    # vLLM and SGLang chunk long prompts by default: no limit beyond the context length.
+    assert engine_adapter("sglang").prompt_limit(make()) is None
