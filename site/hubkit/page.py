@@ -118,11 +118,21 @@ def dropped_warning(reads: Iterable[ChipRead], shown: Mapping[tuple[str, str, st
     reasons: dict[tuple[str, str, str], set[str]] = {}
     for item in reads:
         reasons.setdefault(chip_of(item.read), set()).add(f"{item.read.recipe}: {item.reason}")
-    notes = "; ".join(
-        f"**{hardware}** ({model} · {workload}): " + " / ".join(sorted(reasons[(model, workload, hardware)]))
+    # The chips in one line; each configuration's reason (one per repeat and range) below it, folded: on a corpus
+    # the reasons run to a screenful.
+    chips = "; ".join(
+        f"**{hardware}** ({model} · {workload}, {len(reasons[(model, workload, hardware)])} configuration"
+        f"{'s' if len(reasons[(model, workload, hardware)]) > 1 else ''})"
         for model, workload, hardware in dropped
     )
-    st.warning(f"{lead}: {notes}")
+    st.warning(f"{lead}: {chips}.")
+    with st.expander("Why each was dropped"):
+        st.markdown(
+            "\n".join(
+                f"- **{hardware}** ({model} · {workload}): " + " / ".join(sorted(reasons[(model, workload, hardware)]))
+                for model, workload, hardware in dropped
+            )
+        )
 
 
 def run_link(sweep: str, point_key: str) -> str:

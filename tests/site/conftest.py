@@ -77,3 +77,8 @@ def assert_says_how_to_get_results(page: str, title: str, url: str, from_overvie
     migrate(engine)  # tables, but no results
     engine.dispose()
     check(open_page(page, from_overview=from_overview))
+
+
+def dropped_notes(app: AppTest) -> str:
+    """What a page says about chips it dropped: the warning naming them and the folded reasons under it."""
+    return "\n".join([*(warning.value for warning in app.warning), *(block.value for block in app.markdown)])

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from recipes.hardware import load_hardware_registry
 from recipes.prices import load_price_table
-from tests.site.conftest import assert_says_how_to_get_results, open_page
+from tests.site.conftest import assert_says_how_to_get_results, dropped_notes, open_page
 
 OWNING = {key: spec.tco("owning_hyperscaler") for key, spec in load_hardware_registry().items()}
 PRICE = load_price_table()["deepseek-ai/DeepSeek-R1-0528"]  # the recipe's model 'deepseek-r1', by its hub id
@@ -71,7 +71,9 @@ def test_profit_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     assert shown.loc[("8k/1k", "mi355x")]["origin"] == "imported"
     # The agentic arms do not reach 50 tok/s/user: dropped, with a visible note.
     note = app.warning[0].value
-    assert "Dropped" in note and "**b200** (deepseek-r1 · agentic)" in note and "outside the measured range" in note
+    assert "Dropped" in note and "**b200** (deepseek-r1 · agentic, 2 configurations)" in note
+    why = [block.value for block in app.markdown if "**b200** (deepseek-r1 · agentic)" in block.value]
+    assert why and "outside the measured range" in why[0]
     assert any("deepseek-ai/DeepSeek-R1-0528" in caption.value for caption in app.caption)
     # The bars, and the margin over interactivity (test_the_margin_curve_...).
     assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 1
@@ -125,7 +127,7 @@ def test_simulated_hidden_by_default_and_labelled_when_asked(seeded_hub: str) ->
     assert any("simulated" in warning.value for warning in app.sidebar.warning)
     # With the price table, a model without prices is dropped with the reason.
     unpriced = open_page("profit", {"at": "350", "tier": "custom $/GPU-hr", "usd": "1", "origin": ["simulated"]})
-    assert any("no token prices for model tiny-llama" in warning.value for warning in unpriced.warning)
+    assert "no token prices for model tiny-llama" in dropped_notes(unpriced)
 
 
 def test_one_hardware_only(b200_only_hub: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from recipes.hardware import load_hardware_registry
-from tests.site.conftest import assert_says_how_to_get_results, open_page
+from tests.site.conftest import assert_says_how_to_get_results, dropped_notes, open_page
 
 REGISTRY = load_hardware_registry()
 OWNING = {key: spec.tco("owning_hyperscaler") for key, spec in REGISTRY.items()}
@@ -61,7 +61,8 @@ def test_cost_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     assert mi355x["origin"] == "imported" and mi355x["source"] == "inferencex: fixture rows"
     assert mi355x["$/M output tokens"] == pytest.approx(cost(OWNING["mi355x"], 1200))
     # The agentic arms were measured at 25–42 tok/s/user only: dropped with a visible note, not clamped.
-    note = app.warning[0].value
+    note = dropped_notes(app)
+    assert "**b200** (deepseek-r1 · agentic, 2 configurations)" in app.warning[0].value
     assert "**b200** (deepseek-r1 · agentic)" in note and "target 50 is outside the measured range [25, 40]" in note
     # The bars at the target, and each chip's cost over the measured range.
     assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 2
@@ -79,7 +80,7 @@ def test_share_link_reproduces_target_custom_rate_and_token_kind(seeded_hub: str
     assert list(table.index) == [("8k/1k", "b200")]
     assert table.loc[("8k/1k", "b200")]["total tok/s/GPU"] == pytest.approx(4500.0)
     assert table.loc[("8k/1k", "b200")]["$/M total tokens"] == pytest.approx(3.6 / 16.2)
-    note = app.warning[0].value
+    note = dropped_notes(app)
     assert "**h200**" in note and "target 100 is outside the measured range [30, 60]" in note
     assert "**mi355x**" in note and "agentic" not in note  # the workload filter from the link holds
 
