@@ -349,3 +349,25 @@ def test_a_pareto_filter_lands_in_a_share_link_that_reproduces_the_view(
     _assert_clean(shared, observed, "pareto share link")
     shared.close()
     page.close()
+
+
+def test_the_copy_link_button_copies_the_view_shown(
+    hub: str, browser_context: tuple[BrowserContext, Observed], artifacts: Path
+) -> None:  # fmt: skip
+    """The sidebar's button puts the page's current address (every control in it) on the clipboard."""
+    context, observed = browser_context
+    observed.clear()
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=hub)
+    title = next(page.title for page in PAGES if page.url_path == "pareto")
+    page = context.new_page()
+    _watch(page, observed)
+    page.goto(f"{hub}/pareto?hardware=b200&frontier=1")
+    _settled(page, title)
+    button = page.frame_locator('[data-testid="stSidebar"] iframe').first.get_by_role("button")
+    button.click()
+    result = page.frame_locator('[data-testid="stSidebar"] iframe').first.locator("#copy-result")
+    result.filter(has_text="copied").wait_for(timeout=10_000)
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == page.url and "hardware=b200" in copied and "frontier=1" in copied, (copied, page.url)
+    _assert_clean(page, observed, "copy link")
+    page.close()
