@@ -34,8 +34,10 @@ def fingerprint_of(recipe: Recipe) -> str:
     """Hash of the normalised recipe (defaults filled in, keys sorted): same content, same identity.
 
     The `runner` section is left out: how a job reaches its machine, and its deadlines, do not change
-    what is measured, so moving a recipe to another runner kind resumes rather than re-measures."""
-    canonical = json.dumps(recipe.model_dump(mode="json", exclude={"runner"}), sort_keys=True, separators=(",", ":"))
+    what is measured, so moving a recipe to another runner kind resumes rather than re-measures. So is
+    `reference`: which public configuration a recipe cites changes nothing measured."""
+    dumped = recipe.model_dump(mode="json", exclude={"runner", "reference"})
+    canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

@@ -144,6 +144,24 @@ def check_recipe(recipe: Recipe, path: str, hardware: dict[str, Hardware]) -> No
 
 # --- consistency -----------------------------------------------------------------------------------
 
+CATALOGUE_DIRECTORY = Path(__file__).resolve().parent / "catalogue"
+REFERENCE_MISSING = Message(
+    "reference",
+    "a catalogue recipe names the public configuration it reproduces (reference.reproduces: project, "
+    "repository, file, key, commit) or why it is its own layout (reference.own)",
+    quotes_value=False,
+)
+
+
+@rule("catalogue-recipes-cite-a-reference", REFERENCE_MISSING, kind="consistency")
+def catalogue_recipes_cite_a_reference(recipe: Recipe, context: RuleContext) -> list[Problem]:
+    """Every recipe of the catalogue (recipes/catalogue/) says where its layout and settings come from: the
+    public configuration it reproduces, pinned to a commit, or why it is its own. "Is each vendor's engine tuned
+    fairly?" is answered by pointing at the vendor's published configuration (docs/RECIPES.md)."""
+    in_catalogue = CATALOGUE_DIRECTORY in Path(context.path).resolve().parents
+    return [REFERENCE_MISSING(MISSING)] if in_catalogue and recipe.reference is None else []
+
+
 HARDWARE_UNKNOWN = Message("hardware", "expected a key of recipes/hardware.yaml: {known}")
 
 

@@ -599,6 +599,43 @@ class RunnerSpec(StrictModel):
     )
 
 
+class PublicConfiguration(StrictModel):
+    """A published configuration a recipe reproduces: where it is, pinned to a commit."""
+
+    project: str = Field(min_length=1, description="Who publishes it, e.g. 'InferenceX'.")
+    repository: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", description="Public repository (owner/name) that holds it."
+    )
+    file: str = Field(min_length=1, description="Path of the file in that repository.")
+    key: str = Field(min_length=1, description="The configuration's key in that file (InferenceX's public key).")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$", description="The commit the facts were read at (40 hex digits).")
+    differs: str | None = Field(
+        None, min_length=1, description="What this recipe does differently from the public configuration, and why."
+    )
+
+
+class RecipeReference(StrictModel):
+    """What a recipe's layout and settings come from: a public configuration it reproduces, or its own reason."""
+
+    reproduces: PublicConfiguration | None = Field(None, description="The public configuration reproduced.")
+    own: str | None = Field(
+        None, min_length=1, description="Why this recipe is its own layout (no public configuration reproduced)."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RecipeReference:
+        if (self.reproduces is None) == (self.own is None):
+            raise ValueError("give exactly one of reference.reproduces (a public configuration) or reference.own")
+        return self
+
+    @property
+    def label(self) -> str:
+        """'reproduces InferenceX dsr1-fp8-b200-sglang' or 'own layout'."""
+        if self.reproduces is not None:
+            return f"reproduces {self.reproduces.project} {self.reproduces.key}"
+        return "own layout"
+
+
 class Recipe(StrictModel):
     schema_version: Literal[1] = Field(1, description="Recipe schema version.")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Unique recipe name (lowercase, dashes).")
@@ -616,4 +653,9 @@ class Recipe(StrictModel):
     workload: Workload = Field(description="What load is driven against the engine.")
     validity: ValidityThresholds = Field(
         default_factory=ValidityThresholds, description="Thresholds of the validity verdict."
+    )
+    reference: RecipeReference | None = Field(
+        None,
+        description="The public configuration this recipe reproduces, or why it is its own (required in the "
+        "catalogue, recipes/catalogue/); not part of the fingerprint: citing a source changes nothing measured.",
     )

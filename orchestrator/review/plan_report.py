@@ -44,6 +44,7 @@ class JobRow:
     hours: Decimal
     accelerator_hours: Decimal
     cost_usd: dict[str, Decimal | None]  # by TCO tier; None where the registry has no figure
+    reference: str = "–"  # 'reproduces InferenceX <key>', 'own layout', or – where the recipe cites nothing
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def _plan_recipe(loaded: LoadedRecipe, file: str, path: Path | None) -> PlannedR
                 hours=_cents(estimate.hours),
                 accelerator_hours=accelerator_hours,
                 cost_usd=costs,
+                reference=loaded.recipe.reference.label if loaded.recipe.reference else "–",
             )
         )
         points.extend(_point_row(point) for point in job.points)
@@ -252,6 +254,7 @@ def plan_document(recipes: list[PlannedRecipe]) -> dict[str, Any]:
                 "hours": float(row.hours),
                 "accelerator_hours": float(row.accelerator_hours),
                 "cost_usd": money(row.cost_usd),
+                "reference": row.reference,
             }
             for row in rows
         ],
@@ -275,18 +278,18 @@ def plan_markdown(recipes: list[PlannedRecipe]) -> str:
         "",
         f"Estimated cost in USD by TCO tier ({', '.join(TCO_TIERS)}); – where the hardware has no figure for a tier.",
         "",
-        f"| recipe | hardware | engine | accelerators | points | hours | accelerator-hours | {tiers} |",
-        f"|---|---|---|--:|--:|--:|--:|{align}|",
+        f"| recipe | hardware | engine | reference | accelerators | points | hours | accelerator-hours | {tiers} |",
+        f"|---|---|---|---|--:|--:|--:|--:|{align}|",
     ]
     for row in rows:
         costs = " | ".join(number_text(row.cost_usd[tier]) for tier in TCO_TIERS)
         lines.append(
-            f"| {row.recipe} | {row.hardware} | {row.engine} | {row.accelerators} | {row.points} "
+            f"| {row.recipe} | {row.hardware} | {row.engine} | {row.reference} | {row.accelerators} | {row.points} "
             f"| {number_text(row.hours)} | {number_text(row.accelerator_hours)} | {costs} |"
         )
     costs = " | ".join(f"**{number_text(totals.cost_usd[tier])}**" for tier in TCO_TIERS)
     lines.append(
-        f"| **total** | | | | **{totals.points}** | **{number_text(totals.hours)}** "
+        f"| **total** | | | | | **{totals.points}** | **{number_text(totals.hours)}** "
         f"| **{number_text(totals.accelerator_hours)}** | {costs} |"
     )
     missing = [f"{tier} ({', '.join(keys)})" for tier, keys in totals.missing_tco.items() if keys]
@@ -321,7 +324,7 @@ def plan_table(recipes: list[PlannedRecipe]) -> Table:
         show_footer=True,
     )
     table.add_column("recipe", footer="total")
-    for name in ("hardware", "engine"):
+    for name in ("hardware", "engine", "reference"):
         table.add_column(name)
     table.add_column("accel", justify="right")
     table.add_column("points", justify="right", footer=str(totals.points))
@@ -331,7 +334,8 @@ def plan_table(recipes: list[PlannedRecipe]) -> Table:
         table.add_column(f"{tier} $", justify="right", footer=number_text(totals.cost_usd[tier]))
     for row in rows:
         table.add_row(
-            row.recipe, row.hardware, row.engine, str(row.accelerators), str(row.points), number_text(row.hours),
+            row.recipe, row.hardware, row.engine, row.reference, str(row.accelerators), str(row.points),
+            number_text(row.hours),
             number_text(row.accelerator_hours), *(number_text(row.cost_usd[tier]) for tier in TCO_TIERS),
         )  # fmt: skip
     return table

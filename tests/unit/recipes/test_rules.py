@@ -50,8 +50,21 @@ def one_problem(field_and_text: str, path: str = "recipe.yaml") -> str:
 
 KNOWN_HARDWARE = ", ".join(sorted(load_hardware_registry()))
 
+# A recipe file inside the catalogue (never written: the rule reads the path only).
+IN_CATALOGUE = str(ROOT / "recipes" / "catalogue" / "b200" / "new-recipe.yaml")
+# Rules that depend on where the recipe file lies, and the path their broken recipes are read from.
+PATHS = {"catalogue-recipes-cite-a-reference": IN_CATALOGUE}
+
 # rule name -> recipes that break it, each with the exact error message. Every registered rule has one.
 BROKEN: dict[str, list[tuple[dict, str]]] = {
+    "catalogue-recipes-cite-a-reference": [
+        (
+            data_of(),
+            "field 'reference': a catalogue recipe names the public configuration it reproduces "
+            "(reference.reproduces: project, repository, file, key, commit) or why it is its own layout "
+            "(reference.own)",
+        ),
+    ],
     "hardware-exists": [
         (
             data_of({"hardware": "b2000"}),
@@ -247,11 +260,25 @@ def test_every_rule_is_broken_by_a_test() -> None:
     ids=[f"{name}-{index}" for name, cases in BROKEN.items() for index in range(len(cases))],
 )
 def test_broken_rule_gives_its_exact_message(name: str, data: dict, expected: str) -> None:
-    assert message_of(data) == one_problem(expected)
+    path = PATHS.get(name, "recipe.yaml")
+    assert message_of(data, path) == one_problem(expected, path)
     # The problem comes from the rule it tests (and only that rule reports it).
     with pytest.raises(RecipeError) as caught:
-        parse_recipe(data, "recipe.yaml")
+        parse_recipe(data, path)
     assert len(caught.value.problems) == 1
+
+
+def test_a_catalogue_reference_is_one_of_reproduces_or_own_and_outside_the_catalogue_optional() -> None:
+    public = {"project": "InferenceX", "repository": "SemiAnalysisAI/InferenceX", "file": "configs/nvidia-master.yaml",
+              "key": "dsr1-fp8-b200-sglang", "commit": "843c6254ff69b567f772f6a5fd97675af3d04431"}  # fmt: skip
+    reproduces = parse_recipe(data_of(reference={"reproduces": public}), IN_CATALOGUE).recipe.reference
+    assert reproduces is not None and reproduces.label == "reproduces InferenceX dsr1-fp8-b200-sglang"
+    own = parse_recipe(data_of(reference={"own": "a layout of our own"}), IN_CATALOGUE).recipe.reference
+    assert own is not None and own.label == "own layout"
+    assert "exactly one of" in message_of(data_of(reference={"reproduces": public, "own": "both"}), IN_CATALOGUE)
+    short = message_of(data_of(reference={"reproduces": {**public, "commit": "843c625"}}))
+    assert "reference.reproduces.commit" in short and "'843c625'" in short  # a commit is pinned whole
+    assert parse_recipe(data_of(), "recipe.yaml").recipe.reference is None  # outside the catalogue: optional
 
 
 @pytest.mark.parametrize(
