@@ -242,9 +242,8 @@ st.dataframe(pd.DataFrame({"model": ["deepseek-r1"] * 27, "cost": [0.9045] * 27}
 
 def floor_view(browser: Any, home: Path) -> float:
     """Seconds until a bare Streamlit page's table is drawn (its second view: the server started and warm)."""
-    import urllib.request
-
     from orchestrator.cli.site import streamlit_argv
+    from orchestrator.site_warmup import wait_until_healthy
     from runners.host.process import pick_free_port
 
     app = home / "floor" / "app.py"
@@ -256,15 +255,8 @@ def floor_view(browser: Any, home: Path) -> float:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the bare Streamlit page did not start within 120 s") from None
-                time.sleep(0.2)
+        if not wait_until_healthy(base, timeout_s=120):
+            raise SystemExit("the bare Streamlit page did not start within 120 s")
         seconds = []
         for _ in range(2):  # the first view imports pandas in the server; the second is the floor
             context = browser.new_context(viewport={"width": 1400, "height": 1000})

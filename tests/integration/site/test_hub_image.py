@@ -17,13 +17,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from orchestrator.site_warmup import wait_until_healthy
 from runners.host.process import pick_free_port
 from tests.conftest import ROOT, run_cli
 from tests.integration.services import ensure_package
@@ -76,8 +75,9 @@ def hub_image(docker_daemon: None, tmp_path_factory: pytest.TempPathFactory) -> 
     context = tmp_path_factory.mktemp("hub-image") / "context"
     shutil.copytree(ROOT, context, ignore=CONTEXT_IGNORE)
     wheels = context / "packaging" / "hub" / "wheels"
+    # Built from the copy: pip builds the project in its own tree, and the checkout stays untouched.
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), str(ROOT), "setuptools>=77",
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), str(context), "setuptools>=77",
          "wheel"],
         capture_output=True, text=True, timeout=1200, check=False,
     )  # fmt: skip
@@ -121,17 +121,9 @@ def served(hub_image: str, snapshot_store: Path) -> Iterator[tuple[str, str]]:
            "--volume", f"{snapshot_store}:/srv/snapshot:ro", hub_image)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                running = docker("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
-                if running != "true" or time.monotonic() > deadline:
-                    pytest.fail(f"the hub container did not answer: {docker('logs', name, check=False).stdout}"
-                                f"{docker('logs', name, check=False).stderr}")  # fmt: skip
-                time.sleep(0.5)
+        if not wait_until_healthy(base, timeout_s=120):
+            logs = docker("logs", name, check=False)
+            pytest.fail(f"the hub container did not answer within 120 s: {logs.stdout}{logs.stderr}")
         yield name, base
     finally:
         docker("rm", "--force", name, check=False)
