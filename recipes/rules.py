@@ -15,16 +15,15 @@ section in FILE (between the `rules:begin` and `rules:end` markers). A test keep
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Formatter
 from typing import Any, Literal, NamedTuple
 
+from recipes.doc_sections import replace_section, section_cli
 from recipes.errors import MISSING, RecipeError
 from recipes.hardware import Hardware
 from recipes.registry import Registry
@@ -534,22 +533,13 @@ def rules_markdown() -> str:
 
 def replace_rules_section(document: str) -> str:
     """`document` with the text between the markers replaced by the generated rules section."""
-    start = document.find(BEGIN_MARKER)
-    end = document.find(END_MARKER)
-    if start < 0 or end < start:
-        raise ValueError(f"markers not found: {BEGIN_MARKER!r} ... {END_MARKER!r}")
-    return document[: start + len(BEGIN_MARKER)] + "\n\n" + rules_markdown() + "\n" + document[end:]
+    return replace_section(document, BEGIN_MARKER, END_MARKER, rules_markdown())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Print (or write into a document) the recipe rules section.")
-    parser.add_argument("--write", type=Path, help="Replace the rules section of this Markdown file.")
-    args = parser.parse_args(argv)
-    if args.write is None:
-        sys.stdout.write(rules_markdown())
-        return 0
-    args.write.write_text(replace_rules_section(args.write.read_text(encoding="utf-8")), encoding="utf-8")
-    return 0
+    return section_cli(
+        argv, "Print (or write into a document) the recipe rules section.", rules_markdown, BEGIN_MARKER, END_MARKER
+    )
 
 
 if __name__ == "__main__":

@@ -304,6 +304,9 @@ _ENGINE_FIELDS_SINCE_V1 = (
     "dynamo",
     "env_from",
     "chunked_prefill",
+    "attention_backend",
+    "cuda_graph_max_batch_size",
+    "stream_interval",
 )
 
 
@@ -390,6 +393,27 @@ class EngineSpec(StrictModel):
         "decodes (vLLM --enable-chunked-prefill, SGLang --chunked-prefill-size, TensorRT-LLM "
         "enable_chunked_prefill); the engine's default when absent (on in vLLM and SGLang, off in TensorRT-LLM, "
         "which then refuses any prompt longer than its max_num_tokens).",
+    )
+    attention_backend: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_]+$",
+        description="Attention kernel family, in the engine's own name for it (vLLM --attention-backend, e.g. "
+        "FLASHINFER; SGLang --attention-backend, e.g. trtllm_mla, flashinfer, aiter; TensorRT-LLM attn_backend, "
+        "e.g. TRTLLM); the engine's default when absent.",
+    )
+    cuda_graph_max_batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="Largest batch the engine captures a CUDA/HIP graph for; bigger decode batches run eagerly "
+        "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs, TensorRT-LLM "
+        "cuda_graph_config.max_batch_size); the engine's default when absent.",
+    )
+    stream_interval: int | None = Field(
+        None,
+        ge=1,
+        description="Output tokens the engine gathers before it sends a streamed chunk (vLLM and SGLang "
+        "--stream-interval, TensorRT-LLM stream_interval). Above 1 a chunk carries several tokens, so inter-token "
+        "gaps are measured per chunk (docs/METRICS.md); the engine's default (1) when absent.",
     )
     dynamo: DynamoSettings | None = Field(
         None, description="Settings of NVIDIA Dynamo (required for kind 'dynamo', and only allowed there)."

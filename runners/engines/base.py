@@ -84,6 +84,7 @@ class LaunchPlan:
 # ignored setting would measure another configuration than the recipe says.
 TUNING_FIELDS: tuple[str, ...] = (
     "kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "max_num_batched_tokens", "chunked_prefill",
+    "attention_backend", "cuda_graph_max_batch_size", "stream_interval",
 )  # fmt: skip
 
 

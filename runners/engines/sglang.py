@@ -94,6 +94,12 @@ def tuning_args(recipe: Recipe) -> list[str]:
         args += ["--chunked-prefill-size", "-1"]
     elif engine.max_num_batched_tokens is not None:
         args += ["--chunked-prefill-size", str(engine.max_num_batched_tokens)]
+    if engine.attention_backend is not None:
+        args += ["--attention-backend", engine.attention_backend]
+    if engine.cuda_graph_max_batch_size is not None:
+        args += ["--cuda-graph-max-bs", str(engine.cuda_graph_max_batch_size)]
+    if engine.stream_interval is not None:
+        args += ["--stream-interval", str(engine.stream_interval)]
     return args
 
 

@@ -130,6 +130,12 @@ def llm_api_options(recipe: Recipe, group: Parallelism | WorkerGroup, where: str
         options["max_num_tokens"] = engine.max_num_batched_tokens
     if engine.chunked_prefill is not None:
         options["enable_chunked_prefill"] = engine.chunked_prefill
+    if engine.attention_backend is not None:
+        options["attn_backend"] = engine.attention_backend
+    if engine.cuda_graph_max_batch_size is not None:
+        options["cuda_graph_config"] = {"max_batch_size": engine.cuda_graph_max_batch_size}
+    if engine.stream_interval is not None:
+        options["stream_interval"] = engine.stream_interval
     options["kv_cache_config"] = kv_cache_config(recipe, world_size(group))
     spec = speculative_config(recipe.methodology.speculative_decoding)
     if spec is not None:

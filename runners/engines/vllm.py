@@ -34,7 +34,7 @@ def vllm_server_argv(
 
 def vllm_engine_args(recipe: Recipe) -> list[str]:
     """vLLM's flags for the typed tuning fields (kv_cache_dtype, max_num_seqs, memory share, step budget, chunked
-    prefill)."""
+    prefill, attention backend, CUDA-graph capture size, stream interval)."""
     engine = recipe.engine
     args: list[str] = []
     if engine.kv_cache_dtype == "fp8":
@@ -47,6 +47,12 @@ def vllm_engine_args(recipe: Recipe) -> list[str]:
         args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
     if engine.chunked_prefill is not None:
         args += ["--enable-chunked-prefill" if engine.chunked_prefill else "--no-enable-chunked-prefill"]
+    if engine.attention_backend is not None:
+        args += ["--attention-backend", engine.attention_backend]
+    if engine.cuda_graph_max_batch_size is not None:
+        args += ["--max-cudagraph-capture-size", str(engine.cuda_graph_max_batch_size)]
+    if engine.stream_interval is not None:
+        args += ["--stream-interval", str(engine.stream_interval)]
     return args
 
 

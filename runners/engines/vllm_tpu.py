@@ -32,7 +32,8 @@ _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 class VllmTpuAdapter(EngineAdapter):
     kind = "vllm-tpu"
     origin = "measured"
-    honoured_fields = frozenset(TUNING_FIELDS)
+    # A TPU runs XLA graphs, compiled per padded batch size; there is no CUDA graph to size.
+    honoured_fields = frozenset(TUNING_FIELDS) - {"cuda_graph_max_batch_size"}
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         knobs = recipe.methodology

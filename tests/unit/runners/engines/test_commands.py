@@ -355,6 +355,30 @@ def test_an_adapter_never_ignores_a_typed_field_it_does_not_map() -> None:
     assert value_after(argv, "--kv-cache-dtype") == "fp8" and value_after(argv, "--max-num-seqs") == "64"
 
 
+KERNEL_KNOBS = {"attention_backend": "trtllm_mla", "cuda_graph_max_batch_size": 128, "stream_interval": 30}
+
+
+def test_kernel_knobs_become_each_engines_own_flags() -> None:
+    sglang = argv_of(make(engine=KERNEL_KNOBS))
+    assert value_after(sglang, "--attention-backend") == "trtllm_mla"
+    assert value_after(sglang, "--cuda-graph-max-bs") == "128" and value_after(sglang, "--stream-interval") == "30"
+    vllm = argv_of(make(engine={"kind": "vllm", **KERNEL_KNOBS, "attention_backend": "FLASHINFER"}))
+    assert value_after(vllm, "--attention-backend") == "FLASHINFER"
+    assert value_after(vllm, "--max-cudagraph-capture-size") == "128" and value_after(vllm, "--stream-interval") == "30"
+    options = options_of(trtllm(engine={**KERNEL_KNOBS, "attention_backend": "TRTLLM"}))
+    assert options["attn_backend"] == "TRTLLM" and options["stream_interval"] == 30
+    assert options["cuda_graph_config"] == {"max_batch_size": 128}
+    # Left out when unset: the engine's own default applies.
+    assert "--attention-backend" not in argv_of(make()) and "cuda_graph_config" not in options_of(trtllm())
+
+
+def test_vllm_tpu_refuses_a_cuda_graph_size_and_the_schema_refuses_a_flag_as_a_backend_name() -> None:
+    with pytest.raises(ConfigurationError, match=r"engine\.cuda_graph_max_batch_size: got 64"):
+        argv_of(tpu(engine={"cuda_graph_max_batch_size": 64}))
+    with pytest.raises(ValueError, match="attention_backend"):
+        make(engine={"attention_backend": "aiter --trust-remote-code"})
+
+
 def test_new_engine_fields_at_their_defaults_leave_the_dump_and_so_the_fingerprint_alone() -> None:
     dumped = make().model_dump(mode="json")
     assert not {"kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "dynamo"} & set(dumped["engine"])
@@ -425,7 +449,9 @@ def test_chunked_prefill_is_each_engines_own_switch_and_absent_by_default() -> N
     assert not any("chunked" in arg for arg in argv_of(make(engine=vllm)))
     # SGLang: -1 turns chunking off; its chunk size is the same flag, so the two together are refused.
     assert value_after(argv_of(make(engine={"chunked_prefill": False})), "--chunked-prefill-size") == "-1"
-    with pytest.raises(ConfigurationError, match=r"engine\.max_num_batched_tokens: got 4096 with engine\.chunked_prefill"):
+    with pytest.raises(
+        ConfigurationError, match=r"engine\.max_num_batched_tokens: got 4096 with engine\.chunked_prefill"
+    ):
         argv_of(make(engine={"chunked_prefill": False, "max_num_batched_tokens": 4096}))
     assert "--chunked-prefill-size" not in argv_of(make(engine={"chunked_prefill": True}))
 

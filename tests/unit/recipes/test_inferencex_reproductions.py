@@ -1,0 +1,141 @@
+"""Recipes that say they reproduce a public InferenceX configuration, checked against the public facts.
+
+The facts are in tests/data/inferencex-configs/<key>.yaml, written down from InferenceX's own files at a pinned commit
+(that folder's README says how). Each catalogue recipe whose `reference.reproduces.key` names one of them is matched
+to the public arm with its parallelism, and its rendered engine command must carry every public flag with the public
+value, every public environment variable, the public image, and the public workload. Nothing on the expected side
+comes from our recipes or adapters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from recipes.loader import load_recipe, recipe_files_in
+from recipes.references import replace_references_section
+from recipes.schema import FixedLengthWorkload, Recipe
+from runners.engines.registry import engine_adapter
+
+ROOT = Path(__file__).resolve().parents[3]
+PUBLIC = ROOT / "tests" / "data" / "inferencex-configs"
+CATALOGUE = ROOT / "recipes" / "catalogue"
+PUBLIC_KEYS = sorted(path.stem for path in PUBLIC.glob("*.yaml"))
+
+# SGLang declares several spellings of one option (ServerArgs.add_cli_args): the public scripts use the long
+# ones, our adapter the short ones.
+SGLANG_ALIASES = {"--tensor-parallel-size": "--tp-size", "--data-parallel-size": "--dp-size"}
+# Options our SGLang adapter leaves out when the recipe holds SGLang's own default: the public value must then
+# be that default for the command to mean the same.
+SGLANG_DEFAULTS = {"--data-parallel-size": "1", "--ep-size": "1"}
+
+
+def public_facts(key: str) -> dict[str, Any]:
+    return yaml.safe_load((PUBLIC / f"{key}.yaml").read_text())
+
+
+def reproducing_recipes() -> list[Recipe]:
+    recipes = [load_recipe(path).recipe for path in recipe_files_in(CATALOGUE)]
+    return [r for r in recipes if r.reference is not None and r.reference.reproduces is not None]
+
+
+def parse_argv(argv: list[str]) -> dict[str, str | None]:
+    """`--flag value`, `--flag=value` and switches (None) of a command line."""
+    flags: dict[str, str | None] = {}
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if not token.startswith("--"):
+            continue
+        if "=" in token:
+            name, value = token.split("=", 1)
+            flags[name] = value
+        elif index < len(argv) and not argv[index].startswith("--"):
+            flags[token] = argv[index]
+            index += 1
+        else:
+            flags[token] = None
+    return flags
+
+
+def public_arm(facts: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
+    parallel = recipe.parallelism
+    ours = {"tp": parallel.tp, "ep": parallel.ep, "dp": parallel.dp}
+    for arm in facts["arms"]:
+        if all(ours[name] == value for name, value in arm["parallelism"].items()):
+            return arm
+    raise AssertionError(f"{recipe.name}: no arm of {facts['key']} has the parallelism {ours}")
+
+
+def test_parse_argv_reads_both_spellings_and_switches() -> None:
+    argv = ["python3", "-m", "x", "--a", "1", "--b=2", "--switch", "--neg", "-1"]
+    assert parse_argv(argv) == {"--a": "1", "--b": "2", "--switch": None, "--neg": "-1"}
+
+
+@pytest.mark.parametrize("key", PUBLIC_KEYS)
+def test_every_public_key_has_a_reproducing_arm_for_each_of_its_arms(key: str) -> None:
+    facts = public_facts(key)
+    reproductions = [r for r in reproducing_recipes() if r.reference.reproduces.key == key]
+    covered = {tuple(sorted(public_arm(facts, r)["parallelism"].items())) for r in reproductions}
+    wanted = {tuple(sorted(arm["parallelism"].items())) for arm in facts["arms"]}
+    assert covered == wanted, f"{key}: arms without a reproducing recipe: {sorted(wanted - covered)}"
+
+
+REPRODUCTIONS = reproducing_recipes()
+
+
+@pytest.mark.parametrize("recipe", REPRODUCTIONS, ids=[r.name for r in REPRODUCTIONS])
+def test_reproducing_recipe_renders_every_public_flag_and_variable(recipe: Recipe) -> None:
+    reference = recipe.reference.reproduces
+    assert reference.key in PUBLIC_KEYS, f"{recipe.name}: no public facts for {reference.key} in {PUBLIC}"
+    facts = public_facts(reference.key)
+    assert (reference.repository, reference.commit, reference.file) == (
+        facts["repository"],
+        facts["commit"],
+        facts["config"]["file"],
+    )
+    arm = public_arm(facts, recipe)
+    plan = engine_adapter(recipe.engine.kind).launch_plan(recipe, 8000, Path("python3"), Path("/models/x"))
+    ours = parse_argv(plan.argv)
+    wrong = []
+    for flag, public_value in arm["flags"].items():
+        if flag in facts["plumbing"]:
+            continue
+        spelled = flag if flag in ours else SGLANG_ALIASES.get(flag, flag)
+        if spelled not in ours:
+            if SGLANG_DEFAULTS.get(flag) == public_value:
+                continue
+            wrong.append(f"{flag}: missing (public {public_value!r})")
+        elif ours[spelled] != public_value:
+            wrong.append(f"{flag}: ours {ours[spelled]!r}, public {public_value!r}")
+    for name, public_value in arm["env"].items():
+        if plan.env.get(name) != public_value:
+            wrong.append(f"env {name}: ours {plan.env.get(name)!r}, public {public_value!r}")
+    assert not wrong, f"{recipe.name} differs from {reference.key}: " + "; ".join(wrong)
+    assert plan.image == facts["image"]
+    assert recipe.precision == facts["precision"]
+    assert recipe.model.source.repo == facts["model"]
+
+
+@pytest.mark.parametrize("recipe", REPRODUCTIONS, ids=[r.name for r in REPRODUCTIONS])
+def test_reproducing_recipe_measures_the_public_workload(recipe: Recipe) -> None:
+    facts = public_facts(recipe.reference.reproduces.key)
+    workload = recipe.workload
+    assert isinstance(workload, FixedLengthWorkload)
+    public = facts["workload"]
+    assert [(s.isl, s.osl) for s in workload.sequences] == [(public["isl"], public["osl"])]
+    assert workload.range_ratio == public["range_ratio"]
+    assert workload.prompts_per_concurrency == public["prompts_per_concurrency"]
+    assert workload.warmup_per_concurrency == public["warmup_per_concurrency"]
+    assert workload.concurrency == public_arm(facts, recipe)["concurrency"]
+
+
+def test_recipes_md_holds_the_current_references_table() -> None:
+    document = (ROOT / "docs" / "RECIPES.md").read_text(encoding="utf-8")
+    assert replace_references_section(document) == document, "run: python -m recipes.references --write docs/RECIPES.md"
+    for recipe in REPRODUCTIONS:
+        assert f"| `{recipe.name}` |" in document and recipe.reference.reproduces.key in document
