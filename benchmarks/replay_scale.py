@@ -1,0 +1,215 @@
+"""Replay at AgentX scale: the `agentx` synthetic profile at 64, 256 and 512 live sessions, ours against AIPerf.
+
+The corpus is `infersweep trace synth --profile agentx` (32 root sessions of 80-240 turns, ~20k-token shared
+prefix, contexts growing to 190k tokens before compaction; median prompt and theoretical hit rate printed). A
+lane that finishes a session takes the next copy with a new salt, so 512 lanes need no bigger corpus. The same
+sessions are exported as a directory of Weka JSON files in the schema AIPerf 0.13.0's `weka_trace` loader
+accepts (it takes only `hash_id_scope: local`, so the prefix every session shares in ours is private to each
+session there: the prompt sizes and the growth inside a session are the same).
+
+Both clients replay against the zero-delay simulated engine (first token and every gap 0 ms), pinned to core 0
+where there are two cores, for the same measured window. AIPerf runs its AgentX scenario as InferenceX does
+(`--scenario inferencex-agentx-mvp`: chat completions, streaming, cache-bust on the first turn's prefix, 10 s
+system idle cap, start positions in [25 %, 75 %]), with `--unsafe-override` for the window: the scenario asks for
+at least 900 s, which would take hours here.
+
+Figures, per lane count:
+- schedule lag p50/p99 (ours; target, issue 20: p99 < 50 ms at 256 sessions): how late requests were sent against
+  their schedule. Where several processes share the lanes (`--processes`), the worst shard's figure is shown.
+- client CPU per replayed prompt token: target ours <= 1/2 of AIPerf's. Each client runs twice per lane count, with
+  the window and with a quarter of it; the figure is the difference of their CPU time (user + system of the
+  client's processes) over the difference of the prompt tokens they sent in the window. Start-up, loading the
+  corpus and warm-up (AIPerf's 10 requests per lane, our priming requests) are the same in both runs and cancel.
+
+Run: .venv/bin/python -m benchmarks.replay_scale [--lanes 64 256 512] [--duration 60] [--processes 1]
+     [--no-aiperf] [--aiperf DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.peer_agreement import SERVER_CORES, peer_venv
+from benchmarks.peers import simulated_server_process
+from runners.host.generated_model import ensure_generated_model
+from runners.traces.formats import load_trace
+from runners.traces.hit_rate import replayed_hit_rate
+from runners.traces.synthetic import PROFILES, generate, write_corpus
+
+LAG_TARGET_MS = 50.0
+LAG_TARGET_LANES = 256
+CPU_RATIO_TARGET = 0.5
+MODEL = "sim"
+AIPERF_TIMEOUT_S = 1800
+ZERO_DELAY = ("--ttft-ms", "0", "--itl-ms", "0", "--max-batch", "100000", "--max-model-len", "262144")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _aiperf_request(entry: dict[str, Any]) -> dict[str, Any]:
+    return {**entry, "model": MODEL}
+
+
+def export_for_aiperf(conversations: list[dict[str, Any]], directory: Path) -> Path:
+    """One Weka JSON file per root session, in the schema of AIPerf's `weka_trace` loader."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for conversation in conversations:
+        requests = []
+        for index, entry in enumerate(conversation["requests"]):
+            if entry["type"] == "subagent":
+                requests.append({
+                    "t": entry["t"], "type": "subagent", "agent_id": f"agent_{index:03d}",
+                    "subagent_type": entry["subagent_type"], "status": "completed", "models": [MODEL],
+                    "requests": [_aiperf_request(inner) for inner in entry["requests"]],
+                })  # fmt: skip
+            else:
+                requests.append(_aiperf_request(entry))
+        exported = {
+            "id": conversation["id"], "models": [MODEL], "block_size": conversation["block_size"],
+            "hash_id_scope": "local", "system_tokens": conversation["system_tokens"], "requests": requests,
+        }  # fmt: skip
+        (directory / f"{conversation['id']}.json").write_text(json.dumps(exported, separators=(",", ":")))
+    return directory
+
+
+# One shard of our replay, in a process of its own: replays `lanes` sessions, prints its figures as JSON.
+_SHARD = """
+import json, sys
+from recipes.schema import ReplaySettings
+from runners.loadgen.client import Endpoint
+from runners.loadgen.replay import replay
+from runners.traces.formats import load_trace
+corpus, url, lanes, duration, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+settings = ReplaySettings(duration_s=duration, seed=seed, request_timeout_s=600)
+stats, items = replay(load_trace(corpus), Endpoint(base_url=url, model="sim"), settings, lanes)
+print(json.dumps({
+    "lag_p50": stats.schedule_lag_ms.p50, "lag_p99": stats.schedule_lag_ms.p99, "measured": stats.requests_measured,
+    "sent_tokens": sum(item.record.prompt_tokens_sent for item in items if not item.record.warmup),
+    "failed": sum(1 for item in items if not item.record.ok), "requests": len(items),
+}))
+"""
+
+
+def ours(corpus: Path, url: str, lanes: int, duration: float, processes: int) -> dict[str, Any]:
+    shares = [lanes // processes + (1 if index < lanes % processes else 0) for index in range(processes)]
+    cpu_before, started = _children_cpu(), time.perf_counter()
+    root = Path(__file__).resolve().parents[1]
+    shards = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SHARD, str(corpus), url, str(share), str(duration), str(seed)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=root,
+        )
+        for seed, share in enumerate(shares)
+        if share
+    ]
+    outputs = [json.loads(shard.communicate()[0].strip().splitlines()[-1]) for shard in shards]
+    cpu = _children_cpu() - cpu_before
+    tokens = sum(output["sent_tokens"] for output in outputs)
+    return {
+        "lag_p50": max(output["lag_p50"] or 0.0 for output in outputs),
+        "lag_p99": max(output["lag_p99"] or 0.0 for output in outputs),
+        "requests": sum(output["requests"] for output in outputs),
+        "failed": sum(output["failed"] for output in outputs),
+        "tokens": tokens, "cpu_s": cpu, "wall_s": time.perf_counter() - started,
+    }  # fmt: skip
+
+
+def aiperf(venv: Path, traces: Path, url: str, lanes: int, duration: float, work: Path) -> dict[str, Any]:
+    artifacts = work / f"aiperf-{lanes}"
+    argv = [
+        str(venv / "bin" / "aiperf"), "profile", "--scenario", "inferencex-agentx-mvp", "--unsafe-override",
+        "--url", url, "--endpoint", "/v1/chat/completions", "--endpoint-type", "chat", "--streaming",
+        "--model", MODEL, "--tokenizer", str(ensure_generated_model("tiny-llama")),
+        "--custom-dataset-type", "weka_trace", "--input-file", str(traces), "--allow-dataset-wrap",
+        "--concurrency", str(lanes), "--benchmark-duration", str(duration), "--random-seed", "42",
+        "--trajectory-start-min-ratio", "0.25", "--trajectory-start-max-ratio", "0.75",
+        "--cache-bust", "first_turn_prefix", "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
+        "--artifact-dir", str(artifacts), "--ui-type", "none",
+    ]  # fmt: skip
+    cpu_before, started = _children_cpu(), time.perf_counter()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=AIPERF_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish within {AIPERF_TIMEOUT_S} s"}
+    cpu, wall = _children_cpu() - cpu_before, time.perf_counter() - started
+    if done.returncode != 0:
+        return {"error": f"aiperf exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"}
+    summary = json.loads(next(artifacts.rglob("profile_export_aiperf.json")).read_text())
+    count = summary["request_count"]["avg"]
+    tokens = summary["input_sequence_length"]["avg"] * count
+    return {"requests": count, "tokens": tokens, "cpu_s": cpu, "wall_s": wall}
+
+
+def _per_token(runs: dict[float, dict[str, Any]]) -> float | None:
+    """CPU µs per prompt token from a short and a long run: what the longer window added, over what it sent."""
+    if len(runs) != 2 or any("error" in run for run in runs.values()):
+        return None
+    short, long = (runs[window] for window in sorted(runs))
+    tokens = long["tokens"] - short["tokens"]
+    return (long["cpu_s"] - short["cpu_s"]) / tokens * 1e6 if tokens > 0 else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--lanes", type=int, nargs="+", default=[64, 256, 512])
+    parser.add_argument("--duration", type=float, default=60.0, help="Measured window per run, seconds.")
+    parser.add_argument("--processes", type=int, default=1, help="Processes our replay's lanes are shared among.")
+    parser.add_argument("--no-aiperf", action="store_true", help="Ours only.")
+    parser.add_argument("--aiperf", type=Path, default=None, help="AIPerf's virtual environment.")
+    args = parser.parse_args()
+    venv = None if args.no_aiperf else peer_venv("aiperf", args.aiperf)
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        profile = PROFILES["agentx"]
+        corpus = write_corpus(profile, work / "agentx.jsonl")
+        trace = load_trace(corpus)
+        prompts = [request.input_tokens for _, session in trace.walk_sessions() for request in session.requests]
+        hit = replayed_hit_rate(trace, profile.block_size, 1.0).rate
+        traces = export_for_aiperf(generate(profile), work / "aiperf-traces")
+        print(f"corpus: {len(trace.sessions)} root sessions, {len(prompts):,} requests, median prompt "
+              f"{statistics.median(prompts):,.0f} tokens, theoretical hit {hit:.1%}; zero-delay simulated engine; "
+              f"{args.duration:g} s window; our replay in {args.processes} process(es)", flush=True)  # fmt: skip
+        rows = []
+        for lanes in args.lanes:
+            mine = {}
+            for window in (args.duration / 4, args.duration):
+                with simulated_server_process(*ZERO_DELAY, pin=SERVER_CORES) as (url, _pid):
+                    mine[window] = ours(corpus, url, lanes, window, args.processes)
+                print(f"{lanes} lanes, {window:g} s, ours: {mine[window]}", flush=True)
+            theirs: dict[float, dict[str, Any]] = {}
+            for window in (args.duration / 4, args.duration) if venv is not None else ():
+                with simulated_server_process(*ZERO_DELAY, pin=SERVER_CORES) as (url, _pid):
+                    theirs[window] = aiperf(venv, traces, url, lanes, window, work / f"{window:g}")
+                print(f"{lanes} lanes, {window:g} s, AIPerf: {theirs[window]}", flush=True)
+            rows.append((lanes, mine[args.duration], _per_token(mine), _per_token(theirs), os.getloadavg()[0]))
+    print()
+    print("| live sessions | our lag p50 / p99 ms | lag target | our CPU µs/prompt token | AIPerf's | ratio "
+          "(target <= 0.5) | load |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for lanes, mine, own, peer, load in rows:
+        target = ("met" if mine["lag_p99"] < LAG_TARGET_MS else "not met") if lanes == LAG_TARGET_LANES else "–"
+        ratio = own / peer if own and peer else None
+        verdict = "–" if ratio is None else f"{ratio:.2f} ({'met' if ratio <= CPU_RATIO_TARGET else 'not met'})"
+        own_text = "–" if own is None else f"{own:.3f}"
+        peer_text = "–" if peer is None else f"{peer:.3f}"
+        print(f"| {lanes} | {mine['lag_p50']:.1f} / {mine['lag_p99']:.1f} | {target} | {own_text} | {peer_text} | "
+              f"{verdict} | {load:.2f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
