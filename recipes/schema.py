@@ -82,11 +82,25 @@ class SpeculativeDecoding(StrictModel):
 class KvOffload(StrictModel):
     backend: Literal["none", "dram"] = Field("none", description="Second KV-cache tier: none or host DRAM.")
     dram_gib: float | None = Field(None, gt=0, description="Host DRAM given to the KV cache, in GiB.")
+    connector: Literal["native", "simple-cpu-offload"] = Field(
+        "native",
+        description="How the engine attaches the DRAM tier, where it has more than one way: 'native' is the engine's "
+        "own (vLLM --kv-offloading-backend native, SGLang HiCache, TensorRT-LLM host_cache_size); "
+        "'simple-cpu-offload' is vLLM's SimpleCPUOffloadConnector through --kv-transfer-config, as InferenceX's "
+        "agentic vLLM configurations attach it. An adapter refuses a connector it does not have.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_connector(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(self, handler(self), ("connector",))  # fingerprints of older recipes hold
 
     @model_validator(mode="after")
     def _size_needed(self) -> KvOffload:
         if self.backend == "dram" and self.dram_gib is None:
             raise ValueError("kv_offload.backend 'dram' needs kv_offload.dram_gib (GiB of host DRAM)")
+        if self.backend == "none" and self.connector != "native":
+            raise ValueError(f"kv_offload.connector: got {self.connector!r} with backend 'none'; a connector attaches "
+                             "a DRAM tier, so set backend 'dram' and dram_gib")  # fmt: skip
         return self
 
 

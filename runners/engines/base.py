@@ -119,6 +119,8 @@ class EngineAdapter:
     kind: ClassVar[str]
     origin: ClassVar[Origin] = "measured"
     honoured_fields: ClassVar[frozenset[str]] = frozenset()
+    # Ways of attaching a DRAM tier (methodology.kv_offload.connector) the adapter maps; others are refused.
+    offload_connectors: ClassVar[frozenset[str]] = frozenset({"native"})
     # Tokens one scheduler step computes when the recipe sets no `max_num_batched_tokens`: on a CPU host, on
     # accelerators (vLLM's API-server defaults). None: the engine's cache does not pin running requests.
     default_step_tokens: ClassVar[tuple[int, int] | None] = (2048, 8192)
@@ -174,6 +176,9 @@ def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan
     @functools.wraps(launch_plan)
     def checked(self: EngineAdapter, recipe: Recipe, *args: object, **kwargs: object) -> LaunchPlan:
         problems = unhonoured_fields(recipe, self.honoured_fields)
+        connector = recipe.methodology.kv_offload.connector
+        if connector not in self.offload_connectors:
+            problems.append(f"methodology.kv_offload.connector: got {connector!r}")
         if problems:
             raise ConfigurationError(
                 f"{'; '.join(problems)}; the {self.kind} adapter does not turn this setting into engine flags yet "

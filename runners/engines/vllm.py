@@ -66,6 +66,32 @@ def vllm_speculative_args(spec: SpeculativeDecoding | None) -> list[str]:
     return ["--speculative-config", json.dumps(config, sort_keys=True)]
 
 
+def vllm_offload_args(recipe: Recipe) -> list[str]:
+    """vLLM's DRAM tier of `kv_offload.dram_gib` (the whole server's): its built-in offloading, or the
+    SimpleCPUOffloadConnector sized per rank (each rank keeps its own CPU cache), eager as InferenceX runs it."""
+    offload = recipe.methodology.kv_offload
+    if offload.connector == "native":
+        return ["--kv-offloading-backend", "native", "--kv-offloading-size", f"{offload.dram_gib:g}"]
+    parallel = recipe.parallelism
+    ranks = parallel.tp * parallel.pp * parallel.dp
+    config = {
+        "kv_connector": "SimpleCPUOffloadConnector",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {
+            "cpu_bytes_to_use_per_rank": int(offload.dram_gib * 2**30) // ranks,
+            "enable_cross_layers_blocks": "true",
+            "lazy_offload": False,
+        },
+    }
+    return ["--kv-transfer-config", json.dumps(config, sort_keys=True)]
+
+
+def vllm_offload_env(recipe: Recipe) -> dict[str, str]:
+    """With the connector, identical prefixes must hash to identical block keys in every rank's process."""
+    offload = recipe.methodology.kv_offload
+    return {"PYTHONHASHSEED": "42"} if offload.backend == "dram" and offload.connector != "native" else {}
+
+
 def vllm_prefix_args(recipe: Recipe) -> list[str]:
     if recipe.methodology.prefix_caching:
         return ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
@@ -92,12 +118,13 @@ class VllmAdapter(EngineAdapter):
 
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
+    offload_connectors = frozenset({"native", "simple-cpu-offload"})
 
     def methodology_flags(self, recipe: Recipe) -> list[str]:
         knobs = recipe.methodology
         flags = vllm_prefix_args(recipe) + vllm_speculative_args(knobs.speculative_decoding)
         if knobs.kv_offload.backend == "dram":
-            flags += ["--kv-offloading-backend", "native", "--kv-offloading-size", f"{knobs.kv_offload.dram_gib:g}"]
+            flags += vllm_offload_args(recipe)
         if knobs.routing.kind != "none":
             raise ConfigurationError(
                 f"methodology.routing.kind: got {knobs.routing.kind!r}; a single vLLM server has no router "
@@ -131,7 +158,8 @@ class VllmAdapter(EngineAdapter):
             argv += ["--load-format", "dummy"]  # random weights: nothing to download
         argv += self.methodology_flags(recipe)
         argv += recipe.engine.extra_args
-        env = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **recipe.engine.env}
+        env = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **vllm_offload_env(recipe)}
+        env.update(recipe.engine.env)
         return LaunchPlan(argv=argv, env=env, port=port, served_model=recipe.model.name, model_dir=model_dir)
 
 

@@ -372,6 +372,29 @@ def test_kernel_knobs_become_each_engines_own_flags() -> None:
     assert "--attention-backend" not in argv_of(make()) and "cuda_graph_config" not in options_of(trtllm())
 
 
+def test_the_dram_tier_connector_is_vllms_choice_and_refused_elsewhere() -> None:
+    connector = {
+        "prefix_caching": True,
+        "kv_offload": {"backend": "dram", "dram_gib": 64, "connector": "simple-cpu-offload"},
+    }
+    plan = engine_adapter("vllm").launch_plan(make(engine={"kind": "vllm"}, methodology=connector), 8000,
+                                              Path("python3"), Path("/m"))  # fmt: skip
+    config = json.loads(value_after(plan.argv, "--kv-transfer-config"))
+    assert config["kv_connector"] == "SimpleCPUOffloadConnector" and "--kv-offloading-backend" not in plan.argv
+    assert config["kv_connector_extra_config"]["cpu_bytes_to_use_per_rank"] == 64 * 2**30 // 8  # BASE: tp 8
+    assert plan.env["PYTHONHASHSEED"] == "42"
+    native = argv_of(
+        make(engine={"kind": "vllm"}, methodology={**connector, "kv_offload": {"backend": "dram", "dram_gib": 64}})
+    )
+    assert value_after(native, "--kv-offloading-backend") == "native" and "--kv-transfer-config" not in native
+    with pytest.raises(
+        ConfigurationError, match=r"methodology\.kv_offload\.connector: got 'simple-cpu-offload'; the sglang"
+    ):
+        argv_of(make(methodology=connector))
+    with pytest.raises(ValueError, match=r"kv_offload\.connector"):
+        make(methodology={"kv_offload": {"backend": "none", "connector": "simple-cpu-offload"}})
+
+
 def test_vllm_tpu_refuses_a_cuda_graph_size_and_the_schema_refuses_a_flag_as_a_backend_name() -> None:
     with pytest.raises(ConfigurationError, match=r"engine\.cuda_graph_max_batch_size: got 64"):
         argv_of(tpu(engine={"cuda_graph_max_batch_size": 64}))
