@@ -51,7 +51,7 @@ from runners.traces.hit_rate import replayed_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
 from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scaled_lengths
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
-from runners.traces.synthesis import BlockCache, scope_key, synthesize
+from runners.traces.synthesis import BlockCache, copy_salt, scope_key, synthesize
 
 SESSION_HEADER = "X-Session-ID"
 
@@ -148,7 +148,7 @@ class Replayer:
     ) -> _Outgoing:
         # Only the synthesis thread runs this while a replay runs: the block cache has one user.
         request, block = _scaled(session.requests[turn], self.settings, self.trace.block_size)
-        scope = scope_key(self.trace, f"{self.settings.seed}-{copy}", root)
+        scope = scope_key(self.trace, copy_salt(self.settings.seed, self.concurrency, copy), root)
         prompt = synthesize(request, block, scope, self.vocabulary, cache=self.blocks)
         prepared = PreparedRequest(
             index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,

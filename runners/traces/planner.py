@@ -6,7 +6,7 @@ session trees at once, each a salted copy that shares nothing with the others, e
 warm-start turn with its history primed. The planner rebuilds that traffic and runs it through the LRU of
 hit_rate.py at the engine's block size:
 
-- Lanes take trace copies in order (copy k replays root session k mod n with salt "<seed>-<k>"), exactly
+- Lanes take trace copies in order (copy k replays root session k mod n with salt `copy_salt(seed, concurrency, k)`), exactly
   the replayer's numbering, and the first tree of each lane starts at the replayer's warm-start turn (the
   same `random.Random(seed)` draws, in lane order), after one uncounted priming request (one output token).
 - Lanes advance round-robin, one request each per round: closed-loop lanes with similar think and service
@@ -43,7 +43,7 @@ from recipes.hardware import Hardware
 from recipes.model_registry import RegistryModelSpec, kv_bytes_per_token
 from runners.traces.hit_rate import DramPolicy, TieredHitRate, _Access, _simulate, engine_block_keys
 from runners.traces.models import Session, Trace
-from runners.traces.synthesis import scope_key
+from runners.traces.synthesis import copy_salt, scope_key
 
 # Bytes per weight by recipe precision (the serving format of the checkpoint's large matrices).
 BYTES_PER_PARAMETER = {"fp4": 0.5, "mxfp4": 0.5, "nvfp4": 0.5, "fp8": 1.0, "int8": 1.0, "bf16": 2.0, "fp16": 2.0}
@@ -171,7 +171,7 @@ def access_of(
     length, output, scaled_block = scaled_lengths(request.input_tokens, request.output_tokens, trace.block_size,
                                                   shape.length_scale, shape.max_output_tokens)  # fmt: skip
     output = 1 if step.primer else output  # the priming request asks for one token
-    scope = scope_key(trace, f"{shape.seed}-{step.copy}", step.root)
+    scope = scope_key(trace, copy_salt(shape.seed, shape.concurrency, step.copy), step.root)
     keys = engine_block_keys(request.hash_ids, length, output, scaled_block, engine_block_size, scope, unique)
     hittable = min((length - 1) // engine_block_size, length // engine_block_size)
     return _Access(keys, hittable, length, counted=not step.primer), output

@@ -8,8 +8,8 @@ blocks that can be reused (Weka drops the partial tail block, which changes ever
 
 Scope keys: what may share and what may not
 --------------------------------------------
-The replayer gives each *replayed copy* of a trace a salt (every recycled or parallel copy its own). A copy
-is one pass over the whole trace: all its sessions, and for a corpus replayed as one trace, all its files.
+The replayer gives each *replayed copy* of a trace a salt (every recycled or parallel copy its own, and every Point
+of a job its own set: `copy_salt`). A copy is one pass over the whole trace: all its sessions, and for a corpus replayed as one trace, all its files.
 `scope_key(trace, salt, root)` is the namespace a request's hash ids are resolved in:
 
 - `hash_id_scope == "session"`: `s|<trace content hash>|<root session index>|<salt>`. Ids only mean
@@ -60,6 +60,15 @@ def scope_key(trace: Trace, salt: str | int, root: int = 0, *, namespace: str | 
     if trace.hash_id_scope == "global":
         return f"g|{namespace or trace.content_hash}|{salt}"
     return f"s|{trace.content_hash}|{root}|{salt}"
+
+
+def copy_salt(seed: int, concurrency: int, copy: int) -> str:
+    """The salt of replayed copy `copy` in a Point of `concurrency` live sessions and seed `seed` (the repeat's).
+
+    A job's Points replay one after another on one engine, with the same seed for the same repeat: the concurrency in
+    the salt keeps a later Point from hitting the blocks an earlier one left in the engine's cache (AIPerf's AgentX
+    cache-bust keys its marker on a fresh benchmark id per run for the same reason)."""
+    return f"{seed}-c{concurrency}-{copy}"
 
 
 def _seed(*parts: object) -> int:

@@ -60,6 +60,21 @@ def test_parallel_copies_do_not_share_cache(caching_server: str) -> None:
     assert stats.realized_hit_rate <= theoretical_hit_rate(trace).rate + 0.02
 
 
+def test_a_later_point_on_the_same_engine_hits_nothing_an_earlier_point_left(caching_server: str) -> None:
+    # A job's Points run one after another on one engine, with the same seed for the same repeat. The second
+    # Point's priming requests are the first requests of its copies: anything cached for them came from the
+    # earlier Point (they used to be the same salted copies, and hit it whole).
+    trace = load_trace(WEKA)
+    settings = ReplaySettings(duration_s=2, warmup=True, time_scale=0.005, length_scale=0.25,
+                              max_output_tokens=8, seed=11)  # fmt: skip
+    endpoint = Endpoint(base_url=caching_server, model="sim")
+    replay(trace, endpoint, settings, 1)
+    _stats, records = replay(trace, endpoint, settings, 2)
+    primers = [item.record for item in records if item.record.warmup and item.record.max_tokens == 1]
+    assert len(primers) == 2
+    assert [record.cached_tokens for record in primers] == [0, 0], [record.prompt_tokens_sent for record in primers]
+
+
 def test_warm_start_primes_history(caching_server: str) -> None:
     trace = load_trace(WEKA)
     settings = ReplaySettings(duration_s=2, warmup=True, time_scale=0.005, length_scale=0.25,
