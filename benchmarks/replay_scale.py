@@ -22,7 +22,7 @@ Figures, per lane count:
   corpus and warm-up (AIPerf's 10 requests per lane, our priming requests) are the same in both runs and cancel.
 
 Run: .venv/bin/python -m benchmarks.replay_scale [--lanes 64 256 512] [--duration 60] [--processes 1]
-     [--no-aiperf] [--aiperf DIR]
+     [--no-aiperf | --no-ours] [--aiperf DIR] [--aiperf-timeout 900]
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ LAG_TARGET_MS = 50.0
 LAG_TARGET_LANES = 256
 CPU_RATIO_TARGET = 0.5
 MODEL = "sim"
-AIPERF_TIMEOUT_S = 1800
 ZERO_DELAY = ("--ttft-ms", "0", "--itl-ms", "0", "--max-batch", "100000", "--max-model-len", "262144")
 
 
@@ -129,7 +128,9 @@ def ours(corpus: Path, url: str, lanes: int, duration: float, processes: int) ->
     }  # fmt: skip
 
 
-def aiperf(venv: Path, traces: Path, url: str, lanes: int, duration: float, work: Path) -> dict[str, Any]:
+def aiperf(
+    venv: Path, traces: Path, url: str, lanes: int, duration: float, work: Path, timeout_s: float
+) -> dict[str, Any]:
     artifacts = work / f"aiperf-{lanes}"
     argv = [
         str(venv / "bin" / "aiperf"), "profile", "--scenario", "inferencex-agentx-mvp", "--unsafe-override",
@@ -143,9 +144,9 @@ def aiperf(venv: Path, traces: Path, url: str, lanes: int, duration: float, work
     ]  # fmt: skip
     cpu_before, started = _children_cpu(), time.perf_counter()
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=AIPERF_TIMEOUT_S)
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        return {"error": f"did not finish within {AIPERF_TIMEOUT_S} s"}
+        return {"error": f"did not finish within {timeout_s:g} s"}
     cpu, wall = _children_cpu() - cpu_before, time.perf_counter() - started
     if done.returncode != 0:
         return {"error": f"aiperf exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"}
@@ -170,9 +171,14 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="Measured window per run, seconds.")
     parser.add_argument("--processes", type=int, default=1, help="Processes our replay's lanes are shared among.")
     parser.add_argument("--no-aiperf", action="store_true", help="Ours only.")
+    parser.add_argument("--no-ours", action="store_true", help="AIPerf only.")
     parser.add_argument("--aiperf", type=Path, default=None, help="AIPerf's virtual environment.")
+    parser.add_argument("--aiperf-timeout", type=float, default=900.0, help="Longest AIPerf run, seconds.")
     args = parser.parse_args()
     venv = None if args.no_aiperf else peer_venv("aiperf", args.aiperf)
+    # The model's tokenizer counts the chat text AIPerf sends as a real server would (whitespace words undercount it
+    # several times), so both clients' prompt tokens are in one unit: the tiny model's tokens, which ours are made of.
+    server = (*ZERO_DELAY, "--tokenizer", str(ensure_generated_model("tiny-llama")))
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         profile = PROFILES["agentx"]
@@ -187,21 +193,24 @@ def main() -> None:
         rows = []
         for lanes in args.lanes:
             mine = {}
-            for window in (args.duration / 4, args.duration):
-                with simulated_server_process(*ZERO_DELAY, pin=SERVER_CORES) as (url, _pid):
+            for window in (args.duration / 4, args.duration) if not args.no_ours else ():
+                with simulated_server_process(*server, pin=SERVER_CORES) as (url, _pid):
                     mine[window] = ours(corpus, url, lanes, window, args.processes)
                 print(f"{lanes} lanes, {window:g} s, ours: {mine[window]}", flush=True)
             theirs: dict[float, dict[str, Any]] = {}
             for window in (args.duration / 4, args.duration) if venv is not None else ():
-                with simulated_server_process(*ZERO_DELAY, pin=SERVER_CORES) as (url, _pid):
-                    theirs[window] = aiperf(venv, traces, url, lanes, window, work / f"{window:g}")
+                with simulated_server_process(*server, pin=SERVER_CORES) as (url, _pid):
+                    theirs[window] = aiperf(venv, traces, url, lanes, window, work / f"{window:g}", args.aiperf_timeout)
                 print(f"{lanes} lanes, {window:g} s, AIPerf: {theirs[window]}", flush=True)
-            rows.append((lanes, mine[args.duration], _per_token(mine), _per_token(theirs), os.getloadavg()[0]))
+            rows.append((lanes, mine.get(args.duration), _per_token(mine), _per_token(theirs), os.getloadavg()[0]))
     print()
     print("| live sessions | our lag p50 / p99 ms | lag target | our CPU µs/prompt token | AIPerf's | ratio "
           "(target <= 0.5) | load |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     for lanes, mine, own, peer, load in rows:
+        if mine is None:
+            print(f"| {lanes} | – | – | – | {'–' if peer is None else f'{peer:.3f}'} | – | {load:.2f} |")
+            continue
         target = ("met" if mine["lag_p99"] < LAG_TARGET_MS else "not met") if lanes == LAG_TARGET_LANES else "–"
         ratio = own / peer if own and peer else None
         verdict = "–" if ratio is None else f"{ratio:.2f} ({'met' if ratio <= CPU_RATIO_TARGET else 'not met'})"

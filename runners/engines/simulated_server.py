@@ -26,6 +26,7 @@ import urllib.request
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -38,6 +39,12 @@ REQUEST_FAULTS = {
     "malformed": "send a data line that is not JSON",
     "over-report": "report three times the output tokens it streams, in continuous and final usage",
 }
+
+
+def _load_tokenizer(directory: str) -> Any:
+    from tokenizers import Tokenizer  # only when asked for: a second of import time
+
+    return Tokenizer.from_file(str(Path(directory) / "tokenizer.json"))
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ class SimulatedEngine:
         self.served = 0
         self.cache = PrefixCache(args.block_size, args.cache_blocks, args.dram_blocks) if args.prefix_caching else None
         self.record = open(args.record_file, "a") if args.record_file else None  # noqa: SIM115 - open for the server's life
+        self.tokenizer = _load_tokenizer(args.tokenizer) if args.tokenizer else None
         self.counters = {
             "vllm:prompt_tokens_total": 0,
             "vllm:generation_tokens_total": 0,
@@ -178,6 +186,14 @@ class SimulatedEngine:
     def _error(message: str, status: int) -> web.Response:
         return web.json_response({"error": {"message": message, "code": status}}, status=status)
 
+    def _tokens(self, text: str) -> list[int]:
+        """A text prompt's token ids: the model's tokenizer's when the server was given one (`--tokenizer`), so usage
+        counts what a real server would; otherwise whitespace words stand in for tokens (stable ids let the prefix
+        cache work on text too)."""
+        if self.tokenizer is not None:
+            return self.tokenizer.encode(text, add_special_tokens=False).ids or [0]
+        return [int(hashlib.md5(word.encode()).hexdigest()[:6], 16) for word in text.split()] or [0]  # noqa: S324
+
     async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
         arrived = time.monotonic()  # as early as the server can see the request
         try:
@@ -189,12 +205,11 @@ class SimulatedEngine:
             if not isinstance(messages, list) or not messages:
                 return self._error("messages must be a non-empty list", 400)
             text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
-            # Whitespace words stand in for tokens; stable ids let the prefix cache work on chat too.
-            prompt = [int(hashlib.md5(word.encode()).hexdigest()[:6], 16) for word in text.split()] or [0]  # noqa: S324
+            prompt = self._tokens(text)
         else:
             prompt = body.get("prompt")
             if isinstance(prompt, str):
-                prompt = [int(hashlib.md5(word.encode()).hexdigest()[:6], 16) for word in prompt.split()] or [0]  # noqa: S324
+                prompt = self._tokens(prompt)
         if not isinstance(prompt, list) or not all(isinstance(token, int) for token in prompt):
             return self._error("prompt must be a string or a list of token ids", 400)
         # Chat clients of today (AIPerf, OpenAI's SDK) send `max_completion_tokens`; older ones `max_tokens`.
@@ -325,6 +340,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fault-once-file", default=None)
     parser.add_argument("--no-usage", action="store_true", help="Never report usage (as some servers do).")
     parser.add_argument("--record-file", default=None, help="Append one JSON line per served request.")
+    parser.add_argument(
+        "--tokenizer", default=None, help="A model directory with tokenizer.json: text prompts are counted with it."
+    )
     parser.add_argument("--inject", type=RequestFault.parse, action="append", default=[], help="KIND:EVERY[:MS]")
     return parser.parse_args(argv)
 

@@ -7,14 +7,16 @@ import json
 
 import pytest
 from aiohttp import ClientSession, web
+from tokenizers import Tokenizer
 
 from runners.engines.simulated_server import build_app, parse_args
+from runners.host.generated_model import ensure_generated_model
 
 pytestmark = pytest.mark.timeout(30)
 
 
-async def _completion_tokens(body: dict[str, object]) -> int:
-    args = parse_args(["--port", "0", "--model", "sim", "--ttft-ms", "1", "--itl-ms", "0"])
+async def _usage(body: dict[str, object], *options: str) -> dict[str, int]:
+    args = parse_args(["--port", "0", "--model", "sim", "--ttft-ms", "1", "--itl-ms", "0", *options])
     runner = web.AppRunner(build_app(args), shutdown_timeout=0.5, access_log=None)
     await runner.setup()
     try:
@@ -31,7 +33,7 @@ async def _completion_tokens(body: dict[str, object]) -> int:
                 if text.startswith("data: {"):
                     usage = json.loads(text[6:]).get("usage") or usage
         assert usage is not None
-        return int(usage["completion_tokens"])
+        return usage
     finally:
         await runner.cleanup()
 
@@ -40,4 +42,17 @@ async def _completion_tokens(body: dict[str, object]) -> int:
 def test_chat_output_length_follows_max_completion_tokens_then_max_tokens(limit: dict[str, int], expected: int) -> None:
     body = {"model": "sim", "messages": [{"role": "user", "content": "a b c"}], "stream": True,
             "stream_options": {"include_usage": True}, **limit}  # fmt: skip
-    assert asyncio.run(_completion_tokens(body)) == expected
+    assert asyncio.run(_usage(body))["completion_tokens"] == expected
+
+
+def test_with_the_models_tokenizer_a_chat_prompt_counts_its_tokens_not_its_words() -> None:
+    # AIPerf's AgentX replay sends chat text; a real server counts it with the model's tokenizer. Whitespace words
+    # undercount code-like text several times over.
+    tokenizer_dir = ensure_generated_model("tiny-llama")
+    text = "def f(x):\n    return {'a': x[0], 'b': x[1:]}  # indexing"
+    body = {"model": "sim", "messages": [{"role": "user", "content": text}], "stream": True, "max_tokens": 1,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+    expected = len(Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).encode(text, add_special_tokens=False).ids)
+    assert expected > len(text.split())
+    assert asyncio.run(_usage(body, "--tokenizer", str(tokenizer_dir)))["prompt_tokens"] == expected
+    assert asyncio.run(_usage(body))["prompt_tokens"] == len(text.split())
