@@ -53,8 +53,10 @@ def main() -> None:
           f"cost, then {per_row * 1000:.1f} ms per row); the same files again, all present: {again:.2f} s")  # fmt: skip
     print(f"projected for the whole public corpus ({CORPUS_ROWS:,} rows): {projected:.1f} s (target {TARGET_S:g} s): "
           f"{'MET' if projected <= TARGET_S else 'NOT MET'}")  # fmt: skip
-    print(f"parse-only baseline (json + the row model, no database): {parse_s * 1000:.0f} ms for {rows} rows; the "
-          f"import takes {(first - fixed) / parse_s:,.0f}x that per row")
+    print(
+        f"parse-only baseline (json + the row model, no database): {parse_s * 1000:.0f} ms for {rows} rows; the "
+        f"import takes {(first - fixed) / parse_s:,.0f}x that per row"
+    )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.loadgen_timing import server_medians
-from benchmarks.peers import ROOT, Server, run_vllm_client, simulated_server_process, vllm_cpu_server
+from benchmarks.peers import ROOT, Server, process_cpu, run_vllm_client, simulated_server_process, vllm_cpu_server
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from recipes.schema import ValidityThresholds
 from runners.host.generated_model import ensure_generated_model
@@ -177,11 +177,6 @@ def guidellm(venv: Path) -> Client:
     return run
 
 
-def _process_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 ServerFor = Callable[[Path], AbstractContextManager[Server]]  # a server for one run, given the run's directory
 
 
@@ -191,7 +186,7 @@ def known_truth_server(work: Path) -> Iterator[Server]:
     record = work / "sent.jsonl"
     server_args = ("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-batch", "100000")
     with simulated_server_process(*server_args, "--record-file", str(record), pin=SERVER_CORES) as (url, pid):
-        yield Server(url, "sim", lambda: _process_cpu(pid), record=record)
+        yield Server(url, "sim", lambda: process_cpu(pid), record=record)
 
 
 def measure(client: str, runner: Client, server_for: ServerFor, shape: tuple[int, int], concurrency: int,

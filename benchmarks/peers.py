@@ -81,6 +81,12 @@ def run_vllm_client(
         return json.loads((Path(directory) / "result.json").read_text())
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def process_group_cpu(pgid: int) -> float:
     """CPU seconds (user + system) of the live processes of process group `pgid` (an engine and its workers)."""
     total = 0.0

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peer_agreement import SERVER_CORES, peer_venv
-from benchmarks.peers import simulated_server_process
+from benchmarks.peers import process_cpu, simulated_server_process
 from runners.host.generated_model import ensure_generated_model
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import replayed_hit_rate
@@ -194,13 +194,18 @@ def main() -> None:
         for lanes in args.lanes:
             mine = {}
             for window in (args.duration / 4, args.duration) if not args.no_ours else ():
-                with simulated_server_process(*server, pin=SERVER_CORES) as (url, _pid):
+                with simulated_server_process(*server, pin=SERVER_CORES) as (url, pid):
+                    started, before = time.perf_counter(), process_cpu(pid)
                     mine[window] = ours(corpus, url, lanes, window, args.processes)
+                    mine[window]["server_cpu_share"] = (process_cpu(pid) - before) / (time.perf_counter() - started)
                 print(f"{lanes} lanes, {window:g} s, ours: {mine[window]}", flush=True)
             theirs: dict[float, dict[str, Any]] = {}
             for window in (args.duration / 4, args.duration) if venv is not None else ():
-                with simulated_server_process(*server, pin=SERVER_CORES) as (url, _pid):
+                with simulated_server_process(*server, pin=SERVER_CORES) as (url, pid):
+                    started, before = time.perf_counter(), process_cpu(pid)
                     theirs[window] = aiperf(venv, traces, url, lanes, window, work / f"{window:g}", args.aiperf_timeout)
+                    # Over the whole run, start-up included: a share near 1 means the server limited the client.
+                    theirs[window]["server_cpu_share"] = (process_cpu(pid) - before) / (time.perf_counter() - started)
                 print(f"{lanes} lanes, {window:g} s, AIPerf: {theirs[window]}", flush=True)
             rows.append((lanes, mine.get(args.duration), _per_token(mine), _per_token(theirs), os.getloadavg()[0]))
     print()
