@@ -304,13 +304,19 @@ def main() -> None:
     }  # fmt: skip
     console = Console(width=160)
     results = {}
-    if args.engine in ("simulated", "both"):
-        summary = summarise(interleaved(clients, known_truth_server, SIMULATED_SHAPE, args, console))
+
+    def arm(
+        name: str, describe: str, server_for: ServerFor, shape: tuple[int, int], arm_args: argparse.Namespace
+    ) -> None:
+        summary = summarise(interleaved(clients, server_for, shape, arm_args, console))
         load = os.getloadavg()
-        print_summary(f"known truth: simulated engine, TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms, "
-                      f"{SIMULATED_SHAPE[0]}/{SIMULATED_SHAPE[1]} tokens, concurrency {args.concurrency}, "
+        print_summary(f"{describe}, {shape[0]}/{shape[1]} tokens, concurrency {arm_args.concurrency}, "
                       f"{args.rounds} rounds (median), load {load[0]:.2f}/{load[1]:.2f}", summary, console)  # fmt: skip
-        results["simulated"] = {"load": load, "summary": summary}
+        results[name] = {"load": load, "summary": summary}
+
+    if args.engine in ("simulated", "both"):
+        truth = f"known truth: simulated engine, TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms"
+        arm("simulated", truth, known_truth_server, SIMULATED_SHAPE, args)
     if args.engine in ("vllm-cpu", "both"):
         with vllm_cpu_server(SERVER_CORES) as engine:
 
@@ -320,12 +326,7 @@ def main() -> None:
 
             real = argparse.Namespace(**{**vars(args), "requests": args.vllm_requests,
                                          "concurrency": args.vllm_concurrency})  # fmt: skip
-            summary = summarise(interleaved(clients, shared, VLLM_SHAPE, real, console))
-        load = os.getloadavg()
-        print_summary(f"real engine: vLLM-CPU on the tiny generated model, {VLLM_SHAPE[0]}/{VLLM_SHAPE[1]} tokens, "
-                      f"concurrency {args.vllm_concurrency}, {args.rounds} rounds (median), "
-                      f"load {load[0]:.2f}/{load[1]:.2f}", summary, console)  # fmt: skip
-        results["vllm-cpu"] = {"load": load, "summary": summary}
+            arm("vllm-cpu", "real engine: vLLM-CPU on the tiny generated model", shared, VLLM_SHAPE, real)
     print(json.dumps(results, default=str))
 
 
