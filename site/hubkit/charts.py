@@ -93,11 +93,16 @@ def chip_curves(curve: pd.DataFrame, y: alt.Y, tooltip: Sequence[str | alt.Toolt
     """Each chip's figure (`y`) over interactivity, one line per chip and model · workload row (`curve`'s columns
     tok/s/user, hardware, row), the target speed as a dashed rule, and any other `rules`."""
     several = curve["row"].nunique() > 1
-    lines = alt.Chart(curve).mark_line(point=True).encode(
+    base = alt.Chart(curve).encode(
         x=alt.X("tok/s/user:Q", title="interactivity (tok/s/user)"), y=y, color=chip_colour(curve["hardware"]),
-        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0]),
         detail="row:N", tooltip=["hardware", "row", "configuration", alt.Tooltip("tok/s/user:Q", format=",.1f"),
                                  *tooltip],
     )  # fmt: skip
+    # Lines and their points are two layers: the dash legend then draws each dash as a line (a line with points
+    # gets point symbols in its legend, which hide the dash).
+    lines = base.mark_line().encode(
+        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0])
+    )
+    points = base.mark_point(filled=True, size=30)
     target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(target))
-    return alt.layer(lines, *rules, target_rule).properties(height=380)
+    return alt.layer(lines, points, *rules, target_rule).properties(height=380)
