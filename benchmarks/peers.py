@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -79,6 +80,12 @@ def run_vllm_client(
         if completed.returncode != 0:
             raise RuntimeError(f"vllm bench serve failed ({completed.returncode}):\n{completed.stderr[-3000:]}")
         return json.loads((Path(directory) / "result.json").read_text())
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children so far (a client run as a subprocess)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def process_cpu(pid: int) -> float:

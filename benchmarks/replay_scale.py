@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peer_agreement import SERVER_CORES, peer_venv
-from benchmarks.peers import process_cpu, simulated_server_process
+from benchmarks.peers import children_cpu, process_cpu, simulated_server_process
 from runners.host.generated_model import ensure_generated_model
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import replayed_hit_rate
@@ -51,11 +50,6 @@ LAG_TARGET_LANES = 256
 CPU_RATIO_TARGET = 0.5
 MODEL = "sim"
 ZERO_DELAY = ("--ttft-ms", "0", "--itl-ms", "0", "--max-batch", "100000", "--max-model-len", "262144")
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _aiperf_request(entry: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +98,7 @@ print(json.dumps({
 
 def ours(corpus: Path, url: str, lanes: int, duration: float, processes: int) -> dict[str, Any]:
     shares = [lanes // processes + (1 if index < lanes % processes else 0) for index in range(processes)]
-    cpu_before, started = _children_cpu(), time.perf_counter()
+    cpu_before, started = children_cpu(), time.perf_counter()
     root = Path(__file__).resolve().parents[1]
     shards = [
         subprocess.Popen(
@@ -117,7 +111,7 @@ def ours(corpus: Path, url: str, lanes: int, duration: float, processes: int) ->
         if share
     ]
     outputs = [json.loads(shard.communicate()[0].strip().splitlines()[-1]) for shard in shards]
-    cpu = _children_cpu() - cpu_before
+    cpu = children_cpu() - cpu_before
     tokens = sum(output["sent_tokens"] for output in outputs)
     return {
         "lag_p50": max(output["lag_p50"] or 0.0 for output in outputs),
@@ -142,12 +136,12 @@ def aiperf(
         "--cache-bust", "first_turn_prefix", "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
         "--artifact-dir", str(artifacts), "--ui-type", "none",
     ]  # fmt: skip
-    cpu_before, started = _children_cpu(), time.perf_counter()
+    cpu_before, started = children_cpu(), time.perf_counter()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"error": f"did not finish within {timeout_s:g} s"}
-    cpu, wall = _children_cpu() - cpu_before, time.perf_counter() - started
+    cpu, wall = children_cpu() - cpu_before, time.perf_counter() - started
     if done.returncode != 0:
         return {"error": f"aiperf exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"}
     summary = json.loads(next(artifacts.rglob("profile_export_aiperf.json")).read_text())
