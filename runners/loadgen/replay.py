@@ -1,13 +1,17 @@
 """Agentic trace replay (AgentX-style), v0: closed-loop session trees and open-loop timelines.
 
 Closed loop (session traces, e.g. Weka/Claude Code): `concurrency` lanes, each running one live session
-tree (a root session with its subagents) at a time. A session sends its next request when the previous
-answer ends plus its recorded think time (capped per gap, and compressed when nothing at all is in
-flight, as AgentX does), scaled by `time_scale`. Subagents spawn at their recorded offset after the
-parent request they follow. When a tree ends, the lane takes the next copy of a root session with a new
-salt, so copies never share cache the real traffic would not have shared (runners/traces/synthesis.py).
+tree (a root session with its subagents) at a time, on AgentX's rules (AIPerf's agentic replay; the schedule
+comparison in tests/integration/loadgen/test_aiperf_schedule.py holds us to it): a session sends its next
+request when the previous answer ends plus the recorded idle gap (`Session.think_before`), scaled by
+`time_scale`, and timers are advanced only by the idle caps (runners/loadgen/idle_caps.py). Subagents spawn in
+groups (`Session.spawn_groups`) and a request that joins a group still running waits for it. When a tree ends,
+the lane takes the next copy of a root session with a new salt, so copies never share cache the real traffic
+would not have shared (runners/traces/synthesis.py).
 Warmup: each lane's first tree starts at a random turn in [25 %, 75 %] of its root session, with the
-history primed by one unmeasured request carrying the previous turn's prompt; that turn is then due its
+history primed by one unmeasured request carrying the previous turn's prompt, then (AgentX's accelerated warm-up,
+`warmup_requests_per_lane`) that many more turns sent one after another as one-token requests; the next turn is
+then due its
 own think time after the window opens, so lanes are at random phases as in steady traffic. When the window
 closes on a tree (its next request is due after the end), the lane stops.
 
@@ -59,7 +63,8 @@ SESSION_HEADER = "X-Session-ID"
 def replay_shape(settings: ReplaySettings, concurrency: int) -> ReplayShape:
     """What of a replay's settings shapes its cache traffic (what the planner needs)."""
     return ReplayShape(concurrency=concurrency, seed=settings.seed, warmup=settings.warmup,
-                       length_scale=settings.length_scale, max_output_tokens=settings.max_output_tokens)  # fmt: skip
+                       length_scale=settings.length_scale, max_output_tokens=settings.max_output_tokens,
+                       warmup_requests_per_lane=settings.warmup_requests_per_lane)  # fmt: skip
 
 
 def e2e_interactivity_p90(records: list[RequestRecord]) -> float | None:
@@ -187,43 +192,58 @@ class Replayer:
     ) -> bool:  # fmt: skip
         """Run `session` from `first_turn` (due at `due`, now by default) to its end or the window's.
 
+        Subagents follow AgentX (`Session.spawn_groups`): a group spawns at its recorded offset from the send of the
+        request it follows when it overlapped that request, else from that request's end; a request that joins a
+        group still running when the request before it ended is sent as soon as the group's last member ends.
         True when the whole tree ran; False when the window closed first (a request was due after it).
         """
         children: list[asyncio.Task[bool]] = []
+        joins: dict[int, list[asyncio.Task[bool]]] = {}  # parent request index -> the subagents it waits for
+        groups = session.spawn_groups()
+        tree = (lane, copy)
+
+        def spawn(after: int, overlapping: bool, origin: float) -> None:
+            for group in groups:
+                if group.after != after or (after >= 0 and group.overlaps != overlapping):
+                    continue
+                tasks = [
+                    asyncio.create_task(self._session(http, lane, copy, root, child, 0,
+                                                      origin + self._gap(group.offset(session, child))))
+                    for child in group.children
+                ]  # fmt: skip
+                children.extend(tasks)
+                if group.join is not None:
+                    joins.setdefault(group.join, []).extend(tasks)
+
         start = time.perf_counter() if due is None else due
-        for child in session.subagents_after(first_turn - 1) if first_turn == 0 else ():
-            children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child, start)))
+        if first_turn == 0:
+            spawn(-1, False, start)
         outgoing = await self._prepare(copy, root, session, first_turn, start)
         completed = True
-        tree = (lane, copy)
         for turn in range(first_turn, len(session.requests)):
-            # Each next prompt is made during the think time before it, so synthesis is off the schedule.
-            # The timer may be advanced by the idle caps; one that has not fired when the window closes is dropped.
-            fired = await self.caps.wait(outgoing.due, tree, deadline=self.window_end)
+            running = [task for task in joins.get(turn, ()) if not task.done()]
+            if running:
+                # AgentX sends a join at once when its subagents end after the request before it did: no think time.
+                await asyncio.wait(running)
+                fired: float | None = time.perf_counter()
+            else:
+                # Each next prompt is made during the think time before it, so synthesis is off the schedule. The
+                # timer may be advanced by the idle caps; one that has not fired when the window closes is dropped.
+                fired = await self.caps.wait(outgoing.due, tree, deadline=self.window_end)
             sent = time.perf_counter()
             if fired is None or sent >= self.window_end:
                 completed = False
                 break
-            # A subagent's recorded offset runs from the send of the parent request it follows (AgentX), so its
-            # timer starts with that send, while the parent's answer is still streaming.
-            for child in session.subagents_after(turn):
-                children.append(asyncio.create_task(self._spawn(http, lane, copy, root, session, child, sent)))
+            spawn(turn, True, sent)
             record = await self._send(http, lane, outgoing, fired, tree)
+            ended = record.end if record.end is not None else time.perf_counter()
+            spawn(turn, False, ended)
             if turn + 1 < len(session.requests):
-                ended = record.end if record.end is not None else time.perf_counter()
                 due = ended + self._gap(session.think_before(turn + 1))
                 outgoing = await self._prepare(copy, root, session, turn + 1, due)
         if children:
             completed &= all(await asyncio.gather(*children))
         return completed
-
-    async def _spawn(
-        self, http: aiohttp.ClientSession, lane: int, copy: int, root: int, parent: Session, child: Session,
-        parent_sent: float,
-    ) -> bool:  # fmt: skip
-        """The subagent `child`, due its recorded offset after `parent_sent` (the parent request's send)."""
-        due = parent_sent + self._gap(max(0.0, parent.spawn_delay(child)))
-        return await self._session(http, lane, copy, root, child, 0, due)
 
     async def _lane(self, http: aiohttp.ClientSession, lane: int, primed: asyncio.Event) -> None:
         # The planner's own tree plans (copy numbers, salts and warm starts), so it predicts what is replayed.
@@ -232,10 +252,11 @@ class Replayer:
         while time.perf_counter() < self.window_end:
             plan = next(trees)
             copy, root, session, start_turn = plan.copy, plan.root, plan.session, plan.first_turn
-            if plan.primed:
-                # Prime the history: the previous turn's prompt, one token out, never measured.
+            for turn in plan.primers:
+                # Prime the history (the turn before the drawn start), then AgentX's warm-up turns: each prompt in
+                # turn, one token out, no idle gap, never measured.
                 now = time.perf_counter()
-                priming = await self._prepare(copy, root, session, start_turn - 1, now, 1, warmup=True)
+                priming = await self._prepare(copy, root, session, turn, now, 1, warmup=True)
                 await self._send(http, lane, priming, now, (lane, copy))
             due = None
             if first:

@@ -185,6 +185,33 @@ class TraceRequest:
     ttft: float | None = None  # recorded time to first token (Weka, when the proxy had it)
 
 
+# A parent request recorded this close after a subagent's end still joins it (AIPerf's tolerance).
+JOIN_EPSILON_S = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnGroup:
+    """Subagents a session spawned after one of its requests and joined at a later one, replayed as one branch.
+
+    `after` is the parent request they follow (-1: before the first), `join` the parent request that waits for all
+    of them (None: background), `start` the group's recorded spawn (its earliest member's, parent's clock).
+    """
+
+    after: int
+    join: int | None
+    start: float
+    children: tuple[Session, ...]
+    overlaps: bool  # spawned while the request it follows was still answering (recorded)
+
+    def offset(self, parent: Session, child: Session) -> float:
+        """Seconds from the group's dispatch origin to `child`'s spawn: the send of the request it follows when the
+        group overlapped that request, else that request's end (the gap from its end to the spawn is dropped, as
+        AgentX does: the first member starts as the answer ends, the others at their recorded offsets from it)."""
+        if self.overlaps or self.after < 0:
+            return max(0.0, parent.spawn_delay(child))
+        return max(0.0, child.first_send() - self.start)
+
+
 @dataclass(frozen=True, slots=True)
 class Session:
     """An ordered run of requests by one agent, with the subagents it spawned.
@@ -212,6 +239,45 @@ class Session:
         """Subagents spawned between request `index` and request `index + 1` (index -1: before the first)."""
         return tuple(child for child in self.subagents if child.spawned_after == index)
 
+    def recorded_end(self) -> float:
+        """When this session ended on its parent's clock, as recorded: a subagent's `duration_ms` after its spawn, else
+        its last request's end (start + t + api_time); AgentX joins a subagent at this time."""
+        duration_ms = self.meta.get("duration_ms")
+        if isinstance(duration_ms, int | float) and duration_ms >= 0:
+            return self.start + duration_ms / 1000
+        ends = [self.start + request.t + max(0.0, request.api_time or 0.0) for request in self.requests]
+        return max(ends, default=self.start)
+
+    def spawn_groups(self) -> tuple[SpawnGroup, ...]:
+        """This session's subagents as AgentX replays them (AIPerf's agentic replay: one branch per group).
+
+        Subagents spawned after the same request and joined by the same later request form one group: the join is
+        the first later request recorded at or after the subagent's recorded end (none: a background subagent,
+        nobody waits for it). A group recorded while the request it follows was still answering `overlaps` it.
+        """
+        groups: dict[tuple[int, int | None], list[Session]] = {}
+        for child in self.subagents:
+            after = child.spawned_after if child.spawned_after is not None else -1
+            end = child.recorded_end()
+            join = next(
+                (index for index in range(after + 1, len(self.requests))
+                 if self.requests[index].t + JOIN_EPSILON_S >= end),
+                None,
+            )  # fmt: skip
+            groups.setdefault((after, join), []).append(child)
+        result = []
+        for (after, join), children in groups.items():
+            start = min(child.start for child in children)
+            spawning = self.requests[after] if after >= 0 else None
+            overlaps = (
+                spawning is not None
+                and spawning.api_time is not None
+                and spawning.api_time > 0
+                and start < spawning.t + spawning.api_time
+            )
+            result.append(SpawnGroup(after, join, start, tuple(children), overlaps))
+        return tuple(result)
+
     def spawn_delay(self, child: Session) -> float:
         """Seconds from sending the parent request a subagent follows to the subagent's spawn (recorded).
 
@@ -219,16 +285,23 @@ class Session:
         """
         after = child.spawned_after
         if after is None or after < 0:
-            return child.start
-        return child.start - self.requests[after].t
+            return child.first_send()
+        return child.first_send() - self.requests[after].t
+
+    def first_send(self) -> float:
+        """When this session's first request was sent, on its parent's clock (its start plus that request's t)."""
+        return self.start + (self.requests[0].t if self.requests else 0.0)
 
     def think_before(self, turn: int) -> float:
-        """The recorded think time before request `turn` (from the timestamps when the trace has none)."""
-        upcoming = self.requests[turn]
-        if upcoming.think_time is not None:
+        """The recorded idle gap before request `turn`: from the end of the request before it (t + api_time) to
+        its own t, as AgentX replays it; the recorded `think_time` only where the trace has no response time.
+
+        AgentX's rule: Claude Code traces round `think_time` to whole seconds (12.0 where t and api_time give 12.13).
+        """
+        upcoming, previous = self.requests[turn], self.requests[turn - 1]
+        if previous.api_time is None and upcoming.think_time is not None:
             return upcoming.think_time
-        previous = self.requests[turn - 1]
-        return max(0.0, upcoming.t - previous.t - (previous.api_time or 0.0))
+        return max(0.0, upcoming.t - previous.t - max(0.0, previous.api_time or 0.0))
 
     def walk(self) -> Iterator[Session]:
         """This session and every subagent below it, depth first."""

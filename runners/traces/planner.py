@@ -59,6 +59,9 @@ class ReplayShape(StrictModel):
     warmup: bool = Field(True, description="Each lane starts at a random 25-75 % turn with its history primed.")
     length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
     max_output_tokens: int | None = Field(None, gt=0, description="Cap on recorded output lengths.")
+    warmup_requests_per_lane: int = Field(
+        0, ge=0, description="One-token turns each warm-started lane sends after its priming request, unmeasured."
+    )
 
 
 @dataclass(frozen=True)
@@ -84,14 +87,19 @@ def _tree(session: Session, first_turn: int) -> Iterator[tuple[Session, int]]:
 
 @dataclass(frozen=True)
 class TreePlan:
-    """One session tree a lane replays: copy `copy` of root session `root`, from `first_turn`; a lane's warm
-    start (`primed`) first sends turn `first_turn - 1` as an uncounted priming request."""
+    """One session tree a lane replays: copy `copy` of root session `root`, measured from `first_turn`; a lane's
+    warm start first sends `primers`, turns of the root session before `first_turn`, one after another as
+    uncounted one-token requests: the turn before the drawn start (its history), then AgentX's warm-up turns."""
 
     copy: int
     root: int
     session: Session
     first_turn: int
-    primed: bool
+    primers: tuple[int, ...] = ()
+
+    @property
+    def primed(self) -> bool:
+        return bool(self.primers)
 
 
 def _trees(trace: Trace, shape: ReplayShape, rng: random.Random, copies: Iterator[int]) -> Iterator[TreePlan]:
@@ -100,13 +108,17 @@ def _trees(trace: Trace, shape: ReplayShape, rng: random.Random, copies: Iterato
         copy = next(copies)
         root = copy % len(trace.sessions)
         session = trace.sessions[root]
-        start = 0
+        start, primers = 0, ()
         if first and shape.warmup and len(session.requests) > 1:
             low = max(1, int(0.25 * len(session.requests)))
             high = max(low, int(0.75 * len(session.requests)))
             start = rng.randint(low, high)
+            # AgentX advances the lane this many turns more (clamped so at least one turn is left to measure).
+            advanced = min(shape.warmup_requests_per_lane, len(session.requests) - 1 - start)
+            primers = tuple(range(start - 1, start + advanced))
+            start += advanced
         first = False
-        yield TreePlan(copy, root, session, start, primed=start > 0)
+        yield TreePlan(copy, root, session, start, primers)
 
 
 def lane_trees(trace: Trace, shape: ReplayShape) -> list[Iterator[TreePlan]]:
@@ -119,8 +131,8 @@ def lane_trees(trace: Trace, shape: ReplayShape) -> list[Iterator[TreePlan]]:
 
 def _lane_steps(lane: int, trees: Iterator[TreePlan]) -> Iterator[_Step]:
     for plan in trees:
-        if plan.primed:
-            yield _Step(lane, plan.root, plan.copy, plan.session, plan.first_turn - 1, primer=True)
+        for turn in plan.primers:
+            yield _Step(lane, plan.root, plan.copy, plan.session, turn, primer=True)
         for node, turn in _tree(plan.session, plan.first_turn):
             yield _Step(lane, plan.root, plan.copy, node, turn)
 
@@ -134,7 +146,7 @@ def replay_order(trace: Trace, shape: ReplayShape, requests_per_lane: int) -> li
     for index, trees in enumerate(lane_trees(trace, shape)):
         lane = _lane_steps(index, trees)
         opening = [next(lane)]  # draws this lane's warm start (and copy) now, as the replayer does at launch
-        if opening[0].primer:
+        while opening[-1].primer:  # its priming and warm-up requests, then its first measured one
             opening.append(next(lane))
         lanes.append(lane)
         firsts.append(opening)

@@ -11,8 +11,9 @@ through a step-by-step model of that scheduler:
 
 - Traffic: `concurrency` lanes, each running session trees as the replayer does (planner.lane_trees: the
   same copies, salts, warm starts and priming requests); within a tree the root session's turns run in
-  order and each subagent starts when the request it follows has ended (think times are scaled by
-  `time_scale` and, as in the replayer, capped), so a tree may have several requests in flight.
+  order, subagents spawn and join as AgentX replays them (`Session.spawn_groups`, as the replayer does), and
+  think times are scaled by `time_scale` and advanced only by AgentX's idle caps, so a tree may have several
+  requests in flight.
 - Each step: running requests first, in admission order, each takes its next prefill chunk (at most the
   step's token budget, vLLM `--max-num-batched-tokens`) or one decode token; when its blocks cannot be
   allocated, the most recently admitted running request is preempted (its blocks freed, it waits again at
@@ -89,12 +90,19 @@ class _Stream:
     root: int
     session: Session
     turns: list[int]
-    then_first_turn: int | None = None  # a priming request's stream: the tree's first turn, opened after it
+    then_first_turn: int | None = None  # a priming stream's (its turns, one token each): the tree's first measured turn
     position: int = 0
+    parent: _Stream | None = None  # a subagent's: the stream that spawned it
+    joins: dict[int, list[_Stream]] = field(default_factory=dict)  # turn -> the subagent streams it waits for
+    held: bool = False  # its next turn waits for subagents (AgentX: sent as the last of them ends)
 
     @property
     def primer(self) -> bool:
         return self.then_first_turn is not None
+
+    @property
+    def done(self) -> bool:
+        return self.position >= len(self.turns)
 
 
 @dataclass(eq=False)
@@ -172,7 +180,7 @@ class _Scheduler:
         plan = next(self.trees[lane])
         tree = _Tree(lane, idle_since=self.now)
         if plan.primed:
-            primer = _Stream(lane, tree, plan.copy, plan.root, plan.session, [plan.first_turn - 1],
+            primer = _Stream(lane, tree, plan.copy, plan.root, plan.session, list(plan.primers),
                              then_first_turn=plan.first_turn)  # fmt: skip
             self._launch(primer, 0.0)
             return
@@ -182,12 +190,20 @@ class _Scheduler:
         stream = _Stream(tree.lane, tree, copy, root, session, list(range(first_turn, len(session.requests))))
         self._launch(stream, 0.0)
         if first_turn == 0:
-            for child in session.subagents_after(-1):
-                self._spawn(tree, copy, root, session, child)
+            self._spawn(stream, -1, overlapping=False)
 
-    def _spawn(self, tree: _Tree, copy: int, root: int, parent: Session, child: Session) -> None:
-        stream = _Stream(tree.lane, tree, copy, root, child, list(range(len(child.requests))))
-        self._launch(stream, self._gap(max(0.0, parent.spawn_delay(child))))
+    def _spawn(self, parent: _Stream, after: int, overlapping: bool) -> None:
+        """The subagent groups that follow request `after` of `parent`, as the replayer spawns them: those recorded
+        while that request answered now (at its arrival), the others when it has ended (Session.spawn_groups)."""
+        for group in parent.session.spawn_groups():
+            if group.after != after or (after >= 0 and group.overlaps != overlapping):
+                continue
+            for child in group.children:
+                stream = _Stream(parent.lane, parent.tree, parent.copy, parent.root, child,
+                                 list(range(len(child.requests))), parent=parent)  # fmt: skip
+                if group.join is not None:
+                    parent.joins.setdefault(group.join, []).append(stream)
+                self._launch(stream, self._gap(group.offset(parent.session, child)))
 
     def _launch(self, stream: _Stream, delay_s: float) -> None:
         stream.tree.outstanding += 1
@@ -231,9 +247,7 @@ class _Scheduler:
         self.waiting.append(_Request(access, output, stream))
         stream.tree.active += 1
         if stream.then_first_turn is None:
-            # A subagent's recorded offset runs from the send of the parent request it follows, not its end.
-            for child in stream.session.subagents_after(turn):
-                self._spawn(stream.tree, stream.copy, stream.root, stream.session, child)
+            self._spawn(stream, turn, overlapping=True)
 
     def _finished(self, request: _Request) -> None:
         stream, tree = request.stream, request.stream.tree
@@ -243,14 +257,28 @@ class _Scheduler:
         if tree.active == 0:
             tree.idle_since = self.now
         if stream.then_first_turn is not None:
+            stream.position += 1
             tree.outstanding -= 1
-            self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
+            if not stream.done:  # AgentX's warm-up turns follow one another with no idle gap
+                self._launch(stream, 0.0)
+            else:
+                self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
             return
+        self._spawn(stream, stream.turns[stream.position], overlapping=False)
         stream.position += 1
         tree.outstanding -= 1
-        if stream.position < len(stream.turns):
-            self._launch(stream, self._gap(stream.session.think_before(stream.turns[stream.position])))
-        elif tree.outstanding == 0:
+        if not stream.done:
+            upcoming = stream.turns[stream.position]
+            if any(not child.done for child in stream.joins.get(upcoming, ())):
+                stream.held = True  # sent as the last subagent it joins ends, with no think time
+            else:
+                self._launch(stream, self._gap(stream.session.think_before(upcoming)))
+        parent = stream.parent
+        if (parent is not None and parent.held and stream.done
+                and all(child.done for child in parent.joins.get(parent.turns[parent.position], ()))):  # fmt: skip
+            parent.held = False
+            self._launch(parent, 0.0)
+        if tree.outstanding == 0:
             self._start_tree(tree.lane)
 
     # --- the engine --------------------------------------------------------------------------------

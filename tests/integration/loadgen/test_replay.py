@@ -13,6 +13,7 @@ import pytest
 from recipes.schema import ReplaySettings
 from runners.loadgen import loop
 from runners.loadgen.client import Endpoint
+from runners.loadgen.records import RequestRecord
 from runners.loadgen.replay import Replayer, replay
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
@@ -87,6 +88,27 @@ def test_warm_start_primes_history(caching_server: str) -> None:
     assert first_measured.cached_tokens and first_measured.cached_tokens > 0.5 * first_measured.prompt_tokens_sent
 
 
+def test_agentx_warmup_turns_are_sent_back_to_back_with_one_token_before_the_window(caching_server: str) -> None:
+    # AgentX's --warmup-requests-per-lane 2: the primer and the two turns after it go as one-token requests, each as
+    # soon as the one before ended, then the window opens and the lane measures from the turn after them.
+    trace = load_trace(WEKA)
+    settings = ReplaySettings(duration_s=1.5, warmup=True, time_scale=0.005, length_scale=0.25, max_output_tokens=8,
+                              seed=3, warmup_requests_per_lane=2)  # fmt: skip
+    replayer = Replayer(trace, Endpoint(base_url=caching_server, model="sim"), settings, 1)
+    loop.run(replayer.run_sessions())
+    warm = [item for item in replayer.records if item.record.warmup]
+    start = next(item for item in replayer.records if not item.record.warmup).turn
+    assert [item.turn for item in warm] == [start - 3, start - 2, start - 1]
+    assert all(item.record.max_tokens == 1 and item.session == warm[0].session for item in warm)
+    for before, after in itertools.pairwise(warm):
+        assert before.record.end is not None and after.record.sent is not None
+        assert after.record.sent - before.record.end < 0.05  # no idle gap between warm-up turns
+    assert all(item.record.sent is not None and item.record.sent < replayer.window_start for item in warm)
+    # The warm-up turns' history is cached when the first measured turn arrives.
+    first = next(item.record for item in replayer.records if not item.record.warmup)
+    assert first.cached_tokens and first.cached_tokens > 0.5 * first.prompt_tokens_sent
+
+
 def test_each_request_is_due_its_think_time_after_the_answer_before_it(caching_server: str) -> None:
     # One session, think times all different; two lanes start primed at random turns.
     thinks = [0.0, 0.05, 0.15, 0.25, 0.35]
@@ -141,14 +163,13 @@ def test_cli_replay_writes_result(caching_server: str, tmp_path: Path) -> None:
     assert bad.returncode == 2 and str(broken) in bad.stderr and "requests[0]" in bad.stderr
 
 
-def test_a_subagent_starts_its_recorded_offset_after_its_parent_request_was_sent() -> None:
-    # The parent's request takes 0.2 s (TTFT 100 ms, then 4 more tokens 25 ms apart); its subagent was recorded
-    # 0.15 s after the parent's send (AgentX counts the offset from there). It must leave 0.15 s after the
-    # parent's send, while the parent still streams, not 0.15 s after the parent's answer ended (0.35 s).
+def _spawn_replay(parent_api_time: float) -> tuple[RequestRecord, RequestRecord]:
+    """A parent request whose answer takes 0.2 s here (TTFT 100 ms, then 4 more tokens 25 ms apart) and took
+    `parent_api_time` when recorded, with a subagent recorded 0.15 s after the parent's send; (parent, child)."""
     process, url = start_simulated("--ttft-ms", "100", "--itl-ms", "25")
     try:
         trace = parse_trace(json.dumps({"id": "spawn", "block_size": 4, "requests": [
-            {"t": 0.0, "type": "s", "in": 8, "out": 5, "hash_ids": [1, 2]},
+            {"t": 0.0, "type": "s", "in": 8, "out": 5, "hash_ids": [1, 2], "api_time": parent_api_time},
             {"t": 0.15, "type": "subagent", "requests": [{"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [7]}]},
         ]}).encode(), "spawn.json")  # fmt: skip
         settings = ReplaySettings(duration_s=1.5, warmup=False)
@@ -160,8 +181,26 @@ def test_a_subagent_starts_its_recorded_offset_after_its_parent_request_was_sent
     parent = next(item.record for item in replayer.records if item.session.endswith("-0") and item.turn == 0)
     child = next(item.record for item in replayer.records if item.session.endswith("-0/0"))
     assert parent.sent is not None and child.sent is not None and parent.end is not None
+    return parent, child
+
+
+def test_a_subagent_starts_its_recorded_offset_after_its_parent_request_was_sent() -> None:
+    # Recorded, the subagent was spawned while its parent was still answering (0.15 s into a 0.3 s answer): AgentX
+    # counts its offset from the parent's send. It must leave 0.15 s after the parent's send, while the parent still
+    # streams, not 0.15 s after the parent's answer ended (0.35 s).
+    parent, child = _spawn_replay(parent_api_time=0.3)
+    assert parent.end is not None and child.sent is not None and parent.sent is not None
     assert parent.end - parent.sent > 0.19  # the parent was still answering when its subagent left
     assert child.sent - parent.sent == pytest.approx(0.15, abs=0.04), child.sent - parent.sent
+
+
+def test_a_subagent_spawned_after_its_parent_answered_starts_as_the_answer_ends() -> None:
+    # Recorded, the parent's answer took 0.1 s and the subagent came 0.05 s after it: AgentX (AIPerf's agentic replay)
+    # dispatches such a group when the parent's request completes, its first member at once. Here the parent's answer
+    # takes 0.2 s, so the subagent leaves at its end (0.2 s after the send), neither at 0.15 s nor at 0.25 s.
+    parent, child = _spawn_replay(parent_api_time=0.1)
+    assert parent.end is not None and child.sent is not None
+    assert child.sent - parent.end == pytest.approx(0.0, abs=0.03), child.sent - parent.end
 
 
 def test_the_whole_system_idle_cap_sends_a_at_71_s_as_agentx_does(tmp_path: Path) -> None:

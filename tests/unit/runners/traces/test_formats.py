@@ -97,6 +97,24 @@ def test_weka_sample_with_subagents_nests_them_at_their_offsets() -> None:
     assert any(i.time > parent_after.time for i in timeline if i.session.is_subagent)
 
 
+def test_the_shipped_subagents_form_agentx_groups_by_spawn_and_join() -> None:
+    # Recorded ends (spawn + duration_ms): 317.0 and 332.2 s join the root's request at t = 337 (index 3); 352.1
+    # and 381.4 s join the one at t = 470 (index 4), as AIPerf 0.13.0's loader groups them. All four were spawned
+    # 133-165 s after request 2 ended (t = 35 + 17.45 s): no overlap, so each group starts as request 2 ends, its
+    # later member at its recorded offset from the earliest.
+    (root,) = load_trace(WEKA_SUB).sessions
+    first, second = root.spawn_groups()
+    assert [child.path for child in first.children] == ["0/0", "0/1"] and (first.after, first.join) == (2, 3)
+    assert [child.path for child in second.children] == ["0/2", "0/3"] and (second.after, second.join) == (2, 4)
+    assert not first.overlaps and not second.overlaps
+    assert root.subagents[1].recorded_end() == pytest.approx(192.676 + 139.494)
+    assert [first.offset(root, child) for child in first.children] == pytest.approx([0.0, 192.676 - 185.091])
+    assert [second.offset(root, child) for child in second.children] == pytest.approx([0.0, 217.311 - 202.643])
+    # The idle gap before a request is from the recorded end of the one before it (t and api_time): 12.13 s where
+    # the whole-second think_time says 12.0.
+    assert root.think_before(1) == pytest.approx(17.0 - 4.87) and root.requests[1].think_time == 12.0
+
+
 @pytest.mark.parametrize(
     ("path", "count", "last_time"), [(MOONCAKE_CONV, 12031, 3536.999), (MOONCAKE_SYN, 3993, 1022.025)]
 )

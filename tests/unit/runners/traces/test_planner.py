@@ -11,7 +11,14 @@ from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
-from runners.traces.planner import ReplayShape, ReplayTraffic, kv_capacity, predict_replay_hit_rate, replay_order
+from runners.traces.planner import (
+    ReplayShape,
+    ReplayTraffic,
+    kv_capacity,
+    lane_trees,
+    predict_replay_hit_rate,
+    replay_order,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 SAMPLE = ROOT / "traces" / "claude-code-weka" / "sample_trace.json"
@@ -61,6 +68,24 @@ def test_warm_start_primes_history_without_counting_it() -> None:
     assert 1 <= primer.turn + 1 <= 3  # warm start in [25 %, 75 %] of 5 turns: int(1.25)=1 .. int(3.75)=3
     traffic = ReplayTraffic(trace, ReplayShape(concurrency=1, seed=7), 4, requests_per_lane=2)
     assert traffic.requests == 2 and traffic.hit_rate(None).rate > 0.5  # the primed history is hit
+
+
+def test_agentx_warmup_turns_follow_the_primer_and_leave_a_turn_to_measure() -> None:
+    # AgentX's --warmup-requests-per-lane: after the priming request (the turn before the drawn start), the lane sends
+    # its next turns as one-token warm-up requests, and measuring starts after them. Same seed, same drawn start.
+    trace = parse_trace(_conversation([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6]]),
+                        "hand.json")  # fmt: skip
+    (plain,) = [next(lane) for lane in lane_trees(trace, ReplayShape(concurrency=1, seed=7))]
+    (warmed,) = [next(lane) for lane in lane_trees(trace, ReplayShape(concurrency=1, seed=7,
+                                                                       warmup_requests_per_lane=1))]  # fmt: skip
+    start = plain.first_turn
+    assert plain.primers == (start - 1,) and warmed.primers == (start - 1, start) and warmed.first_turn == start + 1
+    order = replay_order(trace, ReplayShape(concurrency=1, seed=7, warmup_requests_per_lane=1), requests_per_lane=1)
+    assert [(step.turn, step.primer) for step in order] == [(start - 1, True), (start, True), (start + 1, False)]
+    # Ten asked for, fewer turns left: the lane keeps its last turn to measure.
+    (clamped,) = [next(lane) for lane in lane_trees(trace, ReplayShape(concurrency=1, seed=7,
+                                                                        warmup_requests_per_lane=10))]  # fmt: skip
+    assert clamped.first_turn == 5 and clamped.primers == tuple(range(start - 1, 5))
 
 
 def test_capacity_from_the_registries_worked_by_hand() -> None:

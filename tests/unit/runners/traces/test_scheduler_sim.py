@@ -106,3 +106,27 @@ def test_the_scheduler_model_applies_agentx_idle_caps_as_the_replayer_does() -> 
     uncapped = scheduled_hit_rate(_agentx_example(), shape, 4, 100, ONE_PER_STEP, 73.0, time_scale=1.0,
                                   tree_cap_s=None, system_cap_s=None)  # fmt: skip
     assert uncapped.requests == 3
+
+
+def _join_trace():  # type: ignore[no-untyped-def]
+    # The parent's request 0 (t = 0, answered in 1 s) spawns a subagent recorded at t = 20, after that answer ended;
+    # its three requests are 2 s apart and it ends at t = 26 (duration_ms), so the parent's request at t = 30 joins it.
+    def request(t: float, ids: list[int]) -> dict[str, Any]:
+        return {"t": t, "type": "s", "in": 4 * len(ids), "out": 1, "hash_ids": ids, "api_time": 1.0}
+
+    return parse_trace(json.dumps({"id": "join", "block_size": 4, "requests": [
+        request(0.0, [1]),
+        {"t": 20.0, "type": "subagent", "duration_ms": 6000,
+         "requests": [request(0.0, [5]), request(2.0, [5, 6]), request(4.0, [5, 6, 7])]},
+        request(30.0, [1, 2]),
+    ]}).encode(), "join.json")  # fmt: skip
+
+
+def test_the_scheduler_model_spawns_and_joins_subagents_as_agentx_does() -> None:
+    # As the replayer (and AIPerf) does: the subagent starts as the parent's request 0 ends (t = 1; its recorded 19 s
+    # from that end is dropped), its requests follow 1 s of idle gap each (t = 1, 3, 5), and the parent's request
+    # joining it is sent as the subagent's last ends (t = 6), not at its own recorded gap (t = 30). No idle caps.
+    shape = ReplayShape(concurrency=1, warmup=False)
+    served = [scheduled_hit_rate(_join_trace(), shape, 4, 100, ONE_PER_STEP, until, time_scale=1.0, tree_cap_s=None,
+                                 system_cap_s=None).requests for until in (2.5, 4.5, 6.5)]  # fmt: skip
+    assert served == [2, 3, 5]

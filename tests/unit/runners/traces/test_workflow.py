@@ -32,14 +32,18 @@ def _request(t: float, api: float | None, think: float | None = None, **more: An
 def test_the_shipped_session_is_a_fifth_model_time_as_recorded_and_capped() -> None:
     raw = json.loads(SAMPLE.read_text())["requests"]
     api = sum(request["api_time"] for request in raw)  # 160.17 s
-    think = sum(request["think_time"] for request in raw)  # 641.0 s, one gap of 318 s among them
+    # The idle gaps are the recorded ends to starts (t and api_time, as AgentX replays them), so the rebuilt wall
+    # time is the recorded one: the last request's t plus its response time, 802.04 s. (The whole-second
+    # `think_time` fields sum to 641.0 s, 0.87 s less.)
+    wall = raw[-1]["t"] + raw[-1]["api_time"]
+    think = wall - api  # 641.87 s, one gap of 799 - 470 - 11.09 = 317.91 s among them
     (tree,) = trace_times(load_trace(SAMPLE))
-    assert (tree.model_s, tree.tool_s, tree.wall_s) == pytest.approx((api, think, api + think))
-    assert tree.model_share == pytest.approx(api / (api + think)) and round(tree.model_share, 3) == 0.200
-    # AgentX's 300 s per-tree idle cap shortens the 318 s gap by 18 s and nothing else.
+    assert (tree.model_s, tree.tool_s, tree.wall_s) == pytest.approx((api, think, wall))
+    assert tree.model_share == pytest.approx(api / wall) and round(tree.model_share, 3) == 0.200
+    # AgentX's 300 s per-tree idle cap shortens the 317.91 s gap by 17.91 s and nothing else.
     (capped,) = trace_times(load_trace(SAMPLE), idle_cap_s=300)
-    assert capped.wall_s == pytest.approx(api + think - 18) and capped.model_s == pytest.approx(api)
-    assert capped.model_share == pytest.approx(api / (api + think - 18))
+    assert capped.wall_s == pytest.approx(wall - 17.91) and capped.model_s == pytest.approx(api)
+    assert capped.model_share == pytest.approx(api / (wall - 17.91))
 
 
 def test_a_subagent_overlapping_its_parent_runs_on_its_own_timeline() -> None:

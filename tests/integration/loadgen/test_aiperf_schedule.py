@@ -1,0 +1,217 @@
+"""Our replay's schedule against AIPerf's, request by request, on the shipped Weka trace with subagents.
+
+AgentX is run through NVIDIA AIPerf (`aiperf profile --scenario inferencex-agentx-mvp`), so AIPerf 0.13.0 is the
+reference for when a replay sends what. Both clients replay `traces/claude-code-weka/sample_trace_with_subagent.json`
+(90 requests: a root of 6 and 4 subagents of 14-26, two of them joined by the root's 4th request and two by its
+5th) against a recording simulated engine, one lane, time-scaled 0.1 so the tree runs in about 30 s:
+
+- ours: `infersweep replay --time-scale 0.1 --idle-cap-s 10 --no-warmup` on the file as shipped;
+- AIPerf: its AgentX scenario on a copy whose clock is multiplied by 0.1 (`benchmarks.peers.weka_for_aiperf`: AIPerf
+  has no time scale for Weka traces), with `--unsafe-override` and these invariants relaxed: the 900 s minimum
+  window (40 s here), the 10 s system idle cap (1 s, scaled as ours is), start positions at the first turn instead
+  of [25 %, 75 %] so the whole tree is compared (AIPerf then primes nothing; ours runs with `--no-warmup`).
+
+The engine logs each request's arrival, end, session header and `max_tokens`. A stream (a session of the trace) is
+recognised in each log by its sequence of `max_tokens`, and each request is compared by its gap from its anchor:
+the end of the request before it in its stream; for a subagent's first request the end of the parent request it
+follows (AgentX drops the recorded gap from there to the spawn: `Session.spawn_groups`); for a request that joins
+subagents still running, the end of the last of them. Tolerance per request: 50 ms plus 2 % of the gap, and the
+anchor must be of the same kind in both. What remains different is in docs/METRICS.md ("Replay against AIPerf").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from benchmarks.peers import simulated_server_process, weka_for_aiperf
+from runners.host.generated_model import ensure_generated_model
+from runners.traces.formats import load_trace
+from runners.traces.models import Session
+
+pytestmark = [pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[3]
+TRACE = ROOT / "traces" / "claude-code-weka" / "sample_trace_with_subagent.json"
+TIME_SCALE = 0.1
+SYSTEM_IDLE_CAP_S = 10.0  # AgentX's, recorded seconds
+WINDOW_S = 40.0
+TOLERANCE_MS, TOLERANCE_SHARE = 50.0, 0.02
+# The engine: 20 ms to the first token, 1 ms per token after it (the root's longest answer, 6,281 tokens, takes 6.3 s).
+ENGINE = ("--ttft-ms", "20", "--itl-ms", "1", "--max-batch", "1000", "--max-model-len", "262144")
+
+
+@dataclass(frozen=True)
+class Served:
+    arrived: float
+    ended: float
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Anchored:
+    """A request's gap (seconds) from its anchor, and the anchor's kind: gap, spawn or join."""
+
+    stream: str
+    turn: int
+    kind: str
+    gap: float
+
+
+def _aiperf_venv() -> Path:
+    from benchmarks.peer_agreement import peer_venv
+
+    try:
+        return peer_venv("aiperf", None)
+    except subprocess.CalledProcessError as error:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"AIPerf could not be installed here: {error}")
+
+
+def _served(record: Path) -> dict[str, list[Served]]:
+    """The engine's log as one list of requests per session header, in arrival order."""
+    streams: dict[str, list[Served]] = {}
+    for line in record.read_text().splitlines():
+        row = json.loads(line)
+        streams.setdefault(row["session"], []).append(Served(row["arrived"], row["last_token"], row["tokens"]))
+    return streams
+
+
+def _first_tree(trace_root: Session, streams: dict[str, list[Served]]) -> dict[str, list[Served]]:
+    """Each session of the trace (by path) matched to the first logged stream with its sequence of answer lengths."""
+    matched: dict[str, list[Served]] = {}
+    for session in trace_root.walk():
+        wanted = [request.output_tokens for request in session.requests]
+        candidates = [rows for rows in streams.values() if [row.max_tokens for row in rows] == wanted]
+        assert candidates, f"no logged stream replays session {session.path} ({len(wanted)} requests)"
+        matched[session.path] = min(candidates, key=lambda rows: rows[0].arrived)
+    return matched
+
+
+def _anchored(root: Session, served: dict[str, list[Served]]) -> list[Anchored]:
+    """Every request but the root's first, with its gap from its anchor (see the module's docstring)."""
+    result: list[Anchored] = []
+    for session in root.walk():
+        rows = served[session.path]
+        joins = {group.join: group for group in session.spawn_groups() if group.join is not None}
+        for group in session.spawn_groups():
+            if group.after < 0:
+                continue
+            parent = rows[group.after]
+            origin = parent.arrived if group.overlaps else parent.ended
+            for child in group.children:
+                result.append(Anchored(child.path, 0, "spawn", served[child.path][0].arrived - origin))
+        for turn in range(1, len(rows)):
+            kind, anchor = "gap", rows[turn - 1].ended
+            group = joins.get(turn)
+            if group is not None:
+                last = max(served[child.path][-1].ended for child in group.children)
+                if last > anchor:
+                    kind, anchor = "join", last
+            result.append(Anchored(session.path, turn, kind, rows[turn].arrived - anchor))
+    return result
+
+
+def _ours(url: str, work: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "replay", str(TRACE), "--base-url", url, "--model", "sim",
+         "--concurrency", "1", "--no-warmup", "--time-scale", str(TIME_SCALE), "--idle-cap-s", str(SYSTEM_IDLE_CAP_S),
+         "--duration-s", str(WINDOW_S), "--output", str(work / "ours.json")],
+        check=True, cwd=ROOT, capture_output=True, timeout=300,
+    )  # fmt: skip
+
+
+def _aiperf(venv: Path, url: str, work: Path) -> None:
+    traces = work / "aiperf-traces"
+    traces.mkdir()
+    exported = weka_for_aiperf(json.loads(TRACE.read_text()), "sim", TIME_SCALE)
+    (traces / "sample.json").write_text(json.dumps(exported))
+    argv = [
+        str(venv / "bin" / "aiperf"), "profile", "--scenario", "inferencex-agentx-mvp", "--unsafe-override",
+        "--url", url, "--endpoint", "/v1/chat/completions", "--endpoint-type", "chat", "--streaming",
+        "--model", "sim", "--tokenizer", str(ensure_generated_model("tiny-llama")),
+        "--custom-dataset-type", "weka_trace", "--input-file", str(traces), "--concurrency", "1",
+        "--benchmark-duration", str(WINDOW_S), "--random-seed", "42",
+        "--trajectory-start-min-ratio", "0", "--trajectory-start-max-ratio", "0",
+        "--cache-bust", "first_turn_prefix", "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
+        "--system-idle-gap-cap-seconds", str(SYSTEM_IDLE_CAP_S * TIME_SCALE),
+        "--artifact-dir", str(work / "aiperf-artifacts"), "--ui-type", "none",
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, f"aiperf exited {done.returncode}: {(done.stderr or done.stdout)[-2000:]}"
+
+
+def _schedule(client: str, work: Path, venv: Path | None) -> dict[str, list[Served]]:
+    record = work / f"{client}.jsonl"
+    tokenizer = str(ensure_generated_model("tiny-llama"))
+    with simulated_server_process(*ENGINE, "--record-file", str(record), "--tokenizer", tokenizer) as (url, _pid):
+        if venv is None:
+            _ours(url, work)
+        else:
+            _aiperf(venv, url, work)
+    return _served(record)
+
+
+def _rule(root: Session) -> dict[tuple[str, int], float]:
+    """The gap AgentX's rules give each request, in replay seconds, before any idle cap: the recorded idle gap within
+    a stream, the group offset for a subagent's first request, none for a join."""
+    sessions = {session.path: session for session in root.walk()}
+    rule: dict[tuple[str, int], float] = {}
+    for path, session in sessions.items():
+        for turn in range(1, len(session.requests)):
+            rule[path, turn] = session.think_before(turn) * TIME_SCALE
+        for group in session.spawn_groups():
+            for child in group.children:
+                rule[child.path, 0] = group.offset(session, child) * TIME_SCALE
+    return rule
+
+
+def _within(measured: float, expected: float) -> bool:
+    return abs(measured - expected) <= TOLERANCE_MS / 1000 + TOLERANCE_SHARE * expected
+
+
+def test_our_replay_sends_what_aiperf_sends_when_aiperf_sends_it(tmp_path: Path) -> None:
+    venv = _aiperf_venv()
+    root = load_trace(TRACE).sessions[0]
+    ours = _anchored(root, _first_tree(root, _schedule("ours", tmp_path, None)))
+    theirs = _anchored(root, _first_tree(root, _schedule("aiperf", tmp_path, venv)))
+    assert [(a.stream, a.turn) for a in ours] == [(a.stream, a.turn) for a in theirs]
+    assert len(ours) == sum(len(session.requests) for session in root.walk()) - 1  # every request but the first
+    rule, cap = _rule(root), SYSTEM_IDLE_CAP_S * TIME_SCALE
+    report = "\n".join(
+        f"{mine.stream}:{mine.turn} {mine.kind}/{peer.kind} rule {rule[mine.stream, mine.turn] * 1000:8.1f} ms, "
+        f"ours {mine.gap * 1000:8.1f}, AIPerf {peer.gap * 1000:8.1f}"
+        for mine, peer in zip(ours, theirs, strict=True)
+    )
+    print(report)
+    beyond, our_error = [], 0.0
+    for mine, peer in zip(ours, theirs, strict=True):
+        where = f"{mine.stream}:{mine.turn}"
+        assert mine.kind == peer.kind, f"{where}: ours {mine.kind}, AIPerf {peer.kind}\n{report}"
+        # Ours keeps AgentX's rule: the recorded gap, or the system idle cap where nothing else was in flight (the
+        # root's long gaps), or at once for a join.
+        expected = 0.0 if mine.kind == "join" else rule[mine.stream, mine.turn]
+        capped = expected > cap and _within(mine.gap, cap)
+        assert _within(mine.gap, expected) or capped, f"{where}: ours off AgentX's rule\n{report}"
+        our_error = max(our_error, abs(mine.gap - (cap if capped else expected)))
+        if not _within(peer.gap, mine.gap):
+            beyond.append((where, peer.gap - mine.gap))
+    print(f"ours at most {our_error * 1000:.1f} ms off the rule; AIPerf beyond the tolerance of ours on "
+          f"{len(beyond)} of {len(ours)}: {[(where, round(late * 1000, 1)) for where, late in beyond]}")
+    # AIPerf agrees with us within the tolerance on nearly every request; where it does not, it sent later than the
+    # rule asks (its own lag under load: a 2-core machine runs its seven processes, the engine and ours), never
+    # earlier, and by less than 250 ms.
+    assert len(beyond) <= len(ours) // 20, f"AIPerf beyond the tolerance on {beyond}\n{report}"
+    assert all(0 < late < 0.25 for _, late in beyond), f"{beyond}\n{report}"
+    # Every kind of AgentX's rules was exercised: the system idle cap (the root's recorded gaps of 12-318 s were sent
+    # after the 1 s cap), a spawn from the parent's end, and a join sent as soon as its subagents ended.
+    assert {a.kind for a in theirs} == {"gap", "spawn", "join"}
+    root_gaps = [a for a in theirs if a.stream == "0" and a.kind == "gap"]
+    assert len(root_gaps) == 4 and all(_within(a.gap, cap) for a in root_gaps), report
