@@ -82,11 +82,23 @@ def _scaled_workload(recipe: Recipe) -> FixedLengthWorkload | AgenticReplayWorkl
         update={
             "concurrency": _levels(workload.concurrency),
             "duration_s": min(workload.duration_s, REPLAY_SECONDS),
-            "length_scale": min(workload.length_scale, REPLAY_LENGTH_SCALE),
+            "length_scale": _replay_length_scale(workload),
             "max_output_tokens": min(workload.max_output_tokens or MAX_OSL, MAX_OSL),
             "time_scale": min(workload.time_scale, 0.01),  # think times in seconds become milliseconds
         }
     )
+
+
+def _replay_length_scale(workload: AgenticReplayWorkload) -> float:
+    """The replay's length scale on the stand-in: at most REPLAY_LENGTH_SCALE, and small enough that the trace's
+    longest prompt plus the capped output fits the tiny model's context (a 88,834-token prompt at 0.05 did not)."""
+    from runners.traces.formats import load_trace
+
+    longest = max(request.input_tokens for _, session in load_trace(workload.trace).walk_sessions()
+                  for request in session.requests)  # fmt: skip
+    # One token of slack: the replayer rounds a scaled prompt up.
+    fits = (TINY_MODEL_CONTEXT - MAX_OSL - 1) / longest
+    return min(workload.length_scale, REPLAY_LENGTH_SCALE, fits)
 
 
 def _stand_in_methodology(recipe: Recipe, engine: DryRunEngine) -> Methodology:

@@ -28,6 +28,9 @@ class SimulatedAdapter(EngineAdapter):
     kind = "simulated"
     origin = "simulated"
     default_step_tokens = None  # its cache is an LRU that never pins running requests
+    # Its DRAM tier stands in for any way a real engine attaches one (a dry run of a recipe using vLLM's
+    # SimpleCPUOffloadConnector runs here).
+    offload_connectors = frozenset({"native", "simple-cpu-offload"})
 
     def kv_block_size(self, recipe: Recipe) -> int:
         return (recipe.engine.simulated or SimulatedEngineSettings()).block_size
