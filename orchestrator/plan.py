@@ -129,4 +129,23 @@ def expand_points(loaded: LoadedRecipe) -> list[PointRequest]:
 
 
 def plan_jobs(recipes: list[LoadedRecipe]) -> list[PlannedJob]:
-    return [PlannedJob(recipe=loaded, points=expand_points(loaded)) for loaded in recipes]
+    return [job for loaded in recipes for job in _launches(loaded, expand_points(loaded))]
+
+
+def _launches(loaded: LoadedRecipe, points: list[PointRequest]) -> list[PlannedJob]:
+    """One job per engine launch: a load level with its own settings (`engine.per_concurrency`) gets a launch of its
+    own, with those settings; the other levels share one. Every job keeps the recipe's identity (fingerprint), so
+    the Points of all launches form one configuration's curve, and its recipe says how its engine was launched."""
+    engine = loaded.recipe.engine
+    if not engine.per_concurrency:
+        return [PlannedJob(recipe=loaded, points=points)]
+    groups: dict[int | None, list[PointRequest]] = {}
+    for point in points:
+        level = point.workload.concurrency
+        groups.setdefault(level if level in engine.per_concurrency else None, []).append(point)
+    jobs = []
+    for level, members in groups.items():
+        recipe = loaded.recipe.model_copy(update={"engine": engine.at_concurrency(level)}) if level else loaded.recipe
+        launched = LoadedRecipe(recipe=recipe, path=loaded.path, fingerprint=loaded.fingerprint)
+        jobs.append(PlannedJob(recipe=launched, points=members))
+    return jobs

@@ -229,6 +229,18 @@ def sequences_fit_max_model_len(recipe: Recipe, context: RuleContext) -> list[Pr
     ]
 
 
+LEVEL_NOT_RUN = Message(
+    "engine.per_concurrency", "each load level listed must be one the workload runs (workload.concurrency: {levels})"
+)
+
+
+@rule("per-concurrency-levels-run", LEVEL_NOT_RUN, kind="consistency")
+def per_concurrency_levels_run(recipe: Recipe, context: RuleContext) -> list[Problem]:
+    """Settings for a load level the workload never runs would launch nothing: most likely a typo in the level."""
+    levels = sorted(set(recipe.workload.concurrency))
+    return [LEVEL_NOT_RUN(level, levels=levels) for level in recipe.engine.per_concurrency if level not in levels]
+
+
 TRACE_MISSING = Message("workload.trace", "expected an existing trace file")
 
 

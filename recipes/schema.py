@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
@@ -310,7 +311,15 @@ def _without_defaults(model: BaseModel, data: dict[str, Any], names: tuple[str, 
 
 
 # Engine fields added after schema v1 recipes existed; dumped only when set (see EngineSpec serializer).
+# Typed engine fields an adapter must turn into flags, or refuse (runners/engines/base.py), and the ones a recipe may
+# set per load level (`engine.per_concurrency`).
+TUNING_FIELDS: tuple[str, ...] = (
+    "kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "max_num_batched_tokens", "chunked_prefill",
+    "attention_backend", "cuda_graph_max_batch_size", "stream_interval",
+)  # fmt: skip
+
 _ENGINE_FIELDS_SINCE_V1 = (
+    "per_concurrency",
     "kv_cache_dtype",
     "max_num_seqs",
     "gpu_memory_utilization",
@@ -432,12 +441,49 @@ class EngineSpec(StrictModel):
     dynamo: DynamoSettings | None = Field(
         None, description="Settings of NVIDIA Dynamo (required for kind 'dynamo', and only allowed there)."
     )
+    per_concurrency: dict[int, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Tuning that follows the load level, as InferenceX launches one server per concurrency (e.g. "
+        "SGLang's --cuda-graph-max-bs $CONC): load level -> typed tuning fields (kv_cache_dtype, max_num_seqs, "
+        "gpu_memory_utilization, max_num_batched_tokens, chunked_prefill, attention_backend, "
+        "cuda_graph_max_batch_size, stream_interval). Each listed level runs on an engine launched with these "
+        "values over the recipe's; the levels not listed share one launch with the recipe's own. One configuration "
+        "still: its Points form one curve.",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_default_tuning(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Fields added after recipes were first fingerprinted are left out of the dump while they hold their
         # default, so every existing recipe keeps its fingerprint (loader.fingerprint_of dumps the recipe).
         return _without_defaults(self, handler(self), _ENGINE_FIELDS_SINCE_V1)
+
+    @model_validator(mode="after")
+    def _per_concurrency_settings(self) -> EngineSpec:
+        for level, settings in self.per_concurrency.items():
+            if level < 1:
+                raise ValueError(f"engine.per_concurrency: got load level {level}; expected a concurrency >= 1")
+            unknown = sorted(set(settings) - set(TUNING_FIELDS))
+            if unknown:
+                raise ValueError(
+                    f"engine.per_concurrency.{level}: got {', '.join(unknown)}; expected typed tuning fields only "
+                    f"({', '.join(TUNING_FIELDS)})"
+                )
+            self.at_concurrency(level)  # each level's engine must be valid on its own
+        return self
+
+    def at_concurrency(self, level: int) -> EngineSpec:
+        """The engine one load level is launched with: the recipe's settings with that level's over them, and no
+        per-level table (the launch's own recipe says exactly what ran)."""
+        settings = self.per_concurrency.get(level)
+        if settings is None:
+            return self
+        data = {**self.model_dump(), **settings}
+        data.pop("per_concurrency", None)
+        try:
+            return EngineSpec.model_validate(data)
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in error.errors())
+            raise ValueError(f"engine.per_concurrency.{level}: {problems}") from None
 
     @model_validator(mode="after")
     def _dynamo_settings(self) -> EngineSpec:

@@ -21,6 +21,7 @@ from recipes.errors import RecipeError
 
 if TYPE_CHECKING:
     from recipes.loader import LoadedRecipe
+    from runners.job import PointRequest
 
 CENT = Decimal("0.01")
 CHANGELOG_FILE = "CHANGES.yaml"
@@ -45,6 +46,11 @@ class JobRow:
     accelerator_hours: Decimal
     cost_usd: dict[str, Decimal | None]  # by TCO tier; None where the registry has no figure
     reference: str = "–"  # 'reproduces InferenceX <key>', 'own layout', or – where the recipe cites nothing
+    concurrency: int | None = None  # the load level of a launch of its own (engine.per_concurrency), else None
+
+    @property
+    def label(self) -> str:
+        return self.recipe if self.concurrency is None else f"{self.recipe} (concurrency {self.concurrency})"
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,14 @@ def _point_row(point: Any) -> PointRow:
     fields = point.workload.model_dump(mode="json", exclude={"trace_path"})
     load = json.dumps({"workload": fields, "repeat": point.repeat_index}, sort_keys=True)
     return PointRow(key=point.point_key, label=point.point_key.rsplit("-", 1)[0], load=load)
+
+
+def _own_launch_level(loaded: LoadedRecipe, points: list[PointRequest]) -> int | None:
+    """The load level a job's engine launch is for, when its settings are the level's own (engine.per_concurrency)."""
+    levels = {point.workload.concurrency for point in points}
+    if len(levels) == 1 and (level := levels.pop()) in loaded.recipe.engine.per_concurrency:
+        return level
+    return None
 
 
 def _plan_recipe(loaded: LoadedRecipe, file: str, path: Path | None) -> PlannedRecipe:
@@ -104,6 +118,7 @@ def _plan_recipe(loaded: LoadedRecipe, file: str, path: Path | None) -> PlannedR
                 accelerator_hours=accelerator_hours,
                 cost_usd=costs,
                 reference=loaded.recipe.reference.label if loaded.recipe.reference else "–",
+                concurrency=_own_launch_level(loaded, job.points),
             )
         )
         points.extend(_point_row(point) for point in job.points)
@@ -170,7 +185,8 @@ class PlanTotals:
 
 
 def plan_rows(recipes: list[PlannedRecipe]) -> list[JobRow]:
-    return sorted((job for item in recipes for job in item.jobs), key=lambda job: (job.recipe, job.hardware))
+    return sorted((job for item in recipes for job in item.jobs),
+                  key=lambda job: (job.recipe, job.hardware, job.concurrency or 0))  # fmt: skip
 
 
 def _sum_known(values: Iterable[Decimal | None]) -> Decimal | None:
@@ -255,6 +271,7 @@ def plan_document(recipes: list[PlannedRecipe]) -> dict[str, Any]:
                 "accelerator_hours": float(row.accelerator_hours),
                 "cost_usd": money(row.cost_usd),
                 "reference": row.reference,
+                **({"concurrency": row.concurrency} if row.concurrency is not None else {}),
             }
             for row in rows
         ],
@@ -284,7 +301,7 @@ def plan_markdown(recipes: list[PlannedRecipe]) -> str:
     for row in rows:
         costs = " | ".join(number_text(row.cost_usd[tier]) for tier in TCO_TIERS)
         lines.append(
-            f"| {row.recipe} | {row.hardware} | {row.engine} | {row.reference} | {row.accelerators} | {row.points} "
+            f"| {row.label} | {row.hardware} | {row.engine} | {row.reference} | {row.accelerators} | {row.points} "
             f"| {number_text(row.hours)} | {number_text(row.accelerator_hours)} | {costs} |"
         )
     costs = " | ".join(f"**{number_text(totals.cost_usd[tier])}**" for tier in TCO_TIERS)
@@ -323,7 +340,7 @@ def plan_table(recipes: list[PlannedRecipe]) -> Table:
         caption=_assumption_text(),
         show_footer=True,
     )
-    table.add_column("recipe", footer="total")
+    table.add_column("recipe", footer="total", overflow="fold")
     for name in ("hardware", "engine", "reference"):
         table.add_column(name)
     table.add_column("accel", justify="right")
@@ -334,7 +351,7 @@ def plan_table(recipes: list[PlannedRecipe]) -> Table:
         table.add_column(f"{tier} $", justify="right", footer=number_text(totals.cost_usd[tier]))
     for row in rows:
         table.add_row(
-            row.recipe, row.hardware, row.engine, row.reference, str(row.accelerators), str(row.points),
+            row.label, row.hardware, row.engine, row.reference, str(row.accelerators), str(row.points),
             number_text(row.hours),
             number_text(row.accelerator_hours), *(number_text(row.cost_usd[tier]) for tier in TCO_TIERS),
         )  # fmt: skip

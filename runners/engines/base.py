@@ -15,7 +15,7 @@ from typing import ClassVar
 from recipes.errors import ConfigurationError
 from recipes.hardware import load_hardware_registry
 from recipes.registry import Registry
-from recipes.schema import ContainerEnvironment, Recipe
+from recipes.schema import TUNING_FIELDS, ContainerEnvironment, Recipe
 from runners.loadgen.records import Origin
 
 # Placeholders in the argv and environment of a process that spans several hosts (see ProcessSpec):
@@ -79,13 +79,9 @@ class LaunchPlan:
     ready_workers: int | None = None
 
 
-# Typed engine fields an adapter must turn into flags, or refuse. A recipe that sets one of them (to a
-# non-default value) for an adapter that does not list it in `honoured_fields` is refused: a silently
-# ignored setting would measure another configuration than the recipe says.
-TUNING_FIELDS: tuple[str, ...] = (
-    "kv_cache_dtype", "max_num_seqs", "gpu_memory_utilization", "max_num_batched_tokens", "chunked_prefill",
-    "attention_backend", "cuda_graph_max_batch_size", "stream_interval",
-)  # fmt: skip
+# Typed engine fields an adapter must turn into flags, or refuse (recipes/schema.py: TUNING_FIELDS). A recipe that
+# sets one of them (to a non-default value) for an adapter that does not list it in `honoured_fields` is refused: a
+# silently ignored setting would measure another configuration than the recipe says.
 
 
 @dataclass(frozen=True)

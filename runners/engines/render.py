@@ -82,6 +82,22 @@ def render_command_lines(recipe: Recipe) -> list[str]:
         lines.append(f"# image: {image}")
     ready = f"GET {plan.health_path}" + (f" lists model {plan.ready_model!r}" if plan.ready_model else " answers 200")
     lines.append(f"# ready when: {ready}")
+    levels = recipe.engine.per_concurrency
+    if not levels:
+        return lines + _process_lines(plan)
+    # One launch per load level with settings of its own (the plan makes a job of each), one for the other levels.
+    for level in sorted(levels):
+        launched = recipe.model_copy(update={"engine": recipe.engine.at_concurrency(level)})
+        lines.append(f"# concurrency {level}: an engine launch of its own")
+        lines.extend(_process_lines(render_plan(launched)))
+    if any(level not in levels for level in recipe.workload.concurrency):
+        lines.append("# the other concurrencies: one engine launch")
+        lines.extend(_process_lines(plan))
+    return lines
+
+
+def _process_lines(plan: LaunchPlan) -> list[str]:
+    lines = []
     processes = plan.processes or [ProcessSpec(role="server", index=0, argv=plan.argv, env=plan.env, files=plan.files)]
     for process in processes:
         if plan.processes:

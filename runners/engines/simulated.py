@@ -28,6 +28,7 @@ class SimulatedAdapter(EngineAdapter):
     kind = "simulated"
     origin = "simulated"
     default_step_tokens = None  # its cache is an LRU that never pins running requests
+    honoured_fields = frozenset({"max_num_seqs"})  # its batch cap (--max-batch)
     # Its DRAM tier stands in for any way a real engine attaches one (a dry run of a recipe using vLLM's
     # SimpleCPUOffloadConnector runs here).
     offload_connectors = frozenset({"native", "simple-cpu-offload"})
@@ -54,7 +55,7 @@ class SimulatedAdapter(EngineAdapter):
             "--ttft-ms", str(settings.ttft_ms),
             "--itl-ms", str(settings.itl_ms),
             "--prefill-ms-per-1k", str(settings.prefill_ms_per_1k_tokens),
-            "--max-batch", str(settings.max_batch),
+            "--max-batch", str(recipe.engine.max_num_seqs or settings.max_batch),
             "--max-model-len", str(recipe.engine.max_model_len),
             "--fault", settings.fault,
             "--fault-after", str(settings.fault_after),

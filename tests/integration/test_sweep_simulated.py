@@ -163,3 +163,24 @@ def test_validate_command(write_recipe, tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "good.yaml: sim-test (2 points" in result.stdout
     assert "methodology.prefix_caching" in result.stderr
+
+
+def test_a_load_level_with_its_own_settings_runs_on_its_own_engine_launch(write_recipe) -> None:
+    # engine.per_concurrency, as InferenceX launches one server per concurrency: level 4 runs on an engine launched
+    # with a batch cap of 3 (the simulated engine's --max-batch), level 1 on the recipe's own (cap 64). The two
+    # launches are two jobs of one configuration: one fingerprint, one recipe row, both Points valid.
+    from db.models import ProvenanceRow
+
+    recipe = write_recipe({"engine": {"max_num_seqs": 64, "per_concurrency": {4: {"max_num_seqs": 3}}}})
+    result = run_cli("run", str(recipe), "--sweep", "sim-per-level")
+    assert result.returncode == 0, result.stderr + result.stdout
+    rows = results_of("sim-per-level")
+    assert [(row.concurrency, row.valid) for row in rows] == [(1, True), (4, True)]
+    assert len({row.fingerprint for row in rows}) == 1
+    jobs = jobs_of("sim-per-level")
+    assert len(jobs) == 2 and len({job.recipe_id for job in jobs}) == 1
+    engine = make_engine()
+    with open_session(engine) as session:
+        argvs = [session.get(ProvenanceRow, job.id).engine_argv for job in jobs]
+    caps = sorted(argv[argv.index("--max-batch") + 1] for argv in argvs)
+    assert caps == ["3", "64"]

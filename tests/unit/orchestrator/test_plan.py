@@ -41,3 +41,21 @@ def test_one_job_per_recipe(write_recipe) -> None:
     )
     assert [job.recipe.name for job in jobs] == ["sim-test", "other"]
     assert all(len(job.points) == 2 for job in jobs)
+
+
+def test_a_load_level_with_settings_of_its_own_gets_a_launch_of_its_own(write_recipe) -> None:
+    # As InferenceX launches one server per concurrency (--cuda-graph-max-bs $CONC): levels 4 and 8 each run on an
+    # engine launched with their own settings, levels 1 and 2 share one launch with the recipe's. One configuration:
+    # every job keeps the recipe's fingerprint, and the Points are those of the recipe, each once.
+    loaded = load_recipe(write_recipe({
+        "engine": {"max_num_seqs": 64, "per_concurrency": {4: {"cuda_graph_max_batch_size": 4},
+                                                           8: {"cuda_graph_max_batch_size": 8, "max_num_seqs": 8}}},
+        "workload": {"concurrency": [1, 2, 4, 8]},
+    }))  # fmt: skip
+    jobs = plan_jobs([loaded])
+    assert [[p.workload.concurrency for p in job.points] for job in jobs] == [[1, 2], [4], [8]]
+    assert {job.recipe.fingerprint for job in jobs} == {loaded.fingerprint}
+    engines = [job.recipe.recipe.engine for job in jobs]
+    assert [(e.cuda_graph_max_batch_size, e.max_num_seqs) for e in engines] == [(None, 64), (4, 64), (8, 8)]
+    assert engines[1].per_concurrency == {} and engines[2].per_concurrency == {}
+    assert sorted(p.point_key for job in jobs for p in job.points) == sorted(p.point_key for p in expand_points(loaded))

@@ -99,22 +99,27 @@ def test_reproducing_recipe_renders_every_public_flag_and_variable(recipe: Recip
         facts["config"]["file"],
     )
     arm = public_arm(facts, recipe)
-    plan = engine_adapter(recipe.engine.kind).launch_plan(recipe, 8000, Path("python3"), Path("/models/x"))
-    ours = parse_argv(plan.argv)
     wrong = []
-    for flag, public_value in arm["flags"].items():
-        if flag in facts["plumbing"]:
-            continue
-        spelled = flag if flag in ours else SGLANG_ALIASES.get(flag, flag)
-        if spelled not in ours:
-            if SGLANG_DEFAULTS.get(flag) == public_value:
+    # Each load level as its engine is launched (engine.per_concurrency); "$CONC" in a public value is the level, as
+    # the public scripts launch one server per concurrency.
+    for level in arm["concurrency"]:
+        launched = recipe.model_copy(update={"engine": recipe.engine.at_concurrency(level)})
+        plan = engine_adapter(recipe.engine.kind).launch_plan(launched, 8000, Path("python3"), Path("/models/x"))
+        ours = parse_argv(plan.argv)
+        for flag, public in arm["flags"].items():
+            if flag in facts["plumbing"]:
                 continue
-            wrong.append(f"{flag}: missing (public {public_value!r})")
-        elif ours[spelled] != public_value:
-            wrong.append(f"{flag}: ours {ours[spelled]!r}, public {public_value!r}")
-    for name, public_value in arm["env"].items():
-        if plan.env.get(name) != public_value:
-            wrong.append(f"env {name}: ours {plan.env.get(name)!r}, public {public_value!r}")
+            public_value = public.replace("$CONC", str(level)) if isinstance(public, str) else public
+            spelled = flag if flag in ours else SGLANG_ALIASES.get(flag, flag)
+            if spelled not in ours:
+                if SGLANG_DEFAULTS.get(flag) == public_value:
+                    continue
+                wrong.append(f"concurrency {level}, {flag}: missing (public {public_value!r})")
+            elif ours[spelled] != public_value:
+                wrong.append(f"concurrency {level}, {flag}: ours {ours[spelled]!r}, public {public_value!r}")
+        for name, public_value in arm["env"].items():
+            if plan.env.get(name) != public_value:
+                wrong.append(f"concurrency {level}, env {name}: ours {plan.env.get(name)!r}, public {public_value!r}")
     assert not wrong, f"{recipe.name} differs from {reference.key}: " + "; ".join(wrong)
     assert plan.image == facts["image"]
     assert recipe.precision == facts["precision"]

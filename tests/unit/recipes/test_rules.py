@@ -90,6 +90,13 @@ BROKEN: dict[str, list[tuple[dict, str]]] = {
             "require prefix caching off",
         ),
     ],
+    "per-concurrency-levels-run": [
+        (
+            data_of({"engine": {"per_concurrency": {16: {"cuda_graph_max_batch_size": 16}}}}),
+            "field 'engine.per_concurrency': got 16; each load level listed must be one the workload runs "
+            "(workload.concurrency: [1, 4])",
+        ),
+    ],
     "sequences-fit-max-model-len": [
         (
             data_of({"workload": {"sequences": [{"isl": 256, "osl": 32}, {"isl": 4000, "osl": 100}]}}),
@@ -425,3 +432,19 @@ def test_methodology_doc_lists_every_rule_in_sync() -> None:
         assert registered.doc.splitlines()[0] in document
         for message in registered.messages:
             assert message.display in document
+
+
+def test_per_concurrency_settings_are_checked_where_they_are_written(write_recipe) -> None:
+    from recipes.errors import RecipeError
+    from recipes.loader import load_recipe
+
+    def refused(per_concurrency: dict) -> str:
+        path = write_recipe({"engine": {"per_concurrency": per_concurrency}, "workload": {"concurrency": [1, 4]}})
+        with pytest.raises(RecipeError) as caught:
+            load_recipe(path)
+        return str(caught.value)
+
+    assert "engine.per_concurrency.4: got max_model_len; expected typed tuning fields only" in refused(
+        {4: {"max_model_len": 8192}}
+    )
+    assert "engine.per_concurrency.4: cuda_graph_max_batch_size" in refused({4: {"cuda_graph_max_batch_size": 0}})

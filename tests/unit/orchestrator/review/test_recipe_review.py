@@ -126,10 +126,13 @@ def test_plan_of_the_whole_recipe_tree_matches_the_golden_files(tmp_path: Path) 
     check_golden("catalogue.md", text)
     check_golden("catalogue.json", (tmp_path / "plan.json").read_text())
     assert_totals_are_sums(text)
-    # Every recipe of the tree is a row (one job per recipe today).
+    # Every recipe of the tree is a row, one per engine launch: a recipe with settings per load level
+    # (engine.per_concurrency) has a row per level, named with it.
     names = sorted(load_recipe(path).name for path in plan_report.recipe_files([ROOT / "recipes"]))
     _, rows, _ = table_rows(text, "| recipe | hardware |")
-    assert sorted(row[0] for row in rows) == names
+    assert sorted({row[0].split(" (concurrency ")[0] for row in rows}) == names
+    assert len({row[0] for row in rows}) == len(rows)
+    assert "| mi355x-dsr1-fp8-sglang-8k1k-tp4-inferencex (concurrency 32) |" in text
 
 
 def test_plan_prices_accelerator_hours_with_every_tco_tier(tmp_path: Path) -> None:
