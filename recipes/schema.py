@@ -320,6 +320,7 @@ TUNING_FIELDS: tuple[str, ...] = (
 
 _ENGINE_FIELDS_SINCE_V1 = (
     "per_concurrency",
+    "llm_api_options",
     "kv_cache_dtype",
     "max_num_seqs",
     "gpu_memory_utilization",
@@ -440,6 +441,13 @@ class EngineSpec(StrictModel):
     )
     dynamo: DynamoSettings | None = Field(
         None, description="Settings of NVIDIA Dynamo (required for kind 'dynamo', and only allowed there)."
+    )
+    llm_api_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="TensorRT-LLM only (trtllm, and Dynamo's trtllm workers): further LLM-API options merged into "
+        "the options file the adapter writes (e.g. {moe_config: {backend: CUTLASS}, print_iter_log: true}), as "
+        "extra_args are for flags. What a typed field or the methodology sets is refused here, and nothing the "
+        "adapter writes is overridden.",
     )
     per_concurrency: dict[int, dict[str, Any]] = Field(
         default_factory=dict,

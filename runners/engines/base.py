@@ -121,6 +121,10 @@ class EngineAdapter:
     # accelerators (vLLM's API-server defaults). None: the engine's cache does not pin running requests.
     default_step_tokens: ClassVar[tuple[int, int] | None] = (2048, 8192)
 
+    def takes_llm_api_options(self, recipe: Recipe) -> bool:
+        """Whether the engine reads TensorRT-LLM's LLM-API options file (engine.llm_api_options); others refuse it."""
+        return False
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "launch_plan" in cls.__dict__:
@@ -175,6 +179,8 @@ def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan
         connector = recipe.methodology.kv_offload.connector
         if connector not in self.offload_connectors:
             problems.append(f"methodology.kv_offload.connector: got {connector!r}")
+        if recipe.engine.llm_api_options and not self.takes_llm_api_options(recipe):
+            problems.append(f"engine.llm_api_options: got {sorted(recipe.engine.llm_api_options)}")
         if problems:
             raise ConfigurationError(
                 f"{'; '.join(problems)}; the {self.kind} adapter does not turn this setting into engine flags yet "

@@ -99,6 +99,10 @@ def _events_config(backend: str, port: int) -> list[str]:
 class DynamoAdapter(EngineAdapter):
     kind = "dynamo"
 
+    def takes_llm_api_options(self, recipe: Recipe) -> bool:
+        """Its TensorRT-LLM workers read the options file (--extra-engine-args) the trtllm adapter's builders write."""
+        return recipe.engine.dynamo is not None and recipe.engine.dynamo.backend == "trtllm"
+
     def launch_limitations(self, recipe: Recipe) -> list[str]:
         environment = recipe.engine.environment
         if not isinstance(environment, ContainerEnvironment):

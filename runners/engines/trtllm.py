@@ -140,7 +140,39 @@ def llm_api_options(recipe: Recipe, group: Parallelism | WorkerGroup, where: str
     spec = speculative_config(recipe.methodology.speculative_decoding)
     if spec is not None:
         options["speculative_config"] = spec
+    _merge_free_options(options, engine.llm_api_options, "engine.llm_api_options")
     return options
+
+
+# LLM-API options a recipe sets through typed fields (or its methodology and parallelism), never free-form.
+_TYPED_OPTIONS = {
+    "tensor_parallel_size": "parallelism", "pipeline_parallel_size": "parallelism",
+    "moe_expert_parallel_size": "parallelism", "enable_attention_dp": "parallelism.dp_attention",
+    "dtype": "precision", "max_seq_len": "engine.max_model_len", "max_batch_size": "engine.max_num_seqs",
+    "max_num_tokens": "engine.max_num_batched_tokens", "enable_chunked_prefill": "engine.chunked_prefill",
+    "attn_backend": "engine.attention_backend", "stream_interval": "engine.stream_interval",
+    "speculative_config": "methodology.speculative_decoding",
+    "cuda_graph_config.max_batch_size": "engine.cuda_graph_max_batch_size",
+    "kv_cache_config.enable_block_reuse": "methodology.prefix_caching",
+    "kv_cache_config.host_cache_size": "methodology.kv_offload",
+    "kv_cache_config.dtype": "engine.kv_cache_dtype",
+    "kv_cache_config.free_gpu_memory_fraction": "engine.gpu_memory_utilization",
+}  # fmt: skip
+
+
+def _merge_free_options(options: dict[str, Any], extra: dict[str, Any], where: str, prefix: str = "") -> None:
+    """Merge `extra` into `options` (nested tables merged key by key), refusing what typed fields set."""
+    for key, value in extra.items():
+        path = f"{prefix}{key}"
+        typed = _TYPED_OPTIONS.get(path)
+        if typed is not None:
+            raise ConfigurationError(f"{where}.{path}: got {value!r}; set {typed} instead (a typed setting)")
+        if isinstance(value, dict) and isinstance(options.get(key, {}), dict):
+            _merge_free_options(options.setdefault(key, {}), value, where, f"{path}.")
+        elif key in options:
+            raise ConfigurationError(f"{where}.{path}: got {value!r}; the adapter already writes {options[key]!r}")
+        else:
+            options[key] = value
 
 
 # TensorRT-LLM's LLM API default for max_num_tokens, the most tokens one step schedules. Without chunked prefill a
@@ -172,6 +204,9 @@ class TrtllmAdapter(EngineAdapter):
     kind = "trtllm"
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
+
+    def takes_llm_api_options(self, recipe: Recipe) -> bool:
+        return True
 
     def prompt_limit(self, recipe: Recipe) -> PromptLimit | None:
         return prompt_limit(recipe)

@@ -31,6 +31,27 @@ SGLANG_ALIASES = {"--tensor-parallel-size": "--tp-size", "--data-parallel-size":
 # Options our SGLang adapter leaves out when the recipe holds SGLang's own default: the public value must then
 # be that default for the command to mean the same.
 SGLANG_DEFAULTS = {"--data-parallel-size": "1", "--ep-size": "1"}
+# TensorRT-LLM options-file entries our adapter leaves out at TensorRT-LLM's own default.
+TRTLLM_DEFAULTS = {"enable_attention_dp": False}
+MISSING = object()
+
+
+def at_level(public: Any, level: int) -> Any:
+    """A public value for one concurrency: a value keyed by concurrency is the script's for it; "$CONC" is it."""
+    if isinstance(public, dict):
+        return public[level]
+    return public.replace("$CONC", str(level)) if isinstance(public, str) else public
+
+
+def dotted(options: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """An options file's entries as dotted paths (nested tables flattened)."""
+    flat: dict[str, Any] = {}
+    for key, value in options.items():
+        if isinstance(value, dict):
+            flat.update(dotted(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def public_facts(key: str) -> dict[str, Any]:
@@ -109,7 +130,7 @@ def test_reproducing_recipe_renders_every_public_flag_and_variable(recipe: Recip
         for flag, public in arm["flags"].items():
             if flag in facts["plumbing"]:
                 continue
-            public_value = public.replace("$CONC", str(level)) if isinstance(public, str) else public
+            public_value = at_level(public, level)
             spelled = flag if flag in ours else SGLANG_ALIASES.get(flag, flag)
             if spelled not in ours:
                 if SGLANG_DEFAULTS.get(flag) == public_value:
@@ -120,6 +141,13 @@ def test_reproducing_recipe_renders_every_public_flag_and_variable(recipe: Recip
         for name, public_value in arm["env"].items():
             if plan.env.get(name) != public_value:
                 wrong.append(f"concurrency {level}, env {name}: ours {plan.env.get(name)!r}, public {public_value!r}")
+        if "options" in arm:  # the options file of TensorRT-LLM (--extra_llm_api_options)
+            written = dotted(yaml.safe_load(plan.files[ours["--extra_llm_api_options"]]))
+            for path, public in arm["options"].items():
+                public_value, mine = at_level(public, level), written.get(path, TRTLLM_DEFAULTS.get(path, MISSING))
+                if mine is MISSING or mine != public_value or type(mine) is not type(public_value):
+                    shown = "missing" if mine is MISSING else repr(mine)
+                    wrong.append(f"concurrency {level}, option {path}: ours {shown}, public {public_value!r}")
     assert not wrong, f"{recipe.name} differs from {reference.key}: " + "; ".join(wrong)
     assert plan.image == facts["image"]
     assert recipe.precision == facts["precision"]

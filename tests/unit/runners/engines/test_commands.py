@@ -488,3 +488,24 @@ def test_trtllm_limits_prompts_to_max_num_tokens_unless_it_chunks() -> None:
     assert adapter.prompt_limit(make(engine={**trtllm, "chunked_prefill": True})) is None
     # vLLM and SGLang chunk long prompts by default: no limit beyond the context length.
     assert engine_adapter("sglang").prompt_limit(make()) is None
+
+
+def test_trtllm_free_options_merge_into_the_options_file_but_never_over_a_typed_setting() -> None:
+    # InferenceX's B200 TensorRT-LLM script writes these beside the typed ones (moe backend, padded CUDA graphs).
+    options = options_of(trtllm(engine={
+        "cuda_graph_max_batch_size": 32, "kv_cache_dtype": "fp8",
+        "llm_api_options": {"cuda_graph_config": {"enable_padding": True}, "moe_config": {"backend": "CUTLASS"},
+                            "print_iter_log": True},
+    }))  # fmt: skip
+    assert options["cuda_graph_config"] == {"max_batch_size": 32, "enable_padding": True}
+    assert options["moe_config"] == {"backend": "CUTLASS"} and options["print_iter_log"] is True
+    assert options["kv_cache_config"]["dtype"] == "fp8"
+    with pytest.raises(ConfigurationError, match=r"llm_api_options\.kv_cache_config\.enable_block_reuse: got False; "
+                                                 r"set methodology\.prefix_caching instead"):  # fmt: skip
+        options_of(trtllm(engine={"llm_api_options": {"kv_cache_config": {"enable_block_reuse": False}}}))
+    with pytest.raises(ConfigurationError, match=r"llm_api_options\.speculative_config: .*methodology\.speculative"):
+        options_of(trtllm(engine={"llm_api_options": {"speculative_config": {"decoding_type": "MTP"}}}))
+    with pytest.raises(ConfigurationError, match=r"llm_api_options\.kv_cache_config: got 'x'; the adapter already"):
+        options_of(trtllm(engine={"llm_api_options": {"kv_cache_config": "x"}}))
+    with pytest.raises(ConfigurationError, match=r"engine\.llm_api_options: got \['print_iter_log'\]; the sglang"):
+        argv_of(make(engine={"llm_api_options": {"print_iter_log": True}}))
