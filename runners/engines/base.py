@@ -62,6 +62,9 @@ class LaunchPlan:
     - `ready_workers`: when set, readiness also needs the entry process's `/health` to list this many worker
       instances serving `generate` (Dynamo's frontend lists a model once one worker registered; the prefill
       workers of a disaggregated launch may register later, and requests before that skip them).
+    - `session_headers` / `parent_session_headers`: the HTTP headers a replay puts a request's session id (and
+      a subagent's parent session id) in, for the engine's router to keep a session on the worker holding its
+      prefix (Dynamo's KV router reads X-Dynamo-Session-ID, as InferenceX's newer AgentX recipes send it).
     """
 
     argv: list[str]
@@ -77,6 +80,8 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)
     image: str | None = None
     ready_workers: int | None = None
+    session_headers: tuple[str, ...] = ("X-Session-ID",)
+    parent_session_headers: tuple[str, ...] = ()
 
 
 # Typed engine fields an adapter must turn into flags, or refuse (recipes/schema.py: TUNING_FIELDS). A recipe that

@@ -228,6 +228,10 @@ class DynamoAdapter(EngineAdapter):
             processes=processes,
             image=container_image(recipe),
             ready_workers=sum(group.num_workers for _, group, _ in _worker_groups(recipe.parallelism)),
+            # The KV router binds a session to the worker holding its prefix by this header (AIPerf's
+            # AIPERF_HTTP_X_DYNAMO_SESSION_ID_FROM_CORRELATION_ID in InferenceX's AgentX recipes).
+            session_headers=("X-Session-ID", *(("X-Dynamo-Session-ID",) if kv_router else ())),
+            parent_session_headers=("X-Dynamo-Parent-Session-ID",) if kv_router else (),
         )
 
 

@@ -305,6 +305,7 @@ class SimulatedEngine:
                 "arrived": arrived, "first_token": first_sent, "last_token": last_sent, "tokens": max_tokens,
                 "prompt_tokens": len(prompt),
                 "session": request.headers.get("X-Session-ID") or request.headers.get("X-Correlation-ID"),
+                "routing": {name: value for name, value in request.headers.items() if name.startswith("X-Dynamo-")},
             }  # fmt: skip
             self.record.write(json.dumps(entry) + "\n")
             self.record.flush()

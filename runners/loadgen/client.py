@@ -46,6 +46,10 @@ class Endpoint:
     continuous_usage_stats: bool = True
     kind: str = "completions"  # or "chat"
     keep_text: bool = False  # keep the streamed text, for a tokenizer to count afterwards
+    # Headers a replay sends a request's session id in (and a subagent's parent's): the engine's router reads them
+    # (runners/engines/base.py, LaunchPlan.session_headers).
+    session_headers: tuple[str, ...] = ("X-Session-ID",)
+    parent_session_headers: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:

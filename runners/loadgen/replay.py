@@ -57,8 +57,6 @@ from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scale
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
 from runners.traces.synthesis import BlockCache, copy_salt, scope_key, synthesize
 
-SESSION_HEADER = "X-Session-ID"
-
 
 def replay_shape(settings: ReplaySettings, concurrency: int) -> ReplayShape:
     """What of a replay's settings shapes its cache traffic (what the planner needs)."""
@@ -170,7 +168,7 @@ class Replayer:
         try:
             record = await send_one(
                 http, self.endpoint, outgoing.request, due, self.settings.request_timeout_s,
-                {SESSION_HEADER: outgoing.session_id}, body=outgoing.body,
+                self._session_headers(outgoing.session_id), body=outgoing.body,
             )  # fmt: skip
         finally:
             self.caps.ended(tree)
@@ -179,6 +177,14 @@ class Replayer:
             self.lags.append((record.sent - due) * 1000)
         self.records.append(ReplayRequest(lane, outgoing.session_id, outgoing.turn, record))
         return record
+
+    def _session_headers(self, session_id: str) -> dict[str, str]:
+        """The session id in every header the engine's router reads, and a subagent's parent's id (its path's
+        prefix: session ids end in the session's path, "0/1" being subagent 1 of root session 0)."""
+        headers = dict.fromkeys(self.endpoint.session_headers, session_id)
+        if "/" in session_id:
+            headers.update(dict.fromkeys(self.endpoint.parent_session_headers, session_id.rsplit("/", 1)[0]))
+        return headers
 
     def _gap(self, seconds: float) -> float:
         """A recorded gap in the replay's seconds: never shortened here (the idle caps advance timers instead)."""

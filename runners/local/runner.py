@@ -177,7 +177,9 @@ class LocalRunner(Runner):
             )  # fmt: skip
             yield JobEvent(kind="engine_ready", job_id=job.job_id, message=f"healthy after {waited:.1f} s",
                            launched=what_ran)  # fmt: skip
-            endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model)
+            endpoint = Endpoint(base_url=engine.base_url, model=plan.served_model,
+                                session_headers=plan.session_headers,
+                                parent_session_headers=plan.parent_session_headers)  # fmt: skip
             context = PointContext(endpoint, vocabulary, recipe)
             # Once per job, before the first Point: a failed gate marks every Point invalid
             # (runners/loadgen/accuracy.py).

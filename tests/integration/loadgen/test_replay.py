@@ -238,3 +238,27 @@ def test_a_think_time_past_the_window_is_not_waited_out(caching_server: str) -> 
     # Generous for a loaded machine; waiting out the caps alone would take 4 lanes x 10 s.
     assert time.perf_counter() - started < 8.0
     assert {item.record.turn for item in records} == {0} and stats.requests_measured == 4
+
+
+def test_the_session_headers_the_router_reads_carry_each_session_and_its_parent(tmp_path: Path) -> None:
+    # Dynamo's KV router (LaunchPlan.session_headers): every request carries its session id in X-Dynamo-Session-ID,
+    # and a subagent's also its parent's in X-Dynamo-Parent-Session-ID; the engine logs what arrived.
+    record = tmp_path / "served.jsonl"
+    process, url = start_simulated("--ttft-ms", "1", "--itl-ms", "0.1", "--record-file", str(record))
+    endpoint = Endpoint(base_url=url, model="sim", session_headers=("X-Session-ID", "X-Dynamo-Session-ID"),
+                        parent_session_headers=("X-Dynamo-Parent-Session-ID",))  # fmt: skip
+    try:
+        settings = ReplaySettings(duration_s=3, warmup=False, time_scale=0.001, length_scale=0.05,
+                                  max_output_tokens=4)  # fmt: skip
+        replay(load_trace(WEKA), endpoint, settings, 1)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    served = [json.loads(line) for line in record.read_text().splitlines()]
+    roots = [row for row in served if "/" not in row["session"]]
+    children = [row for row in served if "/" in row["session"]]
+    assert roots and children
+    assert all(row["routing"] == {"X-Dynamo-Session-ID": row["session"]} for row in roots)
+    assert all(row["routing"] == {"X-Dynamo-Session-ID": row["session"],
+                                  "X-Dynamo-Parent-Session-ID": row["session"].rsplit("/", 1)[0]}
+               for row in children)  # fmt: skip

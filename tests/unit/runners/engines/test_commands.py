@@ -509,3 +509,16 @@ def test_trtllm_free_options_merge_into_the_options_file_but_never_over_a_typed_
         options_of(trtllm(engine={"llm_api_options": {"kv_cache_config": "x"}}))
     with pytest.raises(ConfigurationError, match=r"engine\.llm_api_options: got \['print_iter_log'\]; the sglang"):
         argv_of(make(engine={"llm_api_options": {"print_iter_log": True}}))
+
+
+def test_dynamo_kv_routing_binds_sessions_by_the_dynamo_session_header() -> None:
+    adapter = engine_adapter("dynamo")
+    kv = adapter.launch_plan(dynamo("sglang"), 8000, Path("python3"), Path("/m"))
+    assert kv.session_headers == ("X-Session-ID", "X-Dynamo-Session-ID")
+    assert kv.parent_session_headers == ("X-Dynamo-Parent-Session-ID",)
+    plain = adapter.launch_plan(dynamo("sglang", methodology={"routing": {"kind": "round-robin"},
+                                                              "prefix_caching": False}),
+                                8000, Path("python3"), Path("/m"))  # fmt: skip
+    assert plain.session_headers == ("X-Session-ID",) and plain.parent_session_headers == ()
+    assert engine_adapter("vllm").launch_plan(make(engine={"kind": "vllm"}), 8000, Path("python3"),
+                                              Path("/m")).session_headers == ("X-Session-ID",)  # fmt: skip
