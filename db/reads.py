@@ -26,6 +26,7 @@ from db.models import (
     utcnow,
 )
 from recipes.model_registry import load_model_registry
+from recipes.schema import agentx_differences
 
 
 def jobs_of_sweep(session: Session, sweep_id: int) -> list[JobRow]:
@@ -108,6 +109,8 @@ class ResultView:
     replay_time_scale: float | None = None
     replay_length_scale: float | None = None
     replay_max_output_tokens: int | None = None
+    # How the replay's settings depart from AgentX's (recipes.schema.agentx_differences), "; "-joined; "" when none.
+    replay_agentx_differences: str | None = None
 
 
 @functools.cache
@@ -221,6 +224,7 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
         "replay_time_scale": float(workload.get("time_scale", 1.0)) if replayed else None,
         "replay_length_scale": float(workload.get("length_scale", 1.0)) if replayed else None,
         "replay_max_output_tokens": workload.get("max_output_tokens") if replayed else None,
+        "replay_agentx_differences": "; ".join(agentx_differences(workload)) if replayed else None,
         "engine_image": str(image) if image else None,
     }
 
@@ -275,7 +279,8 @@ def result_columns(
     configurations = {recipe_id: _configuration(snapshot) for recipe_id, snapshot in snapshots}
     of_rows = [configurations[recipe_id] for recipe_id in columns.pop("recipe_id")]
     for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching", "replay_trace",
-                 "replay_time_scale", "replay_length_scale", "replay_max_output_tokens", "engine_image"):  # fmt: skip
+                 "replay_time_scale", "replay_length_scale", "replay_max_output_tokens", "replay_agentx_differences",
+                 "engine_image"):  # fmt: skip
         columns[name] = [configuration[name] for configuration in of_rows]
     columns["validity_reasons"] = [[] if text == "[]" else json.loads(text) for text in columns["validity_reasons"]]
     power = columns.pop("power_w_mean")

@@ -8,6 +8,7 @@ through raw engine arguments is rejected, so the methodology rules below can be 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -600,6 +601,28 @@ class FixedLengthWorkload(StrictModel):
         return self
 
 
+# AgentX, as InferenceX runs it (benchmarks/benchmark_lib.sh, build_replay_cmd, at 843c6254): a 3,600 s window,
+# 10 one-token warm-up turns per lane, 10 s system and 300 s per-tree idle caps, recorded time and lengths.
+AGENTX_WINDOW_S = 3600.0
+AGENTX_REPLAY: dict[str, Any] = {
+    "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": 10.0, "think_cap_s": 300.0,
+    "warmup": True, "warmup_requests_per_lane": 10,
+}  # fmt: skip
+
+
+def agentx_differences(settings: Mapping[str, Any]) -> list[str]:
+    """How a replay's settings (a ReplaySettings dump, or a stored recipe's workload, defaults left out) depart from
+    AgentX's: each such difference makes its results not comparable with InferenceX's AgentX results."""
+    defaults = {name: field.get_default() for name, field in ReplaySettings.model_fields.items()}
+    window = float(settings.get("duration_s", AGENTX_WINDOW_S))
+    differences = [f"window {window:g} s (AgentX: {AGENTX_WINDOW_S:,.0f} s)"] if window < AGENTX_WINDOW_S else []
+    for name, agentx in AGENTX_REPLAY.items():
+        value = settings.get(name, defaults[name])
+        if value != agentx:
+            differences.append(f"{name} {value} (AgentX: {agentx})")
+    return differences
+
+
 class ReplaySettings(StrictModel):
     """How an agentic replay runs, whoever asks for it: a recipe's workload, each of its Points and
     `infersweep replay` (its flags are made from these fields) hold exactly these settings. A setting is
@@ -611,7 +634,11 @@ class ReplaySettings(StrictModel):
     mode: Literal["sessions", "timeline"] = Field(
         "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."
     )
-    duration_s: float = Field(gt=0, le=MAX_SECONDS, description="Measured window per Point, seconds.")
+    duration_s: float = Field(
+        AGENTX_WINDOW_S, gt=0, le=MAX_SECONDS,
+        description="Measured window per Point, seconds; AgentX's 3,600 s by default (a shorter one is labelled not "
+        "comparable with AgentX results).",
+    )  # fmt: skip
     warmup: bool = Field(True, description="Start lanes at a random 25-75 % turn with their history primed.")
     warmup_requests_per_lane: int = Field(
         0, ge=0, le=1000,

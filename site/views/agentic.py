@@ -54,6 +54,13 @@ def planner_hit(row: pd.Series) -> float | None:
     return (0.0 if pd.isna(hbm) else float(hbm)) + (0.0 if pd.isna(dram) else float(dram))
 
 
+def agentx_label(differences: str | None) -> str:
+    """'yes', or 'no: <how the replay departs from AgentX's settings>' (recipes.schema.agentx_differences)."""
+    if differences is None or pd.isna(differences):
+        return "–"
+    return "yes" if not differences else f"no: {differences}"
+
+
 def prediction_text(total: float | None, hbm: float | None, dram: float | None) -> str:
     if total is None or pd.isna(total):
         return NO_PREDICTION
@@ -84,7 +91,8 @@ per_repeat = pd.concat(
     ],
     axis=1,
 ).rename(columns={"theoretical_hit_rate": "theoretical"})
-keys = ["configuration", "kv_offload", "hardware", "model", "origin", "sweep", "concurrency"]
+keys = ["configuration", "kv_offload", "hardware", "model", "origin", "sweep", "concurrency",
+        "replay_agentx_differences"]  # fmt: skip
 rates = ["hbm", "offload", "recomputed", "counter_hit", "realized_hit_rate", "theoretical", "planner_hit",
          "planner_hbm_hit_rate", "planner_dram_hit_rate", "e2e_interactivity_p90"]  # fmt: skip
 per_repeat[rates] = per_repeat[rates].apply(pd.to_numeric, errors="coerce")
@@ -122,6 +130,7 @@ table = pd.DataFrame(
                               strict=True)
         ],
         "E2E interactivity p90 (tok/s/user)": points["e2e_interactivity_p90"],
+        "comparable with AgentX": [agentx_label(text) for text in points["replay_agentx_differences"]],
         "sweep": points["sweep"],
     }
 )  # fmt: skip
@@ -182,6 +191,14 @@ shown = sorted(set(points["origin"]) - {"measured"})
 if shown:
     st.warning(
         f"Includes {', '.join(shown)} results, labelled in each panel's title: not measurements of real hardware."
+    )
+departing = sorted({text for text in points["replay_agentx_differences"].dropna() if text})
+if departing:
+    st.info(
+        "Not comparable with InferenceX's AgentX results: "
+        + " | ".join(departing)
+        + ". AgentX measures a 3,600 s window after 10 one-token warm-up turns per lane, on the recorded clock and "
+        "lengths (docs/METRICS.md); the table's last columns say which configuration departs how."
     )
 tiers_tab, rates_tab, table_tab = st.tabs(["Tiers", "Hit rates", "Table"])
 with tiers_tab:
