@@ -11,9 +11,8 @@ would not have shared (runners/traces/synthesis.py).
 Warmup: each lane's first tree starts at a random turn in [25 %, 75 %] of its root session, with the
 history primed by one unmeasured request carrying the previous turn's prompt, then (AgentX's accelerated warm-up,
 `warmup_requests_per_lane`) that many more turns sent one after another as one-token requests; the next turn is
-then due its
-own think time after the window opens, so lanes are at random phases as in steady traffic. When the window
-closes on a tree (its next request is due after the end), the lane stops.
+then due its own think time after the window opens, so lanes are at random phases as in steady traffic. When the
+window closes on a tree (its next request is due after the end), the lane stops.
 
 Schedule: a request is due at the end of the answer before it plus the think time. Its prompt is made
 (synthesised and JSON-encoded) during that think time, on one synthesis thread, so the event loop only
