@@ -11,7 +11,7 @@ from rich.table import Table
 from orchestrator.cli.model_flags import settings_flags, settings_from_flags
 from orchestrator.cli.output import console, fail
 from recipes.errors import MISSING, InferSweepError, RecipeError
-from recipes.schema import ReplaySettings
+from recipes.schema import ReplaySettings, agentx_differences
 
 
 def bench(
@@ -167,6 +167,11 @@ def replay(
         f"prefix-cache hit rate: realized {realized}, theoretical {theoretical:.1%} at {engine_block_size}-token blocks"
     )
     console.print(f"schedule lag p50/p99: {stats.schedule_lag_ms.p50} / {stats.schedule_lag_ms.p99} ms")
+    departures = agentx_differences(settings.model_dump())
+    console.print(
+        "comparable with AgentX results" if not departures else f"not comparable with AgentX: {'; '.join(departures)}",
+        markup=False, highlight=False,
+    )  # fmt: skip
     _print_failures([item.record for item in records])
     if output is not None:
         document = {"trace": {"id": loaded.id, "kind": loaded.kind, "version": loaded.content_hash},

@@ -155,6 +155,8 @@ def test_cli_replay_writes_result(caching_server: str, tmp_path: Path) -> None:
                      "--engine-block-size", str(BLOCK), "--output", str(output))  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "prefix-cache hit rate: realized" in result.stdout
+    # A 2 s window, time- and length-scaled: labelled with each way it departs from AgentX.
+    assert "not comparable with AgentX: window 2 s (AgentX: 3,600 s); time_scale 0.005" in result.stdout
     document = json.loads(output.read_text())
     assert document["trace"]["kind"] == "weka" and len(document["trace"]["version"]) == 64
     broken = tmp_path / "broken.json"
