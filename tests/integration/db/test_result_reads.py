@@ -109,7 +109,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "replay_cached_tokens": None, "e2e_interactivity_p90": None, "planner_hbm_hit_rate": None,
         "planner_dram_hit_rate": None, "replay_session_time_p50_s": None, "replay_sessions_completed": None,
         "replay_trace": None, "replay_time_scale": None, "replay_length_scale": None, "replay_max_output_tokens": None,
-        "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
+        "replay_agentx_differences": None, "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
         "date_known": True,
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
@@ -135,6 +135,10 @@ def test_every_field_of_a_result(database: Engine) -> None:
     assert (agentic.replay_trace, agentic.replay_time_scale, agentic.replay_length_scale) == ("/traces/claude.json",
                                                                                               0.01, 1.0)  # fmt: skip
     assert agentic.replay_max_output_tokens == 16
+    # How its settings depart from AgentX's (recipes.schema.agentx_differences), from the stored snapshot.
+    assert agentic.replay_agentx_differences is not None and "time_scale 0.01 (AgentX: 1.0)" in (
+        agentic.replay_agentx_differences
+    )
     assert agentic.power_w_per_gpu is None  # its host sampled no power
 
 
