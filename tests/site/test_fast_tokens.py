@@ -22,17 +22,20 @@ SAMPLE = TRACES / "claude-code-weka" / "sample_trace.json"
 
 
 def _session_wall_s(interactivity: float, ttft_ms: float, speedup: float = 1.0) -> float:
-    """The sample session at one point: think times as recorded (the 318 s gap capped at 300 s), each request
-    its uncached prompt at 8192 / TTFT tokens/s plus its output tokens at the point's speed."""
+    """The sample session at one point: the recorded idle gaps, from each request's end (t + api_time) to the next
+    one's t, as AgentX replays them (the 317.91 s gap capped at 300 s), each request its uncached prompt at
+    8192 / TTFT tokens/s plus its output tokens at the point's speed."""
     data = json.loads(SAMPLE.read_text())
-    block, seen, wall = data["block_size"], set(), 0.0
+    block, seen, wall, previous = data["block_size"], set(), 0.0, None
     for request in data["requests"]:
         run = 0
         while run < len(request["hash_ids"]) and request["hash_ids"][run] in seen:
             run += 1
         seen.update(request["hash_ids"])
         uncached = request["in"] - min(run * block, request["in"])
-        wall += min(request["think_time"], 300.0)
+        gap = 0.0 if previous is None else max(0.0, request["t"] - previous["t"] - previous["api_time"])
+        previous = request
+        wall += min(gap, 300.0)
         wall += uncached / (8192 / (ttft_ms / 1000)) + request["out"] / (interactivity * speedup)
     return wall
 
