@@ -156,7 +156,9 @@ class Replayer:
             index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,
             warmup=warmup or due < self.window_start,
         )  # fmt: skip
-        session_id = f"{self.settings.seed}-{copy}-{session.path}"
+        # `<seed>.<concurrency>-<copy>-<path>`: unique per Point, as its copies' salt is (copy_salt). A router binds a
+        # session id to the worker holding its prefix; a later Point's session must not inherit an earlier binding.
+        session_id = f"{self.settings.seed}.{self.concurrency}-{copy}-{session.path}"
         return _Outgoing(prepared, encode_body(self.endpoint, prepared), session_id, turn, due)
 
     async def _send(

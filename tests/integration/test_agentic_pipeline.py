@@ -122,7 +122,7 @@ def _salted_copies_share_nothing(records: pd.DataFrame) -> None:
 
 
 def _rate_of_measured(walk: HitRate, records: pd.DataFrame) -> float:
-    """The walk's hit rate over the requests a Point measured (a record's session is `<seed>-<copy>-<path>`)."""
+    """The walk's hit rate over the requests a Point measured (a record's session is `<seed>.<concurrency>-<copy>-<path>`)."""
     position = {key: index for index, key in enumerate(walk.keys)}
     measured = records[~records["warmup"] & records["error"].isna()]
     rows = [

@@ -69,11 +69,14 @@ def test_a_later_point_on_the_same_engine_hits_nothing_an_earlier_point_left(cac
     settings = ReplaySettings(duration_s=2, warmup=True, time_scale=0.005, length_scale=0.25,
                               max_output_tokens=8, seed=11)  # fmt: skip
     endpoint = Endpoint(base_url=caching_server, model="sim")
-    replay(trace, endpoint, settings, 1)
+    _stats, earlier = replay(trace, endpoint, settings, 1)
     _stats, records = replay(trace, endpoint, settings, 2)
     primers = [item.record for item in records if item.record.warmup and item.record.max_tokens == 1]
     assert len(primers) == 2
     assert [record.cached_tokens for record in primers] == [0, 0], [record.prompt_tokens_sent for record in primers]
+    # Nor do they share a session id, which a router binds to the worker holding the session's prefix (Dynamo's
+    # X-Dynamo-Session-ID): the earlier Point's worker holds nothing of the later Point's sessions.
+    assert {item.session for item in earlier}.isdisjoint({item.session for item in records})
 
 
 def test_warm_start_primes_history(caching_server: str) -> None:
@@ -221,7 +224,7 @@ def test_the_whole_system_idle_cap_sends_a_at_71_s_as_agentx_does(tmp_path: Path
         process.terminate()
         process.wait(timeout=10)
     # Lane A's first tree (copy 0 of conversation a); after it the lane starts its next copy.
-    lane_a = sorted((item for item in replayer.records if item.session == "0-0-0"), key=lambda item: item.turn)
+    lane_a = sorted((item for item in replayer.records if item.session == "0.2-0-0"), key=lambda item: item.turn)
     assert [item.turn for item in lane_a] == [0, 1], [(item.session, item.turn) for item in replayer.records]
     first, second = lane_a[0].record, lane_a[1].record
     assert first.end is not None and second.sent is not None
