@@ -206,13 +206,10 @@ class Replayer:
         """
         children: list[asyncio.Task[bool]] = []
         joins: dict[int, list[asyncio.Task[bool]]] = {}  # parent request index -> the subagents it waits for
-        groups = session.spawn_groups()
         tree = (lane, copy)
 
-        def spawn(after: int, overlapping: bool, origin: float) -> None:
-            for group in groups:
-                if group.after != after or (after >= 0 and group.overlaps != overlapping):
-                    continue
+        def spawn(after: int, at_send: bool, origin: float) -> None:
+            for group in session.groups_spawned(after, at_send):
                 tasks = [
                     asyncio.create_task(self._session(http, lane, copy, root, child, 0,
                                                       origin + self._gap(group.offset(session, child))))

@@ -278,6 +278,14 @@ class Session:
             result.append(SpawnGroup(after, join, start, tuple(children), overlaps))
         return tuple(result)
 
+    def groups_spawned(self, after: int, at_send: bool) -> list[SpawnGroup]:
+        """The spawn groups that start with request `after` (-1: with the session): at its send (`at_send`, groups
+        recorded while it answered, and those before any request) or at its end (the others)."""
+        return [
+            group for group in self.spawn_groups()
+            if group.after == after and (after < 0 or group.overlaps == at_send)
+        ]  # fmt: skip
+
     def spawn_delay(self, child: Session) -> float:
         """Seconds from sending the parent request a subagent follows to the subagent's spawn (recorded).
 

@@ -190,14 +190,12 @@ class _Scheduler:
         stream = _Stream(tree.lane, tree, copy, root, session, list(range(first_turn, len(session.requests))))
         self._launch(stream, 0.0)
         if first_turn == 0:
-            self._spawn(stream, -1, overlapping=False)
+            self._spawn(stream, -1, at_send=True)
 
-    def _spawn(self, parent: _Stream, after: int, overlapping: bool) -> None:
+    def _spawn(self, parent: _Stream, after: int, at_send: bool) -> None:
         """The subagent groups that follow request `after` of `parent`, as the replayer spawns them: those recorded
-        while that request answered now (at its arrival), the others when it has ended (Session.spawn_groups)."""
-        for group in parent.session.spawn_groups():
-            if group.after != after or (after >= 0 and group.overlaps != overlapping):
-                continue
+        while that request answered now (at its arrival), the others when it has ended (Session.groups_spawned)."""
+        for group in parent.session.groups_spawned(after, at_send):
             for child in group.children:
                 stream = _Stream(parent.lane, parent.tree, parent.copy, parent.root, child,
                                  list(range(len(child.requests))), parent=parent)  # fmt: skip
@@ -247,7 +245,7 @@ class _Scheduler:
         self.waiting.append(_Request(access, output, stream))
         stream.tree.active += 1
         if stream.then_first_turn is None:
-            self._spawn(stream, turn, overlapping=True)
+            self._spawn(stream, turn, at_send=True)
 
     def _finished(self, request: _Request) -> None:
         stream, tree = request.stream, request.stream.tree
@@ -264,7 +262,7 @@ class _Scheduler:
             else:
                 self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
             return
-        self._spawn(stream, stream.turns[stream.position], overlapping=False)
+        self._spawn(stream, stream.turns[stream.position], at_send=False)
         stream.position += 1
         tree.outstanding -= 1
         if not stream.done:
