@@ -5,6 +5,7 @@ Each script prints its figures against their targets and the ratio to the peer m
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import resource
@@ -162,9 +163,11 @@ def weka_for_aiperf(conversation: dict[str, Any], model: str, time_scale: float 
     its clock multiplied by `time_scale` (AIPerf has no time scale for Weka traces).
 
     What the loader refuses in the published files is mended: `hash_id_scope` must be `local` (one conversation per
-    file, so it is the same), a subagent's `subagent_type` must be a string (the shipped sample has null) and its
-    `duration_ms` an integer. Underscore fields (build metadata) are dropped.
+    file, so it is the same), a subagent's `subagent_type` must be a string (the shipped sample has null), its
+    `duration_ms` an integer and its `agent_id` present (our synthetic corpora have none). Underscore fields (build
+    metadata) are dropped.
     """
+    subagents = itertools.count()
 
     def scaled(entry: dict[str, Any]) -> dict[str, Any]:
         out = {key: value for key, value in entry.items() if not key.startswith("_")}
@@ -176,8 +179,9 @@ def weka_for_aiperf(conversation: dict[str, Any], model: str, time_scale: float 
         if out.get("duration_ms") is not None:
             out["duration_ms"] = round(out["duration_ms"] * time_scale)
         return {
-            **out, "subagent_type": out.get("subagent_type") or "general-purpose", "status": out.get("status") or
-            "completed", "models": [model], "requests": [scaled(inner) for inner in entry["requests"]],
+            **out, "agent_id": out.get("agent_id") or f"agent_{next(subagents):03d}",
+            "subagent_type": out.get("subagent_type") or "general-purpose", "status": out.get("status") or "completed",
+            "models": [model], "requests": [scaled(inner) for inner in entry["requests"]],
         }  # fmt: skip
 
     top = {key: value for key, value in conversation.items() if not key.startswith("_") and key != "requests"}

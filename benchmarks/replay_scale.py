@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peer_agreement import SERVER_CORES, peer_venv
-from benchmarks.peers import children_cpu, process_cpu, simulated_server_process
+from benchmarks.peers import children_cpu, process_cpu, simulated_server_process, weka_for_aiperf
 from runners.host.generated_model import ensure_generated_model
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import replayed_hit_rate
@@ -52,28 +52,11 @@ MODEL = "sim"
 ZERO_DELAY = ("--ttft-ms", "0", "--itl-ms", "0", "--max-batch", "100000", "--max-model-len", "262144")
 
 
-def _aiperf_request(entry: dict[str, Any]) -> dict[str, Any]:
-    return {**entry, "model": MODEL}
-
-
 def export_for_aiperf(conversations: list[dict[str, Any]], directory: Path) -> Path:
-    """One Weka JSON file per root session, in the schema of AIPerf's `weka_trace` loader."""
+    """One Weka JSON file per root session, in the schema of AIPerf's `weka_trace` loader (benchmarks.peers)."""
     directory.mkdir(parents=True, exist_ok=True)
     for conversation in conversations:
-        requests = []
-        for index, entry in enumerate(conversation["requests"]):
-            if entry["type"] == "subagent":
-                requests.append({
-                    "t": entry["t"], "type": "subagent", "agent_id": f"agent_{index:03d}",
-                    "subagent_type": entry["subagent_type"], "status": "completed", "models": [MODEL],
-                    "requests": [_aiperf_request(inner) for inner in entry["requests"]],
-                })  # fmt: skip
-            else:
-                requests.append(_aiperf_request(entry))
-        exported = {
-            "id": conversation["id"], "models": [MODEL], "block_size": conversation["block_size"],
-            "hash_id_scope": "local", "system_tokens": conversation["system_tokens"], "requests": requests,
-        }  # fmt: skip
+        exported = weka_for_aiperf(conversation, MODEL)
         (directory / f"{conversation['id']}.json").write_text(json.dumps(exported, separators=(",", ":")))
     return directory
 
