@@ -241,6 +241,19 @@ def per_concurrency_levels_run(recipe: Recipe, context: RuleContext) -> list[Pro
     return [LEVEL_NOT_RUN(level, levels=levels) for level in recipe.engine.per_concurrency if level not in levels]
 
 
+ROLE_WITHOUT_DISAGGREGATION = Message(
+    "engine.per_role", "per-role settings need prefill and decode workers (set parallelism.disaggregated)"
+)
+
+
+@rule("per-role-needs-disaggregation", ROLE_WITHOUT_DISAGGREGATION, kind="consistency")
+def per_role_needs_disaggregation(recipe: Recipe, context: RuleContext) -> list[Problem]:
+    """Settings for prefill or decode workers in a recipe that has none would launch nothing with them."""
+    if recipe.parallelism.disaggregated is not None:
+        return []
+    return [ROLE_WITHOUT_DISAGGREGATION(role) for role in recipe.engine.per_role]
+
+
 TRACE_MISSING = Message("workload.trace", "expected an existing trace file")
 
 

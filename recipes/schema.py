@@ -319,7 +319,11 @@ TUNING_FIELDS: tuple[str, ...] = (
     "attention_backend", "cuda_graph_max_batch_size", "stream_interval",
 )  # fmt: skip
 
+# What a disaggregated recipe may set for one role's workers only (`engine.per_role`).
+ROLE_FIELDS: tuple[str, ...] = (*TUNING_FIELDS, "env", "extra_args")
+
 _ENGINE_FIELDS_SINCE_V1 = (
+    "per_role",
     "per_concurrency",
     "llm_api_options",
     "kv_cache_dtype",
@@ -353,6 +357,12 @@ class DynamoSettings(StrictModel):
     @model_serializer(mode="wrap")
     def _omit_default_discovery(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _without_defaults(self, handler(self), ("discovery",))  # fingerprints of older recipes hold
+
+
+def _only(settings: Mapping[str, Any], allowed: tuple[str, ...], where: str, expected: str) -> None:
+    unknown = sorted(set(settings) - set(allowed))
+    if unknown:
+        raise ValueError(f"{where}: got {', '.join(unknown)}; expected {expected} ({', '.join(allowed)})")
 
 
 class EngineSpec(StrictModel):
@@ -460,6 +470,15 @@ class EngineSpec(StrictModel):
         "still: its Points form one curve.",
     )
 
+    per_role: dict[Literal["prefill", "decode"], dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Settings of one role's workers in a disaggregated recipe, as the public disaggregated recipes "
+        "tune prefill and decode apart (e.g. NVIDIA srt-slurm's prefill_environment / decode_environment and "
+        "sglang_config.prefill / .decode): role -> typed tuning fields (as in per_concurrency), env and "
+        "extra_args. Typed fields replace the engine's for that role; env is merged over engine.env; extra_args "
+        "follow engine.extra_args.",
+    )
+
     @model_serializer(mode="wrap")
     def _omit_default_tuning(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Fields added after recipes were first fingerprinted are left out of the dump while they hold their
@@ -467,17 +486,16 @@ class EngineSpec(StrictModel):
         return _without_defaults(self, handler(self), _ENGINE_FIELDS_SINCE_V1)
 
     @model_validator(mode="after")
-    def _per_concurrency_settings(self) -> EngineSpec:
+    def _per_level_and_role_settings(self) -> EngineSpec:
+        # Each level's and each role's engine must be valid on its own (at_concurrency / for_role validate it).
         for level, settings in self.per_concurrency.items():
             if level < 1:
                 raise ValueError(f"engine.per_concurrency: got load level {level}; expected a concurrency >= 1")
-            unknown = sorted(set(settings) - set(TUNING_FIELDS))
-            if unknown:
-                raise ValueError(
-                    f"engine.per_concurrency.{level}: got {', '.join(unknown)}; expected typed tuning fields only "
-                    f"({', '.join(TUNING_FIELDS)})"
-                )
-            self.at_concurrency(level)  # each level's engine must be valid on its own
+            _only(settings, TUNING_FIELDS, f"engine.per_concurrency.{level}", "typed tuning fields only")
+            self.at_concurrency(level)
+        for role, settings in self.per_role.items():
+            _only(settings, ROLE_FIELDS, f"engine.per_role.{role}", "typed tuning fields, env or extra_args")
+            self.for_role(role)
         return self
 
     def at_concurrency(self, level: int) -> EngineSpec:
@@ -486,13 +504,29 @@ class EngineSpec(StrictModel):
         settings = self.per_concurrency.get(level)
         if settings is None:
             return self
-        data = {**self.model_dump(), **settings}
-        data.pop("per_concurrency", None)
+        return self._with({**settings, "per_concurrency": {}}, f"engine.per_concurrency.{level}")
+
+    def for_role(self, role: str) -> EngineSpec:
+        """The engine one role's workers run: the recipe's settings with the role's over them (env merged, extra_args
+        appended), and no per-role table. An aggregated worker ('worker') runs the recipe's own."""
+        settings = self.per_role.get(role)  # type: ignore[call-overload]
+        if settings is None:
+            return self
+        merged = {
+            **settings,
+            "env": {**self.env, **settings.get("env", {})},
+            "extra_args": [*self.extra_args, *settings.get("extra_args", [])],
+            "per_role": {},
+        }
+        return self._with(merged, f"engine.per_role.{role}")
+
+    def _with(self, settings: dict[str, Any], where: str) -> EngineSpec:
+        """This engine with `settings` over its own fields, validated as an engine of its own (errors name `where`)."""
         try:
-            return EngineSpec.model_validate(data)
+            return EngineSpec.model_validate({**self.model_dump(), **settings})
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in error.errors())
-            raise ValueError(f"engine.per_concurrency.{level}: {problems}") from None
+            raise ValueError(f"{where}: {problems}") from None
 
     @model_validator(mode="after")
     def _dynamo_settings(self) -> EngineSpec:

@@ -120,6 +120,8 @@ class EngineAdapter:
     kind: ClassVar[str]
     origin: ClassVar[Origin] = "measured"
     honoured_fields: ClassVar[frozenset[str]] = frozenset()
+    # Whether the adapter launches prefill and decode workers apart, each with its role's engine (engine.per_role).
+    runs_roles: ClassVar[bool] = False
     # Ways of attaching a DRAM tier (methodology.kv_offload.connector) the adapter maps; others are refused.
     offload_connectors: ClassVar[frozenset[str]] = frozenset({"native"})
     # Tokens one scheduler step computes when the recipe sets no `max_num_batched_tokens`: on a CPU host, on
@@ -181,6 +183,13 @@ def _guarded(launch_plan: Callable[..., LaunchPlan]) -> Callable[..., LaunchPlan
     @functools.wraps(launch_plan)
     def checked(self: EngineAdapter, recipe: Recipe, *args: object, **kwargs: object) -> LaunchPlan:
         problems = unhonoured_fields(recipe, self.honoured_fields)
+        for role in recipe.engine.per_role:
+            if not self.runs_roles:
+                problems.append(f"engine.per_role: got {role!r}")
+                continue
+            in_role = recipe.model_copy(update={"engine": recipe.engine.for_role(role)})
+            unhonoured = unhonoured_fields(in_role, self.honoured_fields)
+            problems += [f"engine.per_role.{role}: {problem}" for problem in unhonoured]
         connector = recipe.methodology.kv_offload.connector
         if connector not in self.offload_connectors:
             problems.append(f"methodology.kv_offload.connector: got {connector!r}")

@@ -115,6 +115,7 @@ class DynamoAdapter(EngineAdapter):
 
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
+    runs_roles = True
 
     def origin_of(self, recipe: Recipe) -> Origin:
         settings = recipe.engine.dynamo
@@ -199,18 +200,20 @@ class DynamoAdapter(EngineAdapter):
         ordinal = 0
         for role, group, where in _worker_groups(recipe.parallelism):
             nodes = _nodes_per_worker(group, hardware.gpus_per_node, where)
+            # The role's workers run with its own settings over the recipe's (engine.per_role).
+            in_role = recipe.model_copy(update={"engine": recipe.engine.for_role(role)})
             for index in range(group.num_workers):
                 builder = _WORKER_BUILDERS[settings.backend]
-                argv, files = builder(recipe, group, where, role, nodes, str(python), str(model_dir))
+                argv, files = builder(in_role, group, where, role, nodes, str(python), str(model_dir))
                 if kv_router and settings.backend in ("vllm", "sglang"):
                     argv += _events_config(settings.backend, KV_EVENT_PORT_BASE + ordinal)
-                argv += planes + recipe.engine.extra_args
+                argv += planes + in_role.engine.extra_args
                 processes.append(
                     ProcessSpec(
                         role=role,
                         index=index,
                         argv=argv,
-                        env={**remote, **recipe.engine.env},
+                        env={**remote, **in_role.engine.env},
                         accelerators=group.tp * group.pp * group.dp,
                         nodes=nodes,
                         files=files,

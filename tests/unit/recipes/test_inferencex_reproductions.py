@@ -9,6 +9,7 @@ comes from our recipes or adapters.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import yaml
 from recipes.loader import load_recipe, recipe_files_in
 from recipes.references import replace_references_section
 from recipes.schema import FixedLengthWorkload, Recipe
+from runners.engines.base import LaunchPlan, ProcessSpec
 from runners.engines.registry import engine_adapter
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -27,10 +29,14 @@ PUBLIC_KEYS = sorted(path.stem for path in PUBLIC.glob("*.yaml"))
 
 # SGLang declares several spellings of one option (ServerArgs.add_cli_args): the public scripts use the long
 # ones, our adapter the short ones.
-SGLANG_ALIASES = {"--tensor-parallel-size": "--tp-size", "--data-parallel-size": "--dp-size"}
+SGLANG_ALIASES = {
+    "--tensor-parallel-size": "--tp-size", "--data-parallel-size": "--dp-size", "--expert-parallel-size": "--ep-size",
+}  # fmt: skip
 # Options our SGLang adapter leaves out when the recipe holds SGLang's own default: the public value must then
 # be that default for the command to mean the same.
-SGLANG_DEFAULTS = {"--data-parallel-size": "1", "--ep-size": "1"}
+SGLANG_DEFAULTS = {
+    "--data-parallel-size": "1", "--dp-size": "1", "--ep-size": "1", "--expert-parallel-size": "1",
+}  # fmt: skip
 # TensorRT-LLM options-file entries our adapter leaves out at TensorRT-LLM's own default.
 TRTLLM_DEFAULTS = {"enable_attention_dp": False}
 MISSING = object()
@@ -83,13 +89,74 @@ def parse_argv(argv: list[str]) -> dict[str, str | None]:
     return flags
 
 
-def public_arm(facts: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
+def our_layout(recipe: Recipe) -> dict[str, Any]:
+    """The recipe's parallelism in the public facts' terms: tp/ep/dp of one server, or per role of a disaggregated
+    recipe InferenceX's worker count, tp (the whole tensor-parallel world of one worker), ep and dp-attn."""
     parallel = recipe.parallelism
-    ours = {"tp": parallel.tp, "ep": parallel.ep, "dp": parallel.dp}
+    if parallel.disaggregated is None:
+        return {"tp": parallel.tp, "ep": parallel.ep, "dp": parallel.dp}
+    groups = {"prefill": parallel.disaggregated.prefill, "decode": parallel.disaggregated.decode}
+    return {
+        role: {"num-worker": group.num_workers, "tp": group.tp * group.dp if group.dp_attention else group.tp,
+               "ep": group.ep, "dp-attn": group.dp_attention}
+        for role, group in groups.items()
+    }  # fmt: skip
+
+
+def layout_key(parallelism: dict[str, Any]) -> str:
+    return json.dumps(parallelism, sort_keys=True)
+
+
+def public_arm(facts: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
+    ours = our_layout(recipe)
     for arm in facts["arms"]:
-        if all(ours[name] == value for name, value in arm["parallelism"].items()):
+        if all(ours.get(name) == value for name, value in arm["parallelism"].items()):
             return arm
     raise AssertionError(f"{recipe.name}: no arm of {facts['key']} has the parallelism {ours}")
+
+
+def launched_processes(plan: LaunchPlan, arm: dict[str, Any]) -> list[tuple[str, dict[str, Any], ProcessSpec]]:
+    """(label, public role facts, our process) for every process the public arm describes: the one server, or
+    each prefill and decode worker (every worker of a role carries that role's public flags)."""
+    if "roles" not in arm:
+        return [("server", arm, ProcessSpec(role="server", index=0, argv=plan.argv, env=plan.env, files=plan.files))]
+    matched = [
+        (process.name, arm["roles"][process.role], process)
+        for process in plan.processes
+        if process.role in arm["roles"]
+    ]
+    for role in arm["roles"]:
+        assert any(process.role == role for _, _, process in matched), f"no {role} process in the plan"
+    return matched
+
+
+def differences(level: int, label: str, public: dict[str, Any], process: ProcessSpec, plumbing: list[str]) -> list[str]:
+    """Where one of our processes departs from its public flags, environment and options file at one load level."""
+    ours = parse_argv(process.argv)
+    where = f"concurrency {level}, {label}"
+    wrong = []
+    for flag, public_flag in public["flags"].items():
+        if flag in plumbing:
+            continue
+        public_value = at_level(public_flag, level)
+        spelled = flag if flag in ours else SGLANG_ALIASES.get(flag, flag)
+        if spelled not in ours:
+            if SGLANG_DEFAULTS.get(flag) == public_value:
+                continue
+            wrong.append(f"{where}, {flag}: missing (public {public_value!r})")
+        elif ours[spelled] != public_value:
+            wrong.append(f"{where}, {flag}: ours {ours[spelled]!r}, public {public_value!r}")
+    for name, public_value in public["env"].items():
+        if process.env.get(name) != public_value:
+            wrong.append(f"{where}, env {name}: ours {process.env.get(name)!r}, public {public_value!r}")
+    if "options" in public:  # the options file of TensorRT-LLM (--extra_llm_api_options)
+        written = dotted(yaml.safe_load(process.files[ours["--extra_llm_api_options"]]))
+        for path, public_option in public["options"].items():
+            public_value, mine = at_level(public_option, level), written.get(path, TRTLLM_DEFAULTS.get(path, MISSING))
+            if mine is MISSING or mine != public_value or type(mine) is not type(public_value):
+                shown = "missing" if mine is MISSING else repr(mine)
+                wrong.append(f"{where}, option {path}: ours {shown}, public {public_value!r}")
+    return wrong
 
 
 def test_parse_argv_reads_both_spellings_and_switches() -> None:
@@ -101,8 +168,8 @@ def test_parse_argv_reads_both_spellings_and_switches() -> None:
 def test_every_public_key_has_a_reproducing_arm_for_each_of_its_arms(key: str) -> None:
     facts = public_facts(key)
     reproductions = [r for r in reproducing_recipes() if r.reference.reproduces.key == key]
-    covered = {tuple(sorted(public_arm(facts, r)["parallelism"].items())) for r in reproductions}
-    wanted = {tuple(sorted(arm["parallelism"].items())) for arm in facts["arms"]}
+    covered = {layout_key(public_arm(facts, r)["parallelism"]) for r in reproductions}
+    wanted = {layout_key(arm["parallelism"]) for arm in facts["arms"]}
     assert covered == wanted, f"{key}: arms without a reproducing recipe: {sorted(wanted - covered)}"
 
 
@@ -126,32 +193,14 @@ def test_reproducing_recipe_renders_every_public_flag_and_variable(recipe: Recip
     for level in arm["concurrency"]:
         launched = recipe.model_copy(update={"engine": recipe.engine.at_concurrency(level)})
         plan = engine_adapter(recipe.engine.kind).launch_plan(launched, 8000, Path("python3"), Path("/models/x"))
-        ours = parse_argv(plan.argv)
-        for flag, public in arm["flags"].items():
-            if flag in facts["plumbing"]:
-                continue
-            public_value = at_level(public, level)
-            spelled = flag if flag in ours else SGLANG_ALIASES.get(flag, flag)
-            if spelled not in ours:
-                if SGLANG_DEFAULTS.get(flag) == public_value:
-                    continue
-                wrong.append(f"concurrency {level}, {flag}: missing (public {public_value!r})")
-            elif ours[spelled] != public_value:
-                wrong.append(f"concurrency {level}, {flag}: ours {ours[spelled]!r}, public {public_value!r}")
-        for name, public_value in arm["env"].items():
-            if plan.env.get(name) != public_value:
-                wrong.append(f"concurrency {level}, env {name}: ours {plan.env.get(name)!r}, public {public_value!r}")
-        if "options" in arm:  # the options file of TensorRT-LLM (--extra_llm_api_options)
-            written = dotted(yaml.safe_load(plan.files[ours["--extra_llm_api_options"]]))
-            for path, public in arm["options"].items():
-                public_value, mine = at_level(public, level), written.get(path, TRTLLM_DEFAULTS.get(path, MISSING))
-                if mine is MISSING or mine != public_value or type(mine) is not type(public_value):
-                    shown = "missing" if mine is MISSING else repr(mine)
-                    wrong.append(f"concurrency {level}, option {path}: ours {shown}, public {public_value!r}")
+        for label, public, process in launched_processes(plan, arm):
+            wrong += differences(level, label, public, process, facts["plumbing"])
     assert not wrong, f"{recipe.name} differs from {reference.key}: " + "; ".join(wrong)
     assert plan.image == facts["image"]
     assert recipe.precision == facts["precision"]
     assert recipe.model.source.repo == facts["model"]
+    if "dynamo" in facts:  # the Dynamo release the public launch installs beside the engine image
+        assert recipe.engine.version == facts["dynamo"]
 
 
 @pytest.mark.parametrize("recipe", REPRODUCTIONS, ids=[r.name for r in REPRODUCTIONS])

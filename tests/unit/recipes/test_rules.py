@@ -97,6 +97,13 @@ BROKEN: dict[str, list[tuple[dict, str]]] = {
             "(workload.concurrency: [1, 4])",
         ),
     ],
+    "per-role-needs-disaggregation": [
+        (
+            data_of({"engine": {"per_role": {"decode": {"max_num_seqs": 16}}}}),
+            "field 'engine.per_role': got 'decode'; per-role settings need prefill and decode workers (set "
+            "parallelism.disaggregated)",
+        ),
+    ],
     "sequences-fit-max-model-len": [
         (
             data_of({"workload": {"sequences": [{"isl": 256, "osl": 32}, {"isl": 4000, "osl": 100}]}}),

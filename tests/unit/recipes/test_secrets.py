@@ -12,12 +12,25 @@ from recipes.secrets import looks_like_a_credential, names_a_secret, redacted
 from runners.fleet.inventory import load_inventory
 
 
-@pytest.mark.parametrize("name", ["HF_TOKEN", "VLLM_API_KEY", "password", "aws-secret-access-key", "OPENAI_APIKEY"])
+@pytest.mark.parametrize(
+    "name",
+    ["HF_TOKEN", "VLLM_API_KEY", "password", "aws-secret-access-key", "OPENAI_APIKEY", "AWS_ACCESS_KEY_ID", "gh.token"],
+)
 def test_names_that_hold_credentials(name: str) -> None:
     assert names_a_secret(name)
 
 
-@pytest.mark.parametrize("name", ["VLLM_CPU_KVCACHE_SPACE", "SGLANG_USE_AITER", "MAX_TOKENS", "HF_HUB_OFFLINE"])
+# SGLANG_PER_TOKEN_GROUP_QUANT_8BIT_V2 is set by NVIDIA srt-slurm's public GB300 recipes (recipes/gb300-fp4/8k1k/).
+@pytest.mark.parametrize(
+    "name",
+    [
+        "VLLM_CPU_KVCACHE_SPACE",
+        "SGLANG_USE_AITER",
+        "MAX_TOKENS",
+        "HF_HUB_OFFLINE",
+        "SGLANG_PER_TOKEN_GROUP_QUANT_8BIT_V2",
+    ],
+)
 def test_names_that_do_not(name: str) -> None:
     assert not names_a_secret(name)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.loader import load_recipe, recipe_files_in
@@ -238,6 +239,42 @@ def test_dynamo_disaggregated_plan_is_frontend_prefill_and_decode_with_kv_router
     assert decode.nodes == 4 and value_after(decode.argv, "--node-rank") == "{node_rank}"  # 16 GPUs, 4 per tray
     ports = {json.loads(value_after(p.argv, "--kv-events-config"))["endpoint"] for p in plan.processes[3:]}
     assert len(ports) == 3  # one KV-event publisher per worker
+
+
+def test_dynamo_per_role_settings_reach_only_that_roles_workers() -> None:
+    engine = {
+        "gpu_memory_utilization": 0.9, "extra_args": ["--trust-remote-code"], "env": {"SHARED": "1", "OVER": "engine"},
+        "per_role": {
+            "prefill": {"gpu_memory_utilization": 0.95, "extra_args": ["--disable-cuda-graph"]},
+            "decode": {"cuda_graph_max_batch_size": 512, "env": {"OVER": "decode", "DECODE_ONLY": "1"}},
+        },
+    }  # fmt: skip
+    plan = plan_of(dynamo("sglang", engine=engine))
+    prefill, decode = plan.processes[3], plan.processes[5]
+    assert value_after(prefill.argv, "--mem-fraction-static") == "0.95"
+    assert value_after(decode.argv, "--mem-fraction-static") == "0.9"  # the engine's, not the other role's
+    assert "--cuda-graph-max-bs" not in prefill.argv and value_after(decode.argv, "--cuda-graph-max-bs") == "512"
+    # extra_args: the engine's on every worker, the role's after them and only there
+    assert prefill.argv[-2:] == ["--trust-remote-code", "--disable-cuda-graph"]
+    assert decode.argv[-1] == "--trust-remote-code" and "--disable-cuda-graph" not in decode.argv
+    assert (prefill.env["SHARED"], prefill.env["OVER"], "DECODE_ONLY" in prefill.env) == ("1", "engine", False)
+    assert (decode.env["SHARED"], decode.env["OVER"], decode.env["DECODE_ONLY"]) == ("1", "decode", "1")
+
+
+def test_per_role_settings_are_checked_as_an_engine_of_their_own() -> None:
+    with pytest.raises(ValidationError, match=r"engine\.per_role\.decode: got max_num_tokens"):
+        dynamo("sglang", engine={"per_role": {"decode": {"max_num_tokens": 8}}})
+    with pytest.raises(ValidationError, match=r"engine\.per_role\.prefill: gpu_memory_utilization: Input should be"):
+        dynamo("sglang", engine={"per_role": {"prefill": {"gpu_memory_utilization": 1.5}}})
+    with pytest.raises(ValidationError, match=r"credential"):
+        dynamo("sglang", engine={"per_role": {"prefill": {"env": {"HF_TOKEN": "x"}}}})
+
+
+def test_an_adapter_that_runs_no_roles_refuses_per_role_settings() -> None:
+    recipe = make(engine={"kind": "sglang", "environment": {"kind": "container", "image": "lmsysorg/sglang:v0.5.12"}})
+    engine = recipe.engine.model_copy(update={"per_role": {"decode": {"max_num_seqs": 8}}})
+    with pytest.raises(ConfigurationError, match=r"engine\.per_role: got 'decode'; the sglang adapter does not"):
+        argv_of(recipe.model_copy(update={"engine": engine}))
 
 
 def test_dynamo_vllm_workers_use_the_nixl_connector_and_trtllm_the_nixl_transceiver() -> None:
