@@ -494,6 +494,12 @@ GATE_OFF_WITHOUT_REASON = Message(
 GATE_REASON_WHILE_ON = Message(
     "methodology.accuracy_gate.reason", "only meaningful when methodology.accuracy_gate.enabled is false"
 )
+GATE_ON_WITH_PINNED_ACCEPTANCE = Message(
+    "methodology.accuracy_gate.enabled",
+    "pinned acceptance (speculative_decoding.golden_acceptance_length {length:g}) makes the engine accept drafted "
+    "tokens whatever the model predicts, so its answers are wrong by design: turn the gate off and say so in "
+    "methodology.accuracy_gate.reason (InferenceX runs its accuracy eval in a separate launch without the pin)",
+)
 GATE_QUESTIONS_MISSING = Message(
     "methodology.accuracy_gate.prompts", "a built-in question set ({sets}) or an existing YAML question file"
 )
@@ -503,7 +509,14 @@ GATE_QUESTIONS_INVALID = Message(
 )
 
 
-@rule("accuracy-gate", GATE_OFF_WITHOUT_REASON, GATE_REASON_WHILE_ON, GATE_QUESTIONS_MISSING, GATE_QUESTIONS_INVALID)
+@rule(
+    "accuracy-gate",
+    GATE_OFF_WITHOUT_REASON,
+    GATE_REASON_WHILE_ON,
+    GATE_ON_WITH_PINNED_ACCEPTANCE,
+    GATE_QUESTIONS_MISSING,
+    GATE_QUESTIONS_INVALID,
+)
 def accuracy_gate(recipe: Recipe, context: RuleContext) -> list[Problem]:
     """Fast garbage is not a result: an engine that serves a broken quantisation, a wrong chat template or
     corrupted weights can be very fast. Before the first Point the runner asks a handful of questions
@@ -511,12 +524,17 @@ def accuracy_gate(recipe: Recipe, context: RuleContext) -> list[Problem]:
     a configuration that scores below `min_accuracy` is marked invalid. With real weights
     (`model.source.kind` 'hub' or 'path') the gate may be disabled only with a stated `reason`. With
     dummy weights (a generated model, or `--load-format dummy`) it is skipped at run time, the reason
-    recorded. The question set must be a built-in one or a readable question file."""
+    recorded. A recipe that pins speculative acceptance (`golden_acceptance_length`) with real weights must turn the
+    gate off with its reason: the pinned engine's answers are wrong by design, and the gate would fail every time.
+    The question set must be a built-in one or a readable question file."""
     gate = recipe.methodology.accuracy_gate
     problems = []
     dummy = serves_dummy_weights(recipe.model.source, recipe.engine.extra_args)
     if not gate.enabled and gate.reason is None and not dummy:
         problems.append(GATE_OFF_WITHOUT_REASON(False, kind=recipe.model.source.kind))
+    spec = recipe.methodology.speculative_decoding
+    if gate.enabled and not dummy and spec is not None and spec.golden_acceptance_length is not None:
+        problems.append(GATE_ON_WITH_PINNED_ACCEPTANCE(True, length=spec.golden_acceptance_length))
     if gate.enabled and gate.reason is not None:
         problems.append(GATE_REASON_WHILE_ON(gate.reason))
     if gate.prompts not in ACCURACY_QUESTION_SETS:

@@ -99,6 +99,20 @@ class PromptLimit:
     why: str
 
 
+def methodology_env(recipe: Recipe, variables: dict[str, str]) -> dict[str, str]:
+    """engine.env with the variables an adapter sets for a methodology knob (e.g. pinned speculative acceptance).
+    engine.env may not set one of them to another value: the recipe would say one thing and run another."""
+    env = dict(recipe.engine.env)
+    for name, value in variables.items():
+        if env.get(name, value) != value:
+            raise ConfigurationError(
+                f"engine.env.{name}: got {env[name]!r}; the methodology sets it to {value!r} (a typed methodology "
+                "field decides it: change that field, not the variable)"
+            )
+        env[name] = value
+    return env
+
+
 def unhonoured_fields(recipe: Recipe, honoured: frozenset[str]) -> list[str]:
     """`engine.<field>: got <value>` for every tuning field set in `recipe` but not in `honoured`."""
     engine = recipe.engine

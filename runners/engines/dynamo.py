@@ -45,6 +45,7 @@ from runners.engines.base import (
     ProcessSpec,
     PromptLimit,
     container_image,
+    methodology_env,
     register_engine,
 )
 from runners.engines.vllm import vllm_engine_args, vllm_prefix_args, vllm_speculative_args
@@ -213,7 +214,7 @@ class DynamoAdapter(EngineAdapter):
                         role=role,
                         index=index,
                         argv=argv,
-                        env={**remote, **in_role.engine.env},
+                        env={**remote, **methodology_env(in_role, _worker_env(settings.backend, in_role))},
                         accelerators=group.tp * group.pp * group.dp,
                         nodes=nodes,
                         files=files,
@@ -236,6 +237,16 @@ class DynamoAdapter(EngineAdapter):
             session_headers=("X-Session-ID", *(("X-Dynamo-Session-ID",) if kv_router else ())),
             parent_session_headers=("X-Dynamo-Parent-Session-ID",) if kv_router else (),
         )
+
+
+# Variables a worker's backend takes for pinned speculative acceptance (vLLM's setting is in its flags; the mocker
+# refuses speculative decoding).
+_SPECULATIVE_ENV = {"sglang": sglang.speculative_env, "trtllm": trtllm.speculative_env}
+
+
+def _worker_env(backend: str, recipe: Recipe) -> dict[str, str]:
+    speculative_env = _SPECULATIVE_ENV.get(backend)
+    return speculative_env(recipe.methodology.speculative_decoding) if speculative_env else {}
 
 
 def _disaggregation_mode(role: str) -> list[str]:

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from recipes.errors import ConfigurationError
 from recipes.schema import Parallelism, Recipe, SpeculativeDecoding, WorkerGroup
-from runners.engines.base import TUNING_FIELDS, EngineAdapter, LaunchPlan, container_image, register_engine
+from runners.engines.base import (
+    TUNING_FIELDS,
+    EngineAdapter,
+    LaunchPlan,
+    container_image,
+    methodology_env,
+    register_engine,
+)
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 # Checkpoint quantisation SGLang should load the weights with. fp4 is NVIDIA's ModelOpt NVFP4 format
@@ -121,6 +128,19 @@ def speculative_args(spec: SpeculativeDecoding | None) -> list[str]:
     return args
 
 
+def speculative_env(spec: SpeculativeDecoding | None) -> dict[str, str]:
+    """SGLang's simulated acceptance (0.5.16 and later), which pins the acceptance length to the recipe's golden one,
+    as InferenceX's SGLang AgentX scripts set it: each verify step accepts drafted tokens by that expected length
+    whatever the target's logits say (so throughput is comparable, and answers are not meant to be right)."""
+    if spec is None or spec.golden_acceptance_length is None:
+        return {}
+    return {
+        "SGLANG_SIMULATE_ACC_LEN": f"{spec.golden_acceptance_length:g}",
+        "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+        "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token",
+    }
+
+
 def hicache_args(recipe: Recipe, ranks: int) -> list[str]:
     """HiCache (SGLang's host-DRAM tier under the radix cache) sized from `kv_offload.dram_gib`, the DRAM the
     whole server gives the KV cache: `--hicache-size` is per rank, in decimal GB, and an integer."""
@@ -195,7 +215,7 @@ class SglangAdapter(EngineAdapter):
         argv += recipe.engine.extra_args
         return LaunchPlan(
             argv=argv,
-            env=dict(recipe.engine.env),
+            env=methodology_env(recipe, speculative_env(recipe.methodology.speculative_decoding)),
             port=port,
             served_model=recipe.model.name,
             model_dir=model_dir,

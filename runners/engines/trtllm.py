@@ -27,6 +27,7 @@ from runners.engines.base import (
     LaunchPlan,
     PromptLimit,
     container_image,
+    methodology_env,
     register_engine,
 )
 
@@ -93,6 +94,15 @@ def speculative_config(spec: SpeculativeDecoding | None) -> dict[str, Any] | Non
         )
     decoding_type = "Eagle3" if spec.method == "eagle3" else "DraftTarget"
     return {"decoding_type": decoding_type, "max_draft_len": draft_len, "speculative_model_dir": spec.draft_model}
+
+
+def speculative_env(spec: SpeculativeDecoding | None) -> dict[str, str]:
+    """TensorRT-LLM's forced acceptance, which pins the acceptance length to the recipe's golden one, as InferenceX's
+    TensorRT-LLM AgentX scripts set it: the variable counts accepted draft tokens per step, one less than the
+    acceptance length (which counts the target's own token too)."""
+    if spec is None or spec.golden_acceptance_length is None:
+        return {}
+    return {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": f"{spec.golden_acceptance_length - 1:g}"}
 
 
 def kv_cache_config(recipe: Recipe, ranks: int) -> dict[str, Any]:
@@ -256,7 +266,7 @@ class TrtllmAdapter(EngineAdapter):
         argv += ["--extra_llm_api_options", OPTIONS_FILE, *recipe.engine.extra_args]
         return LaunchPlan(
             argv=argv,
-            env=dict(recipe.engine.env),
+            env=methodology_env(recipe, speculative_env(recipe.methodology.speculative_decoding)),
             port=port,
             served_model=recipe.model.name,
             model_dir=model_dir,

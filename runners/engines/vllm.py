@@ -63,6 +63,11 @@ def vllm_speculative_args(spec: SpeculativeDecoding | None) -> list[str]:
     config: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
     if spec.draft_model:
         config["model"] = spec.draft_model
+    if spec.golden_acceptance_length is not None:
+        # vLLM's synthetic rejection sampler accepts drafts at this mean length whatever the target's logits say, as
+        # InferenceX's vLLM AgentX scripts pin it.
+        config["rejection_sample_method"] = "synthetic"
+        config["synthetic_acceptance_length"] = spec.golden_acceptance_length
     return ["--speculative-config", json.dumps(config, sort_keys=True)]
 
 

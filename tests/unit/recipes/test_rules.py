@@ -38,6 +38,9 @@ def real_weights(changes: dict | None = None) -> dict:
     return data_of(changes, model={"name": "tiny-llama", "source": {"kind": "path", "path": "/models/tiny"}})
 
 
+PINNED_NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "golden_acceptance_length": 2.5}
+
+
 def message_of(data: dict, path: str = "recipe.yaml") -> str:
     with pytest.raises(RecipeError) as caught:
         parse_recipe(data, path)
@@ -249,6 +252,13 @@ BROKEN: dict[str, list[tuple[dict, str]]] = {
             "field 'methodology.accuracy_gate.enabled': got False; a recipe serving real weights (model.source.kind "
             "'path') runs the accuracy gate before measuring; to turn it off, say why in "
             "methodology.accuracy_gate.reason",
+        ),
+        (
+            real_weights({"methodology": {"speculative_decoding": PINNED_NGRAM}}),
+            "field 'methodology.accuracy_gate.enabled': got True; pinned acceptance (speculative_decoding."
+            "golden_acceptance_length 2.5) makes the engine accept drafted tokens whatever the model predicts, so its "
+            "answers are wrong by design: turn the gate off and say so in methodology.accuracy_gate.reason "
+            "(InferenceX runs its accuracy eval in a separate launch without the pin)",
         ),
         (
             data_of({"methodology": {"accuracy_gate": {"reason": "too slow"}}}),

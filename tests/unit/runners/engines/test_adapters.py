@@ -53,7 +53,11 @@ def test_vllm_speculative_and_offload_flags(write_recipe) -> None:
     )  # fmt: skip
     flags = engine_adapter("vllm").methodology_flags(recipe)
     config = json.loads(flags[flags.index("--speculative-config") + 1])
-    assert config == {"method": "eagle3", "num_speculative_tokens": 3, "model": "org/draft"}
+    # The golden acceptance length pins vLLM's synthetic rejection sampler (as InferenceX's vLLM AgentX scripts do).
+    assert config == {
+        "method": "eagle3", "num_speculative_tokens": 3, "model": "org/draft",
+        "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5,
+    }  # fmt: skip
     assert flags[flags.index("--kv-offloading-size") + 1] == "64"
 
 

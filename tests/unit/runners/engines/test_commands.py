@@ -144,6 +144,24 @@ def test_sglang_speculative_mtp_is_an_eagle_chain() -> None:
     assert value_after(argv, "--speculative-num-draft-tokens") == "4"
 
 
+def test_pinned_acceptance_is_each_engines_own_setting_and_engine_env_cannot_contradict_it() -> None:
+    spec = {"method": "mtp", "num_speculative_tokens": 3, "golden_acceptance_length": 3.39}
+    sglang_env = engine_adapter("sglang").launch_plan(make(methodology={"speculative_decoding": spec}), 8000,
+                                                      Path("python3"), Path("/m")).env  # fmt: skip
+    assert {name: sglang_env[name] for name in sglang_env if name.startswith("SGLANG_SIMULATE_ACC")} == {
+        "SGLANG_SIMULATE_ACC_LEN": "3.39", "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+        "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token",
+    }  # fmt: skip
+    trt_recipe = trtllm(methodology={"speculative_decoding": {**spec, "golden_acceptance_length": 2.78}})
+    trt_env = engine_adapter("trtllm").launch_plan(trt_recipe, 8000, Path("python3"), Path("/m")).env
+    assert trt_env["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"] == "1.78"  # accepted drafts: the length minus one
+    dynamo_plan = plan_of(dynamo("sglang", methodology={"speculative_decoding": spec}))
+    assert all(p.env["SGLANG_SIMULATE_ACC_LEN"] == "3.39" for p in dynamo_plan.processes if p.role == "decode")
+    contradicting = make(engine={"env": {"SGLANG_SIMULATE_ACC_LEN": "4.0"}}, methodology={"speculative_decoding": spec})
+    with pytest.raises(ConfigurationError, match=r"engine\.env\.SGLANG_SIMULATE_ACC_LEN: got '4\.0'; the methodology"):
+        argv_of(contradicting)
+
+
 @pytest.mark.parametrize("routing", ["kv-aware", "session-affinity"])
 def test_sglang_refuses_prefix_aware_routing_naming_field_and_value(routing: str) -> None:
     recipe = make(methodology={"routing": {"kind": routing}})
