@@ -10,7 +10,8 @@ with. The attention description has one of three kinds:
 - `mla`: every layer is multi-head latent attention (DeepSeek V3/R1 family), which caches one
   compressed latent of `kv_lora_rank` plus a decoupled RoPE key of `qk_rope_head_dim` per token.
 - `mixed`: layers follow `pattern` (e.g. `[sliding, full]`), repeated from layer 0; `sliding`
-  layers attend to (and keep) only the last `sliding_window` tokens, `full` layers keep everything.
+  layers attend to (and keep) only the last `sliding_window` tokens, `full` layers keep everything,
+  `linear` layers (linear attention, e.g. Gated DeltaNet) keep a fixed-size state per sequence and no tokens.
 
 Every number is a fact with the `source` it was taken from and the month it describes (`as_of`,
 YYYY-MM), plus an optional `note`, like the figures of `recipes/hardware.yaml`. Units are in the field
@@ -101,22 +102,39 @@ class MlaAttention(StrictModel):
 
 
 class MixedAttention(StrictModel):
-    """Layers alternate between full attention and sliding-window attention, following `pattern`."""
+    """Layers of several kinds, following `pattern`: full attention with sliding-window attention (gpt-oss), or with
+    linear attention (Qwen3.5's Gated DeltaNet layers, which keep a fixed-size recurrent state per sequence and no
+    per-token KV)."""
 
-    kind: Literal["mixed"] = Field(..., description="'mixed': full and sliding-window layers, per `pattern`.")
-    pattern: list[Literal["sliding", "full"]] = Field(
+    kind: Literal["mixed"] = Field(..., description="'mixed': full, sliding-window and linear layers, per `pattern`.")
+    pattern: list[Literal["sliding", "full", "linear"]] = Field(
         ...,
         min_length=1,
         description=(
             "Attention type of consecutive layers, repeated from layer 0 to the last layer: layer i is "
-            "pattern[i % len(pattern)] (config.json layer_types, compressed)."
+            "pattern[i % len(pattern)] (config.json layer_types, compressed; 'linear' is linear_attention)."
         ),
     )
-    sliding_window: Count = Field(
-        ..., description="Tokens a sliding layer attends to and keeps in its KV cache (config.json sliding_window)."
+    sliding_window: Count | None = Field(
+        None,
+        description="Tokens a sliding layer attends to and keeps in its KV cache (config.json sliding_window); "
+        "required when the pattern has sliding layers.",
     )
-    kv_heads: Count = Field(..., description="Key/value heads per layer (config.json num_key_value_heads).")
+    kv_heads: Count = Field(
+        ..., description="Key/value heads per full or sliding layer (config.json num_key_value_heads)."
+    )
     head_dim: Count = Field(..., description="Dimension of one head (config.json head_dim).")
+
+    @model_validator(mode="after")
+    def _window_when_sliding(self) -> MixedAttention:
+        if ("sliding" in self.pattern) != (self.sliding_window is not None):
+            raise ValueError("sliding_window is required with sliding layers in the pattern, and only then")
+        return self
+
+    @property
+    def has_linear_layers(self) -> bool:
+        """Whether some layers are linear attention (engines keep their recurrent state in a pool of its own)."""
+        return "linear" in self.pattern
 
 
 Attention = Annotated[FullAttention | MlaAttention | MixedAttention, Field(discriminator="kind")]
@@ -201,7 +219,8 @@ def kv_bytes_per_token(
 
     - full attention:  2 (K and V) × layers × kv_heads × head_dim × b
     - MLA:             layers × (kv_lora_rank + qk_rope_head_dim) × b
-    - mixed:           2 × kv_heads × head_dim × b × (full_layers + sliding_layers × min(1, window / context))
+    - mixed:           2 × kv_heads × head_dim × b × (full_layers + sliding_layers × min(1, window / context));
+                       linear-attention layers keep a fixed-size state per sequence, not per token, and add nothing
 
     A sliding-window layer keeps at most `window` tokens, so over a context of C tokens it holds
     min(C, window) entries: per token of that context it costs window / C of a full layer (all of it
@@ -228,11 +247,11 @@ def kv_bytes_per_token(
     per_layer = 2 * attention.kv_heads.value * attention.head_dim.value * element
     if isinstance(attention, FullAttention):
         return float(layers * per_layer)
-    sliding_layers = sum(1 for index in range(layers) if attention.pattern[index % len(attention.pattern)] == "sliding")
-    full_layers = layers - sliding_layers
-    window = attention.sliding_window.value
+    kinds = [attention.pattern[index % len(attention.pattern)] for index in range(layers)]
+    full_layers, sliding_layers = kinds.count("full"), kinds.count("sliding")
+    window = attention.sliding_window.value if attention.sliding_window is not None else 0
     sliding_share = 0.0 if context_tokens is None else min(1.0, window / context_tokens)
-    return float(per_layer * (full_layers + sliding_layers * sliding_share))
+    return float(per_layer * (full_layers + sliding_layers * sliding_share))  # linear layers cache no tokens
 
 
 # Context lengths and dtypes of the docs/MODELS.md table.
@@ -249,7 +268,8 @@ def attention_summary(model: RegistryModelSpec) -> str:
     if isinstance(attention, FullAttention):
         return f"full × {layers} ({heads})"
     pattern = "/".join(attention.pattern)
-    return f"{pattern} × {layers} (window {attention.sliding_window.value}; {heads})"
+    window = f"window {attention.sliding_window.value}; " if attention.sliding_window is not None else ""
+    return f"{pattern} × {layers} ({window}{heads})"
 
 
 def markdown_table(registry: dict[str, RegistryModel] | None = None) -> str:

@@ -100,6 +100,27 @@ def test_gpt_oss_sliding_layers_make_it_about_half() -> None:
     assert kv_bytes_per_token(oss, context_tokens=100) == naive  # inside the window: every layer full
 
 
+def test_qwen35_linear_attention_layers_cache_no_tokens() -> None:
+    qwen = load_model_registry()["qwen3.5-397b-a17b"]
+    assert isinstance(qwen.attention, MixedAttention) and qwen.attention.has_linear_layers
+    # 60 layers, one in four full attention (15), 2 KV heads of 256; the 45 Gated DeltaNet layers add nothing.
+    assert kv_bytes_per_token(qwen) == kv_bytes_per_token(qwen, 8192) == 2 * 15 * 2 * 256 * 2 == 30_720
+    assert kv_bytes_per_token(qwen, 8192, "fp8") == 15_360
+    assert not load_model_registry()["gpt-oss-120b"].attention.has_linear_layers
+
+
+def test_a_sliding_window_is_required_with_sliding_layers_and_only_then() -> None:
+    fact = {"value": 2, "source": "test", "as_of": "2026-01"}
+    with pytest.raises(ValueError, match="sliding_window is required"):
+        MixedAttention.model_validate(
+            {"kind": "mixed", "pattern": ["sliding", "full"], "kv_heads": fact, "head_dim": fact}
+        )
+    with pytest.raises(ValueError, match="sliding_window is required"):
+        MixedAttention.model_validate(
+            {"kind": "mixed", "pattern": ["linear", "full"], "sliding_window": fact, "kv_heads": fact, "head_dim": fact}
+        )
+
+
 def test_tiny_llama_matches_the_generated_config(tmp_path: Path) -> None:
     from runners.host.generated_model import generate_tiny_llama
 
