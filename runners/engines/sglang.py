@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from recipes.errors import ConfigurationError
-from recipes.schema import Parallelism, Recipe, SpeculativeDecoding, WorkerGroup
+from recipes.model_registry import MixedAttention, load_model_registry, model_key_for
+from recipes.schema import HubModelSource, Parallelism, Recipe, SpeculativeDecoding, WorkerGroup
 from runners.engines.base import (
     TUNING_FIELDS,
     EngineAdapter,
@@ -141,9 +142,20 @@ def speculative_env(spec: SpeculativeDecoding | None) -> dict[str, str]:
     }
 
 
+def host_pools(recipe: Recipe) -> int:
+    """HiCache host pools per rank: one for the KV cache, and for a model with linear-attention layers (Qwen3.5's
+    Gated DeltaNet) a second for their recurrent (Mamba) state, each `--hicache-size` GB, as InferenceX's Qwen3.5
+    AgentX scripts size them (HICACHE_HOST_POOL_COUNT 2)."""
+    source = recipe.model.source
+    key = model_key_for(recipe.model.name, source.repo if isinstance(source, HubModelSource) else None)
+    model = load_model_registry().get(key) if key else None
+    attention = model.attention if model is not None else None
+    return 2 if isinstance(attention, MixedAttention) and attention.has_linear_layers else 1
+
+
 def hicache_args(recipe: Recipe, ranks: int) -> list[str]:
     """HiCache (SGLang's host-DRAM tier under the radix cache) sized from `kv_offload.dram_gib`, the DRAM the
-    whole server gives the KV cache: `--hicache-size` is per rank, in decimal GB, and an integer."""
+    whole server gives the KV cache: `--hicache-size` is per rank and host pool, in decimal GB, and an integer."""
     offload = recipe.methodology.kv_offload
     if offload.backend != "dram" or offload.dram_gib is None:
         return []
@@ -152,11 +164,12 @@ def hicache_args(recipe: Recipe, ranks: int) -> list[str]:
             "methodology.kv_offload.backend: got 'dram' with methodology.prefix_caching false; SGLang's DRAM "
             "tier (HiCache) extends the radix (prefix) cache, so it needs prefix caching on"
         )
-    per_rank_gb = int(offload.dram_gib * 2**30 / BYTES_PER_GB / ranks)
+    pools = host_pools(recipe)
+    per_rank_gb = int(offload.dram_gib * 2**30 / BYTES_PER_GB / ranks / pools)
     if per_rank_gb < 1:
         raise ConfigurationError(
-            f"methodology.kv_offload.dram_gib: got {offload.dram_gib:g}; SGLang sizes HiCache per rank in whole GB, "
-            f"and {offload.dram_gib:g} GiB over {ranks} ranks is less than 1 GB each"
+            f"methodology.kv_offload.dram_gib: got {offload.dram_gib:g}; SGLang sizes HiCache per rank and host pool "
+            f"in whole GB, and {offload.dram_gib:g} GiB over {ranks} ranks x {pools} pool(s) is less than 1 GB each"
         )
     return ["--enable-hierarchical-cache", "--hicache-size", str(per_rank_gb)]
 

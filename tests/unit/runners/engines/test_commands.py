@@ -122,6 +122,14 @@ def test_sglang_dram_tier_is_hicache_per_rank_in_decimal_gb() -> None:
     assert value_after(argv, "--hicache-size") == str(int(1024 * 2**30 / 1e9 / 8))  # 137 GB on each of 8 ranks
 
 
+def test_sglang_dram_tier_of_a_linear_attention_model_is_split_over_two_host_pools() -> None:
+    # InferenceX's Qwen3.5 AgentX sizing on an H200 node: 1,234 GB over TP8 and two host pools (KV, Mamba) = 77 GB.
+    offload = {"prefix_caching": True, "kv_offload": {"backend": "dram", "dram_gib": 1234e9 / 2**30}}
+    qwen = {"name": "qwen3.5-397b-a17b", "source": {"kind": "hub", "repo": "Qwen/Qwen3.5-397B-A17B-FP8"}}
+    assert value_after(argv_of(make(model=qwen, methodology=offload)), "--hicache-size") == "77"
+    assert value_after(argv_of(make(methodology=offload)), "--hicache-size") == "154"  # DeepSeek-R1: one pool
+
+
 def test_sglang_typed_tuning_fields_become_flags() -> None:
     engine = {
         "kv_cache_dtype": "fp8",
