@@ -18,7 +18,7 @@ import yaml
 
 from recipes.loader import load_recipe, recipe_files_in
 from recipes.references import replace_references_section
-from recipes.schema import FixedLengthWorkload, Recipe
+from recipes.schema import AgenticReplayWorkload, FixedLengthWorkload, Recipe, agentx_differences
 from runners.engines.base import LaunchPlan, ProcessSpec
 from runners.engines.registry import engine_adapter
 
@@ -107,12 +107,19 @@ def layout_key(parallelism: dict[str, Any]) -> str:
     return json.dumps(parallelism, sort_keys=True)
 
 
+def arm_key(arm: dict[str, Any]) -> str:
+    """An arm's identity: its layout, and its KV offloading where two arms share a layout (AgentX HBM and DRAM)."""
+    return layout_key({**arm["parallelism"], "kv-offloading": arm.get("kv_offloading", "none")})
+
+
 def public_arm(facts: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
     ours = our_layout(recipe)
+    offload = recipe.methodology.kv_offload.backend
     for arm in facts["arms"]:
-        if all(ours.get(name) == value for name, value in arm["parallelism"].items()):
+        same_layout = all(ours.get(name) == value for name, value in arm["parallelism"].items())
+        if same_layout and arm.get("kv_offloading", "none") == offload:
             return arm
-    raise AssertionError(f"{recipe.name}: no arm of {facts['key']} has the parallelism {ours}")
+    raise AssertionError(f"{recipe.name}: no arm of {facts['key']} has the parallelism {ours} and offload {offload}")
 
 
 def launched_processes(plan: LaunchPlan, arm: dict[str, Any]) -> list[tuple[str, dict[str, Any], ProcessSpec]]:
@@ -168,8 +175,8 @@ def test_parse_argv_reads_both_spellings_and_switches() -> None:
 def test_every_public_key_has_a_reproducing_arm_for_each_of_its_arms(key: str) -> None:
     facts = public_facts(key)
     reproductions = [r for r in reproducing_recipes() if r.reference.reproduces.key == key]
-    covered = {layout_key(public_arm(facts, r)["parallelism"]) for r in reproductions}
-    wanted = {layout_key(arm["parallelism"]) for arm in facts["arms"]}
+    covered = {arm_key(public_arm(facts, r)) for r in reproductions}
+    wanted = {arm_key(arm) for arm in facts["arms"]}
     assert covered == wanted, f"{key}: arms without a reproducing recipe: {sorted(wanted - covered)}"
 
 
@@ -207,13 +214,21 @@ def test_reproducing_recipe_renders_every_public_flag_and_variable(recipe: Recip
 def test_reproducing_recipe_measures_the_public_workload(recipe: Recipe) -> None:
     facts = public_facts(recipe.reference.reproduces.key)
     workload = recipe.workload
-    assert isinstance(workload, FixedLengthWorkload)
     public = facts["workload"]
+    assert workload.concurrency == public_arm(facts, recipe)["concurrency"]
+    if public.get("kind") == "agentic":  # an AgentX run: the replay settings are AgentX's, with the public window
+        assert isinstance(workload, AgenticReplayWorkload)
+        assert agentx_differences(workload.model_dump()) == []
+        assert (workload.duration_s, workload.warmup_requests_per_lane) == (
+            public["duration_s"],
+            public["warmup_requests_per_lane"],
+        )
+        return
+    assert isinstance(workload, FixedLengthWorkload)
     assert [(s.isl, s.osl) for s in workload.sequences] == [(public["isl"], public["osl"])]
     assert workload.range_ratio == public["range_ratio"]
     assert workload.prompts_per_concurrency == public["prompts_per_concurrency"]
     assert workload.warmup_per_concurrency == public["warmup_per_concurrency"]
-    assert workload.concurrency == public_arm(facts, recipe)["concurrency"]
 
 
 def test_recipes_md_holds_the_current_references_table() -> None:
