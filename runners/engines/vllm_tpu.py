@@ -5,7 +5,9 @@ images run it), with TPU specifics:
 
 - Accelerators are counted in chips (DESIGN.md §4), but vLLM counts JAX devices. A TPU7x (Ironwood) chip
   has two TensorCores, each its own device, so one 4-chip host is `--tensor-parallel-size 8`: the
-  recipe's `parallelism.tp` (chips) is multiplied by the devices per chip of its hardware.
+  recipe's `parallelism.tp` (chips) is multiplied by the devices per chip of its hardware. With
+  `dp_attention` (tp 1, dp = chips) every device is an attention rank of its own: `--data-parallel-size 8`
+  on 4 chips, with `--enable-expert-parallel` when ep is set (the experts spread over all ranks).
 - The first start compiles XLA graphs for every batch shape: give `engine.startup_timeout_s` an hour.
 - No host-DRAM KV tier, disaggregation or router is mapped (refused with the field named).
 
@@ -57,8 +59,11 @@ class VllmTpuAdapter(EngineAdapter):
             )
         if parallel.disaggregated is not None:
             raise ConfigurationError("parallelism.disaggregated: the vllm-tpu adapter serves one engine, not split")
-        if parallel.dp_attention:
-            raise ConfigurationError("parallelism.dp_attention: got True; not mapped for vLLM-TPU (expected false)")
+        if parallel.dp_attention and parallel.tp != 1:
+            raise ConfigurationError(
+                f"parallelism.tp: got {parallel.tp} with parallelism.dp_attention; on vLLM-TPU each attention rank is "
+                "one TensorCore, so set tp 1 and dp to the chips (e.g. tp 1, dp 4, ep 4 is DP8 + EP over 4 TPU7x chips)"
+            )
         if parallel.pp > 1:
             raise ConfigurationError(f"parallelism.pp: got {parallel.pp}; vLLM-TPU serves without pipeline stages")
         if model_dir is None:
@@ -72,9 +77,15 @@ class VllmTpuAdapter(EngineAdapter):
                 f"precision: got {recipe.precision!r}; the vllm-tpu adapter maps bf16, fp16, fp32 and fp8"
             )
         devices = DEVICES_PER_CHIP.get(recipe.hardware, 1)
-        argv = vllm_server_argv(recipe, python, model_dir, port, tensor_parallel=parallel.tp * devices)
-        if parallel.dp > 1:
-            argv += ["--data-parallel-size", str(parallel.dp)]
+        if parallel.dp_attention:
+            # Attention data-parallel over single devices (a TPU7x chip's two TensorCores are two ranks), with the
+            # experts spread over all of them when ep is set: the public TPU v7 result's "DP8" on 4 chips.
+            argv = vllm_server_argv(recipe, python, model_dir, port, tensor_parallel=1)
+            argv += ["--data-parallel-size", str(parallel.dp * devices)]
+        else:
+            argv = vllm_server_argv(recipe, python, model_dir, port, tensor_parallel=parallel.tp * devices)
+            if parallel.dp > 1:
+                argv += ["--data-parallel-size", str(parallel.dp)]
         if parallel.ep > 1:
             argv += ["--enable-expert-parallel"]
         argv += precision + vllm_engine_args(recipe)

