@@ -640,7 +640,7 @@ class FixedLengthWorkload(StrictModel):
 AGENTX_WINDOW_S = 3600.0
 AGENTX_REPLAY: dict[str, Any] = {
     "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": 10.0, "think_cap_s": 300.0,
-    "warmup": True, "warmup_requests_per_lane": 10,
+    "warmup": True, "warmup_requests_per_lane": 10, "api": "chat",
 }  # fmt: skip
 
 
@@ -663,7 +663,7 @@ class ReplaySettings(StrictModel):
     added here and nowhere else; one added after recipes were first fingerprinted is also named in
     `settings_since_v1`, so that while it holds its default, fingerprints and Point keys stay as they were."""
 
-    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane",)
+    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane", "api")
 
     mode: Literal["sessions", "timeline"] = Field(
         "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."
@@ -680,6 +680,13 @@ class ReplaySettings(StrictModel):
         "this many more turns of its session are sent one after another as one-token requests, unmeasured, before "
         "the window opens (at least one turn is left to measure).",
     )  # fmt: skip
+    api: Literal["completions", "chat"] = Field(
+        "completions",
+        description="How prompts are sent: 'completions' sends the synthesised token ids to /v1/completions (prompt "
+        "lengths and cache blocks exactly the trace's); 'chat' sends them as text, decoded with the model's "
+        "tokenizer, in one user message to /v1/chat/completions, and counts tokens by the server's usage, as AgentX "
+        "does (the chat template and re-tokenisation make lengths differ a little from the trace's).",
+    )
     time_scale: float = Field(
         1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies recorded think times and timestamps."
     )

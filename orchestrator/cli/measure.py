@@ -132,6 +132,9 @@ def replay(
     concurrency: Annotated[int, typer.Option(min=1, help="Live session trees (in-flight cap for timeline mode).")] = 1,
     engine_block_size: Annotated[int, typer.Option(help="Engine KV block size for the theoretical rate.")] = 128,
     output: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+    tokenizer: Annotated[
+        Path | None, typer.Option(help="The model's directory (its tokenizer.json): needed for --api chat.")
+    ] = None,
     *,
     flags: dict[str, Any],
 ) -> None:
@@ -142,6 +145,7 @@ def replay(
     import json
 
     from runners.loadgen.client import Endpoint, check_reachable
+    from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
     from runners.loadgen.replay import replay as run_replay
     from runners.traces.formats import load_trace
     from runners.traces.hit_rate import replayed_hit_rate
@@ -151,7 +155,13 @@ def replay(
         mode = "timeline" if loaded.kind == "mooncake" else "sessions"
         settings = settings_from_flags(ReplaySettings, {"mode": mode, **flags}, "replay")
         check_reachable(base_url)
-        stats, records = run_replay(loaded, Endpoint(base_url=base_url, model=model), settings, concurrency)
+        decode, ids = None, DEFAULT_ID_RANGE
+        if tokenizer is not None:  # the model's own ids, and the text a chat replay sends
+            vocabulary = Vocabulary.from_model_dir(tokenizer)
+            ids = (max(vocabulary.excluded, default=-1) + 1, vocabulary.size)
+            decode = vocabulary.decoder() if settings.api == "chat" else None
+        endpoint = Endpoint(base_url=base_url, model=model)
+        stats, records = run_replay(loaded, endpoint, settings, concurrency, ids, decode=decode)
     except InferSweepError as error:
         fail(error)
     theoretical = replayed_hit_rate(loaded, engine_block_size, settings.length_scale).rate

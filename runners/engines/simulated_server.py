@@ -303,7 +303,7 @@ class SimulatedEngine:
             # schedule comparison match two clients' requests stream by stream (tests/integration/loadgen).
             entry = {
                 "arrived": arrived, "first_token": first_sent, "last_token": last_sent, "tokens": max_tokens,
-                "prompt_tokens": len(prompt),
+                "prompt_tokens": len(prompt), "api": "chat" if chat else "completions",
                 "session": request.headers.get("X-Session-ID") or request.headers.get("X-Correlation-ID"),
                 "routing": {name: value for name, value in request.headers.items() if name.startswith("X-Dynamo-")},
             }  # fmt: skip

@@ -27,6 +27,18 @@ class Vocabulary:
 
     size: int
     excluded: frozenset[int]
+    tokenizer_file: Path | None = None  # the model's tokenizer.json, where the ids can be turned back into text
+
+    def decoder(self) -> Callable[[list[int]], str]:
+        """Token ids -> text with the model's tokenizer (a chat replay sends text the server tokenises again)."""
+        if self.tokenizer_file is None:
+            raise ConfigurationError(
+                "workload.api: got 'chat'; sending prompts as text needs the model's tokenizer.json, and this "
+                "vocabulary has none (use api 'completions', or give the tokenizer)"
+            )
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(self.tokenizer_file)).decode
 
     @classmethod
     def from_model_dir(cls, model_dir: Path) -> Vocabulary:
@@ -37,7 +49,7 @@ class Vocabulary:
 
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
         special = frozenset(tokenizer.get_added_tokens_decoder())  # special tokens, keyed by id
-        return cls(size=tokenizer.get_vocab_size(), excluded=special)
+        return cls(size=tokenizer.get_vocab_size(), excluded=special, tokenizer_file=tokenizer_file)
 
 
 def sample_lengths(rng: np.random.Generator, upper: int, range_ratio: float, count: int) -> list[int]:

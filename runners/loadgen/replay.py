@@ -107,7 +107,16 @@ class Replayer:
     def __init__(
         self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int,
         vocabulary: tuple[int, int] = DEFAULT_ID_RANGE, window_opened: Callable[[], None] | None = None,
+        decode: Callable[[list[int]], str] | None = None,
     ) -> None:  # fmt: skip
+        if endpoint.kind == "chat" and decode is None:
+            raise ConfigurationError(
+                "workload.api: got 'chat'; a chat replay sends its prompts as text and needs the model's tokenizer "
+                "to decode them (infersweep replay --tokenizer DIR)"
+            )
+        # A chat replay's prompts: the synthesised ids decoded to text (the server tokenises it again, so equal
+        # blocks stay equal text and prefixes stay shared).
+        self.decode = decode
         self.trace = trace
         # Called once every lane is primed, just before the measured window opens (the runner scrapes the
         # engine's counters there, so they cover the window and not the priming requests).
@@ -154,7 +163,7 @@ class Replayer:
         prompt = synthesize(request, block, scope, self.vocabulary, cache=self.blocks)
         prepared = PreparedRequest(
             index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,
-            warmup=warmup or due < self.window_start,
+            warmup=warmup or due < self.window_start, prompt_text=self.decode(prompt) if self.decode else None,
         )  # fmt: skip
         # `<seed>.<concurrency>-<copy>-<path>`: unique per Point, as its copies' salt is (copy_salt). A router binds a
         # session id to the worker holding its prefix; a later Point's session must not inherit an earlier binding.
@@ -350,13 +359,16 @@ def replay(
     concurrency: int,
     vocabulary: tuple[int, int] = DEFAULT_ID_RANGE,
     window_opened: Callable[[], None] | None = None,
+    decode: Callable[[list[int]], str] | None = None,
 ) -> tuple[ReplayStats, list[ReplayRequest]]:
     """Replay `trace` against `endpoint` with `concurrency` live session trees (the in-flight cap in timeline
     mode); `vocabulary` is the token ids [lo, hi) synthesised prompts are made of; `window_opened` is called
-    when the measured window opens (sessions mode: after every lane's priming request)."""
+    when the measured window opens (sessions mode: after every lane's priming request). The settings' `api` picks
+    the endpoint's API; a chat replay sends the prompts as text made by `decode` (the model's tokenizer)."""
     from runners.loadgen import loop
 
-    replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, window_opened)
+    endpoint = replace(endpoint, kind=settings.api)
+    replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, window_opened, decode)
     # The trace's many small objects never die during a replay: frozen out of the collector, a full
     # collection does not stop the event loop for tens of milliseconds to walk them again and again.
     gc.freeze()
@@ -393,7 +405,8 @@ def run_replay_point(
             f"(version {trace.content_hash[:12]}, planned {point.trace_version[:12]}); plan a new sweep"
         )
     low = max(vocabulary.excluded, default=-1) + 1
-    stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size), window_opened)
+    decode = vocabulary.decoder() if point.api == "chat" else None
+    stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size), window_opened, decode)
     records = [item.record for item in items]
     metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
     theoretical = replayed_hit_rate(trace, engine_block_size, point.length_scale).rate
