@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from recipes.registry import Registry
 from recipes.errors import MISSING, ConfigurationError, RecipeError
+from recipes.registry import Registry
 from recipes.yamlio import field_path
 from runners.traces.models import (
     MooncakeRequest,

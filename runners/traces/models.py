@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import ConfigDict, Field, NonNegativeInt
 
 from recipes.strict import StrictModel
 
@@ -230,6 +230,12 @@ class Session:
     subagents: tuple[Session, ...] = ()
     spawned_after: int | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    # Worked out once, when the session is made: the replayer and the scheduler model ask at every request.
+    _spawn_groups: tuple[SpawnGroup, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.subagents:
+            object.__setattr__(self, "_spawn_groups", self._group_subagents())
 
     @property
     def is_subagent(self) -> bool:
@@ -249,7 +255,11 @@ class Session:
         return max(ends, default=self.start)
 
     def spawn_groups(self) -> tuple[SpawnGroup, ...]:
-        """This session's subagents as AgentX replays them (AIPerf's agentic replay: one branch per group).
+        """This session's subagents as AgentX replays them (AIPerf's agentic replay: one branch per group)."""
+        return self._spawn_groups
+
+    def _group_subagents(self) -> tuple[SpawnGroup, ...]:
+        """The spawn groups of `spawn_groups`.
 
         Subagents spawned after the same request and joined by the same later request form one group: the join is
         the first later request recorded at or after the subagent's recorded end (none: a background subagent,

@@ -6,9 +6,10 @@ session trees at once, each a salted copy that shares nothing with the others, e
 warm-start turn with its history primed. The planner rebuilds that traffic and runs it through the LRU of
 hit_rate.py at the engine's block size:
 
-- Lanes take trace copies in order (copy k replays root session k mod n with salt `copy_salt(seed, concurrency, k)`), exactly
-  the replayer's numbering, and the first tree of each lane starts at the replayer's warm-start turn (the
-  same `random.Random(seed)` draws, in lane order), after one uncounted priming request (one output token).
+- Lanes take trace copies in order (copy k replays root session k mod n with salt
+  `copy_salt(seed, concurrency, k)`), exactly the replayer's numbering, and the first tree of each lane starts
+  at the replayer's warm-start turn (the same `random.Random(seed)` draws, in lane order), after one uncounted
+  priming request (one output token).
 - Lanes advance round-robin, one request each per round: closed-loop lanes with similar think and service
   times interleave like that. A subagent's requests follow the parent request that spawned it.
 - Lengths are scaled as the replayer scales them (`length_scale`, `max_output_tokens`); generated tokens
@@ -35,12 +36,11 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from recipes.strict import StrictModel
+from pydantic import Field
 
 from recipes.hardware import Hardware
 from recipes.model_registry import RegistryModelSpec, kv_bytes_per_token
+from recipes.strict import StrictModel
 from runners.traces.hit_rate import DramPolicy, TieredHitRate, _Access, _simulate, engine_block_keys
 from runners.traces.models import Session, Trace
 from runners.traces.synthesis import copy_salt, scope_key

@@ -9,7 +9,8 @@ blocks that can be reused (Weka drops the partial tail block, which changes ever
 Scope keys: what may share and what may not
 --------------------------------------------
 The replayer gives each *replayed copy* of a trace a salt (every recycled or parallel copy its own, and every Point
-of a job its own set: `copy_salt`). A copy is one pass over the whole trace: all its sessions, and for a corpus replayed as one trace, all its files.
+of a job its own set: `copy_salt`). A copy is one pass over the whole trace: all its sessions, and for a corpus
+replayed as one trace, all its files.
 `scope_key(trace, salt, root)` is the namespace a request's hash ids are resolved in:
 
 - `hash_id_scope == "session"`: `s|<trace content hash>|<root session index>|<salt>`. Ids only mean

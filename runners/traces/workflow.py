@@ -7,8 +7,8 @@ replay's rules: a request is sent when the one before it in its session has ende
 *sent* (`Session.spawn_delay`); subagents run on their own timelines, in parallel with their parent, and nobody
 waits for them that the record does not show. (Here the replay's rules and the record's differ on purpose: a replay
 following AgentX, `Session.spawn_groups`, starts a subagent recorded after its parent's answer as that answer ends,
-dropping the recorded gap, which is tool and user time this module measures.) Each request takes its recorded response time (`api_time`), or
-the latency a what-if gives it.
+dropping the recorded gap, which is tool and user time this module measures.) Each request takes its recorded
+response time (`api_time`), or the latency a what-if gives it.
 
 - **Model time** is the time at least one request of the tree is in flight (the union of their intervals), so
   a subagent answering while its parent answers is not counted twice; **tool and user time** is the rest of the

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from runners.traces.formats import load_trace, parse_trace
-from tests.agentx_example import agentx_example_corpus
 from runners.traces.planner import ReplayShape, ReplayTraffic
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
+from tests.agentx_example import agentx_example_corpus
 from tests.unit.runners.traces.test_planner import SAMPLE, _conversation
 
 # One step a second, prefill free, a budget no prompt here exceeds: each request (one output token) is

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -120,7 +121,7 @@ def test_savings_grow_with_the_speedup_and_never_exceed_the_model_time_share(see
     share = model_share(base)
     savings = [saving(base, trace_times(trace, decode_speedup(factor), cap)) for factor in (1, 1.5, 2, 4, 16, 1e6)]
     assert savings[0] == pytest.approx(0.0, abs=1e-12)
-    assert all(later >= earlier - 1e-9 for earlier, later in zip(savings, savings[1:], strict=False)), savings
+    assert all(later >= earlier - 1e-9 for earlier, later in itertools.pairwise(savings)), savings
     assert all(value <= share + 1e-9 for value in savings), (savings, share)
 
 
