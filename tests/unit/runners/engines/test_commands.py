@@ -195,6 +195,37 @@ def options_of(recipe: Recipe) -> dict[str, Any]:
     return yaml.safe_load(plan.files[value_after(plan.argv, "--extra_llm_api_options")])
 
 
+def test_every_option_a_typed_field_writes_is_refused_as_a_free_option() -> None:
+    # engine.llm_api_options may not set what a typed field, the methodology or the parallelism writes: every entry
+    # the adapter writes with every knob set must be one the refusal list names (or lie under one), so a typed option
+    # added to llm_api_options() without its refusal fails here.
+    from runners.engines import trtllm as adapter
+
+    everything = trtllm(
+        precision="bf16",
+        engine={"kv_cache_dtype": "fp8", "max_num_seqs": 64, "gpu_memory_utilization": 0.9, "chunked_prefill": True,
+                "max_num_batched_tokens": 16384, "attention_backend": "TRTLLM", "cuda_graph_max_batch_size": 64,
+                "stream_interval": 10},
+        parallelism={"tp": 1, "dp": 8, "ep": 8, "dp_attention": True},
+        methodology={"prefix_caching": True, "kv_offload": {"backend": "dram", "dram_gib": 64},
+                     "speculative_decoding": {"method": "mtp", "num_speculative_tokens": 3,
+                                              "golden_acceptance_length": 2.5}},
+    )  # fmt: skip
+    written = adapter.llm_api_options(everything, everything.parallelism, "parallelism")
+
+    def paths(table: dict[str, Any], prefix: str = "") -> list[str]:
+        return [p for key, value in table.items()
+                for p in (paths(value, f"{prefix}{key}.") if isinstance(value, dict) else [f"{prefix}{key}"])]  # fmt: skip
+
+    def refused(path: str) -> bool:
+        parts = path.split(".")
+        return any(".".join(parts[:end]) in adapter._TYPED_OPTIONS for end in range(1, len(parts) + 1))
+
+    unguarded = [path for path in paths(written) if not refused(path)]
+    assert not unguarded, f"typed options engine.llm_api_options could override: {unguarded}"
+    assert len(paths(written)) >= 15  # every knob above wrote its entry
+
+
 def test_trtllm_prefix_caching_is_block_reuse_in_the_options_file() -> None:
     assert options_of(trtllm())["kv_cache_config"]["enable_block_reuse"] is True
     assert options_of(trtllm(methodology={"prefix_caching": False}))["kv_cache_config"]["enable_block_reuse"] is False
