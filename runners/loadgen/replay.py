@@ -103,6 +103,33 @@ def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) ->
     return replace(request, input_tokens=inputs, output_tokens=out), scaled_block
 
 
+@dataclass(frozen=True)
+class SessionId:
+    """A replayed session's id, `<seed>.<concurrency>-<copy>-<path>`: unique per Point, as its copies' salt is
+    (copy_salt). A router binds a session id to the worker holding its prefix; a later Point's session must not
+    inherit an earlier binding. `path` is the trace's ("0", or "0/1" for subagent 1 of root session 0)."""
+
+    seed: int
+    concurrency: int
+    copy: int
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.seed}.{self.concurrency}-{self.copy}-{self.path}"
+
+    @property
+    def parent(self) -> str | None:
+        """The id of the session that spawned this one (a subagent's), else None."""
+        return str(replace(self, path=self.path.rsplit("/", 1)[0])) if "/" in self.path else None
+
+    @classmethod
+    def parse(cls, text: str) -> SessionId:
+        """The parts of an id this module wrote (stored with each replayed request's record)."""
+        point, copy, path = text.split("-", 2)
+        seed, concurrency = point.split(".")
+        return cls(int(seed), int(concurrency), int(copy), path)
+
+
 class Replayer:
     def __init__(
         self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int,
@@ -165,10 +192,8 @@ class Replayer:
             index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,
             warmup=warmup or due < self.window_start, prompt_text=self.decode(prompt) if self.decode else None,
         )  # fmt: skip
-        # `<seed>.<concurrency>-<copy>-<path>`: unique per Point, as its copies' salt is (copy_salt). A router binds a
-        # session id to the worker holding its prefix; a later Point's session must not inherit an earlier binding.
-        session_id = f"{self.settings.seed}.{self.concurrency}-{copy}-{session.path}"
-        return _Outgoing(prepared, encode_body(self.endpoint, prepared), session_id, turn, due)
+        session_id = SessionId(self.settings.seed, self.concurrency, copy, session.path)
+        return _Outgoing(prepared, encode_body(self.endpoint, prepared), str(session_id), turn, due)
 
     async def _send(
         self, http: aiohttp.ClientSession, lane: int, outgoing: _Outgoing, due: float, tree: Hashable
@@ -189,11 +214,11 @@ class Replayer:
         return record
 
     def _session_headers(self, session_id: str) -> dict[str, str]:
-        """The session id in every header the engine's router reads, and a subagent's parent's id (its path's
-        prefix: session ids end in the session's path, "0/1" being subagent 1 of root session 0)."""
+        """The session id in every header the engine's router reads, and a subagent's parent's id."""
         headers = dict.fromkeys(self.endpoint.session_headers, session_id)
-        if "/" in session_id:
-            headers.update(dict.fromkeys(self.endpoint.parent_session_headers, session_id.rsplit("/", 1)[0]))
+        parent = SessionId.parse(session_id).parent
+        if parent is not None:
+            headers.update(dict.fromkeys(self.endpoint.parent_session_headers, parent))
         return headers
 
     def _gap(self, seconds: float) -> float:

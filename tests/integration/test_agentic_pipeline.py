@@ -13,6 +13,7 @@ from db import recording
 from db.models import PointResultRow
 from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
+from runners.loadgen.replay import SessionId
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import HitRate, replayed_hit_rate
 from tests.conftest import ROOT, processes_of_runs, records_of, run_cli
@@ -109,7 +110,10 @@ def _salted_copies_share_nothing(records: pd.DataFrame) -> None:
     """Each replayed copy of the one root session has its own salt: a copy that starts at turn 0 after another
     copy already sent that session's prompts gets no cached token for its first request from vLLM (without
     the salt, its system-prompt blocks would all hit), while its own next turn hits its own history."""
-    records = records.assign(copy=records["session"].str.split("-").str[1], root=records["session"].str.endswith("-0"))
+    ids = records["session"].map(SessionId.parse)
+    records = records.assign(
+        copy=ids.map(lambda session: session.copy), root=ids.map(lambda session: session.path == "0")
+    )
     roots = records[records["root"]].sort_values("sent")
     fresh = [first for _, first in roots.groupby("copy").head(1).iterrows() if first["turn"] == 0]
     assert fresh, "no lane finished its tree and started a new copy within the window: lengthen it"
@@ -122,11 +126,11 @@ def _salted_copies_share_nothing(records: pd.DataFrame) -> None:
 
 
 def _rate_of_measured(walk: HitRate, records: pd.DataFrame) -> float:
-    """The walk's hit rate over the requests a Point measured (a record's session is `<seed>.<concurrency>-<copy>-<path>`)."""
+    """The walk's hit rate over the requests a Point measured (keyed by each record's session path and turn)."""
     position = {key: index for index, key in enumerate(walk.keys)}
     measured = records[~records["warmup"] & records["error"].isna()]
     rows = [
-        position[f"{session.split('-', 2)[2]}:{turn}"]
+        position[f"{SessionId.parse(session).path}:{turn}"]
         for session, turn in zip(measured["session"], measured["turn"], strict=True)
     ]
     return float(walk.hit_tokens[rows].sum() / walk.input_tokens[rows].sum())

@@ -17,7 +17,7 @@ from runners.loadgen import loop
 from runners.loadgen.client import Endpoint
 from runners.loadgen.fixed_length import Vocabulary
 from runners.loadgen.records import RequestRecord
-from runners.loadgen.replay import Replayer, replay
+from runners.loadgen.replay import Replayer, SessionId, replay
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
 from tests.agentx_example import agentx_example_corpus
@@ -49,7 +49,7 @@ def test_cold_replay_realizes_the_theoretical_hit_rate(caching_server: str) -> N
     assert stats.sessions_completed >= 1
     theoretical = theoretical_hit_rate(trace).rate
     assert stats.realized_hit_rate == pytest.approx(theoretical, abs=0.03)
-    assert {item.session.rsplit("-", 1)[-1] for item in records} >= {"0", "0/0", "0/3"}  # subagents replayed
+    assert {SessionId.parse(item.session).path for item in records} >= {"0", "0/0", "0/3"}  # subagents replayed
 
 
 def test_parallel_copies_do_not_share_cache(caching_server: str) -> None:
@@ -59,7 +59,7 @@ def test_parallel_copies_do_not_share_cache(caching_server: str) -> None:
     stats, records = replay(trace, Endpoint(base_url=caching_server, model="sim"), settings, 3)
     # Three lanes replay three salted copies at once: if copies shared blocks, the realized rate would
     # exceed what one copy can reach on its own.
-    assert len({item.session.split("-")[1] for item in records}) >= 3
+    assert len({SessionId.parse(item.session).copy for item in records}) >= 3
     assert stats.realized_hit_rate is not None
     assert stats.realized_hit_rate <= theoretical_hit_rate(trace).rate + 0.02
 

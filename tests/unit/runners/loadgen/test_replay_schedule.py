@@ -8,7 +8,7 @@ import pytest
 
 from recipes.schema import ReplaySettings
 from runners.loadgen.client import Endpoint
-from runners.loadgen.replay import Replayer
+from runners.loadgen.replay import Replayer, SessionId
 from runners.traces.formats import parse_trace
 from runners.traces.planner import ReplayShape, replay_order
 
@@ -45,3 +45,10 @@ def test_subagent_starts_at_its_recorded_offset_after_the_request_it_follows() -
     # The planner replays the same order: the subagent's request right after the parent's first request.
     order = replay_order(trace, ReplayShape(concurrency=1, warmup=False), requests_per_lane=3)
     assert [(step.session.path, step.turn) for step in order] == [("0", 0), ("0/0", 0), ("0", 1)]
+
+
+def test_a_session_id_says_its_point_copy_and_path_and_names_its_parent() -> None:
+    root, child = SessionId(0, 16, 3, "0"), SessionId(0, 16, 3, "0/2")
+    assert (str(root), str(child)) == ("0.16-3-0", "0.16-3-0/2")
+    assert SessionId.parse("0.16-3-0/2") == child and SessionId.parse(str(root)) == root
+    assert (root.parent, child.parent, SessionId.parse("7.4-0-1/0/5").parent) == (None, "0.16-3-0", "7.4-0-1/0")
