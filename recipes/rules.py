@@ -174,7 +174,7 @@ def hardware_exists(recipe: Recipe, context: RuleContext) -> list[Problem]:
 
 
 RAW_METHODOLOGY_ARGUMENT = Message(
-    "engine.extra_args[{index}]",
+    "engine.{where}extra_args[{index}]",
     "methodology settings are typed fields: set methodology.{knob} instead of a raw argument",
 )
 
@@ -184,12 +184,17 @@ def methodology_settings_typed(recipe: Recipe, context: RuleContext) -> list[Pro
     """Prefix caching, speculative decoding, KV offload and routing are set through typed
     `methodology` fields, which each engine adapter turns into its own flags. The same settings in
     raw `engine.extra_args` are rejected (any engine's spelling, `--a_b` or `--a-b=x`): otherwise the
-    other rules could not see them, and two engines could be configured unfairly differently."""
+    other rules could not see them, and two engines could be configured unfairly differently. A role's own
+    arguments (`engine.per_role.<role>.extra_args`) are checked the same way."""
+    argument_lists = [("", recipe.engine.extra_args)] + [
+        (f"per_role.{role}.", settings.get("extra_args", [])) for role, settings in recipe.engine.per_role.items()
+    ]
     problems = []
-    for index, argument in enumerate(recipe.engine.extra_args):
-        knob = methodology_knob_of(argument)
-        if knob is not None:
-            problems.append(RAW_METHODOLOGY_ARGUMENT(argument, index=index, knob=knob))
+    for where, arguments in argument_lists:
+        for index, argument in enumerate(arguments):
+            knob = methodology_knob_of(argument)
+            if knob is not None:
+                problems.append(RAW_METHODOLOGY_ARGUMENT(argument, where=where, index=index, knob=knob))
     return problems
 
 

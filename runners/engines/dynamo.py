@@ -274,6 +274,8 @@ def _sglang_worker(
         argv += ["--nnodes", str(nodes), "--node-rank", NODE_RANK, "--dist-init-addr", DIST_INIT_ADDR]
     knobs = recipe.methodology
     argv += [] if knobs.prefix_caching else ["--disable-radix-cache"]
+    if knobs.routing.kind == "round-robin":  # round robin all the way: the frontend over workers, a worker over its
+        argv += ["--load-balance-method", "round_robin"]  # data-parallel ranks (as NVIDIA's srt-slurm recipes set it)
     argv += sglang.speculative_args(knobs.speculative_decoding)
     if role != "decode":  # the DRAM tier serves reused prefixes, which prefill (or an aggregated worker) computes
         argv += sglang.hicache_args(recipe, ranks)

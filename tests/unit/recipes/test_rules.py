@@ -85,6 +85,14 @@ BROKEN: dict[str, list[tuple[dict, str]]] = {
             "field 'engine.extra_args[0]': got '--router-mode=kv'; methodology settings are typed fields: "
             "set methodology.routing instead of a raw argument",
         ),
+        (
+            data_of(
+                {"engine": {"per_role": {"prefill": {"extra_args": ["--disable-radix-cache"]}}}},
+                parallelism={"disaggregated": {"prefill": {"tp": 1}, "decode": {"tp": 1}}},
+            ),
+            "field 'engine.per_role.prefill.extra_args[0]': got '--disable-radix-cache'; methodology settings are "
+            "typed fields: set methodology.prefix_caching instead of a raw argument",
+        ),
     ],
     "prefix-caching-off-for-random-tokens": [
         (
