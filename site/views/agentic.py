@@ -198,8 +198,8 @@ if departing:
         "Not comparable with InferenceX's AgentX results: "
         + " | ".join(departing)
         + ". AgentX measures a 3,600 s window after 10 one-token warm-up turns per lane, on the recorded clock and "
-        "lengths (docs/METRICS.md); the Table tab's column 'comparable with AgentX' says which configuration "
-        "departs how."
+        "lengths, through chat completions counted by the server (docs/METRICS.md); the Table tab's column "
+        "'comparable with AgentX' says which configuration departs how."
     )
 tiers_tab, rates_tab, table_tab = st.tabs(["Tiers", "Hit rates", "Table"])
 with tiers_tab:
