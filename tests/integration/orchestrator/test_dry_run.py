@@ -47,6 +47,17 @@ def test_stand_in_keeps_what_the_recipe_is_and_changes_where_it_runs() -> None:
     assert any("--disaggregation-mode prefill" in line for line in dry.target_command_lines)
 
 
+def test_the_vllm_cpu_stand_in_is_the_local_demos_engine() -> None:
+    # Until 2026-12-02 the stand-in had no VLLM_CPU_KVCACHE_SPACE, so vLLM-CPU reserved 92 % of a NUMA node's memory
+    # and refused to start whenever anything else ran (found running the CLI as a user would).
+    # Nor could it serve an FP8 recipe's precision: vLLM-CPU has no FP8 kernels (static_scaled_fp8_quant).
+    local = load_recipe(ROOT / "recipes" / "local" / "tiny-llama-cpu.yaml").recipe
+    stand_in = prepare_dry_run(load_recipe(RECIPES[0]), engine="vllm-cpu").stand_in.recipe
+    assert stand_in.engine.env["VLLM_CPU_KVCACHE_SPACE"] == local.engine.env["VLLM_CPU_KVCACHE_SPACE"]
+    assert stand_in.engine.model_copy(update={"max_model_len": local.engine.max_model_len}) == local.engine
+    assert (load_recipe(RECIPES[0]).recipe.precision, stand_in.precision) == ("fp8", local.precision)
+
+
 def test_dry_run_of_every_catalogue_recipe() -> None:
     catalogue = sorted(CATALOGUE.rglob("*.yaml"))
     assert set(RECIPES) <= set(catalogue) and len(catalogue) >= 20
