@@ -290,7 +290,8 @@ def test_a_dashboard_snapshot_takes_what_its_rows_leave_out_from_the_flags() -> 
     first = run_cli("import", "inferencex-snapshot", str(SNAPSHOT), *SNAPSHOT_FLAGS)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "3 row(s) read, 3 imported, 0 already present, 0 refused" in first.stdout
-    assert "kept as its label: 'Qwen/Qwen3.5-397B-A17B-FP8'" in first.stdout  # not in recipes/models.yaml
+    # Qwen3.5-397B-A17B is in recipes/models.yaml (since 2026-12-02): its FP8 hub id is an alias, not a new label.
+    assert "kept as its label" not in first.stdout
     again = run_cli("import", "inferencex-snapshot", str(SNAPSHOT), *SNAPSHOT_FLAGS)
     assert "0 imported, 3 already present" in again.stdout
 
@@ -299,6 +300,7 @@ def test_a_dashboard_snapshot_takes_what_its_rows_leave_out_from_the_flags() -> 
     with open_session(engine) as session:
         views = {view.concurrency: view for view in reads.list_results(session) if view.hardware == "tpu-v7"}
     assert set(views) == {4, 32, 128}
+    assert {view.model for view in views.values()} == {"qwen3.5-397b-a17b"}
     for concurrency, total, output in ((4, 1100.0, 120.0), (128, 6400.0, 710.0)):
         view = views[concurrency]
         # Per chip, as the rows state it: 4 chips (two TensorCores each), whatever the TP of the engine.
@@ -308,6 +310,15 @@ def test_a_dashboard_snapshot_takes_what_its_rows_leave_out_from_the_flags() -> 
     # TP8 and DP8-of-TP1 are two configurations, never one curve.
     assert views[4].fingerprint == views[32].fingerprint != views[128].fingerprint
     assert "dp8" in views[128].recipe and "4chip" in views[128].recipe
+
+
+def test_a_model_the_registry_does_not_know_is_kept_as_its_label_and_said_so(tmp_path: Path) -> None:
+    flags = list(SNAPSHOT_FLAGS)
+    flags[flags.index("--model") + 1] = "acme/Unknown-42B-FP8"
+    database = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'unknown-model.db'}"}  # not the session's results
+    result = run_cli("import", "inferencex-snapshot", str(SNAPSHOT), *flags, env=database)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "kept as its label: 'acme/Unknown-42B-FP8'" in result.stdout
 
 
 def test_a_snapshot_needs_every_flag_its_rows_leave_out() -> None:
