@@ -10,6 +10,7 @@ and driven, and results are stored - with origin `dry-run`, which no public view
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,12 +114,17 @@ def _stand_in_methodology(recipe: Recipe, engine: DryRunEngine) -> Methodology:
     )
 
 
+@functools.cache
+def _local_demo() -> Recipe:
+    """The local vLLM-CPU recipe, read once: the vllm-cpu stand-in takes its engine and precision."""
+    return load_recipe(LOCAL_VLLM_RECIPE).recipe
+
+
 def _stand_in_engine(recipe: Recipe, engine: DryRunEngine) -> EngineSpec:
     if engine == "vllm-cpu":
         # The local demo's engine, as `make demo` runs it: its version, venv and CPU sizing (VLLM_CPU_KVCACHE_SPACE;
         # without it vLLM-CPU reserves 92 % of a NUMA node's memory and refuses to start on a busy machine).
-        local = load_recipe(LOCAL_VLLM_RECIPE).recipe.engine
-        return local.model_copy(update={"max_model_len": TINY_MODEL_CONTEXT})
+        return _local_demo().engine.model_copy(update={"max_model_len": TINY_MODEL_CONTEXT})
     return EngineSpec(
         kind="simulated", environment=InProcessEnvironment(kind="project"), max_model_len=TINY_MODEL_CONTEXT,
         startup_timeout_s=60, simulated=SimulatedEngineSettings(ttft_ms=5.0, itl_ms=1.0),
@@ -136,7 +142,7 @@ def prepare_dry_run(loaded: LoadedRecipe, engine: DryRunEngine = "simulated") ->
             "model": ModelSpec(name=recipe.model.name, source=GeneratedModelSource(kind="generated")),
             "engine": _stand_in_engine(recipe, engine),
             # vLLM-CPU serves the tiny model in the local demo's precision (its CPU kernels have no FP8 or FP4 path).
-            "precision": load_recipe(LOCAL_VLLM_RECIPE).recipe.precision if engine == "vllm-cpu" else recipe.precision,
+            "precision": _local_demo().precision if engine == "vllm-cpu" else recipe.precision,
             "methodology": _stand_in_methodology(recipe, engine),
             "parallelism": Parallelism(),
             "runner": RunnerSpec(kind="local", point_timeout_s=300, job_timeout_s=1800),

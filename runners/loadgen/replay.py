@@ -93,6 +93,7 @@ class _Outgoing:
     request: PreparedRequest
     body: bytes
     session_id: str
+    headers: dict[str, str]  # the session headers the engine's router reads, made with the body
     turn: int
     due: float
 
@@ -193,7 +194,8 @@ class Replayer:
             warmup=warmup or due < self.window_start, prompt_text=self.decode(prompt) if self.decode else None,
         )  # fmt: skip
         session_id = SessionId(self.settings.seed, self.concurrency, copy, session.path)
-        return _Outgoing(prepared, encode_body(self.endpoint, prepared), str(session_id), turn, due)
+        headers = self._session_headers(session_id)
+        return _Outgoing(prepared, encode_body(self.endpoint, prepared), str(session_id), headers, turn, due)
 
     async def _send(
         self, http: aiohttp.ClientSession, lane: int, outgoing: _Outgoing, due: float, tree: Hashable
@@ -203,7 +205,7 @@ class Replayer:
         try:
             record = await send_one(
                 http, self.endpoint, outgoing.request, due, self.settings.request_timeout_s,
-                self._session_headers(outgoing.session_id), body=outgoing.body,
+                outgoing.headers, body=outgoing.body,
             )  # fmt: skip
         finally:
             self.caps.ended(tree)
@@ -213,10 +215,10 @@ class Replayer:
         self.records.append(ReplayRequest(lane, outgoing.session_id, outgoing.turn, record))
         return record
 
-    def _session_headers(self, session_id: str) -> dict[str, str]:
+    def _session_headers(self, session_id: SessionId) -> dict[str, str]:
         """The session id in every header the engine's router reads, and a subagent's parent's id."""
-        headers = dict.fromkeys(self.endpoint.session_headers, session_id)
-        parent = SessionId.parse(session_id).parent
+        headers = dict.fromkeys(self.endpoint.session_headers, str(session_id))
+        parent = session_id.parent
         if parent is not None:
             headers.update(dict.fromkeys(self.endpoint.parent_session_headers, parent))
         return headers
