@@ -9,7 +9,7 @@ Importing a file again stores nothing and says so.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +19,13 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from db.lifecycle import SweepState
-from orchestrator.importers.inferencex import SnapshotContext, read_row_file, run_link, to_point_metrics
+from orchestrator.importers.inferencex import (
+    ImportedRow,
+    SnapshotContext,
+    read_row_file,
+    run_link,
+    to_point_metrics,
+)
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from orchestrator.importers.peers import PeerLevel, Refusal
 from orchestrator.plan import point_key
@@ -73,13 +79,14 @@ def close_imported(recorder: Recorder) -> None:
 
 
 @contextmanager
-def _recorders(engine: Engine) -> Iterator[dict[str, Recorder]]:
-    recorders: dict[str, Recorder] = {}
+def _recorder(engine: Engine, sweep: str) -> Iterator[Recorder]:
+    """One sweep's Recorder for an import, closed (and its sweep finished) however the import ends."""
+    recorder = Recorder(engine, sweep)
     try:
-        yield recorders
+        recorder.sync_hardware()
+        yield recorder
     finally:
-        for recorder in recorders.values():
-            close_imported(recorder)
+        close_imported(recorder)
 
 
 def import_inferencex(
@@ -89,47 +96,44 @@ def import_inferencex(
     """Store every readable row of `files`, each source run in its sweep `inferencex-run-<id>` (or all in `sweep`),
     dated by the row's date, else `run_date`, else 'date unknown' (ordered by run id, never by the import)."""
     summary = InferenceXSummary()
-    with _recorders(engine) as recorders:
-        for file in files:
-            read = read_row_file(file, snapshot)
-            imported = present = undated = 0
-            for item in read.rows:
-                row = item.row
-                name = sweep or f"inferencex-run-{item.source_run}"
-                recorder = recorders.get(name)
-                if recorder is None:
-                    recorder = recorders[name] = Recorder(engine, name)
-                    recorder.sync_hardware()
-                identity = RecipeIdentity(
-                    fingerprint=item.fingerprint, name=item.recipe_name, path=str(file.resolve()),
-                    hardware=item.hardware, engine_kind=row.framework, workload_kind="fixed-length",
-                    snapshot=item.configuration(),
-                )  # fmt: skip
-                recorder.register_recipe(identity)
-                workload = FixedLengthPoint.of(INFERENCEX_METHOD, SequenceLengths(isl=row.isl, osl=row.osl), row.conc)
-                point = PointRequest(
-                    point_key="inferencex-" + point_key(item.fingerprint, workload, 0), repeat_index=0,
-                    workload=workload,
-                )  # fmt: skip
-                link = run_link(row, item.source_run)
-                run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
-                source = f"{run}, row {item.index}: {file.resolve()}"
-                when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
-                if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
-                    imported += 1
-                    undated += when is None
-                else:
-                    present += 1
-            for _index, name, _value, expected in read.refused:
-                summary.refusals[f"{name}: {expected}"[:160]] += 1
-            summary.unknown_models.update(read.unknown_models)
-            runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
-            summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused, undated))
-            # Each Recorder holds a database connection: closed after every file, so importing a whole corpus
-            # (35 runs, one sweep each) never holds more than one file's sweeps' connections at once.
-            for recorder in recorders.values():
-                close_imported(recorder)
-            recorders.clear()
+    for file in files:
+        read = read_row_file(file, snapshot)
+        imported = present = undated = 0
+        by_sweep: dict[str, list[ImportedRow]] = defaultdict(list)  # insertion-ordered: the file's order per run
+        for item in read.rows:
+            by_sweep[sweep or f"inferencex-run-{item.source_run}"].append(item)
+        # Each Recorder holds a pooled database connection, so one sweep is open at a time: a dashboard API file
+        # holds rows of dozens of runs (one sweep each), and keeping them all open exhausted the pool.
+        for name, items in by_sweep.items():
+            with _recorder(engine, name) as recorder:
+                for item in items:
+                    row = item.row
+                    identity = RecipeIdentity(
+                        fingerprint=item.fingerprint, name=item.recipe_name, path=str(file.resolve()),
+                        hardware=item.hardware, engine_kind=row.framework, workload_kind="fixed-length",
+                        snapshot=item.configuration(),
+                    )  # fmt: skip
+                    recorder.register_recipe(identity)
+                    lengths = SequenceLengths(isl=row.isl, osl=row.osl)
+                    workload = FixedLengthPoint.of(INFERENCEX_METHOD, lengths, row.conc)
+                    point = PointRequest(
+                        point_key="inferencex-" + point_key(item.fingerprint, workload, 0), repeat_index=0,
+                        workload=workload,
+                    )  # fmt: skip
+                    link = run_link(row, item.source_run)
+                    run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
+                    source = f"{run}, row {item.index}: {file.resolve()}"
+                    when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
+                    if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
+                        imported += 1
+                        undated += when is None
+                    else:
+                        present += 1
+        for _index, field_name, _value, expected in read.refused:
+            summary.refusals[f"{field_name}: {expected}"[:160]] += 1
+        summary.unknown_models.update(read.unknown_models)
+        runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
+        summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused, undated))
     return summary
 
 
@@ -182,9 +186,7 @@ def import_peer_results(
     engine): origin `imported`, dated by the file (else `run_date`, else 'date unknown'), in `sweep`."""
     reader = PEER_FORMATS[format_name]
     imports: list[PeerImport] = []
-    with _recorders(engine) as recorders:
-        recorder = recorders[sweep] = Recorder(engine, sweep)
-        recorder.sync_hardware()
+    with _recorder(engine, sweep) as recorder:
         recorder.register_recipe(loaded)
         for file in files:
             read = reader.read(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)

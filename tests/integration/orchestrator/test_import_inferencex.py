@@ -281,6 +281,24 @@ def test_the_dashboard_api_shape_imports_with_its_dates_and_runs(tmp_path: Path)
     assert {view.recipe for view in first} == {view.recipe for view in sample_views()["inferencex-run-20316427102"]}
 
 
+
+def test_one_dashboard_file_of_more_runs_than_database_connections_imports_whole(tmp_path: Path) -> None:
+    """Found importing the dashboard API's captured response (InferenceX-app's cypress fixture: 435 rows of 73
+    runs in one file): the fix above closed Recorders after each *file*, so one file's 73 sweeps stayed open
+    together and the 16th waited 30 s for a pooled connection and failed. Each run's sweep is closed before the
+    next opens."""
+    single = raw_rows("20316427102")
+    api = [as_api_row(row, "2026-05-22", 2000 + run) for run in range(20) for row in single[:2]]
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(api))
+    database = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'api.db'}"}
+    result = run_cli("import", "inferencex", str(path), env=database, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "40 row(s) read, 40 imported, 0 already present" in result.stdout
+    with open_session(make_engine(database["INFERSWEEP_DATABASE_URL"])) as session:
+        sweeps = session.exec(select(SweepRow)).all()
+    assert len(sweeps) == 20 and {sweep.status for sweep in sweeps} == {"finished"}
+
 SNAPSHOT = ROOT / "tests" / "data" / "inferencex-snapshot" / "tpu-shaped.json"
 SNAPSHOT_FLAGS = ("--hardware", "tpu-v7", "--model", "Qwen/Qwen3.5-397B-A17B-FP8", "--precision", "fp8",
                   "--isl", "8192", "--osl", "1024", "--framework", "vllm-tpu", "--run-date", "2026-02-20")  # fmt: skip
