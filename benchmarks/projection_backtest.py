@@ -65,6 +65,8 @@ def main() -> None:
             groups[f"same-vendor, {registry[row.source].vendor}"].append(row)
             if not row.images_differ:
                 groups["same-vendor, same image"].append(row)
+            elif row.one_release:
+                groups["same-vendor, per-arch builds of one release"].append(row)
     for name in sorted(groups):
         members = groups[name]
         projected, count = median(members, "error_pct")

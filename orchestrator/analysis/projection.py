@@ -34,6 +34,7 @@ were equal).
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -516,25 +517,29 @@ def _median(values: Iterable[float]) -> float:
     return statistics.median(list(values))
 
 
-def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
-    """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip.
+def _curves(rows: Iterable[Any], by_image: bool) -> dict[tuple[CurveKey, str, str | None], Curve]:
+    """Valid fixed-length points with an interactivity as curves by (key, chip, image when `by_image`).
 
-    Only valid Points with an interactivity count; disaggregated deployments are left out (the roofline has no
-    prefill/decode split). Repeats and runs of one configuration at one concurrency become their median.
-    """
-    grouped: dict[tuple[CurveKey, str, str, int], list[Any]] = defaultdict(list)
+    Disaggregated deployments are left out (the roofline has no prefill/decode split). Repeats and runs of one
+    configuration at one concurrency become their median."""
+    grouped: dict[tuple[CurveKey, str, str | None, str, int], list[Any]] = defaultdict(list)
     for row in rows:
         if row.origin not in {"measured", "imported"} or not row.valid or row.workload_kind != "fixed-length":
             continue
         if not row.interactivity_p50 or not row.output_throughput_per_gpu or row.parallelism.startswith("disagg"):
             continue
         key = CurveKey(row.model, row.precision, row.engine, row.workload)
-        grouped[(key, row.hardware, row.parallelism, row.concurrency)].append(row)
-    curves: dict[CurveKey, dict[str, Curve]] = defaultdict(dict)
-    for (key, hardware, parallelism, concurrency), members in sorted(grouped.items(), key=lambda item: str(item[0])):
+        image = getattr(row, "engine_image", None) if by_image else None
+        grouped[(key, row.hardware, image, row.parallelism, row.concurrency)].append(row)
+    curves: dict[tuple[CurveKey, str, str | None], Curve] = {}
+    for (key, hardware, image, parallelism, concurrency), members in sorted(
+        grouped.items(), key=lambda item: str(item[0])
+    ):
         first = members[0]
         # Lengths as integers whatever the reader holds them in (a DataFrame's are floats).
-        curve = curves[key].setdefault(hardware, Curve(key, hardware, [], set(), int(first.isl), int(first.osl), {}))
+        curve = curves.setdefault(
+            (key, hardware, image), Curve(key, hardware, [], set(), int(first.isl), int(first.osl), {})
+        )
         curve.points.append(CurvePoint(
             parallelism, int(concurrency), _median(r.interactivity_p50 for r in members),
             _median(r.output_throughput_per_gpu for r in members),
@@ -543,6 +548,24 @@ def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
         ))  # fmt: skip
         curve.images.update(image for r in members if (image := getattr(r, "engine_image", None)))
         curve.gpus[parallelism] = int(first.accelerators)
+    return curves
+
+
+def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
+    """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip,
+    every image of a chip pooled (what `infersweep project` projects from)."""
+    curves: dict[CurveKey, dict[str, Curve]] = defaultdict(dict)
+    for (key, hardware, _image), curve in _curves(rows, by_image=False).items():
+        curves[key][hardware] = curve
+    return curves
+
+
+def image_curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, list[Curve]]]:
+    """As `curves_of`, one curve per engine image of each chip (rows stating no image make a curve of their own):
+    the backtest compares one software generation with one, never a median across releases."""
+    curves: dict[CurveKey, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
+    for (key, hardware, _image), curve in _curves(rows, by_image=True).items():
+        curves[key][hardware].append(curve)
     return curves
 
 
@@ -598,6 +621,8 @@ class BacktestRow:
     images_differ: bool
     same_vendor: bool
     scale_up_differs: bool
+    # The images differ only by their per-architecture build suffix (`-mi30x` / `-mi35x`): one engine release.
+    one_release: bool = False
     # The no-model baseline: the source chip's own measured frontier at the level, as if the chips were equal.
     unchanged: float | None = None
     # The plain roofline's projection (no model facts, no overhead), for comparison.
@@ -652,6 +677,7 @@ class _Pair:
     projected: list[CurvePoint]
     measured: list[CurvePoint]
     images_differ: bool
+    one_release: bool
     source_points: list[CurvePoint]
     plain: list[CurvePoint]
     model_version: str
@@ -662,37 +688,76 @@ def _restricted(curve: Curve, configurations: set[str]) -> Curve:
                    gpus={name: n for name, n in curve.gpus.items() if name in configurations})  # fmt: skip
 
 
+# A per-architecture build suffix of an image tag: SGLang's ROCm images build one release for gfx942 (`-mi30x`:
+# MI300X, MI325X) and gfx950 (`-mi35x`: MI355X); the ATOM images say `-MI350x`.
+_ARCH_BUILD = re.compile(r"-mi\d{2,3}x$", re.IGNORECASE)
+
+
+def engine_release(image: str) -> str:
+    """The image without its per-architecture build suffix: what two chips share when they ran one release."""
+    return _ARCH_BUILD.sub("", image)
+
+
+def _one_release(curve: Curve, other: Curve) -> bool:
+    """Both curves' images are builds of one release for different architectures (the images still differ)."""
+    return _images_differ(curve, other) and {engine_release(i) for i in curve.images} == {
+        engine_release(i) for i in other.images
+    }
+
+
+def _same_image(curve: Curve, other: Curve) -> bool:
+    return bool(curve.images) and curve.images == other.images
+
+
+def _images_differ(curve: Curve, other: Curve) -> bool:
+    return bool(curve.images and other.images and curve.images != other.images)
+
+
+def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Curve, Curve]]:
+    """Which (source, target) curves of two chips to compare, restricted to the parallelisms both measured: every
+    pair that ran the same image, else the one pair with the most shared points (an image difference, marked)."""
+    candidates = []
+    for source in sources:
+        for target in targets:
+            shared = {p.configuration for p in source.points} & {p.configuration for p in target.points}
+            if shared:
+                candidates.append((_restricted(source, shared), _restricted(target, shared)))
+    same = [(source, target) for source, target in candidates if _same_image(source, target)]
+    if same or not candidates:
+        return same
+    return [max(candidates, key=lambda pair: (
+        len(pair[0].points) + len(pair[1].points), sorted(pair[0].images), sorted(pair[1].images),
+    ))]  # fmt: skip
+
+
 def _pairs(
     rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str]
 ) -> list[_Pair]:  # fmt: skip
     pairs: list[_Pair] = []
-    for key, by_chip in curves_of(rows).items():
+    for key, by_chip in image_curves_of(rows).items():
         for source_key, target_key in ((s, t) for s in by_chip for t in by_chip if s != t):
             source, target = registry.get(source_key), registry.get(target_key)
             if source is None or target is None:
                 skipped.append(f"{key.label()}: {source_key} -> {target_key}: not in the hardware registry")
                 continue
-            curve, other = by_chip[source_key], by_chip[target_key]
             # Like for like: only the parallelisms both chips measured (a configuration one chip never ran is a
-            # difference of sampling, not of chips).
-            shared = {p.configuration for p in curve.points} & {p.configuration for p in other.points}
-            if not shared:
+            # difference of sampling, not of chips), and one image against the same image where both ran one.
+            chosen = _chosen_curves(by_chip[source_key], by_chip[target_key])
+            if not chosen:
                 skipped.append(f"{key.label()}: {source_key} -> {target_key}: no parallelism measured on both")
-                continue
-            curve = _restricted(curve, shared)
-            other = _restricted(other, shared)
-            try:
-                projection = project_between(curve, source, target, models.get(key.model))
-                plain = project_between(curve, source, target, None)
-            except ProjectionError as error:
-                skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
-                continue
-            pairs.append(_Pair(
-                key, source, target, [p.point for p in projection.points], other.points,
-                images_differ=bool(curve.images and other.images and curve.images != other.images),
-                source_points=curve.points, plain=[p.point for p in plain.points],
-                model_version=projection.model_version,
-            ))  # fmt: skip
+            for curve, other in chosen:
+                try:
+                    projection = project_between(curve, source, target, models.get(key.model))
+                    plain = project_between(curve, source, target, None)
+                except ProjectionError as error:
+                    skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
+                    continue
+                pairs.append(_Pair(
+                    key, source, target, [p.point for p in projection.points], other.points,
+                    images_differ=_images_differ(curve, other), one_release=_one_release(curve, other),
+                    source_points=curve.points,
+                    plain=[p.point for p in plain.points], model_version=projection.model_version,
+                ))  # fmt: skip
     return pairs
 
 
@@ -715,6 +780,6 @@ def backtest(
                 same_vendor=pair.source.vendor == pair.target.vendor,
                 scale_up_differs=pair.source.scale_up_domain != pair.target.scale_up_domain,
                 unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
-                model_version=pair.model_version,
+                model_version=pair.model_version, one_release=pair.one_release,
             ))  # fmt: skip
     return Backtest(out, skipped)

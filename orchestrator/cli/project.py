@@ -108,7 +108,8 @@ def backtest(
                    "unchanged %", "marks"):  # fmt: skip
         table.add_column(column)
     for row in result.rows:
-        marks = [m for m, on in (("images differ", row.images_differ), ("cross-vendor", not row.same_vendor),
+        images = "images differ (per-arch builds of one release)" if row.one_release else "images differ"
+        marks = [m for m, on in ((images, row.images_differ), ("cross-vendor", not row.same_vendor),
                                  ("scale-up differs", row.scale_up_differs)) if on]  # fmt: skip
         plain, unchanged = ("-" if e is None else f"{e:+.1f}" for e in (row.plain_error_pct, row.unchanged_error_pct))
         table.add_row(row.curve.label(), row.source, row.target, f"{row.level:g}", f"{row.projected:,.0f}",

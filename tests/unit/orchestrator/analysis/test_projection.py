@@ -158,6 +158,65 @@ def test_only_parallelisms_both_chips_measured_are_compared() -> None:
     assert any("no parallelism measured on both" in line for line in result.skipped)
 
 
+def _on_image(rows: list[SimpleNamespace], image: str, factor: float = 1.0) -> list[SimpleNamespace]:
+    return [SimpleNamespace(**{**vars(replace_row(r, factor)), "engine_image": image,
+                               "point_key": f"{r.point_key}-{image}"}) for r in rows]  # fmt: skip
+
+
+def test_a_release_is_compared_with_the_same_release_never_a_median_across_releases() -> None:
+    """A chip measured on two engine releases is two curves: H100 v0.13 is compared with H200 v0.13 and v0.11 with
+    v0.11 (InferenceX's gpt-oss curves), not the median of both releases with the median of both."""
+    registry, models = load_hardware_registry(), load_model_registry()
+    old, new = "vllm/vllm-openai:v0.11.2", "vllm/vllm-openai:v0.13.0"
+    rows = (_on_image(_chip_rows("h100", 200.0), old) + _on_image(_chip_rows("h100", 200.0), new, 1.6)
+            + _on_image(_chip_rows("h200", 230.0), old) + _on_image(_chip_rows("h200", 230.0), new, 1.6))  # fmt: skip
+    result = backtest(rows, registry, models)
+    assert result.rows and not any(row.images_differ for row in result.rows)
+    by_release = {}
+    for row in result.rows:
+        by_release.setdefault((row.source, row.level), []).append(row)
+    # Each release's pair is its own row; the newer release's curve (x1.6) projects to its own measurement.
+    assert any(len(rows_at) == 2 for rows_at in by_release.values())
+    pooled = backtest(_on_image(rows[:12], old) + _on_image(rows[12:], new), registry, models)
+    assert pooled.rows and all(row.images_differ for row in pooled.rows)  # one release per chip: marked
+
+
+def test_chips_that_never_ran_one_image_compare_their_fullest_curves_once_and_marked() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = (_on_image(_chip_rows("h100", 200.0), "a:1") + _on_image(_chip_rows("h100", 200.0)[:3], "a:0")
+            + _on_image(_chip_rows("h200", 230.0), "a:2"))  # fmt: skip
+    result = backtest(rows, registry, models)
+    assert result.rows and all(row.images_differ for row in result.rows)
+    assert len({(row.source, row.target, row.level) for row in result.rows}) == len(result.rows)  # one pair each
+    # The fuller H100 curve (a:1) is the one compared: the sparse a:0 curve reaches none of the levels.
+    from_h100 = [row for row in result.rows if row.source == "h100"]
+    assert from_h100 and all(
+        row.unchanged == pytest.approx(read_at(result_points(rows, "a:1"), row.level)) for row in from_h100
+    )
+
+
+def test_per_arch_builds_of_one_release_are_marked_apart_from_other_releases() -> None:
+    """InferenceX ran one SGLang release on MI300X/MI325X and MI355X as two images (`-mi30x`, `-mi35x` builds)."""
+    registry, models = load_hardware_registry(), load_model_registry()
+    amd = [SimpleNamespace(**{**vars(r), "hardware": r.hardware.replace("h100", "mi300x").replace("h200", "mi355x")})
+           for r in _chip_rows("h100", 200.0) + _chip_rows("h200", 230.0)]  # fmt: skip
+    same_release = _on_image(amd[:6], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi30x") + _on_image(
+        amd[6:], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi35x"
+    )
+    rows = backtest(same_release, registry, models).rows
+    assert rows and all(row.images_differ and row.one_release for row in rows)
+    newer = _on_image(amd[:6], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi30x") + _on_image(
+        amd[6:], "lmsysorg/sglang:v0.5.7-rocm700-mi35x"
+    )
+    rows = backtest(newer, registry, models).rows
+    assert rows and all(row.images_differ and not row.one_release for row in rows)
+
+
+def result_points(rows: list[SimpleNamespace], image: str) -> list[CurvePoint]:
+    return [CurvePoint(r.parallelism, r.concurrency, r.interactivity_p50, r.output_throughput_per_gpu,
+                       r.total_token_throughput_per_gpu) for r in rows if r.engine_image == image]  # fmt: skip
+
+
 SHAPE = StepShape(
     weight_bytes_per_gpu=20e9, active_share=0.05, kv_bytes_per_sequence_per_gpu=50e6, flops_per_sequence_per_gpu=4e11
 )
