@@ -82,7 +82,12 @@ def _identity(curve: Curve, projection: Projection, parallelism: str, members: l
         },
     }  # fmt: skip
     fingerprint = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()[:16]
-    name = f"projected-{curve.key.model}-{curve.key.precision}-{projection.target}-{curve.key.engine}-{parallelism}"
+    # The workload is part of the name: projecting a chip's 8k/1k curve must not retract its 1k/1k projection.
+    workload = curve.key.workload.replace("/", "")
+    name = (
+        f"projected-{curve.key.model}-{curve.key.precision}-{projection.target}-{curve.key.engine}-{parallelism}"
+        f"-{workload}"
+    )
     if projection.edge != "central":
         name += f"-{projection.edge}"
     return RecipeIdentity(
