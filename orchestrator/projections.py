@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -63,11 +63,22 @@ def _metrics(projected: ProjectedPoint, gpus: int) -> PointMetrics:
     )  # fmt: skip
 
 
+def recipe_name(curve: Curve, projection: Projection, parallelism: str, with_workload: bool = True) -> str:
+    """The projected configuration's name. The workload is part of it: projecting a chip's 8k/1k curve must not
+    retract its 1k/1k projection as superseded (names before 2026-12-02 left it out: `with_workload=False`)."""
+    parts = ["projected", curve.key.model, curve.key.precision, projection.target, curve.key.engine, parallelism]
+    if with_workload:
+        parts.append(curve.key.workload.replace("/", ""))
+    if projection.edge != "central":
+        parts.append(projection.edge)
+    return "-".join(parts).lower()
+
+
 def _identity(curve: Curve, projection: Projection, parallelism: str, members: list[ProjectedPoint]) -> RecipeIdentity:
     parameters = projection.parameters()
     snapshot: dict[str, Any] = {
         "source": "projection", "hardware": projection.target, "model": curve.key.model,
-        "precision": curve.key.precision, "framework": curve.key.engine,
+        "precision": curve.key.precision, "framework": curve.key.engine, "workload": curve.key.workload,
         "image": next(iter(sorted(curve.images)), None),
         "parallelism_label": projected_label(parallelism, projection.source, projection.edge),
         "projection": {
@@ -82,16 +93,9 @@ def _identity(curve: Curve, projection: Projection, parallelism: str, members: l
         },
     }  # fmt: skip
     fingerprint = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()[:16]
-    # The workload is part of the name: projecting a chip's 8k/1k curve must not retract its 1k/1k projection.
-    workload = curve.key.workload.replace("/", "")
-    name = (
-        f"projected-{curve.key.model}-{curve.key.precision}-{projection.target}-{curve.key.engine}-{parallelism}"
-        f"-{workload}"
-    )
-    if projection.edge != "central":
-        name += f"-{projection.edge}"
+    name = recipe_name(curve, projection, parallelism)
     return RecipeIdentity(
-        fingerprint=fingerprint, name=name.lower(), path="", hardware=projection.target,
+        fingerprint=fingerprint, name=name, path="", hardware=projection.target,
         engine_kind=curve.key.engine, workload_kind="fixed-length", snapshot=snapshot,
     )  # fmt: skip
 
@@ -115,6 +119,10 @@ def store_projection(
             # The same configuration projected before from other source points (newer measurements since, or a
             # new model version): those points are replaced, not shown beside these.
             retracted += recorder.retract_superseded(identity, "superseded: projected again from other source points")
+            # Names before 2026-12-02 left the workload out, so a chip's last projected workload hid the others;
+            # such a projection of this workload is superseded too.
+            legacy = replace(identity, name=recipe_name(curve, projection, parallelism, with_workload=False))
+            retracted += recorder.retract_superseded(legacy, "superseded: projected again from other source points")
             for projected in members:
                 workload = FixedLengthPoint(
                     isl=curve.isl, osl=curve.osl, range_ratio=1.0, concurrency=projected.point.concurrency,
