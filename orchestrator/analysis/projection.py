@@ -39,6 +39,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -511,14 +512,15 @@ class Curve:
     isl: int
     osl: int
     gpus: dict[str, int]  # accelerators per configuration
+    newest: datetime | None = None  # when its newest point measured
 
 
 def _median(values: Iterable[float]) -> float:
     return statistics.median(list(values))
 
 
-def _curves(rows: Iterable[Any], by_image: bool) -> dict[tuple[CurveKey, str, str | None], Curve]:
-    """Valid fixed-length points with an interactivity as curves by (key, chip, image when `by_image`).
+def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve]:
+    """Valid fixed-length points with an interactivity as curves by (key, chip, engine image).
 
     Disaggregated deployments are left out (the roofline has no prefill/decode split). Repeats and runs of one
     configuration at one concurrency become their median."""
@@ -529,7 +531,7 @@ def _curves(rows: Iterable[Any], by_image: bool) -> dict[tuple[CurveKey, str, st
         if not row.interactivity_p50 or not row.output_throughput_per_gpu or row.parallelism.startswith("disagg"):
             continue
         key = CurveKey(row.model, row.precision, row.engine, row.workload)
-        image = getattr(row, "engine_image", None) if by_image else None
+        image = getattr(row, "engine_image", None)
         grouped[(key, row.hardware, image, row.parallelism, row.concurrency)].append(row)
     curves: dict[tuple[CurveKey, str, str | None], Curve] = {}
     for (key, hardware, image, parallelism, concurrency), members in sorted(
@@ -546,25 +548,39 @@ def _curves(rows: Iterable[Any], by_image: bool) -> dict[tuple[CurveKey, str, st
             _median(r.total_token_throughput_per_gpu for r in members),
             tuple(sorted({r.point_key for r in members})),
         ))  # fmt: skip
-        curve.images.update(image for r in members if (image := getattr(r, "engine_image", None)))
+        if image is not None:
+            curve.images.add(image)
         curve.gpus[parallelism] = int(first.accelerators)
+        # Naive datetimes (SQLite's) are UTC, as everything is stored.
+        dates = [_utc(when) for r in members if (when := getattr(r, "finished_at", None)) is not None]
+        curve.newest = max([*dates, *([curve.newest] if curve.newest else [])], default=None)
     return curves
 
 
 def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
-    """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip,
-    every image of a chip pooled (what `infersweep project` projects from)."""
+    """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip: each
+    chip's newest software generation (the image whose newest point is newest), never a median across releases.
+    What `infersweep project` projects from."""
     curves: dict[CurveKey, dict[str, Curve]] = defaultdict(dict)
-    for (key, hardware, _image), curve in _curves(rows, by_image=False).items():
-        curves[key][hardware] = curve
+    for key, by_chip in image_curves_of(rows).items():
+        for hardware, versions in by_chip.items():
+            curves[key][hardware] = max(versions, key=_recency)
     return curves
+
+
+def _utc(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+
+
+def _recency(curve: Curve) -> tuple[datetime, int, list[str]]:
+    return curve.newest or datetime.min.replace(tzinfo=UTC), len(curve.points), sorted(curve.images)
 
 
 def image_curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, list[Curve]]]:
     """As `curves_of`, one curve per engine image of each chip (rows stating no image make a curve of their own):
     the backtest compares one software generation with one, never a median across releases."""
     curves: dict[CurveKey, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
-    for (key, hardware, _image), curve in _curves(rows, by_image=True).items():
+    for (key, hardware, _image), curve in _curves(rows).items():
         curves[key][hardware].append(curve)
     return curves
 
@@ -608,6 +624,52 @@ def project_band(curve: Curve, source: Hardware, target: Hardware, model: Regist
     if ratios("central") not in {ratios("low"), ratios("high")}:
         kept.insert(1, projections["central"])
     return kept
+
+
+@dataclass(frozen=True)
+class ChipRatio:
+    """One chip's projected frontier over another's (measured, or projected from the same source curve), at one
+    interactivity level and at each frontier's highest throughput, for one edge of the numerator's figure band."""
+
+    curve: CurveKey
+    edge: Edge
+    level: float
+    numerator_at_level: float | None
+    denominator_at_level: float | None
+    numerator_peak: float
+    denominator_peak: float
+
+    @property
+    def at_level(self) -> float | None:
+        if self.numerator_at_level is None or not self.denominator_at_level:
+            return None
+        return self.numerator_at_level / self.denominator_at_level
+
+    @property
+    def at_peak(self) -> float:
+        return self.numerator_peak / self.denominator_peak
+
+
+def chip_ratios(
+    curve: Curve, source: Hardware, numerator: Hardware, denominator: Hardware, model: RegistryModelSpec | None,
+    level: float,
+) -> list[ChipRatio]:  # fmt: skip
+    """`numerator` over `denominator` on `curve` (measured on `source`): both projected from the one measured curve
+    (the source's own points where the denominator is the source), one row per edge of the numerator's band."""
+    if denominator.key == source.key:
+        over = curve.points
+    else:
+        over = [p.point for p in project_between(curve, source, denominator, model).points]
+    out = []
+    for projection in project_band(curve, source, numerator, model):
+        points = [p.point for p in projection.points]
+        if not points or not over:
+            continue
+        out.append(ChipRatio(
+            curve.key, projection.edge, level, read_at(points, level), read_at(over, level),
+            max(p.output_per_gpu for p in points), max(p.output_per_gpu for p in over),
+        ))  # fmt: skip
+    return out
 
 
 @dataclass(frozen=True)

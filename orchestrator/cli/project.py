@@ -28,6 +28,36 @@ def _rows() -> list:  # type: ignore[type-arg]
         return reads.list_results(session)
 
 
+def _hardware_keys(registry: dict, labels: dict[str, str]) -> dict[str, str]:  # type: ignore[type-arg]
+    """Each flag's hardware label as a registry key; an unknown one is a usage error naming the flag."""
+    from recipes.hardware import hardware_key_for
+
+    keys = {}
+    for flag, label in labels.items():
+        key = hardware_key_for(label, registry)
+        if key is None:
+            raise typer.BadParameter(f"got {label!r}; expected a key of recipes/hardware.yaml: "
+                                     f"{', '.join(sorted(registry))}", param_hint=flag)  # fmt: skip
+        keys[flag] = key
+    return keys
+
+
+def _source_curves(chip: str, **wanted: str | None) -> list:  # type: ignore[type-arg]
+    """The chip's measured or imported curves matching the filters; none is an error (exit 1)."""
+    from orchestrator.analysis.projection import curves_of
+
+    curves = [
+        by_chip[chip] for key, by_chip in curves_of(_rows()).items()
+        if chip in by_chip and all(v is None or getattr(key, n) == v for n, v in wanted.items())
+    ]  # fmt: skip
+    if not curves:
+        given = ", ".join(f"{n}={v}" for n, v in wanted.items() if v is not None) or "no filter"
+        errors.print(f"error (no data, not retryable): no measured or imported curve of {chip} ({given})",
+                     markup=False)  # fmt: skip
+        raise typer.Exit(1)
+    return curves
+
+
 @project_app.callback()
 def project(
     context: typer.Context,
@@ -46,29 +76,14 @@ def project(
         errors.print("error (usage, not retryable): give --from and --to, or a subcommand (backtest)", markup=False)
         raise typer.Exit(2)
     from db.session import make_engine
-    from orchestrator.analysis.projection import ProjectionError, curves_of, project_band
+    from orchestrator.analysis.projection import ProjectionError, project_band
     from orchestrator.projections import store_projection
-    from recipes.hardware import hardware_key_for, load_hardware_registry
+    from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
 
     registry = load_hardware_registry()
-    keys = {}
-    for flag, label in (("--from", source), ("--to", target)):
-        key = hardware_key_for(label, registry)
-        if key is None:
-            raise typer.BadParameter(f"got {label!r}; expected a key of recipes/hardware.yaml: "
-                                     f"{', '.join(sorted(registry))}", param_hint=flag)  # fmt: skip
-        keys[flag] = key
-    wanted = {"model": model, "precision": precision, "engine": engine, "workload": workload}
-    curves = [
-        by_chip[keys["--from"]] for key, by_chip in curves_of(_rows()).items()
-        if keys["--from"] in by_chip and all(v is None or getattr(key, n) == v for n, v in wanted.items())
-    ]  # fmt: skip
-    if not curves:
-        given = ", ".join(f"{n}={v}" for n, v in wanted.items() if v is not None) or "no filter"
-        errors.print(f"error (no data, not retryable): no measured or imported curve of {keys['--from']} ({given})",
-                     markup=False)  # fmt: skip
-        raise typer.Exit(1)
+    keys = _hardware_keys(registry, {"--from": source, "--to": target})
+    curves = _source_curves(keys["--from"], model=model, precision=precision, engine=engine, workload=workload)
     target_spec = registry[keys["--to"]]
     database = make_engine()
     models = load_model_registry()
@@ -134,3 +149,48 @@ def backtest(
         console.print("no pair of chips measured the same model, precision, engine and workload at a shared level")
         raise typer.Exit(1)
     console.print(f"median absolute error {overall:.1f} % over {result.count()} pairs", markup=False)
+
+
+@project_app.command("ratio")
+def ratio(
+    source: Annotated[str, typer.Option("--from", help="Hardware whose measured curves both projections start from.")],
+    target: Annotated[str, typer.Option("--to", help="The numerator: hardware projected to (e.g. vr200).")],
+    over: Annotated[str, typer.Option("--over", help="The denominator: the source itself or another chip.")],
+    model: Annotated[str | None, typer.Option(help="Only this model (registry key).")] = None,
+    precision: Annotated[str | None, typer.Option(help="Only this precision, e.g. fp4.")] = None,
+    engine: Annotated[str | None, typer.Option(help="Only this serving engine, e.g. sglang.")] = None,
+    workload: Annotated[str | None, typer.Option(help="Only this workload, e.g. 1k/1k.")] = None,
+    at_interactivity: Annotated[float, typer.Option(help="Interactivity (tok/s/user) to read both at.")] = 100.0,
+) -> None:
+    """`--to` over `--over` in output tok/s per accelerator, both projected from `--from`'s measured curves (stores
+    nothing): at one interactivity and at each frontier's highest throughput, one row per end of a figure range."""
+    from orchestrator.analysis.projection import ProjectionError, chip_ratios
+    from recipes.hardware import load_hardware_registry
+    from recipes.model_registry import load_model_registry
+
+    registry = load_hardware_registry()
+    keys = _hardware_keys(registry, {"--from": source, "--to": target, "--over": over})
+    curves = _source_curves(keys["--from"], model=model, precision=precision, engine=engine, workload=workload)
+    models = load_model_registry()
+    numerator, denominator = keys["--to"], keys["--over"]
+    table = Table(title=f"{numerator} over {denominator}, both from {keys['--from']}'s measured curves "
+                        "(output tok/s per accelerator)")  # fmt: skip
+    at = f"@{at_interactivity:g}"
+    for column in ("curve", "edge", f"{numerator} {at}", f"{denominator} {at}", f"ratio {at}", f"{numerator} peak",
+                   f"{denominator} peak", "ratio at peak"):  # fmt: skip
+        table.add_column(column)
+    for curve in curves:
+        try:
+            rows = chip_ratios(curve, registry[keys["--from"]], registry[numerator], registry[denominator],
+                               models.get(curve.key.model), at_interactivity)  # fmt: skip
+        except ProjectionError as error:
+            errors.print(f"error (projection, not retryable): {curve.key.label()}: {error}", markup=False)
+            raise typer.Exit(2) from error
+        for row in rows:
+            read = [f"{v:,.0f}" if v is not None else "-" for v in (row.numerator_at_level, row.denominator_at_level)]
+            ratio_at = "-" if row.at_level is None else f"{row.at_level:.2f}x"
+            peaks = f"{row.numerator_peak:,.0f}", f"{row.denominator_peak:,.0f}", f"{row.at_peak:.2f}x"
+            table.add_row(curve.key.label(), row.edge, *read, ratio_at, *peaks)
+    console.print(table)
+    console.print("'-': the frontier does not reach that interactivity. A ratio of two projections is a model's "
+                  "output, never a measurement (docs/METHODOLOGY.md, Projections).", markup=False)  # fmt: skip

@@ -68,6 +68,12 @@ def test_the_backtest_prints_its_pairs_and_the_median_error_on_the_sample(projec
     assert int(summary.group(2)) >= 2  # gpt-oss-120b on H100/H200/B200 and DeepSeek-R1 fp8 on H200/B200
     # Projected points are results of a model: they never enter the backtest as measurements.
     assert "projected from" not in result.stdout
+    ratio = run_cli("project", "ratio", "--from", "b200", "--to", "vera-rubin", "--over", "gb300",
+                    "--model", "deepseek-r1", "--at-interactivity", "50")  # fmt: skip
+    assert ratio.returncode == 0, ratio.stdout + ratio.stderr
+    assert "vr200-nvl72 over gb300-nvl72" in ratio.stdout and re.search(r"│ low +│.*│ \d+\.\d\dx", ratio.stdout)
+    unknown = run_cli("project", "ratio", "--from", "b200", "--to", "rubin-ultra", "--over", "gb300")
+    assert unknown.returncode == 2 and "'rubin-ultra'" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
 def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_came_from(projected_hub: str) -> None:

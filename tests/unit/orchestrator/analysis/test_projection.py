@@ -18,6 +18,8 @@ from orchestrator.analysis.projection import (
     StepShape,
     backtest,
     chip_rates,
+    chip_ratios,
+    curves_of,
     fit_overhead_roofline,
     fit_roofline,
     kv_capacity,
@@ -210,6 +212,35 @@ def test_per_arch_builds_of_one_release_are_marked_apart_from_other_releases() -
     )
     rows = backtest(newer, registry, models).rows
     assert rows and all(row.images_differ and not row.one_release for row in rows)
+
+
+def test_a_projection_starts_from_the_chips_newest_release_alone() -> None:
+    from datetime import datetime
+
+    older = _on_image(_chip_rows("b300", 200.0), "sglang:v0.5.9")
+    newer = _on_image(_chip_rows("b300", 200.0), "sglang:v0.5.12", 1.5)
+    for row in older:
+        row.finished_at = datetime(2026, 3, 1)
+    for row in newer:
+        row.finished_at = datetime(2026, 5, 22)
+    (curve,) = [by_chip["b300"] for by_chip in curves_of(older + newer).values()]
+    assert curve.images == {"sglang:v0.5.12"} and len(curve.points) == 6  # not the median of both releases
+    assert max(p.output_per_gpu for p in curve.points) == pytest.approx(max(r.output_throughput_per_gpu for r in newer))
+
+
+def test_a_ratio_of_projections_reads_both_frontiers_per_end_of_the_targets_range() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    (curve,) = [by_chip["b300"] for by_chip in curves_of(_chip_rows("b300", 200.0)).values()]
+    model = models.get(curve.key.model)
+    rows = chip_ratios(curve, registry["b300"], registry["vr200-nvl72"], registry["b300"], model, 100.0)
+    assert [row.edge for row in rows] == ["low", "high"]  # Rubin's bandwidth is a range (13-22 TB/s)
+    low, high = rows
+    assert low.denominator_peak == pytest.approx(max(p.output_per_gpu for p in curve.points))  # B300 as measured
+    # This curve's step fits as overhead plus arithmetic: the low end (no FP4 gain published) does not move it.
+    assert low.at_peak == pytest.approx(1.0) and high.at_peak > 1.5
+    assert low.at_level == pytest.approx(1.0) and (high.at_level is None or high.at_level > 1.5)
+    itself = chip_ratios(curve, registry["b300"], registry["b300"], registry["b300"], model, 100.0)
+    assert [(row.at_level, row.at_peak) for row in itself] == [(pytest.approx(1.0), pytest.approx(1.0))]
 
 
 def result_points(rows: list[SimpleNamespace], image: str) -> list[CurvePoint]:
