@@ -8,8 +8,12 @@ The peers in the same run are the plain roofline (every second of a step follows
 unchanged-curve baseline (the source chip's own curve, as if the chips were equal).
 
 Run: .venv/bin/python -m benchmarks.projection_backtest [DIR_OR_FILE ...]
-The public corpus (35 files, 1,622 rows): fetch repository gminneci/mantile and pass the directories of
-`reconcile/sources/inferencemax/raw/run_*/agg_bmk.json` (docs/BENCHMARKS.md, "Projection backtest").
+The public corpora (docs/BENCHMARKS.md, "Projection backtest"): the InferenceX result files (35 files, 1,622
+rows; fetch repository gminneci/mantile and pass the directories `reconcile/sources/inferencemax/raw/run_*`), and
+the dashboard API's response as InferenceX-app's tests captured it (435 rows of 73 runs; pass the file
+`packages/app/cypress/fixtures/api/benchmarks.json` of vngcloud/InferenceX-app at 7fe6d62).
+After the table: the overhead the model fits per chip and curve family, where a projection carries one chip's
+overhead to another.
 """
 
 from __future__ import annotations

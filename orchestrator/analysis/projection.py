@@ -25,10 +25,12 @@ modelled (pairs whose scale-up domains differ are marked); a chip without FP4 un
 FP8 rate; bf16 runs at half the FP8 rate. A figure published as a range (Vera Rubin's bandwidth) gives a band:
 the projection at each end of the range.
 
-The backtest projects every chip's curve to every other chip that measured the same model, precision, engine,
-workload and parallelism, and compares the projected frontier with the measured one at the interactivity levels
-both reach, next to the plain roofline and the unchanged-curve baseline (the source's own curve, as if the chips
-were equal).
+A chip's curve is one engine image (software generation): `infersweep project` starts from each chip's newest,
+never from a median across releases. The backtest projects every chip's curve to every other chip that measured
+the same model, precision, engine, workload and parallelism, one image against the same image where both chips ran
+one (else their fullest curves, marked), and compares the projected frontier with the measured one at the
+interactivity levels both reach, next to the plain roofline and the unchanged-curve baseline (the source's own
+curve, as if the chips were equal).
 """
 
 from __future__ import annotations
