@@ -521,6 +521,12 @@ def _median(values: Iterable[float]) -> float:
     return statistics.median(list(values))
 
 
+def _image_of(row: Any) -> str | None:
+    """The row's engine image; None where it names none (a DataFrame's missing value is a float NaN, not None)."""
+    image = getattr(row, "engine_image", None)
+    return image if isinstance(image, str) and image else None
+
+
 def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve]:
     """Valid fixed-length points with an interactivity as curves by (key, chip, engine image).
 
@@ -533,7 +539,7 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve
         if not row.interactivity_p50 or not row.output_throughput_per_gpu or row.parallelism.startswith("disagg"):
             continue
         key = CurveKey(row.model, row.precision, row.engine, row.workload)
-        image = getattr(row, "engine_image", None)
+        image = _image_of(row)
         grouped[(key, row.hardware, image, row.parallelism, row.concurrency)].append(row)
     curves: dict[tuple[CurveKey, str, str | None], Curve] = {}
     for (key, hardware, image, parallelism, concurrency), members in sorted(

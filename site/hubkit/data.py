@@ -157,7 +157,7 @@ def _projection_backtest(url: str, version: tuple[int, ...]) -> pd.DataFrame:
                 "error %": round(row.error_pct, 1),
                 "unchanged %": None if row.unchanged_error_pct is None else round(row.unchanged_error_pct, 1),
                 "same vendor": row.same_vendor, "images differ": row.images_differ,
-                "per-arch builds of one release": row.one_release,
+                "per-arch builds": row.one_release,
             }
             for row in result.rows
         ]

@@ -243,6 +243,19 @@ def test_a_ratio_of_projections_reads_both_frontiers_per_end_of_the_targets_rang
     assert [(row.at_level, row.at_peak) for row in itself] == [(pytest.approx(1.0), pytest.approx(1.0))]
 
 
+def test_rows_read_from_a_data_frame_without_an_image_are_one_curve_of_their_own() -> None:
+    """The hub hands the backtest DataFrame rows, where a missing image is NaN: found on the Methodology page with
+    the dashboard's rows imported (a TypeError in place of the backtest table)."""
+    import pandas as pd
+
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = _on_image(_chip_rows("h100", 200.0), "a:1") + _chip_rows("h200", 230.0)
+    frame = pd.DataFrame([vars(row) for row in rows])
+    frame.loc[frame["hardware"] == "h200", "engine_image"] = None
+    result = backtest(frame.itertuples(index=False), registry, models)
+    assert result.rows and not any(row.images_differ or row.one_release for row in result.rows)
+
+
 def result_points(rows: list[SimpleNamespace], image: str) -> list[CurvePoint]:
     return [CurvePoint(r.parallelism, r.concurrency, r.interactivity_p50, r.output_throughput_per_gpu,
                        r.total_token_throughput_per_gpu) for r in rows if r.engine_image == image]  # fmt: skip
