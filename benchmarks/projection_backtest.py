@@ -4,8 +4,9 @@ most 15 % over same-vendor pairs (H100 -> H200 -> B200, MI300X -> MI325X -> MI35
 What runs: the InferenceX result files given (default: the real sample in tests/data/inferencex) are imported into
 a new SQLite database and `orchestrator.analysis.projection.backtest` projects every chip's curve to every other
 chip that measured the same model, precision, engine, workload and parallelism, read at 30, 50 and 100 tok/s/user.
-The peers in the same run are the plain roofline (every second of a step follows a hardware figure) and the
-unchanged-curve baseline (the source chip's own curve, as if the chips were equal).
+The peers in the same run are the plain roofline (every second of a step follows a hardware figure), the
+unchanged-curve baseline (the source chip's own curve, as if the chips were equal) and a variant of the model whose
+overhead follows the FLOP/s ratio too (where the model keeps it as measured).
 
 Run: .venv/bin/python -m benchmarks.projection_backtest [DIR_OR_FILE ...]
 The public corpora (docs/BENCHMARKS.md, "Projection backtest"): the InferenceX result files (35 files, 1,622
@@ -82,6 +83,7 @@ def main() -> None:
         projected, count = median(members, "error_pct")
         plain, plain_count = median(members, "plain_error_pct")
         unchanged, unchanged_count = median(members, "unchanged_error_pct")
+        variant, variant_count = median(members, "overhead_on_compute_error_pct")
         verdict = ""
         if name.startswith("same-vendor") and projected is not None:
             verdict = f" (target {TARGET_PCT:g} %: {'MET' if projected <= TARGET_PCT else 'NOT MET'})"
@@ -89,6 +91,7 @@ def main() -> None:
         for label, value, n in (
             ("plain roofline", plain, plain_count),
             ("unchanged curve", unchanged, unchanged_count),
+            ("overhead following FLOP/s", variant, variant_count),
         ):
             if value is not None and projected is not None:
                 peers.append(f"{label} {value:.1f} % over {n} (ratio {projected / value:.2f})")

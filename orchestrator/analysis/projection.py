@@ -289,6 +289,9 @@ class OverheadRoofline:
     s_per_flop: float
     shape: StepShape
     relative_rms_error: float = 0.0
+    # A variant the backtest reports beside the model, never the model: the overhead divided by the FLOP/s ratio
+    # too (as if it were small kernels bound by issue rate). It mends AMD across generations and breaks NVIDIA.
+    overhead_follows_compute: bool = False
 
     def memory_term(self, concurrency: float) -> float:
         return self.s_per_byte * self.shape.bytes(concurrency)
@@ -297,7 +300,8 @@ class OverheadRoofline:
         return self.s_per_flop * self.shape.flops(concurrency)
 
     def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
-        return self.overhead_s + max(
+        overhead = self.overhead_s / compute_ratio if self.overhead_follows_compute else self.overhead_s
+        return overhead + max(
             self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio
         )
 
@@ -434,6 +438,7 @@ def kv_capacity(
 def project_curve(
     points: Sequence[CurvePoint], source: ChipRates, target: ChipRates, edge: Edge = "central",
     capacity: tuple[int | None, int | None] = (None, None), shapes: Mapping[str, StepShape] | None = None,
+    overhead_follows_compute: bool = False,
 ) -> Projection:  # fmt: skip
     """Project `points` (one chip's curve) to `target`, at one edge of the target's figure bands.
 
@@ -449,8 +454,10 @@ def project_curve(
         concurrency, steps = [p.concurrency for p in members], [1.0 / p.interactivity for p in members]
         shape = (shapes or {}).get(name)
         fits[name] = (
-            fit_roofline(concurrency, steps) if shape is None else fit_overhead_roofline(concurrency, steps, shape)
-        )
+            fit_roofline(concurrency, steps) if shape is None
+            else replace(fit_overhead_roofline(concurrency, steps, shape),
+                         overhead_follows_compute=overhead_follows_compute)
+        )  # fmt: skip
     source_capacity, target_capacity = capacity
     capped = target_capacity is not None and (source_capacity is None or target_capacity < source_capacity)
     projected: list[ProjectedPoint] = []
@@ -599,6 +606,7 @@ def project_between(
     target: Hardware,
     model: RegistryModelSpec | None,
     edge: Edge = "central",
+    overhead_follows_compute: bool = False,
 ) -> Projection:
     """`curve` (measured on `source`) projected to `target`, KV capacity from the model registry where known."""
     source_rates = chip_rates(source, curve.key.precision)
@@ -615,7 +623,7 @@ def project_between(
         name: shape for name, gpus in curve.gpus.items()
         if (shape := StepShape.of(model, curve.key.precision, curve.isl, curve.osl, gpus, name)) is not None
     }  # fmt: skip
-    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes)
+    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes, overhead_follows_compute)
 
 
 def project_band(curve: Curve, source: Hardware, target: Hardware, model: RegistryModelSpec | None) -> list[Projection]:
@@ -697,6 +705,8 @@ class BacktestRow:
     unchanged: float | None = None
     # The plain roofline's projection (no model facts, no overhead), for comparison.
     plain: float | None = None
+    # The variant whose overhead follows FLOP/s too (`OverheadRoofline.overhead_follows_compute`), for comparison.
+    overhead_on_compute: float | None = None
     model_version: str = ""
 
     def _error(self, value: float | None) -> float | None:
@@ -713,6 +723,10 @@ class BacktestRow:
     @property
     def plain_error_pct(self) -> float | None:
         return self._error(self.plain)
+
+    @property
+    def overhead_on_compute_error_pct(self) -> float | None:
+        return self._error(self.overhead_on_compute)
 
 
 @dataclass
@@ -751,6 +765,7 @@ class _Pair:
     source_points: list[CurvePoint]
     plain: list[CurvePoint]
     model_version: str
+    overhead_on_compute: list[CurvePoint]
 
 
 def _restricted(curve: Curve, configurations: set[str]) -> Curve:
@@ -819,6 +834,8 @@ def _pairs(
                 try:
                     projection = project_between(curve, source, target, models.get(key.model))
                     plain = project_between(curve, source, target, None)
+                    variant = project_between(curve, source, target, models.get(key.model),
+                                              overhead_follows_compute=True)  # fmt: skip
                 except ProjectionError as error:
                     skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
                     continue
@@ -827,6 +844,7 @@ def _pairs(
                     images_differ=_images_differ(curve, other), one_release=_one_release(curve, other),
                     source_points=curve.points,
                     plain=[p.point for p in plain.points], model_version=projection.model_version,
+                    overhead_on_compute=[p.point for p in variant.points],
                 ))  # fmt: skip
     return pairs
 
@@ -851,5 +869,6 @@ def backtest(
                 scale_up_differs=pair.source.scale_up_domain != pair.target.scale_up_domain,
                 unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
                 model_version=pair.model_version, one_release=pair.one_release,
+                overhead_on_compute=read_at(pair.overhead_on_compute, level),
             ))  # fmt: skip
     return Backtest(out, skipped)

@@ -297,6 +297,11 @@ def test_a_step_that_is_all_overhead_does_not_move_with_the_chip() -> None:
     plain = project_curve(points, chip("a", 4.0, 2.0), chip("b", 12.0, 9.0))
     assert plain.model_version == "roofline-fit-1"
     assert [p.speedup for p in plain.points] == pytest.approx([3.0] * 4)
+    # The backtest's variant (never the model) divides the overhead by the FLOP/s ratio (4.5x) as well.
+    variant = project_curve(
+        points, chip("a", 4.0, 2.0), chip("b", 12.0, 9.0), shapes={"tp8": SHAPE}, overhead_follows_compute=True
+    )
+    assert [p.speedup for p in variant.points] == pytest.approx([4.5] * 4)
 
 
 def test_the_step_shape_follows_the_model_registry() -> None:
