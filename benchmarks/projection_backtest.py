@@ -28,13 +28,7 @@ from pathlib import Path
 
 from db import reads
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.projection import (
-    BacktestRow,
-    StepShape,
-    backtest,
-    fit_overhead_roofline,
-    image_curves_of,
-)
+from orchestrator.analysis.projection import BacktestRow, backtest, fitted_overheads
 from orchestrator.importers.store import import_inferencex
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
@@ -105,28 +99,11 @@ def main() -> None:
 
 
 def print_overheads(rows: list) -> None:  # type: ignore[type-arg]
-    """The overhead model's fitted overhead (the part of a step that follows no hardware figure) per chip: the
-    model keeps it as measured on the source, so chips whose overheads differ are where it misses."""
-    models = load_model_registry()
-    by_chip: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for key, chips in image_curves_of(rows).items():
-        model = models.get(key.model)
-        for chip, curves in chips.items():
-            for curve in curves:
-                for name, gpus in curve.gpus.items():
-                    points = [p for p in curve.points if p.configuration == name]
-                    shape = None if model is None else StepShape.of(model, key.precision, curve.isl, curve.osl,
-                                                                    gpus, name)  # fmt: skip
-                    if shape is None or len(points) < 4:  # three coefficients: a fourth point tests the fit
-                        continue
-                    fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points],
-                                                shape)  # fmt: skip
-                    family = f"{key.model} {key.precision} · {key.engine}"
-                    by_chip[(family, chip)].append(fit.overhead_s * 1000)
-    for family, chip in sorted(by_chip):
-        values = by_chip[(family, chip)]
-        print(f"fitted overhead, {family} on {chip}: median {statistics.median(values):.1f} ms per step over "
-              f"{len(values)} curve(s) of 4+ points (range {min(values):.1f}-{max(values):.1f} ms)")  # fmt: skip
+    """The overhead the model fits per chip and family: it keeps it as measured on the source, so chips whose
+    overheads differ are where it misses."""
+    for fitted in fitted_overheads(rows, load_model_registry()):
+        print(f"fitted overhead, {fitted.family} on {fitted.hardware}: median {fitted.median_ms:.1f} ms per step over "
+              f"{fitted.fits} curve(s) of 4+ points (range {fitted.low_ms:.1f}-{fitted.high_ms:.1f} ms)")  # fmt: skip
 
 
 if __name__ == "__main__":

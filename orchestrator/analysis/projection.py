@@ -643,6 +643,46 @@ def project_band(curve: Curve, source: Hardware, target: Hardware, model: Regist
 
 
 @dataclass(frozen=True)
+class FittedOverhead:
+    """The overhead the model fits on one chip's curves of one family (model, precision, engine): the part of a
+    step it keeps as measured when it projects from that chip."""
+
+    family: str
+    hardware: str
+    median_ms: float
+    low_ms: float
+    high_ms: float
+    fits: int
+
+
+def fitted_overheads(
+    rows: Iterable[Any], models: dict[str, RegistryModelSpec], min_points: int = 4
+) -> list[FittedOverhead]:  # fmt: skip
+    """`OverheadRoofline.overhead_s` per chip and family over every configuration of `min_points` or more points
+    (three coefficients: a fourth point tests the fit), by family and chip. Chips whose overheads differ are where
+    a projection that keeps the source's overhead misses (docs/BENCHMARKS.md, "Projection backtest")."""
+    found: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for key, chips in image_curves_of(rows).items():
+        model = models.get(key.model)
+        if model is None:
+            continue
+        for chip, curves in chips.items():
+            for curve in curves:
+                for name, gpus in curve.gpus.items():
+                    points = [p for p in curve.points if p.configuration == name]
+                    shape = StepShape.of(model, key.precision, curve.isl, curve.osl, gpus, name)
+                    if shape is None or len(points) < min_points:
+                        continue
+                    fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points],
+                                                shape)  # fmt: skip
+                    found[(f"{key.model} {key.precision} · {key.engine}", chip)].append(fit.overhead_s * 1000)
+    return [
+        FittedOverhead(family, chip, statistics.median(values), min(values), max(values), len(values))
+        for (family, chip), values in sorted(found.items())
+    ]
+
+
+@dataclass(frozen=True)
 class ChipRatio:
     """One chip's projected frontier over another's (measured, or projected from the same source curve), at one
     interactivity level and at each frontier's highest throughput, for one edge of the numerator's figure band."""

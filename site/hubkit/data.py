@@ -17,7 +17,7 @@ from sqlalchemy import Engine, inspect
 from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
-from orchestrator.analysis.projection import backtest
+from orchestrator.analysis.projection import backtest, fitted_overheads
 from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
@@ -135,6 +135,26 @@ def model_registry() -> dict[str, RegistryModelSpec]:
 @st.cache_resource
 def price_registry() -> dict[str, ModelPrice]:
     return load_price_table()
+
+
+def projection_overheads(url: str) -> pd.DataFrame:
+    """`orchestrator.analysis.projection.fitted_overheads` over the hub's results: the part of a step the model
+    keeps as measured, per chip and family (empty when no curve has four points)."""
+    return _projection_overheads(url, version(url))
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=2, show_spinner=False)
+def _projection_overheads(url: str, version: tuple[int, ...]) -> pd.DataFrame:
+    frame = results(url)
+    if frame.empty:
+        return pd.DataFrame()
+    return pd.DataFrame(
+        [
+            {"family": fitted.family, "hardware": fitted.hardware, "overhead ms/step": round(fitted.median_ms, 1),
+             "lowest": round(fitted.low_ms, 1), "highest": round(fitted.high_ms, 1), "curves": fitted.fits}
+            for fitted in fitted_overheads(frame.itertuples(index=False), load_model_registry())
+        ]
+    )  # fmt: skip
 
 
 def projection_backtest(url: str) -> pd.DataFrame:

@@ -249,6 +249,15 @@ with projections:
         st.caption("Each row projects the source chip's measured curve to the target chip and reads both frontiers "
                    "at one interactivity level (output tok/s/GPU); the target's measurements are only compared "
                    "with, never fitted. `infersweep project backtest` prints the same table.")  # fmt: skip
+    overheads = data.projection_overheads(url)
+    if not overheads.empty:
+        st.markdown(
+            "**Where it misses: the overhead.** The model keeps the part of a step that follows no hardware figure "
+            "as measured on the source chip. Chips whose fitted overheads differ for one family are the pairs it "
+            "gets wrong (docs/BENCHMARKS.md, 'Projection backtest', gives the public InferenceX files' figures: "
+            "AMD's generations differ twofold under one SGLang release)."
+        )
+        table_with_csv(overheads, "projection-overheads")
 
 with colours:
     swatches = pd.DataFrame(

@@ -82,6 +82,9 @@ def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_
     assert len(backtests) == 1 and len(backtests[0]) >= 2, [list(f.value.columns) for f in app.dataframe]
     assert set(backtests[0]["source"]) <= {"h100", "h200", "b200"}
     assert any("Median absolute error" in block.value for block in app.markdown)
+    overheads = [frame.value for frame in app.dataframe if "overhead ms/step" in frame.value.columns]
+    assert len(overheads) == 1 and not overheads[0].empty
+    assert {"h200", "b200"} <= set(overheads[0]["hardware"]) and (overheads[0]["overhead ms/step"] >= 0).all()
 
     sweep = "projection-h200-to-b200"
     detail = open_page("run_detail", {"sweep": sweep}, from_overview=True)

@@ -22,6 +22,7 @@ from orchestrator.analysis.projection import (
     curves_of,
     fit_overhead_roofline,
     fit_roofline,
+    fitted_overheads,
     kv_capacity,
     project_band,
     project_curve,
@@ -254,6 +255,19 @@ def test_rows_read_from_a_data_frame_without_an_image_are_one_curve_of_their_own
     frame.loc[frame["hardware"] == "h200", "engine_image"] = None
     result = backtest(frame.itertuples(index=False), registry, models)
     assert result.rows and not any(row.images_differ or row.one_release for row in result.rows)
+
+
+def test_the_overhead_each_chip_fits_is_reported_per_family() -> None:
+    models = load_model_registry()
+    shape = StepShape.of(models["gpt-oss-120b"], "fp4", 1024, 1024, 8, "tp8")
+    assert shape is not None
+    truth = OverheadRoofline(0.004, 1 / 3e12, 0.0, shape)
+    rows = [_row("h100", c, 1 / truth.step_s(c), c / truth.step_s(c) / 8) for c in (1, 4, 16, 64)] + _chip_rows(
+        "h200", 230.0
+    )[:3]  # three points: too few to tell an overhead from traffic
+    (fitted,) = fitted_overheads(rows, models)
+    assert (fitted.family, fitted.hardware, fitted.fits) == ("gpt-oss-120b fp4 · vllm", "h100", 1)
+    assert fitted.median_ms == pytest.approx(4.0, rel=1e-3)
 
 
 def result_points(rows: list[SimpleNamespace], image: str) -> list[CurvePoint]:
