@@ -61,7 +61,7 @@ def main() -> None:
             rows = reads.list_results(session)
         engine.dispose()
     registry = load_hardware_registry()
-    result = backtest(rows, registry, load_model_registry())
+    result = backtest(rows, registry, load_model_registry(), with_variant=True)
     print(f"{summary.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
     groups: dict[str, list[BacktestRow]] = defaultdict(list)
     for row in result.rows:

@@ -856,7 +856,8 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
 
 
 def _pairs(
-    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str]
+    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str],
+    with_variant: bool,
 ) -> list[_Pair]:  # fmt: skip
     pairs: list[_Pair] = []
     for key, by_chip in image_curves_of(rows).items():
@@ -875,7 +876,7 @@ def _pairs(
                     projection = project_between(curve, source, target, models.get(key.model))
                     plain = project_between(curve, source, target, None)
                     variant = project_between(curve, source, target, models.get(key.model),
-                                              overhead_follows_compute=True)  # fmt: skip
+                                              overhead_follows_compute=True) if with_variant else None  # fmt: skip
                 except ProjectionError as error:
                     skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
                     continue
@@ -884,20 +885,21 @@ def _pairs(
                     images_differ=_images_differ(curve, other), one_release=_one_release(curve, other),
                     source_points=curve.points,
                     plain=[p.point for p in plain.points], model_version=projection.model_version,
-                    overhead_on_compute=[p.point for p in variant.points],
+                    overhead_on_compute=[] if variant is None else [p.point for p in variant.points],
                 ))  # fmt: skip
     return pairs
 
 
 def backtest(
     rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec],
-    levels: Sequence[float] = DEFAULT_LEVELS,
+    levels: Sequence[float] = DEFAULT_LEVELS, with_variant: bool = False,
 ) -> Backtest:  # fmt: skip
     """Every ordered pair of chips on a shared curve key: the source's projection against the target's measurement
-    at each level both reach. The target's points are read only to compare, never to fit."""
+    at each level both reach. The target's points are read only to compare, never to fit. `with_variant` also
+    projects with the overhead following FLOP/s (the benchmark's peer; the hub and the CLI do not show it)."""
     skipped: list[str] = []
     out: list[BacktestRow] = []
-    for pair in _pairs(rows, registry, models, skipped):
+    for pair in _pairs(rows, registry, models, skipped, with_variant):
         for level in levels:
             projected = read_at(pair.projected, level)
             measured = read_at(pair.measured, level)
