@@ -7,6 +7,7 @@ The hub never migrates or writes: an empty or brand-new database simply has no r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from types import NoneType, SimpleNamespace
 from typing import Any, get_args, get_type_hints
 
@@ -137,39 +138,32 @@ def price_registry() -> dict[str, ModelPrice]:
     return load_price_table()
 
 
-def projection_overheads(url: str) -> pd.DataFrame:
-    """`orchestrator.analysis.projection.fitted_overheads` over the hub's results: the part of a step the model
-    keeps as measured, per chip and family (empty when no curve has four points)."""
-    return _projection_overheads(url, version(url))
+@dataclass(frozen=True)
+class ProjectionReport:
+    """The backtest over the hub's measured and imported results, and the overhead each chip fits (frames empty
+    when no two chips share a curve / no curve has four points). Medians come from the unrounded errors, so they
+    read as `infersweep project backtest` prints them."""
+
+    backtest: pd.DataFrame
+    overheads: pd.DataFrame
+    median_abs_error: float | None = None
+    same_vendor: float | None = None
+    cross_vendor: float | None = None
+    unchanged: float | None = None
+
+
+def projection_report(url: str) -> ProjectionReport:
+    return _projection_report(url, version(url))
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=2, show_spinner=False)
-def _projection_overheads(url: str, version: tuple[int, ...]) -> pd.DataFrame:
+def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
     frame = results(url)
     if frame.empty:
-        return pd.DataFrame()
-    return pd.DataFrame(
-        [
-            {"family": fitted.family, "hardware": fitted.hardware, "overhead ms/step": round(fitted.median_ms, 1),
-             "lowest": round(fitted.low_ms, 1), "highest": round(fitted.high_ms, 1), "curves": fitted.fits}
-            for fitted in fitted_overheads(frame.itertuples(index=False), load_model_registry())
-        ]
-    )  # fmt: skip
-
-
-def projection_backtest(url: str) -> pd.DataFrame:
-    """`orchestrator.analysis.projection.backtest` over the hub's measured and imported results, one row per pair
-    and level (empty when no two chips share a curve)."""
-    return _projection_backtest(url, version(url))
-
-
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=2, show_spinner=False)
-def _projection_backtest(url: str, version: tuple[int, ...]) -> pd.DataFrame:
-    frame = results(url)
-    if frame.empty:
-        return pd.DataFrame()
-    result = backtest(frame.itertuples(index=False), hardware_registry(), load_model_registry())
-    return pd.DataFrame(
+        return ProjectionReport(pd.DataFrame(), pd.DataFrame())
+    rows, models = list(frame.itertuples(index=False)), load_model_registry()
+    result = backtest(rows, hardware_registry(), models)
+    table = pd.DataFrame(
         [
             {
                 "curve": row.curve.label(), "source": row.source, "target": row.target, "tok/s/user": row.level,
@@ -182,3 +176,14 @@ def _projection_backtest(url: str, version: tuple[int, ...]) -> pd.DataFrame:
             for row in result.rows
         ]
     )  # fmt: skip
+    overheads = pd.DataFrame(
+        [
+            {"family": fitted.family, "hardware": fitted.hardware, "overhead ms/step": round(fitted.median_ms, 1),
+             "lowest": round(fitted.low_ms, 1), "highest": round(fitted.high_ms, 1), "curves": fitted.fits}
+            for fitted in fitted_overheads(rows, models)
+        ]
+    )  # fmt: skip
+    return ProjectionReport(
+        table, overheads, result.median_abs_error(), result.median_abs_error(True), result.median_abs_error(False),
+        result.median_abs_error(of="unchanged"),
+    )

@@ -230,26 +230,29 @@ with origins:
 with projections:
     st.subheader("Projections to other chips, and how wrong they have been")
     st.markdown(importlib.import_module("orchestrator.analysis.projection").__doc__ or "")
-    backtest = data.projection_backtest(url)
+    report = data.projection_report(url)
+    backtest = report.backtest
     if backtest.empty:
         st.caption(
             "No two chips in this hub measured the same model, precision, engine, workload and parallelism at a "
             "shared interactivity level, so no projection could be checked against a measurement here."
         )
     else:
-        errors = backtest["error %"].abs()
-        baseline = backtest["unchanged %"].abs()
+
+        def percent(value: float | None) -> str:
+            return "-" if value is None else f"{value:.1f} %"
+
         st.markdown(
-            f"Median absolute error **{errors.median():.1f} %** over **{len(backtest)}** pairs (same vendor: "
-            f"{errors[backtest['same vendor']].median():.1f} %, cross-vendor: "
-            f"{errors[~backtest['same vendor']].median():.1f} %); the unchanged-curve baseline (the source chip's "
-            f"own curve, as if the chips were equal) is off by {baseline.median():.1f} %."
+            f"Median absolute error **{percent(report.median_abs_error)}** over **{len(backtest)}** pairs (same "
+            f"vendor: {percent(report.same_vendor)}, cross-vendor: {percent(report.cross_vendor)}); the "
+            "unchanged-curve baseline (the source chip's own curve, as if the chips were equal) is off by "
+            f"{percent(report.unchanged)}."
         )
         table_with_csv(backtest, "projection-backtest")
         st.caption("Each row projects the source chip's measured curve to the target chip and reads both frontiers "
                    "at one interactivity level (output tok/s/GPU); the target's measurements are only compared "
                    "with, never fitted. `infersweep project backtest` prints the same table.")  # fmt: skip
-    overheads = data.projection_overheads(url)
+    overheads = report.overheads
     if not overheads.empty:
         st.markdown(
             "**Where it misses: the overhead.** The model keeps the part of a step that follows no hardware figure "

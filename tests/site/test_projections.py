@@ -81,7 +81,11 @@ def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_
     backtests = [frame.value for frame in app.dataframe if "unchanged %" in frame.value.columns]
     assert len(backtests) == 1 and len(backtests[0]) >= 2, [list(f.value.columns) for f in app.dataframe]
     assert set(backtests[0]["source"]) <= {"h100", "h200", "b200"}
-    assert any("Median absolute error" in block.value for block in app.markdown)
+    # The hub's medians are the CLI's (from the unrounded errors, not the table's rounded column).
+    printed = run_cli("project", "backtest")
+    median = re.search(r"^median absolute error ([\d.]+) % over", printed.stdout, re.MULTILINE)
+    assert median is not None, printed.stdout
+    assert any(f"Median absolute error **{median.group(1)} %**" in block.value for block in app.markdown)
     overheads = [frame.value for frame in app.dataframe if "overhead ms/step" in frame.value.columns]
     assert len(overheads) == 1 and not overheads[0].empty
     assert {"h200", "b200"} <= set(overheads[0]["hardware"]) and (overheads[0]["overhead ms/step"] >= 0).all()
