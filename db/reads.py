@@ -79,6 +79,9 @@ class ResultView:
     prefix_caching: bool | None = None
     power_w_per_gpu: float | None = None  # mean accelerator power over the Point, where the host could sample it
     engine_image: str | None = None  # the container image the recipe (or the imported row) names, if any
+    # Speculative decoding ('mtp', 'eagle', ...), None when off: a point with it is another configuration (its
+    # steps emit more than one token per user), never a median with the points without it.
+    speculative_decoding: str | None = None
     date_known: bool = True  # False: the source stated no date, finished_at is the import's ('date unknown')
 
     @property
@@ -212,6 +215,8 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     environment = engine.get("environment") if isinstance(engine.get("environment"), dict) else {}
     image = snapshot.get("image") or environment.get("image")
     replayed = workload.get("kind") == "agentic-replay"
+    # Ours: methodology.speculative_decoding.method; an imported InferenceX row: its spec_decoding ('none' is off).
+    speculative = (methodology.get("speculative_decoding") or {}).get("method") or snapshot.get("spec_decoding")
     return {
         "model": model.get("name", "") if isinstance(model, dict) else _registry_key(str(model or "")),
         "precision": snapshot.get("precision", ""),
@@ -226,6 +231,7 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
         "replay_max_output_tokens": workload.get("max_output_tokens") if replayed else None,
         "replay_agentx_differences": "; ".join(agentx_differences(workload)) if replayed else None,
         "engine_image": str(image) if image else None,
+        "speculative_decoding": None if speculative in (None, "", "none") else str(speculative),
     }
 
 
@@ -280,7 +286,7 @@ def result_columns(
     of_rows = [configurations[recipe_id] for recipe_id in columns.pop("recipe_id")]
     for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching", "replay_trace",
                  "replay_time_scale", "replay_length_scale", "replay_max_output_tokens", "replay_agentx_differences",
-                 "engine_image"):  # fmt: skip
+                 "engine_image", "speculative_decoding"):  # fmt: skip
         columns[name] = [configuration[name] for configuration in of_rows]
     columns["validity_reasons"] = [[] if text == "[]" else json.loads(text) for text in columns["validity_reasons"]]
     power = columns.pop("power_w_mean")

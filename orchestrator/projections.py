@@ -67,6 +67,8 @@ def recipe_name(curve: Curve, projection: Projection, parallelism: str, with_wor
     """The projected configuration's name. The workload is part of it: projecting a chip's 8k/1k curve must not
     retract its 1k/1k projection as superseded (names before 2026-12-02 left it out: `with_workload=False`)."""
     parts = ["projected", curve.key.model, curve.key.precision, projection.target, curve.key.engine, parallelism]
+    if curve.key.speculative:
+        parts.append(curve.key.speculative)
     if with_workload:
         parts.append(curve.key.workload.replace("/", ""))
     if projection.edge != "central":
@@ -79,6 +81,7 @@ def _identity(curve: Curve, projection: Projection, parallelism: str, members: l
     snapshot: dict[str, Any] = {
         "source": "projection", "hardware": projection.target, "model": curve.key.model,
         "precision": curve.key.precision, "framework": curve.key.engine, "workload": curve.key.workload,
+        **({"spec_decoding": curve.key.speculative} if curve.key.speculative else {}),
         "image": next(iter(sorted(curve.images)), None),
         "parallelism_label": projected_label(parallelism, projection.source, projection.edge),
         "projection": {

@@ -507,9 +507,13 @@ class CurveKey:
     precision: str
     engine: str
     workload: str
+    # Speculative decoding ('mtp', ...), None when off: its steps emit several tokens per user, so a chip's MTP
+    # points and its plain ones are two curves (InferenceX publishes both for one chip, image and parallelism).
+    speculative: str | None = None
 
     def label(self) -> str:
-        return f"{self.model} {self.precision} · {self.engine} · {self.workload}"
+        spec = f" · {self.speculative}" if self.speculative else ""
+        return f"{self.model} {self.precision} · {self.engine}{spec} · {self.workload}"
 
 
 @dataclass
@@ -534,6 +538,12 @@ def _image_of(row: Any) -> str | None:
     return image if isinstance(image, str) and image else None
 
 
+def _speculative_of(row: Any) -> str | None:
+    """The row's speculative decoding method; None where off (or a DataFrame's missing value, a float NaN)."""
+    method = getattr(row, "speculative_decoding", None)
+    return method if isinstance(method, str) and method else None
+
+
 def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve]:
     """Valid fixed-length points with an interactivity as curves by (key, chip, engine image).
 
@@ -545,7 +555,7 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve
             continue
         if not row.interactivity_p50 or not row.output_throughput_per_gpu or row.parallelism.startswith("disagg"):
             continue
-        key = CurveKey(row.model, row.precision, row.engine, row.workload)
+        key = CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
         image = _image_of(row)
         grouped[(key, row.hardware, image, row.parallelism, row.concurrency)].append(row)
     curves: dict[tuple[CurveKey, str, str | None], Curve] = {}
@@ -675,7 +685,8 @@ def fitted_overheads(
                         continue
                     fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points],
                                                 shape)  # fmt: skip
-                    found[(f"{key.model} {key.precision} · {key.engine}", chip)].append(fit.overhead_s * 1000)
+                    spec = f" · {key.speculative}" if key.speculative else ""
+                    found[(f"{key.model} {key.precision} · {key.engine}{spec}", chip)].append(fit.overhead_s * 1000)
     return [
         FittedOverhead(family, chip, statistics.median(values), min(values), max(values), len(values))
         for (family, chip), values in sorted(found.items())

@@ -386,3 +386,28 @@ def test_rows_without_a_date_are_date_unknown_ordered_by_run_id_never_by_the_imp
         views = [v for v in reads.list_results(session) if v.sweep.startswith("inferencex-run-900000000")]
     assert {view.sweep for view in latest_sweeps(views)} == {"inferencex-run-9000000003"}
     assert {view.finished_at.year for view in views if view.date_known} == {2020}
+
+
+def test_speculative_decoding_rows_are_a_curve_of_their_own(tmp_path: Path) -> None:
+    """Found backtesting on the dashboard API's captured response: InferenceX publishes one chip, image and
+    parallelism with and without MTP (e.g. MI325X SGLang TP8 1k/1k: 3 MTP and 2 plain rows), and the projection
+    fitted them as one curve, a median across two different step mechanisms. They are two curves."""
+    from orchestrator.analysis.projection import image_curves_of
+
+    single = [row for row in raw_rows("20316427102") if not row["disagg"]][:3]
+    plain = [as_api_row(row, "2026-05-22", 3001) for row in single]
+    mtp = [as_api_row({**row, "spec_decoding": "mtp", "median_intvty": row.get("median_intvty", 0) * 1.6},
+                      "2026-05-22", 3002) for row in single]  # fmt: skip
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(plain + mtp))
+    database = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'spec.db'}"}
+    assert run_cli("import", "inferencex", str(path), env=database).returncode == 0
+    with open_session(make_engine(database["INFERSWEEP_DATABASE_URL"])) as session:
+        views = reads.list_results(session)
+    assert {view.speculative_decoding for view in views} == {None, "mtp"}  # 'none' reads as off
+    curves = image_curves_of(views)
+    assert {key.speculative for key in curves} == {None, "mtp"}
+    for key, chips in curves.items():
+        points = [point for versions in chips.values() for curve in versions for point in curve.points]
+        assert len(points) == len(single), key.label()  # three points each, never medians across the two
+    assert any(key.label().endswith("· mtp · " + key.workload) for key in curves)
