@@ -65,6 +65,11 @@ def main() -> None:
     print(f"{summary.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
     groups: dict[str, list[BacktestRow]] = defaultdict(list)
     for row in result.rows:
+        if row.disaggregated:  # reported apart: a model that fits nothing (DisaggRoofline), not the target's
+            groups[f"disaggregated, {'same-vendor' if row.same_vendor else 'cross-vendor'}"].append(row)
+            if row.same_vendor and not row.images_differ:
+                groups["disaggregated, same-vendor, same image"].append(row)
+            continue
         groups["same-vendor" if row.same_vendor else "cross-vendor"].append(row)
         if row.same_vendor:
             groups[f"same-vendor, {registry[row.source].vendor}"].append(row)
@@ -89,12 +94,16 @@ def main() -> None:
         ):
             if value is not None and projected is not None:
                 peers.append(f"{label} {value:.1f} % over {n} (ratio {projected / value:.2f})")
+        dense, dense_count = median([row for row in members if not row.sparse], "error_pct")
+        if dense is not None:
+            peers.append(f"without sparse readings {dense:.1f} % over {dense_count}")
         print(f"{name}: median |error| {projected:.1f} % over {count} pairs{verdict}; " + "; ".join(peers))
-    worst = result.worst()
-    if worst is not None:
-        where = f"{worst.curve.label()} {worst.source} -> {worst.target} at {worst.level:g} tok/s/user"
-        figures = f"projected {worst.projected:,.0f}, measured {worst.measured:,.0f}"
-        print(f"worst: {where}: {worst.error_pct:+.1f} % ({figures})")
+    for kind, disaggregated in (("worst", False), ("worst disaggregated", True)):
+        worst = result.worst(disaggregated=disaggregated)
+        if worst is not None:
+            where = f"{worst.curve.label()} {worst.source} -> {worst.target} at {worst.level:g} tok/s/user"
+            figures = f"projected {worst.projected:,.0f}, measured {worst.measured:,.0f}"
+            print(f"{kind}: {where}: {worst.error_pct:+.1f} % ({figures})")
     print_overheads(rows)
 
 

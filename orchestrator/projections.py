@@ -90,7 +90,8 @@ def _identity(curve: Curve, projection: Projection, parallelism: str, members: l
             "source_points": [
                 {"concurrency": p.source.concurrency, "interactivity": p.source.interactivity,
                  "output_per_gpu": p.source.output_per_gpu, "point_keys": list(p.source.sources),
-                 "regime": p.regime, "source_regime": p.source_regime}
+                 "regime": p.regime, "source_regime": p.source_regime,
+                 **({} if p.prefill_gpus is None else {"prefill_gpus": p.prefill_gpus})}
                 for p in members
             ],
         },

@@ -54,7 +54,13 @@ from recipes.model_registry import MlaAttention, RegistryModelSpec, kv_bytes_per
 # The overhead model where the model registry knows the model, the plain roofline otherwise (both named per fit).
 OVERHEAD_MODEL = "roofline-overhead-2"
 PLAIN_MODEL = "roofline-fit-1"
+# Disaggregated deployments: each point's decode worker by the roofline of the model's facts (nothing fitted).
+DISAGG_MODEL = "disagg-decode-roofline-1"
 DEFAULT_LEVELS = (30.0, 50.0, 100.0)
+# A backtest reading between frontier points more than this many times apart in interactivity is marked sparse:
+# InferenceX doubles concurrency from one point to the next, which moves interactivity by less than this, so such
+# a gap is missing points (the dashboard's rows keep 1-5 concurrencies of a configuration).
+SPARSE_GAP = 2.0
 # Share of accelerator memory an engine gives to weights and KV cache (vLLM's gpu_memory_utilization default).
 MEMORY_FRACTION = 0.9
 WEIGHT_BYTES_PER_PARAMETER = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}
@@ -87,6 +93,7 @@ class ChipRates:
     dense_pflops: Rate | None  # None: no dense figure at this precision (a bound may still come from `inference`)
     inference_pflops: float | None  # a vendor's non-dense inference figure, an upper bound only
     memory_gb: float | None
+    scale_up_domain: int | None = None  # accelerators one scale-up fabric joins (8 for HGX, 72 for NVL72)
 
 
 def _rate(figure: Figure | None, scale: float = 1.0, why: str = "") -> Rate | None:
@@ -114,8 +121,12 @@ def chip_rates(hardware: Hardware, precision: str) -> ChipRates:
     else:
         dense = _rate(hardware.dense_fp8_pflops, 0.5, why="; 16-bit taken as half the FP8 rate")
     inference = hardware.fp4_inference_pflops.value if hardware.fp4_inference_pflops is not None else None
+    if inference is not None and precision != "fp4":
+        # An FP4 figure bounds FP8 at half of it: every chip in the registry with both dense figures has FP8 at
+        # most half its FP4 (B200, GB200, MI355X half; B300, GB300 a third). 16-bit at a quarter.
+        inference *= 0.5 if precision == "fp8" else 0.25
     memory = hardware.memory_gb.value
-    return ChipRates(hardware.key, bandwidth, dense, inference, memory)
+    return ChipRates(hardware.key, bandwidth, dense, inference, memory, hardware.scale_up_domain)
 
 
 def flops_ratio(source: ChipRates, target: ChipRates) -> Rate:
@@ -252,8 +263,10 @@ class StepShape:
 
     @classmethod
     def of(
-        cls, model: RegistryModelSpec, precision: str, isl: int, osl: int, gpus: int, parallelism: str
-    ) -> StepShape | None:
+        cls, model: RegistryModelSpec, precision: str, isl: int, osl: int, gpus: int, parallelism: str,
+        with_prefill: bool = True,
+    ) -> StepShape | None:  # fmt: skip
+        """`with_prefill=False`: a disaggregated decode worker's step, whose prompts were computed elsewhere."""
         if precision not in WEIGHT_BYTES_PER_PARAMETER:
             return None
         total, active = model.total_params_b.value * 1e9, model.active_params_b.value * 1e9
@@ -264,7 +277,7 @@ class StepShape:
         return cls(
             weight_bytes_per_gpu=total * WEIGHT_BYTES_PER_PARAMETER[precision] / gpus,
             active_share=min(1.0, active / total), kv_bytes_per_sequence_per_gpu=kv,
-            flops_per_sequence_per_gpu=2 * active * (1 + isl / osl) / gpus,
+            flops_per_sequence_per_gpu=2 * active * (1 + (isl / osl if with_prefill else 0.0)) / gpus,
         )  # fmt: skip
 
     def bytes(self, concurrency: float) -> float:
@@ -314,7 +327,76 @@ class OverheadRoofline:
                 "relative_rms_error": self.relative_rms_error}  # fmt: skip
 
 
-StepModel = Roofline | OverheadRoofline
+@dataclass(frozen=True)
+class DisaggSplit:
+    """A disaggregated deployment's split (InferenceX's `num_prefill_gpu`, `num_decode_gpu`, decode workers)."""
+
+    prefill_gpus: int
+    decode_gpus: int
+    decode_workers: int
+    decode_dp_attention: bool
+
+    @property
+    def gpus_per_decode_worker(self) -> int:
+        return max(1, self.decode_gpus // max(1, self.decode_workers))
+
+
+@dataclass(frozen=True)
+class DisaggRoofline:
+    """A disaggregated point (`DISAGG_MODEL`): one decode worker's step at its own batch (concurrency over decode
+    workers), by the roofline of the model's facts at the source's peak figures, `max(bytes / bandwidth, FLOPs /
+    FLOP/s)`. Nothing is fitted: InferenceX publishes one to five points per chip, each a different split, too few
+    to fit an overhead per split. So every second of the step follows a hardware figure (no fixed overhead), and
+    the source's efficiency carries over. The decode GPUs are kept; the prefill pool is re-sized to feed them
+    (`prefill_gpus`): the source's split is taken as balanced (InferenceX tunes each split so), prompts are
+    compute-bound, so the target needs `P x speedup / FLOP/s ratio` prefill GPUs (a fraction: a fleet of such
+    deployments averages it out)."""
+
+    shape: StepShape  # one GPU of one decode worker, prompts computed elsewhere
+    split: DisaggSplit
+    peak_tbps: float  # the source's peak figures: only their ratios to the target's matter
+    peak_pflops: float
+
+    def batch(self, concurrency: float) -> float:
+        return concurrency / max(1, self.split.decode_workers)
+
+    def memory_term(self, concurrency: float) -> float:
+        return self.shape.bytes(self.batch(concurrency)) / (self.peak_tbps * 1e12)
+
+    def compute_term(self, concurrency: float) -> float:
+        return self.shape.flops(self.batch(concurrency)) / (self.peak_pflops * 1e15)
+
+    def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
+        """The roofline's step time at peak (not the measured one: only ratios of it are used)."""
+        return max(self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio)
+
+    def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
+        memory = self.memory_term(concurrency) / bandwidth_ratio
+        return "memory" if memory >= self.compute_term(concurrency) / compute_ratio else "compute"
+
+    def prefill_gpus(self, speedup: float, compute_ratio: float) -> float:
+        """Prefill GPUs that feed decode workers `speedup` times faster on a chip of `compute_ratio` x FLOP/s."""
+        return self.split.prefill_gpus * speedup / compute_ratio
+
+    def throughput_scale(self, speedup: float, compute_ratio: float) -> float:
+        """Output per accelerator on the target over the source's: `speedup` x the output over the re-sized GPUs."""
+        before = self.split.prefill_gpus + self.split.decode_gpus
+        return speedup * before / (self.prefill_gpus(speedup, compute_ratio) + self.split.decode_gpus)
+
+    def parameters(self) -> dict[str, float]:
+        return {"prefill_gpus": self.split.prefill_gpus, "decode_gpus": self.split.decode_gpus,
+                "decode_workers": self.split.decode_workers,
+                "decode_dp_attention": float(self.split.decode_dp_attention),
+                "source_peak_tbps": self.peak_tbps, "source_peak_pflops": self.peak_pflops}  # fmt: skip
+
+
+StepModel = Roofline | OverheadRoofline | DisaggRoofline
+
+
+def model_version_of(fit: StepModel) -> str:
+    if isinstance(fit, DisaggRoofline):
+        return DISAGG_MODEL
+    return OVERHEAD_MODEL if isinstance(fit, OverheadRoofline) else PLAIN_MODEL
 
 
 def _nonnegative_least_squares(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -372,6 +454,7 @@ class CurvePoint:
     output_per_gpu: float
     total_per_gpu: float
     sources: tuple[str, ...] = ()
+    split: DisaggSplit | None = None  # a disaggregated deployment's split; None for one server
 
 
 @dataclass(frozen=True)
@@ -381,6 +464,7 @@ class ProjectedPoint:
     speedup: float
     regime: Regime
     source_regime: Regime
+    prefill_gpus: float | None = None  # a disaggregated point's prefill pool, re-sized for the target
 
 
 @dataclass(frozen=True)
@@ -397,9 +481,15 @@ class Projection:
 
     @property
     def model_version(self) -> str:
-        """The overhead model's name when every configuration was fitted with it, else the plain roofline's."""
-        overhead = self.fits and all(isinstance(fit, OverheadRoofline) for fit in self.fits.values())
-        return OVERHEAD_MODEL if overhead else PLAIN_MODEL
+        """The model's name when every configuration was projected with one model, else the names joined with '+'
+        (a curve of disaggregated and single-server configurations; each configuration's fit names its own)."""
+        single = [fit for fit in self.fits.values() if not isinstance(fit, DisaggRoofline)]
+        names = []
+        if single:
+            names.append(OVERHEAD_MODEL if all(isinstance(fit, OverheadRoofline) for fit in single) else PLAIN_MODEL)
+        if len(single) < len(self.fits):
+            names.append(DISAGG_MODEL)
+        return "+".join(names) or PLAIN_MODEL
 
     def parameters(self) -> dict[str, Any]:
         """What is stored with every projected point: the model, its inputs and its fitted coefficients."""
@@ -407,8 +497,8 @@ class Projection:
             "model_version": self.model_version, "from": self.source, "to": self.target, "band_edge": self.edge,
             "bandwidth_ratio": self.bandwidth_ratio, "compute_ratio": self.compute_ratio,
             "kv_capacity_sequences": list(self.kv_capacity),
-            "fits": {name: {"model_version": OVERHEAD_MODEL if isinstance(fit, OverheadRoofline) else PLAIN_MODEL,
-                            **fit.parameters()} for name, fit in self.fits.items()},
+            "fits": {name: {"model_version": model_version_of(fit), **fit.parameters()}
+                     for name, fit in self.fits.items()},
             "dropped": [{"configuration": p.configuration, "concurrency": p.concurrency, "why": why}
                         for p, why in self.dropped],
         }  # fmt: skip
@@ -439,11 +529,15 @@ def project_curve(
     points: Sequence[CurvePoint], source: ChipRates, target: ChipRates, edge: Edge = "central",
     capacity: tuple[int | None, int | None] = (None, None), shapes: Mapping[str, StepShape] | None = None,
     overhead_follows_compute: bool = False,
+    split_capacity: Mapping[str, tuple[int | None, int | None]] | None = None,
 ) -> Projection:  # fmt: skip
     """Project `points` (one chip's curve) to `target`, at one edge of the target's figure bands.
 
     A configuration with a `StepShape` (the model's facts are known) is fitted with the overhead model
-    (`OVERHEAD_MODEL`), any other with the plain roofline (`PLAIN_MODEL`)."""
+    (`OVERHEAD_MODEL`), any other with the plain roofline (`PLAIN_MODEL`). A disaggregated configuration (its
+    points carry a `split`) is projected point by point with `DisaggRoofline`, its shape being one decode worker's
+    GPU; without the model's facts its points are dropped, and say so. `split_capacity` gives such a
+    configuration's KV capacity per decode worker (source, target), in sequences."""
     bandwidth_ratio = target.bandwidth_tbps.at(edge) / source.bandwidth_tbps.value
     compute_ratio = flops_ratio(source, target).at(edge)
     by_configuration: dict[str, list[CurvePoint]] = defaultdict(list)
@@ -453,6 +547,11 @@ def project_curve(
     for name, members in sorted(by_configuration.items()):
         concurrency, steps = [p.concurrency for p in members], [1.0 / p.interactivity for p in members]
         shape = (shapes or {}).get(name)
+        split = members[0].split
+        if split is not None:
+            if shape is not None and source.dense_pflops is not None:
+                fits[name] = DisaggRoofline(shape, split, source.bandwidth_tbps.value, source.dense_pflops.value)
+            continue
         fits[name] = (
             fit_roofline(concurrency, steps) if shape is None
             else replace(fit_overhead_roofline(concurrency, steps, shape),
@@ -463,21 +562,49 @@ def project_curve(
     projected: list[ProjectedPoint] = []
     dropped: list[tuple[CurvePoint, str]] = []
     for point in points:
-        if capped and point.concurrency > target_capacity:  # type: ignore[operator]
-            dropped.append((point, f"beyond {target.key}'s KV capacity of {target_capacity} sequences"))
+        fit = fits.get(point.configuration)
+        if fit is None:
+            dropped.append((point, "a disaggregated point is projected from the model's facts, which are unknown"))
             continue
-        fit = fits[point.configuration]
+        if isinstance(fit, DisaggRoofline):
+            why = _beyond_split_capacity(fit, point, target, (split_capacity or {}).get(point.configuration))
+        elif capped and point.concurrency > target_capacity:  # type: ignore[operator]
+            why = f"beyond {target.key}'s KV capacity of {target_capacity} sequences"
+        else:
+            why = None
+        if why is not None:
+            dropped.append((point, why))
+            continue
         speedup = fit.step_s(point.concurrency) / fit.step_s(point.concurrency, bandwidth_ratio, compute_ratio)
+        regime = fit.regime(point.concurrency, bandwidth_ratio, compute_ratio)
+        throughput, prefill_gpus = speedup, None
+        if isinstance(fit, DisaggRoofline):
+            throughput = fit.throughput_scale(speedup, compute_ratio)
+            prefill_gpus = fit.prefill_gpus(speedup, compute_ratio)
         moved = replace(
-            point, interactivity=point.interactivity * speedup, output_per_gpu=point.output_per_gpu * speedup,
-            total_per_gpu=point.total_per_gpu * speedup,
+            point, interactivity=point.interactivity * speedup, output_per_gpu=point.output_per_gpu * throughput,
+            total_per_gpu=point.total_per_gpu * throughput,
         )  # fmt: skip
-        projected.append(ProjectedPoint(
-            moved, point, speedup, fit.regime(point.concurrency, bandwidth_ratio, compute_ratio),
-            fit.regime(point.concurrency),
-        ))  # fmt: skip
+        projected.append(ProjectedPoint(moved, point, speedup, regime, fit.regime(point.concurrency), prefill_gpus))
     return Projection(source.key, target.key, edge, bandwidth_ratio, compute_ratio, projected, fits, dropped,
                       capacity)  # fmt: skip
+
+
+def _beyond_split_capacity(
+    fit: DisaggRoofline, point: CurvePoint, target: ChipRates, capacity: tuple[int | None, int | None] | None
+) -> str | None:
+    """Why a disaggregated point cannot run on the target: a decode worker wider than the target's scale-up domain
+    (its tensor- or expert-parallel traffic needs one fabric), or a batch per decode worker beyond the target's KV
+    capacity per worker, where the target holds less than the source."""
+    worker, domain = fit.split.gpus_per_decode_worker, target.scale_up_domain
+    if domain is not None and worker > domain:
+        return f"a decode worker of {worker} GPUs is wider than {target.key}'s scale-up domain of {domain}"
+    source_capacity, target_capacity = capacity or (None, None)
+    if target_capacity is None or (source_capacity is not None and target_capacity >= source_capacity):
+        return None
+    if fit.batch(point.concurrency) <= target_capacity:
+        return None
+    return f"beyond {target.key}'s KV capacity of {target_capacity} sequences per decode worker"
 
 
 def frontier(points: Iterable[CurvePoint]) -> list[CurvePoint]:
@@ -494,6 +621,16 @@ def read_at(points: Sequence[CurvePoint], level: float) -> float | None:
     if len(line) == 1:
         return line[0].output_per_gpu if line[0].interactivity == level else None
     return interpolate_at([p.interactivity for p in line], [p.output_per_gpu for p in line], level).value
+
+
+def gap_at(points: Sequence[CurvePoint], level: float) -> float:
+    """How far apart (a ratio of interactivities) the frontier's points on either side of `level` are; 1 where a
+    point sits at the level or none brackets it. A reading across a wide gap is the interpolation's guess."""
+    xs = [p.interactivity for p in frontier(points)]
+    below, above = [x for x in xs if x < level], [x for x in xs if x > level]
+    if level in xs or not below or not above:
+        return 1.0
+    return min(above) / max(below)
 
 
 # ------------------------------------------------------------------------------------------------- from results
@@ -538,6 +675,28 @@ def _image_of(row: Any) -> str | None:
     return image if isinstance(image, str) and image else None
 
 
+def _is_disaggregated(configuration: str) -> bool:
+    return configuration.startswith("disagg")
+
+
+def _count(value: Any) -> int | None:
+    """A positive count, whatever the reader holds it in (a DataFrame's are floats, its missing values NaN)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    return int(value) if int(value) > 0 else None
+
+
+def _split_of(row: Any) -> DisaggSplit | None:
+    """A disaggregated row's split, where its configuration states one (InferenceX rows do)."""
+    if not _is_disaggregated(row.parallelism):
+        return None
+    decode_gpus, workers = _count(getattr(row, "decode_gpus", None)), _count(getattr(row, "decode_workers", None))
+    prefill_gpus = _count(getattr(row, "prefill_gpus", None))
+    if decode_gpus is None or workers is None or prefill_gpus is None:
+        return None
+    return DisaggSplit(prefill_gpus, decode_gpus, workers, getattr(row, "decode_dp_attention", None) is True)
+
+
 def _speculative_of(row: Any) -> str | None:
     """The row's speculative decoding method; None where off (or a DataFrame's missing value, a float NaN)."""
     method = getattr(row, "speculative_decoding", None)
@@ -547,13 +706,15 @@ def _speculative_of(row: Any) -> str | None:
 def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve]:
     """Valid fixed-length points with an interactivity as curves by (key, chip, engine image).
 
-    Disaggregated deployments are left out (the roofline has no prefill/decode split). Repeats and runs of one
-    configuration at one concurrency become their median."""
+    A disaggregated deployment is kept where its split is known (`_split_of`; imported InferenceX rows), else left
+    out. Repeats and runs of one configuration at one concurrency become their median."""
     grouped: dict[tuple[CurveKey, str, str | None, str, int], list[Any]] = defaultdict(list)
     for row in rows:
         if row.origin not in {"measured", "imported"} or not row.valid or row.workload_kind != "fixed-length":
             continue
-        if not row.interactivity_p50 or not row.output_throughput_per_gpu or row.parallelism.startswith("disagg"):
+        if not row.interactivity_p50 or not row.output_throughput_per_gpu:
+            continue
+        if _is_disaggregated(row.parallelism) and _split_of(row) is None:
             continue
         key = CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
         image = _image_of(row)
@@ -571,7 +732,7 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve
             parallelism, int(concurrency), _median(r.interactivity_p50 for r in members),
             _median(r.output_throughput_per_gpu for r in members),
             _median(r.total_token_throughput_per_gpu for r in members),
-            tuple(sorted({r.point_key for r in members})),
+            tuple(sorted({r.point_key for r in members})), _split_of(first),
         ))  # fmt: skip
         if image is not None:
             curve.images.add(image)
@@ -622,18 +783,33 @@ def project_between(
     source_rates = chip_rates(source, curve.key.precision)
     target_rates = chip_rates(target, curve.key.precision)
     context = curve.isl + curve.osl
-    # Capacity of the largest deployment on the curve (the one that caps the highest concurrencies).
-    largest = max(curve.gpus, key=lambda name: curve.gpus[name])
-    gpus = curve.gpus[largest]
-    capacity = (
-        kv_capacity(source_rates.memory_gb, gpus, model, curve.key.precision, context, largest),
-        kv_capacity(target_rates.memory_gb, gpus, model, curve.key.precision, context, largest),
-    )
-    shapes = {} if model is None else {
-        name: shape for name, gpus in curve.gpus.items()
-        if (shape := StepShape.of(model, curve.key.precision, curve.isl, curve.osl, gpus, name)) is not None
-    }  # fmt: skip
-    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes, overhead_follows_compute)
+    splits = {p.configuration: p.split for p in curve.points if p.split is not None}
+    single = {name: gpus for name, gpus in curve.gpus.items() if name not in splits}
+    capacity: tuple[int | None, int | None] = (None, None)
+    if single:
+        # Capacity of the largest deployment on the curve (the one that caps the highest concurrencies).
+        largest = max(single, key=lambda name: single[name])
+        capacity = (
+            kv_capacity(source_rates.memory_gb, single[largest], model, curve.key.precision, context, largest),
+            kv_capacity(target_rates.memory_gb, single[largest], model, curve.key.precision, context, largest),
+        )
+    shapes: dict[str, StepShape] = {}
+    split_capacity: dict[str, tuple[int | None, int | None]] = {}
+    if model is not None:
+        for name, gpus in single.items():
+            if (shape := StepShape.of(model, curve.key.precision, curve.isl, curve.osl, gpus, name)) is not None:
+                shapes[name] = shape
+        for name, split in splits.items():
+            worker, attention = split.gpus_per_decode_worker, "dpa" if split.decode_dp_attention else ""
+            shape = StepShape.of(model, curve.key.precision, curve.isl, curve.osl, worker, attention, False)
+            if shape is not None:
+                shapes[name] = shape
+            split_capacity[name] = (
+                kv_capacity(source_rates.memory_gb, worker, model, curve.key.precision, context, attention),
+                kv_capacity(target_rates.memory_gb, worker, model, curve.key.precision, context, attention),
+            )
+    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes, overhead_follows_compute,
+                         split_capacity)  # fmt: skip
 
 
 def project_band(curve: Curve, source: Hardware, target: Hardware, model: RegistryModelSpec | None) -> list[Projection]:
@@ -679,7 +855,7 @@ def fitted_overheads(
         for chip, curves in chips.items():
             for curve in curves:
                 for name, gpus in curve.gpus.items():
-                    points = [p for p in curve.points if p.configuration == name]
+                    points = [p for p in curve.points if p.configuration == name and p.split is None]
                     shape = StepShape.of(model, key.precision, curve.isl, curve.osl, gpus, name)
                     if shape is None or len(points) < min_points:
                         continue
@@ -705,10 +881,12 @@ class ChipRatio:
     denominator_at_level: float | None
     numerator_peak: float
     denominator_peak: float
+    # Either frontier is read at the level between points more than SPARSE_GAP x apart: no ratio is given there.
+    sparse: bool = False
 
     @property
     def at_level(self) -> float | None:
-        if self.numerator_at_level is None or not self.denominator_at_level:
+        if self.sparse or self.numerator_at_level is None or not self.denominator_at_level:
             return None
         return self.numerator_at_level / self.denominator_at_level
 
@@ -735,6 +913,7 @@ def chip_ratios(
         out.append(ChipRatio(
             curve.key, projection.edge, level, read_at(points, level), read_at(over, level),
             max(p.output_per_gpu for p in points), max(p.output_per_gpu for p in over),
+            sparse=max(gap_at(points, level), gap_at(over, level)) > SPARSE_GAP,
         ))  # fmt: skip
     return out
 
@@ -759,6 +938,10 @@ class BacktestRow:
     # The variant whose overhead follows FLOP/s too (`OverheadRoofline.overhead_follows_compute`), for comparison.
     overhead_on_compute: float | None = None
     model_version: str = ""
+    # Disaggregated deployments (`DisaggRoofline`): frontiers over every split, reported apart.
+    disaggregated: bool = False
+    # The projected or the measured frontier is read between points more than SPARSE_GAP x apart (`gap_at`).
+    sparse: bool = False
 
     def _error(self, value: float | None) -> float | None:
         return None if value is None else 100.0 * (value - self.measured) / self.measured
@@ -785,23 +968,25 @@ class Backtest:
     rows: list[BacktestRow]
     skipped: list[str]
 
-    def _chosen(self, same_vendor: bool | None) -> list[BacktestRow]:
-        return [r for r in self.rows if same_vendor is None or r.same_vendor == same_vendor]
+    def _chosen(self, same_vendor: bool | None, disaggregated: bool | None = None) -> list[BacktestRow]:
+        return [r for r in self.rows if (same_vendor is None or r.same_vendor == same_vendor)
+                and (disaggregated is None or r.disaggregated == disaggregated)]  # fmt: skip
 
     def median_abs_error(
-        self, same_vendor: bool | None = None, of: Literal["projection", "plain", "unchanged"] = "projection"
-    ) -> float | None:
+        self, same_vendor: bool | None = None, of: Literal["projection", "plain", "unchanged"] = "projection",
+        disaggregated: bool | None = None,
+    ) -> float | None:  # fmt: skip
         """Median |error| in %: of the projection, of the plain roofline, or of the unchanged-curve baseline."""
         attribute = {"projection": "error_pct", "plain": "plain_error_pct", "unchanged": "unchanged_error_pct"}[of]
-        errors = [getattr(r, attribute) for r in self._chosen(same_vendor)]
+        errors = [getattr(r, attribute) for r in self._chosen(same_vendor, disaggregated)]
         chosen = [abs(error) for error in errors if error is not None]
         return statistics.median(chosen) if chosen else None
 
-    def count(self, same_vendor: bool | None = None) -> int:
-        return len(self._chosen(same_vendor))
+    def count(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> int:
+        return len(self._chosen(same_vendor, disaggregated))
 
-    def worst(self, same_vendor: bool | None = None) -> BacktestRow | None:
-        return max(self._chosen(same_vendor), key=lambda row: abs(row.error_pct), default=None)
+    def worst(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> BacktestRow | None:
+        return max(self._chosen(same_vendor, disaggregated), key=lambda row: abs(row.error_pct), default=None)
 
 
 @dataclass
@@ -817,11 +1002,22 @@ class _Pair:
     plain: list[CurvePoint]
     model_version: str
     overhead_on_compute: list[CurvePoint]
+    disaggregated: bool = False
 
 
-def _restricted(curve: Curve, configurations: set[str]) -> Curve:
-    return replace(curve, points=[p for p in curve.points if p.configuration in configurations],
-                   gpus={name: n for name, n in curve.gpus.items() if name in configurations})  # fmt: skip
+def _family(configuration: str) -> str:
+    """What two chips must share to be compared: the parallelism of one server, or 'disagg' for every split of a
+    disaggregated deployment (chips are tuned to different splits; their frontiers over all splits compare)."""
+    return "disagg" if _is_disaggregated(configuration) else configuration
+
+
+def _families(curve: Curve) -> set[str]:
+    return {_family(p.configuration) for p in curve.points}
+
+
+def _restricted(curve: Curve, families: set[str]) -> Curve:
+    return replace(curve, points=[p for p in curve.points if _family(p.configuration) in families],
+                   gpus={name: n for name, n in curve.gpus.items() if _family(name) in families})  # fmt: skip
 
 
 # A per-architecture build suffix of an image tag: SGLang's ROCm images build one release for gfx942 (`-mi30x`:
@@ -851,19 +1047,31 @@ def _images_differ(curve: Curve, other: Curve) -> bool:
 
 def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Curve, Curve]]:
     """Which (source, target) curves of two chips to compare, restricted to the parallelisms both measured: every
-    pair that ran the same image, else the one pair with the most shared points (an image difference, marked)."""
+    pair that ran the same image, else the one pair with the most shared points (an image difference, marked);
+    single-server and disaggregated deployments each on their own."""
     candidates = []
     for source in sources:
         for target in targets:
-            shared = {p.configuration for p in source.points} & {p.configuration for p in target.points}
-            if shared:
-                candidates.append((_restricted(source, shared), _restricted(target, shared)))
-    same = [(source, target) for source, target in candidates if _same_image(source, target)]
-    if same or not candidates:
-        return same
-    return [max(candidates, key=lambda pair: (
-        len(pair[0].points) + len(pair[1].points), sorted(pair[0].images), sorted(pair[1].images),
-    ))]  # fmt: skip
+            shared = _families(source) & _families(target)
+            # Disaggregated and single-server deployments are compared apart (each on its own frontier).
+            for kind in ({f for f in shared if f == "disagg"}, {f for f in shared if f != "disagg"}):
+                if kind:
+                    candidates.append((_restricted(source, kind), _restricted(target, kind)))
+    chosen = []
+    for disaggregated in (False, True):  # each kind: its same-image pairs, else its fullest pair
+        kind = [pair for pair in candidates if _is_disaggregated_curve(pair[0]) == disaggregated]
+        same = [(source, target) for source, target in kind if _same_image(source, target)]
+        if same:
+            chosen += same
+        elif kind:
+            chosen.append(max(kind, key=lambda pair: (
+                len(pair[0].points) + len(pair[1].points), sorted(pair[0].images), sorted(pair[1].images),
+            )))  # fmt: skip
+    return chosen
+
+
+def _is_disaggregated_curve(curve: Curve) -> bool:
+    return any(point.split is not None for point in curve.points)
 
 
 def _pairs(
@@ -897,6 +1105,7 @@ def _pairs(
                     source_points=curve.points,
                     plain=[p.point for p in plain.points], model_version=projection.model_version,
                     overhead_on_compute=[] if variant is None else [p.point for p in variant.points],
+                    disaggregated=_is_disaggregated_curve(curve),
                 ))  # fmt: skip
     return pairs
 
@@ -922,6 +1131,7 @@ def backtest(
                 scale_up_differs=pair.source.scale_up_domain != pair.target.scale_up_domain,
                 unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
                 model_version=pair.model_version, one_release=pair.one_release,
-                overhead_on_compute=read_at(pair.overhead_on_compute, level),
+                overhead_on_compute=read_at(pair.overhead_on_compute, level), disaggregated=pair.disaggregated,
+                sparse=max(gap_at(pair.projected, level), gap_at(pair.measured, level)) > SPARSE_GAP,
             ))  # fmt: skip
     return Backtest(out, skipped)

@@ -88,7 +88,8 @@ def project(
     database = make_engine()
     models = load_model_registry()
     table = Table(title=f"Projected {keys['--from']} -> {keys['--to']}")
-    for column in ("curve", "edge", "bandwidth x", "compute x", "stored", "present", "superseded", "dropped (KV)"):
+    for column in ("curve", "edge", "bandwidth x", "compute x", "stored", "present", "superseded",
+                   "dropped (KV, scale-up)"):
         table.add_column(column)
     for curve in curves:
         try:
@@ -125,20 +126,25 @@ def backtest(
     for row in result.rows:
         images = "images differ (per-arch builds of one release)" if row.one_release else "images differ"
         marks = [m for m, on in ((images, row.images_differ), ("cross-vendor", not row.same_vendor),
-                                 ("scale-up differs", row.scale_up_differs)) if on]  # fmt: skip
+                                 ("scale-up differs", row.scale_up_differs),
+                                 ("disaggregated", row.disaggregated),
+                                 (f"sparse (points >{projection.SPARSE_GAP:g}x apart)", row.sparse)) if on]  # fmt: skip
         plain, unchanged = ("-" if e is None else f"{e:+.1f}" for e in (row.plain_error_pct, row.unchanged_error_pct))
         table.add_row(row.curve.label(), row.source, row.target, f"{row.level:g}", f"{row.projected:,.0f}",
                       f"{row.measured:,.0f}", f"{row.error_pct:+.1f}", plain, unchanged, ", ".join(marks))  # fmt: skip
     console.print(table)
     for line in result.skipped:
         console.print(f"skipped: {line}", markup=False, highlight=False)
-    for label, vendor in (("same-vendor", True), ("cross-vendor", False)):
-        median = result.median_abs_error(vendor)
-        if median is not None:
-            plain, baseline = (result.median_abs_error(vendor, of) for of in ("plain", "unchanged"))
+    for kind, disaggregated in (("", False), ("disaggregated, ", True)):
+        for label, vendor in (("same-vendor", True), ("cross-vendor", False)):
+            median = result.median_abs_error(vendor, disaggregated=disaggregated)
+            if median is None:
+                continue
+            plain, baseline = (result.median_abs_error(vendor, of, disaggregated) for of in ("plain", "unchanged"))
             against = f" (plain roofline: {plain:.1f} %" if plain is not None else " ("
             against += f"; unchanged-curve baseline: {baseline:.1f} %)" if baseline is not None else ")"
-            console.print(f"{label}: median absolute error {median:.1f} % over {result.count(vendor)} pairs{against}",
+            count = result.count(vendor, disaggregated)
+            console.print(f"{kind}{label}: median absolute error {median:.1f} % over {count} pairs{against}",
                           markup=False)  # fmt: skip
     worst = result.worst()
     if worst is not None:
@@ -164,7 +170,7 @@ def ratio(
 ) -> None:
     """`--to` over `--over` in output tok/s per accelerator, both projected from `--from`'s measured curves (stores
     nothing): at one interactivity and at each frontier's highest throughput, one row per end of a figure range."""
-    from orchestrator.analysis.projection import ProjectionError, chip_ratios
+    from orchestrator.analysis.projection import SPARSE_GAP, ProjectionError, chip_ratios
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
 
@@ -188,9 +194,11 @@ def ratio(
             raise typer.Exit(2) from error
         for row in rows:
             read = [f"{v:,.0f}" if v is not None else "-" for v in (row.numerator_at_level, row.denominator_at_level)]
-            ratio_at = "-" if row.at_level is None else f"{row.at_level:.2f}x"
+            ratio_at = "sparse" if row.sparse else "-" if row.at_level is None else f"{row.at_level:.2f}x"
             peaks = f"{row.numerator_peak:,.0f}", f"{row.denominator_peak:,.0f}", f"{row.at_peak:.2f}x"
             table.add_row(curve.key.label(), row.edge, *read, ratio_at, *peaks)
     console.print(table)
-    console.print("'-': the frontier does not reach that interactivity. A ratio of two projections is a model's "
-                  "output, never a measurement (docs/METHODOLOGY.md, Projections).", markup=False)  # fmt: skip
+    console.print("'-': the frontier does not reach that interactivity; 'sparse': a frontier is read there between "
+                  f"points more than {SPARSE_GAP:g}x apart in interactivity, the interpolation's guess, so no ratio. "
+                  "A ratio of two projections is a model's output, never a measurement (docs/METHODOLOGY.md, "
+                  "Projections).", markup=False)  # fmt: skip

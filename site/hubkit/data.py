@@ -150,6 +150,9 @@ class ProjectionReport:
     same_vendor: float | None = None
     cross_vendor: float | None = None
     unchanged: float | None = None
+    # Single-server and disaggregated deployments apart (the disaggregated model fits nothing: docs/METHODOLOGY.md).
+    single_server_same_vendor: float | None = None
+    disaggregated: float | None = None
 
 
 def projection_report(url: str) -> ProjectionReport:
@@ -171,7 +174,7 @@ def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
                 "error %": round(row.error_pct, 1),
                 "unchanged %": None if row.unchanged_error_pct is None else round(row.unchanged_error_pct, 1),
                 "same vendor": row.same_vendor, "images differ": row.images_differ,
-                "per-arch builds": row.one_release,
+                "per-arch builds": row.one_release, "disaggregated": row.disaggregated, "sparse": row.sparse,
             }
             for row in result.rows
         ]
@@ -185,5 +188,6 @@ def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
     )  # fmt: skip
     return ProjectionReport(
         table, overheads, result.median_abs_error(), result.median_abs_error(True), result.median_abs_error(False),
-        result.median_abs_error(of="unchanged"),
+        result.median_abs_error(of="unchanged"), result.median_abs_error(True, disaggregated=False),
+        result.median_abs_error(disaggregated=True),
     )

@@ -246,12 +246,17 @@ with projections:
             f"Median absolute error **{percent(report.median_abs_error)}** over **{len(backtest)}** pairs (same "
             f"vendor: {percent(report.same_vendor)}, cross-vendor: {percent(report.cross_vendor)}); the "
             "unchanged-curve baseline (the source chip's own curve, as if the chips were equal) is off by "
-            f"{percent(report.unchanged)}."
+            f"{percent(report.unchanged)}. Single-server deployments, same vendor: "
+            f"{percent(report.single_server_same_vendor)}; disaggregated deployments (prefill and decode on "
+            f"separate GPUs, projected without a fit): {percent(report.disaggregated)}."
         )
         table_with_csv(backtest, "projection-backtest")
         st.caption("Each row projects the source chip's measured curve to the target chip and reads both frontiers "
                    "at one interactivity level (output tok/s/GPU); the target's measurements are only compared "
-                   "with, never fitted. `infersweep project backtest` prints the same table.")  # fmt: skip
+                   "with, never fitted. `infersweep project backtest` prints the same table. 'sparse': a "
+                   "frontier read between points more than twice apart in interactivity, where the interpolation "
+                   "guesses; 'disaggregated': prefill and decode on separate GPUs, projected point by point "
+                   "without a fit (docs/METHODOLOGY.md).")  # fmt: skip
     overheads = report.overheads
     if not overheads.empty:
         st.markdown(

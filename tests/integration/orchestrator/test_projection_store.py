@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 
 from db import reads
+from db.models import RecipeRow
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.projection import Curve, CurveKey, CurvePoint, project_between
+from orchestrator.analysis.projection import DISAGG_MODEL, Curve, CurveKey, CurvePoint, project_between
 from orchestrator.projections import store_projection
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
@@ -63,3 +65,34 @@ def test_projecting_a_second_workload_keeps_the_first_workloads_projection(tmp_p
         shown = reads.list_results(session, sweep="projection-h200-to-b200")
     assert sorted({row.workload for row in shown}) == ["1k/1k", "8k/1k"] and len(shown) == 6
     engine.dispose()
+
+
+def test_a_disaggregated_chip_is_projected_from_the_real_sample_split_by_split() -> None:
+    """GB200's disaggregated Dynamo-TRT rows of the real InferenceX sample (run 20786863188): each read with its
+    split, projected to Vera Rubin point by point (no fit), stored as projected with the re-sized prefill pool."""
+    from tests.conftest import ROOT, run_cli
+
+    sample = sorted(str(path) for path in (ROOT / "tests/data/inferencex").glob("run_*/agg_bmk.json"))
+    assert run_cli("import", "inferencex", *sample).returncode == 0
+    with open_session(make_engine()) as session:
+        imported = [v for v in reads.list_results(session) if v.hardware == "gb200-nvl72" and v.engine == "dynamo-trt"]
+    assert len(imported) == 10 and all(v.parallelism.startswith("disagg") for v in imported)
+    # The row's own split: GPUs of the prefill and decode workers, and the decode workers (run 20786863188).
+    assert {(v.decode_gpus, v.decode_workers) for v in imported} == {(4, 1), (4, 2), (2, 1), (8, 1)}
+    assert all(v.prefill_gpus and v.decode_dp_attention is not None for v in imported)
+
+    projected = run_cli("project", "--from", "gb200", "--to", "vera-rubin", "--engine", "dynamo-trt")
+    assert projected.returncode == 0, projected.stdout + projected.stderr
+    with open_session(make_engine()) as session:
+        shown = reads.list_results(session, sweep="projection-gb200-nvl72-to-vr200-nvl72")
+        recipes = {recipe.name: recipe.snapshot for recipe in session.exec(select(RecipeRow)).all()}
+    assert shown and {v.origin for v in shown} == {"projected"}
+    assert all("projected from gb200-nvl72" in v.parallelism and v.parallelism.startswith("disagg") for v in shown)
+    # A band (Rubin's bandwidth is published as a range): each point once per end, never more than measured.
+    assert len(shown) == 2 * len(imported)
+    snapshots = [snapshot for name, snapshot in recipes.items() if name.startswith("projected-")]
+    fits = [snapshot["projection"]["fit"] for snapshot in snapshots]
+    assert {fit["model_version"] for fit in fits} == {DISAGG_MODEL}
+    for snapshot in snapshots:
+        for point in snapshot["projection"]["source_points"]:
+            assert point["prefill_gpus"] is not None and point["prefill_gpus"] > 0

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
 from orchestrator.analysis.projection import (
+    DISAGG_MODEL,
+    SPARSE_GAP,
     ChipRates,
     Curve,
     CurveKey,
     CurvePoint,
+    DisaggSplit,
     OverheadRoofline,
     ProjectionError,
     Rate,
@@ -23,6 +27,7 @@ from orchestrator.analysis.projection import (
     fit_overhead_roofline,
     fit_roofline,
     fitted_overheads,
+    gap_at,
     kv_capacity,
     project_band,
     project_curve,
@@ -345,3 +350,125 @@ def test_a_band_is_stored_only_where_the_target_publishes_a_range() -> None:
     band = project_band(fp4, registry["b200"], registry["vr200-nvl72"], models["deepseek-r1"])
     assert [p.edge for p in band] == ["low", "high"]
     assert [p.bandwidth_ratio for p in band] == pytest.approx([13 / 8, 22 / 8])
+
+
+# ------------------------------------------------------------------------------------- disaggregated deployments
+
+DEEPSEEK = load_model_registry()["deepseek-r1"]
+
+
+def disaggregated(
+    split: DisaggSplit, concurrencies: Sequence[int], configuration: str = "disagg·p1×tp4·ep4 4gpu·d1×tp8·ep8 8gpu"
+) -> list[CurvePoint]:
+    """A disaggregated deployment's points (their coordinates do not matter: nothing is fitted)."""
+    gpus = split.prefill_gpus + split.decode_gpus
+    return [CurvePoint(configuration, c, 100.0 / c**0.5, 50.0 * c**0.5 / gpus, 60.0 * c**0.5 / gpus, (), split)
+            for c in concurrencies]  # fmt: skip
+
+
+def decode_shape(split: DisaggSplit) -> StepShape:
+    shape = StepShape.of(DEEPSEEK, "fp8", 1024, 1024, split.gpus_per_decode_worker, "", with_prefill=False)
+    assert shape is not None
+    return shape
+
+
+def test_a_disaggregated_decode_worker_at_small_batch_scales_with_bandwidth_and_its_prefill_pool_is_resized() -> None:
+    split = DisaggSplit(prefill_gpus=4, decode_gpus=8, decode_workers=1, decode_dp_attention=False)
+    points = disaggregated(split, [1, 2, 4])
+    name = points[0].configuration
+    # 2x bandwidth, 4x FLOP/s: a decode step reading the weights (memory-bound at a batch of 4) runs twice as fast,
+    # and the prefill pool feeding it needs 4 x 2 / 4 = 2 GPUs, so output per GPU grows 2 x 12 / 10 = 2.4x.
+    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 8.0, 8.0), shapes={name: decode_shape(split)})
+    assert projection.model_version == DISAGG_MODEL
+    for moved, original in zip(projection.points, points, strict=True):
+        assert moved.regime == "memory" and moved.speedup == pytest.approx(2.0)
+        assert moved.prefill_gpus == pytest.approx(2.0)
+        assert moved.point.interactivity == pytest.approx(original.interactivity * 2.0)
+        assert moved.point.output_per_gpu == pytest.approx(original.output_per_gpu * 2.0 * 12 / 10)
+    # Same FLOP/s: the prefill pool doubles with the decode speed (4 -> 8 GPUs): 2 x 12 / 16 = 1.5x per GPU.
+    same_compute = project_curve(points, chip("a", 4.0, 2.0), chip("b", 8.0, 2.0), shapes={name: decode_shape(split)})
+    assert [p.point.output_per_gpu / p.source.output_per_gpu for p in same_compute.points] == pytest.approx([1.5] * 3)
+
+
+def test_a_disaggregated_decode_worker_at_a_large_batch_scales_with_flops() -> None:
+    split = DisaggSplit(prefill_gpus=8, decode_gpus=8, decode_workers=1, decode_dp_attention=True)
+    shape = StepShape.of(DEEPSEEK, "fp8", 1024, 1024, 8, "dpa", with_prefill=False)
+    assert shape is not None
+    batch = 100_000  # far past the ridge: arithmetic dominates
+    assert shape.flops(batch) / 2e15 > shape.bytes(batch) / 4e12
+    points = disaggregated(split, [batch])
+    # 2x bandwidth, 1.5x FLOP/s: compute-bound on both chips, the step follows FLOP/s.
+    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 8.0, 3.0), shapes={points[0].configuration: shape})
+    assert projection.points[0].source_regime == "compute" and projection.points[0].regime == "compute"
+    assert projection.points[0].speedup == pytest.approx(1.5)
+
+
+def test_a_disaggregated_point_the_target_cannot_hold_is_dropped_and_says_why() -> None:
+    wide = DisaggSplit(prefill_gpus=8, decode_gpus=32, decode_workers=1, decode_dp_attention=True)
+    points = disaggregated(wide, [64, 256])
+    name = points[0].configuration
+    narrow = replace(chip("hgx", 8.0, 5.0), scale_up_domain=8)
+    projection = project_curve(points, replace(chip("nvl", 8.0, 5.0), scale_up_domain=72), narrow,
+                               shapes={name: decode_shape(wide)})  # fmt: skip
+    assert not projection.points
+    assert all("wider than hgx's scale-up domain of 8" in why for _, why in projection.dropped)
+    # KV capacity per decode worker: the target holds 100 sequences per worker, the source 1,000.
+    split = DisaggSplit(prefill_gpus=4, decode_gpus=8, decode_workers=2, decode_dp_attention=False)
+    points = disaggregated(split, [100, 400])  # 50 and 200 sequences per decode worker
+    capped = project_curve(points, chip("a", 8.0, 5.0), chip("b", 8.0, 5.0), shapes={name: decode_shape(split)},
+                           split_capacity={name: (1000, 100)})  # fmt: skip
+    assert [p.point.concurrency for p in capped.points] == [100]
+    assert "KV capacity of 100 sequences per decode worker" in capped.dropped[0][1]
+    # Without the model's facts nothing is guessed: every point is dropped with the reason.
+    blind = project_curve(points, chip("a", 8.0, 5.0), chip("b", 8.0, 5.0))
+    assert not blind.points and "model's facts" in blind.dropped[0][1]
+
+
+def view_of_split(hardware: str, concurrency: int, interactivity: float, output: float, split: DisaggSplit,
+                  image: str = "img:1") -> SimpleNamespace:  # fmt: skip
+    label = f"disagg·p1×tp{split.prefill_gpus}·ep{split.prefill_gpus} {split.prefill_gpus}gpu·" \
+            f"d{split.decode_workers}×tp8·ep8 {split.decode_gpus}gpu"  # fmt: skip
+    return SimpleNamespace(
+        origin="imported", valid=True, workload_kind="fixed-length", interactivity_p50=interactivity,
+        output_throughput_per_gpu=output, total_token_throughput_per_gpu=2 * output, parallelism=label,
+        model="deepseek-r1", precision="fp8", engine="dynamo-trt", workload="1k/1k", isl=1024, osl=1024,
+        hardware=hardware, concurrency=concurrency, accelerators=split.prefill_gpus + split.decode_gpus,
+        point_key=f"{hardware}-{label}-{concurrency}", engine_image=image, speculative_decoding=None,
+        prefill_gpus=split.prefill_gpus, decode_gpus=split.decode_gpus, decode_workers=split.decode_workers,
+        decode_dp_attention=split.decode_dp_attention, finished_at=None,
+    )  # fmt: skip
+
+
+def test_disaggregated_chips_compare_frontier_to_frontier_over_different_splits_and_apart() -> None:
+    """Two chips tuned to different splits are still compared (their frontiers over every split), as rows marked
+    disaggregated; the target's points never change the projection (its own splits are never read to project)."""
+    registry = load_hardware_registry()
+    small = DisaggSplit(4, 8, 1, False)
+    large = DisaggSplit(8, 32, 4, False)
+    source = [view_of_split("gb200-nvl72", c, 120.0 / (1 + c / 64), 10.0 * c / (1 + c / 64), small)
+              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    target = [view_of_split("gb300-nvl72", c, 130.0 / (1 + c / 64), 12.0 * c / (1 + c / 64), large)
+              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    result = backtest(source + target, registry, load_model_registry())
+    rows = [row for row in result.rows if row.source == "gb200-nvl72"]
+    assert rows and all(row.disaggregated for row in rows)
+    assert result.count(disaggregated=True) == len(result.rows)
+    # GB300's FP8 and bandwidth equal GB200's: the projection is the source's own frontier, whatever GB300 measured.
+    assert all(row.projected == pytest.approx(row.unchanged) for row in rows)
+    halved = [replace_view(view, output_throughput_per_gpu=view.output_throughput_per_gpu / 2) for view in target]
+    again = backtest(source + halved, registry, load_model_registry())
+    assert [row.projected for row in again.rows if row.source == "gb200-nvl72"] == pytest.approx(
+        [row.projected for row in rows])  # fmt: skip
+
+
+def replace_view(view: SimpleNamespace, **changes: float) -> SimpleNamespace:
+    return SimpleNamespace(**{**vars(view), **changes})
+
+
+def test_a_reading_between_distant_frontier_points_is_marked_sparse() -> None:
+    points = [CurvePoint("tp8", 1, 130.0, 14.0, 28.0), CurvePoint("tp8", 4096, 12.0, 4900.0, 9800.0)]
+    assert gap_at(points, 100.0) == pytest.approx(130.0 / 12.0)
+    assert read_at(points, 100.0) is not None  # still read (PCHIP), but marked
+    dense = [CurvePoint("tp8", c, 130.0 / (1 + c / 64), c, 2 * c) for c in (1, 2, 4, 8)]
+    assert gap_at(dense, 128.0) < SPARSE_GAP
+    assert gap_at(dense, 500.0) == 1.0  # outside the range: nothing is read, nothing is sparse
