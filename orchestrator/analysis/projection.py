@@ -15,6 +15,12 @@ the target (`regime`).
   The overhead (launches, scheduling, synchronisation) follows neither figure and is kept as measured.
 - `roofline-fit-1` (`Roofline`, the plain roofline, needing no model facts):
   `t(C) = max(m0 + m1 * C, k * C)`; every second of the step follows a hardware figure.
+- `disagg-decode-roofline-1` (`DisaggRoofline`, disaggregated deployments whose split is known: prefill and decode
+  workers on separate GPUs): each point's decode worker, at its own batch (concurrency over decode workers), by the
+  roofline of the model's facts, `max(bytes / bandwidth, FLOPs / FLOP/s)`, nothing fitted (a chip's splits give
+  one to five points each). The decode GPUs are kept; the prefill pool is re-sized to feed the faster decode
+  (`P x speedup / FLOP/s ratio`, prompts being compute-bound). A decode worker wider than the target's scale-up
+  domain is dropped, and says so.
 
 KV capacity caps the reachable concurrency: where the target holds less KV than the source (HBM less weights,
 `kv_capacity`), points above the target's capacity are dropped, and say so.
@@ -30,7 +36,10 @@ never from a median across releases. The backtest projects every chip's curve to
 the same model, precision, engine, workload and parallelism, one image against the same image where both chips ran
 one (else their fullest curves, marked), and compares the projected frontier with the measured one at the
 interactivity levels both reach, next to the plain roofline and the unchanged-curve baseline (the source's own
-curve, as if the chips were equal).
+curve, as if the chips were equal). Speculative decoding (MTP) makes a curve of its own; disaggregated deployments
+are compared frontier to frontier over every split, apart from single-server ones. A reading between frontier
+points more than `SPARSE_GAP` times apart in interactivity or in throughput is marked sparse (points are missing
+there: the interpolation guesses), and `project ratio` gives no ratio at such a level.
 """
 
 from __future__ import annotations
@@ -57,9 +66,9 @@ PLAIN_MODEL = "roofline-fit-1"
 # Disaggregated deployments: each point's decode worker by the roofline of the model's facts (nothing fitted).
 DISAGG_MODEL = "disagg-decode-roofline-1"
 DEFAULT_LEVELS = (30.0, 50.0, 100.0)
-# A backtest reading between frontier points more than this many times apart in interactivity is marked sparse:
-# InferenceX doubles concurrency from one point to the next, which moves interactivity by less than this, so such
-# a gap is missing points (the dashboard's rows keep 1-5 concurrencies of a configuration).
+# A backtest reading between frontier points more than this many times apart in interactivity or in throughput is
+# marked sparse: InferenceX doubles concurrency from one point to the next, which moves neither by this much, so
+# such a gap is missing points (the dashboard's rows keep 1-5 concurrencies of a configuration).
 SPARSE_GAP = 2.0
 # Share of accelerator memory an engine gives to weights and KV cache (vLLM's gpu_memory_utilization default).
 MEMORY_FRACTION = 0.9
@@ -624,13 +633,19 @@ def read_at(points: Sequence[CurvePoint], level: float) -> float | None:
 
 
 def gap_at(points: Sequence[CurvePoint], level: float) -> float:
-    """How far apart (a ratio of interactivities) the frontier's points on either side of `level` are; 1 where a
-    point sits at the level or none brackets it. A reading across a wide gap is the interpolation's guess."""
-    xs = [p.interactivity for p in frontier(points)]
-    below, above = [x for x in xs if x < level], [x for x in xs if x > level]
-    if level in xs or not below or not above:
+    """How far apart the frontier's points on either side of `level` are: the larger ratio of their interactivities
+    and of their throughputs; 1 where a point sits at the level or none brackets it. A reading across a wide gap
+    is the interpolation's guess: doubling concurrency, as InferenceX sweeps do, moves neither by 2x or more."""
+    line = frontier(points)
+    below = [p for p in line if p.interactivity < level]
+    above = [p for p in line if p.interactivity > level]
+    if any(p.interactivity == level for p in line) or not below or not above:
         return 1.0
-    return min(above) / max(below)
+    left = max(below, key=lambda p: p.interactivity)
+    right = min(above, key=lambda p: p.interactivity)
+    throughputs = sorted((left.output_per_gpu, right.output_per_gpu))
+    throughput_gap = throughputs[1] / throughputs[0] if throughputs[0] > 0 else math.inf
+    return max(right.interactivity / left.interactivity, throughput_gap)
 
 
 # ------------------------------------------------------------------------------------------------- from results

@@ -194,7 +194,8 @@ def ratio(
             raise typer.Exit(2) from error
         for row in rows:
             read = [f"{v:,.0f}" if v is not None else "-" for v in (row.numerator_at_level, row.denominator_at_level)]
-            ratio_at = "sparse" if row.sparse else "-" if row.at_level is None else f"{row.at_level:.2f}x"
+            unread = row.numerator_at_level is None or not row.denominator_at_level
+            ratio_at = "-" if unread else "sparse" if row.sparse else f"{row.at_level:.2f}x"
             peaks = f"{row.numerator_peak:,.0f}", f"{row.denominator_peak:,.0f}", f"{row.at_peak:.2f}x"
             table.add_row(curve.key.label(), row.edge, *read, ratio_at, *peaks)
     console.print(table)

@@ -467,8 +467,12 @@ def replace_view(view: SimpleNamespace, **changes: float) -> SimpleNamespace:
 
 def test_a_reading_between_distant_frontier_points_is_marked_sparse() -> None:
     points = [CurvePoint("tp8", 1, 130.0, 14.0, 28.0), CurvePoint("tp8", 4096, 12.0, 4900.0, 9800.0)]
-    assert gap_at(points, 100.0) == pytest.approx(130.0 / 12.0)
+    assert gap_at(points, 100.0) == pytest.approx(4900.0 / 14.0)  # 10.8x in interactivity, 350x in throughput
     assert read_at(points, 100.0) is not None  # still read (PCHIP), but marked
     dense = [CurvePoint("tp8", c, 130.0 / (1 + c / 64), c, 2 * c) for c in (1, 2, 4, 8)]
     assert gap_at(dense, 128.0) < SPARSE_GAP
     assert gap_at(dense, 500.0) == 1.0  # outside the range: nothing is read, nothing is sparse
+    # Close in interactivity but 15x apart in throughput (GB300's Dynamo-SGLang FP8 1k/1k frontier on the dashboard
+    # rows jumps from concurrency 32 to 2048): points are missing there too.
+    steep = [CurvePoint("disagg", 32, 80.7, 121.0, 242.0), CurvePoint("disagg", 2048, 49.3, 1883.0, 3766.0)]
+    assert gap_at(steep, 60.0) == pytest.approx(1883.0 / 121.0)
