@@ -254,9 +254,9 @@ with projections:
         st.caption("Each row projects the source chip's measured curve to the target chip and reads both frontiers "
                    "at one interactivity level (output tok/s/GPU); the target's measurements are only compared "
                    "with, never fitted. `infersweep project backtest` prints the same table. 'sparse': a "
-                   "frontier read between points more than twice apart in interactivity, where the interpolation "
-                   "guesses; 'disaggregated': prefill and decode on separate GPUs, projected point by point "
-                   "without a fit (docs/METHODOLOGY.md).")  # fmt: skip
+                   "frontier read between points more than twice apart in interactivity or in throughput, where the "
+                   "interpolation guesses; 'disaggregated': prefill and decode on separate GPUs, projected point "
+                   "by point without a fit (docs/METHODOLOGY.md).")  # fmt: skip
     overheads = report.overheads
     if not overheads.empty:
         st.markdown(
