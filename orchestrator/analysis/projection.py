@@ -709,7 +709,8 @@ def _split_of(row: Any) -> DisaggSplit | None:
     prefill_gpus = _count(getattr(row, "prefill_gpus", None))
     if decode_gpus is None or workers is None or prefill_gpus is None:
         return None
-    return DisaggSplit(prefill_gpus, decode_gpus, workers, getattr(row, "decode_dp_attention", None) is True)
+    attention = getattr(row, "decode_dp_attention", None)  # a DataFrame's is a numpy bool, or NaN where unknown
+    return DisaggSplit(prefill_gpus, decode_gpus, workers, isinstance(attention, bool | np.bool_) and bool(attention))
 
 
 def _speculative_of(row: Any) -> str | None:

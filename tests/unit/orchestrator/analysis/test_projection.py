@@ -476,3 +476,23 @@ def test_a_reading_between_distant_frontier_points_is_marked_sparse() -> None:
     # rows jumps from concurrency 32 to 2048): points are missing there too.
     steep = [CurvePoint("disagg", 32, 80.7, 121.0, 242.0), CurvePoint("disagg", 2048, 49.3, 1883.0, 3766.0)]
     assert gap_at(steep, 60.0) == pytest.approx(1883.0 / 121.0)
+
+
+def test_disaggregated_rows_read_from_a_data_frame_give_the_same_backtest() -> None:
+    """The hub reads results as a DataFrame: beside single-server rows the split's counts become floats and NaN."""
+    import pandas as pd
+
+    registry, models = load_hardware_registry(), load_model_registry()
+    small, large = DisaggSplit(4, 8, 1, True), DisaggSplit(8, 32, 4, False)
+    views = [view_of_split("gb200-nvl72", c, 120.0 / (1 + c / 64), 10.0 * c / (1 + c / 64), small)
+             for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    views += [view_of_split("gb300-nvl72", c, 130.0 / (1 + c / 64), 12.0 * c / (1 + c / 64), large)
+              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    single = [SimpleNamespace(**{**vars(row), "speculative_decoding": None, "finished_at": None})
+              for row in _chip_rows("h100", 200.0) + _chip_rows("h200", 230.0)]  # fmt: skip
+    frame = pd.DataFrame([vars(row) for row in views + single])
+    assert frame["decode_gpus"].dtype == float  # NaN for the single-server rows
+    from_frame = backtest(list(frame.itertuples(index=False)), registry, models)
+    from_views = backtest(views + single, registry, models)
+    assert from_frame.count(disaggregated=True) == from_views.count(disaggregated=True) > 0
+    assert [row.projected for row in from_frame.rows] == pytest.approx([row.projected for row in from_views.rows])
