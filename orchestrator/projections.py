@@ -16,7 +16,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from orchestrator.analysis.projection import Curve, ProjectedPoint, Projection
+from orchestrator.analysis.curves import Curve
+from orchestrator.analysis.projection import ProjectedPoint, Projection
 from orchestrator.importers.store import close_imported
 from orchestrator.plan import point_key
 from orchestrator.recorder import RecipeIdentity, Recorder

@@ -40,23 +40,24 @@ curve, as if the chips were equal). Speculative decoding (MTP) makes a curve of 
 are compared frontier to frontier over every split, apart from single-server ones. A reading between frontier
 points more than `SPARSE_GAP` times apart in interactivity or in throughput is marked sparse (points are missing
 there: the interpolation guesses), and `project ratio` gives no ratio at such a level.
+
+Here: the hardware figures, the step models and their fits, and projecting one chip's curve to another
+(`project_between`, `project_band`, `chip_ratios`). Results become curves in `orchestrator.analysis.curves`;
+the backtest is `orchestrator.analysis.backtest`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
 
-from orchestrator.analysis.interpolate import interpolate_at
-from orchestrator.analysis.pareto import pareto_frontier
+from orchestrator.analysis.curves import SPARSE_GAP, Curve, CurveKey, CurvePoint, DisaggSplit, gap_at, read_at
 from recipes.hardware import Figure, Hardware
 from recipes.model_registry import MlaAttention, RegistryModelSpec, kv_bytes_per_token
 
@@ -65,11 +66,6 @@ OVERHEAD_MODEL = "roofline-overhead-2"
 PLAIN_MODEL = "roofline-fit-1"
 # Disaggregated deployments: each point's decode worker by the roofline of the model's facts (nothing fitted).
 DISAGG_MODEL = "disagg-decode-roofline-1"
-DEFAULT_LEVELS = (30.0, 50.0, 100.0)
-# A backtest reading between frontier points more than this many times apart in interactivity or in throughput is
-# marked sparse: InferenceX doubles concurrency from one point to the next, which moves neither by this much, so
-# such a gap is missing points (the dashboard's rows keep 1-5 concurrencies of a configuration).
-SPARSE_GAP = 2.0
 # Share of accelerator memory an engine gives to weights and KV cache (vLLM's gpu_memory_utilization default).
 MEMORY_FRACTION = 0.9
 WEIGHT_BYTES_PER_PARAMETER = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}
@@ -337,20 +333,6 @@ class OverheadRoofline:
 
 
 @dataclass(frozen=True)
-class DisaggSplit:
-    """A disaggregated deployment's split (InferenceX's `num_prefill_gpu`, `num_decode_gpu`, decode workers)."""
-
-    prefill_gpus: int
-    decode_gpus: int
-    decode_workers: int
-    decode_dp_attention: bool
-
-    @property
-    def gpus_per_decode_worker(self) -> int:
-        return max(1, self.decode_gpus // max(1, self.decode_workers))
-
-
-@dataclass(frozen=True)
 class DisaggRoofline:
     """A disaggregated point (`DISAGG_MODEL`): one decode worker's step at its own batch (concurrency over decode
     workers), by the roofline of the model's facts at the source's peak figures, `max(bytes / bandwidth, FLOPs /
@@ -451,19 +433,6 @@ def fit_overhead_roofline(concurrency: Sequence[float], step_s: Sequence[float],
 
 
 # ------------------------------------------------------------------------------------------------- curves
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    """One configuration at one concurrency: the curve's coordinates (medians over repeats and runs)."""
-
-    configuration: str
-    concurrency: int
-    interactivity: float
-    output_per_gpu: float
-    total_per_gpu: float
-    sources: tuple[str, ...] = ()
-    split: DisaggSplit | None = None  # a disaggregated deployment's split; None for one server
 
 
 @dataclass(frozen=True)
@@ -616,177 +585,6 @@ def _beyond_split_capacity(
     return f"beyond {target.key}'s KV capacity of {target_capacity} sequences per decode worker"
 
 
-def frontier(points: Iterable[CurvePoint]) -> list[CurvePoint]:
-    """The curve's Pareto frontier (interactivity against output tokens/s per accelerator), by interactivity."""
-    items = list(points)
-    return [items[i] for i in pareto_frontier([(p.interactivity, p.output_per_gpu) for p in items])]
-
-
-def read_at(points: Sequence[CurvePoint], level: float) -> float | None:
-    """Output tokens/s per accelerator on the frontier at `level` tok/s/user; None outside the measured range."""
-    line = frontier(points)
-    if not line:
-        return None
-    if len(line) == 1:
-        return line[0].output_per_gpu if line[0].interactivity == level else None
-    return interpolate_at([p.interactivity for p in line], [p.output_per_gpu for p in line], level).value
-
-
-def gap_at(points: Sequence[CurvePoint], level: float) -> float:
-    """How far apart the frontier's points on either side of `level` are: the larger ratio of their interactivities
-    and of their throughputs; 1 where a point sits at the level or none brackets it. A reading across a wide gap
-    is the interpolation's guess: doubling concurrency, as InferenceX sweeps do, moves neither by 2x or more."""
-    line = frontier(points)
-    below = [p for p in line if p.interactivity < level]
-    above = [p for p in line if p.interactivity > level]
-    if any(p.interactivity == level for p in line) or not below or not above:
-        return 1.0
-    left = max(below, key=lambda p: p.interactivity)
-    right = min(above, key=lambda p: p.interactivity)
-    throughputs = sorted((left.output_per_gpu, right.output_per_gpu))
-    throughput_gap = throughputs[1] / throughputs[0] if throughputs[0] > 0 else math.inf
-    return max(right.interactivity / left.interactivity, throughput_gap)
-
-
-# ------------------------------------------------------------------------------------------------- from results
-
-
-@dataclass(frozen=True)
-class CurveKey:
-    """What two chips must share for their curves to be compared or projected one onto the other."""
-
-    model: str
-    precision: str
-    engine: str
-    workload: str
-    # Speculative decoding ('mtp', ...), None when off: its steps emit several tokens per user, so a chip's MTP
-    # points and its plain ones are two curves (InferenceX publishes both for one chip, image and parallelism).
-    speculative: str | None = None
-
-    def label(self) -> str:
-        spec = f" · {self.speculative}" if self.speculative else ""
-        return f"{self.model} {self.precision} · {self.engine}{spec} · {self.workload}"
-
-
-@dataclass
-class Curve:
-    key: CurveKey
-    hardware: str
-    points: list[CurvePoint]
-    images: set[str]
-    isl: int
-    osl: int
-    gpus: dict[str, int]  # accelerators per configuration
-    newest: datetime | None = None  # when its newest point measured
-
-
-def _median(values: Iterable[float]) -> float:
-    return statistics.median(list(values))
-
-
-def _image_of(row: Any) -> str | None:
-    """The row's engine image; None where it names none (a DataFrame's missing value is a float NaN, not None)."""
-    image = getattr(row, "engine_image", None)
-    return image if isinstance(image, str) and image else None
-
-
-def _is_disaggregated(configuration: str) -> bool:
-    return configuration.startswith("disagg")
-
-
-def _count(value: Any) -> int | None:
-    """A positive count, whatever the reader holds it in (a DataFrame's are floats, its missing values NaN)."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return None
-    return int(value) if int(value) > 0 else None
-
-
-def _split_of(row: Any) -> DisaggSplit | None:
-    """A disaggregated row's split, where its configuration states one (InferenceX rows do)."""
-    if not _is_disaggregated(row.parallelism):
-        return None
-    decode_gpus, workers = _count(getattr(row, "decode_gpus", None)), _count(getattr(row, "decode_workers", None))
-    prefill_gpus = _count(getattr(row, "prefill_gpus", None))
-    if decode_gpus is None or workers is None or prefill_gpus is None:
-        return None
-    attention = getattr(row, "decode_dp_attention", None)  # a DataFrame's is a numpy bool, or NaN where unknown
-    return DisaggSplit(prefill_gpus, decode_gpus, workers, isinstance(attention, bool | np.bool_) and bool(attention))
-
-
-def _speculative_of(row: Any) -> str | None:
-    """The row's speculative decoding method; None where off (or a DataFrame's missing value, a float NaN)."""
-    method = getattr(row, "speculative_decoding", None)
-    return method if isinstance(method, str) and method else None
-
-
-def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve]:
-    """Valid fixed-length points with an interactivity as curves by (key, chip, engine image).
-
-    A disaggregated deployment is kept where its split is known (`_split_of`; imported InferenceX rows), else left
-    out. Repeats and runs of one configuration at one concurrency become their median."""
-    grouped: dict[tuple[CurveKey, str, str | None, str, int], list[Any]] = defaultdict(list)
-    for row in rows:
-        if row.origin not in {"measured", "imported"} or not row.valid or row.workload_kind != "fixed-length":
-            continue
-        if not row.interactivity_p50 or not row.output_throughput_per_gpu:
-            continue
-        if _is_disaggregated(row.parallelism) and _split_of(row) is None:
-            continue
-        key = CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
-        image = _image_of(row)
-        grouped[(key, row.hardware, image, row.parallelism, row.concurrency)].append(row)
-    curves: dict[tuple[CurveKey, str, str | None], Curve] = {}
-    for (key, hardware, image, parallelism, concurrency), members in sorted(
-        grouped.items(), key=lambda item: str(item[0])
-    ):
-        first = members[0]
-        # Lengths as integers whatever the reader holds them in (a DataFrame's are floats).
-        curve = curves.setdefault(
-            (key, hardware, image), Curve(key, hardware, [], set(), int(first.isl), int(first.osl), {})
-        )
-        curve.points.append(CurvePoint(
-            parallelism, int(concurrency), _median(r.interactivity_p50 for r in members),
-            _median(r.output_throughput_per_gpu for r in members),
-            _median(r.total_token_throughput_per_gpu for r in members),
-            tuple(sorted({r.point_key for r in members})), _split_of(first),
-        ))  # fmt: skip
-        if image is not None:
-            curve.images.add(image)
-        curve.gpus[parallelism] = int(first.accelerators)
-        # Naive datetimes (SQLite's) are UTC, as everything is stored.
-        dates = [_utc(when) for r in members if (when := getattr(r, "finished_at", None)) is not None]
-        curve.newest = max([*dates, *([curve.newest] if curve.newest else [])], default=None)
-    return curves
-
-
-def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
-    """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip: each
-    chip's newest software generation (the image whose newest point is newest), never a median across releases.
-    What `infersweep project` projects from."""
-    curves: dict[CurveKey, dict[str, Curve]] = defaultdict(dict)
-    for key, by_chip in image_curves_of(rows).items():
-        for hardware, versions in by_chip.items():
-            curves[key][hardware] = max(versions, key=_recency)
-    return curves
-
-
-def _utc(when: datetime) -> datetime:
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
-
-
-def _recency(curve: Curve) -> tuple[datetime, int, list[str]]:
-    return curve.newest or datetime.min.replace(tzinfo=UTC), len(curve.points), sorted(curve.images)
-
-
-def image_curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, list[Curve]]]:
-    """As `curves_of`, one curve per engine image of each chip (rows stating no image make a curve of their own):
-    the backtest compares one software generation with one, never a median across releases."""
-    curves: dict[CurveKey, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
-    for (key, hardware, _image), curve in _curves(rows).items():
-        curves[key][hardware].append(curve)
-    return curves
-
-
 def project_between(
     curve: Curve,
     source: Hardware,
@@ -845,47 +643,6 @@ def project_band(curve: Curve, source: Hardware, target: Hardware, model: Regist
 
 
 @dataclass(frozen=True)
-class FittedOverhead:
-    """The overhead the model fits on one chip's curves of one family (model, precision, engine): the part of a
-    step it keeps as measured when it projects from that chip."""
-
-    family: str
-    hardware: str
-    median_ms: float
-    low_ms: float
-    high_ms: float
-    fits: int
-
-
-def fitted_overheads(
-    rows: Iterable[Any], models: dict[str, RegistryModelSpec], min_points: int = 4
-) -> list[FittedOverhead]:  # fmt: skip
-    """`OverheadRoofline.overhead_s` per chip and family over every configuration of `min_points` or more points
-    (three coefficients: a fourth point tests the fit), by family and chip. Chips whose overheads differ are where
-    a projection that keeps the source's overhead misses (docs/BENCHMARKS.md, "Projection backtest")."""
-    found: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for key, chips in image_curves_of(rows).items():
-        model = models.get(key.model)
-        if model is None:
-            continue
-        for chip, curves in chips.items():
-            for curve in curves:
-                for name, gpus in curve.gpus.items():
-                    points = [p for p in curve.points if p.configuration == name and p.split is None]
-                    shape = StepShape.of(model, key.precision, curve.isl, curve.osl, gpus, name)
-                    if shape is None or len(points) < min_points:
-                        continue
-                    fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points],
-                                                shape)  # fmt: skip
-                    spec = f" · {key.speculative}" if key.speculative else ""
-                    found[(f"{key.model} {key.precision} · {key.engine}{spec}", chip)].append(fit.overhead_s * 1000)
-    return [
-        FittedOverhead(family, chip, statistics.median(values), min(values), max(values), len(values))
-        for (family, chip), values in sorted(found.items())
-    ]
-
-
-@dataclass(frozen=True)
 class ChipRatio:
     """One chip's projected frontier over another's (measured, or projected from the same source curve), at one
     interactivity level and at each frontier's highest throughput, for one edge of the numerator's figure band."""
@@ -932,222 +689,3 @@ def chip_ratios(
             sparse=max(gap_at(points, level), gap_at(over, level)) > SPARSE_GAP,
         ))  # fmt: skip
     return out
-
-
-@dataclass(frozen=True)
-class BacktestRow:
-    curve: CurveKey
-    source: str
-    target: str
-    level: float
-    projected: float
-    measured: float
-    images_differ: bool
-    same_vendor: bool
-    scale_up_differs: bool
-    # The images differ only by their per-architecture build suffix (`-mi30x` / `-mi35x`): one engine release.
-    one_release: bool = False
-    # The no-model baseline: the source chip's own measured frontier at the level, as if the chips were equal.
-    unchanged: float | None = None
-    # The plain roofline's projection (no model facts, no overhead), for comparison.
-    plain: float | None = None
-    # The variant whose overhead follows FLOP/s too (`OverheadRoofline.overhead_follows_compute`), for comparison.
-    overhead_on_compute: float | None = None
-    model_version: str = ""
-    # Disaggregated deployments (`DisaggRoofline`): frontiers over every split, reported apart.
-    disaggregated: bool = False
-    # The projected or the measured frontier is read between points more than SPARSE_GAP x apart (`gap_at`).
-    sparse: bool = False
-
-    def _error(self, value: float | None) -> float | None:
-        return None if value is None else 100.0 * (value - self.measured) / self.measured
-
-    @property
-    def error_pct(self) -> float:
-        return 100.0 * (self.projected - self.measured) / self.measured
-
-    @property
-    def unchanged_error_pct(self) -> float | None:
-        return self._error(self.unchanged)
-
-    @property
-    def plain_error_pct(self) -> float | None:
-        return self._error(self.plain)
-
-    @property
-    def overhead_on_compute_error_pct(self) -> float | None:
-        return self._error(self.overhead_on_compute)
-
-
-@dataclass
-class Backtest:
-    rows: list[BacktestRow]
-    skipped: list[str]
-
-    def _chosen(self, same_vendor: bool | None, disaggregated: bool | None = None) -> list[BacktestRow]:
-        return [r for r in self.rows if (same_vendor is None or r.same_vendor == same_vendor)
-                and (disaggregated is None or r.disaggregated == disaggregated)]  # fmt: skip
-
-    def median_abs_error(
-        self, same_vendor: bool | None = None, of: Literal["projection", "plain", "unchanged"] = "projection",
-        disaggregated: bool | None = None,
-    ) -> float | None:  # fmt: skip
-        """Median |error| in %: of the projection, of the plain roofline, or of the unchanged-curve baseline."""
-        attribute = {"projection": "error_pct", "plain": "plain_error_pct", "unchanged": "unchanged_error_pct"}[of]
-        errors = [getattr(r, attribute) for r in self._chosen(same_vendor, disaggregated)]
-        chosen = [abs(error) for error in errors if error is not None]
-        return statistics.median(chosen) if chosen else None
-
-    def count(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> int:
-        return len(self._chosen(same_vendor, disaggregated))
-
-    def worst(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> BacktestRow | None:
-        return max(self._chosen(same_vendor, disaggregated), key=lambda row: abs(row.error_pct), default=None)
-
-
-@dataclass
-class _Pair:
-    key: CurveKey
-    source: Hardware
-    target: Hardware
-    projected: list[CurvePoint]
-    measured: list[CurvePoint]
-    images_differ: bool
-    one_release: bool
-    source_points: list[CurvePoint]
-    plain: list[CurvePoint]
-    model_version: str
-    overhead_on_compute: list[CurvePoint]
-    disaggregated: bool = False
-
-
-def _family(configuration: str) -> str:
-    """What two chips must share to be compared: the parallelism of one server, or 'disagg' for every split of a
-    disaggregated deployment (chips are tuned to different splits; their frontiers over all splits compare)."""
-    return "disagg" if _is_disaggregated(configuration) else configuration
-
-
-def _families(curve: Curve) -> set[str]:
-    return {_family(p.configuration) for p in curve.points}
-
-
-def _restricted(curve: Curve, families: set[str]) -> Curve:
-    return replace(curve, points=[p for p in curve.points if _family(p.configuration) in families],
-                   gpus={name: n for name, n in curve.gpus.items() if _family(name) in families})  # fmt: skip
-
-
-# A per-architecture build suffix of an image tag: SGLang's ROCm images build one release for gfx942 (`-mi30x`:
-# MI300X, MI325X) and gfx950 (`-mi35x`: MI355X); the ATOM images say `-MI350x`.
-_ARCH_BUILD = re.compile(r"-mi\d{2,3}x$", re.IGNORECASE)
-
-
-def engine_release(image: str) -> str:
-    """The image without its per-architecture build suffix: what two chips share when they ran one release."""
-    return _ARCH_BUILD.sub("", image)
-
-
-def _one_release(curve: Curve, other: Curve) -> bool:
-    """Both curves' images are builds of one release for different architectures (the images still differ)."""
-    return _images_differ(curve, other) and {engine_release(i) for i in curve.images} == {
-        engine_release(i) for i in other.images
-    }
-
-
-def _same_image(curve: Curve, other: Curve) -> bool:
-    return bool(curve.images) and curve.images == other.images
-
-
-def _images_differ(curve: Curve, other: Curve) -> bool:
-    return bool(curve.images and other.images and curve.images != other.images)
-
-
-def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Curve, Curve]]:
-    """Which (source, target) curves of two chips to compare, restricted to the parallelisms both measured: every
-    pair that ran the same image, else the one pair with the most shared points (an image difference, marked);
-    single-server and disaggregated deployments each on their own."""
-    candidates = []
-    for source in sources:
-        for target in targets:
-            shared = _families(source) & _families(target)
-            # Disaggregated and single-server deployments are compared apart (each on its own frontier).
-            for kind in ({f for f in shared if f == "disagg"}, {f for f in shared if f != "disagg"}):
-                if kind:
-                    candidates.append((_restricted(source, kind), _restricted(target, kind)))
-    chosen = []
-    for disaggregated in (False, True):  # each kind: its same-image pairs, else its fullest pair
-        kind = [pair for pair in candidates if _is_disaggregated_curve(pair[0]) == disaggregated]
-        same = [(source, target) for source, target in kind if _same_image(source, target)]
-        if same:
-            chosen += same
-        elif kind:
-            chosen.append(max(kind, key=lambda pair: (
-                len(pair[0].points) + len(pair[1].points), sorted(pair[0].images), sorted(pair[1].images),
-            )))  # fmt: skip
-    return chosen
-
-
-def _is_disaggregated_curve(curve: Curve) -> bool:
-    return any(point.split is not None for point in curve.points)
-
-
-def _pairs(
-    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str],
-    with_variant: bool,
-) -> list[_Pair]:  # fmt: skip
-    pairs: list[_Pair] = []
-    for key, by_chip in image_curves_of(rows).items():
-        for source_key, target_key in ((s, t) for s in by_chip for t in by_chip if s != t):
-            source, target = registry.get(source_key), registry.get(target_key)
-            if source is None or target is None:
-                skipped.append(f"{key.label()}: {source_key} -> {target_key}: not in the hardware registry")
-                continue
-            # Like for like: only the parallelisms both chips measured (a configuration one chip never ran is a
-            # difference of sampling, not of chips), and one image against the same image where both ran one.
-            chosen = _chosen_curves(by_chip[source_key], by_chip[target_key])
-            if not chosen:
-                skipped.append(f"{key.label()}: {source_key} -> {target_key}: no parallelism measured on both")
-            for curve, other in chosen:
-                try:
-                    projection = project_between(curve, source, target, models.get(key.model))
-                    plain = project_between(curve, source, target, None)
-                    variant = project_between(curve, source, target, models.get(key.model),
-                                              overhead_follows_compute=True) if with_variant else None  # fmt: skip
-                except ProjectionError as error:
-                    skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
-                    continue
-                pairs.append(_Pair(
-                    key, source, target, [p.point for p in projection.points], other.points,
-                    images_differ=_images_differ(curve, other), one_release=_one_release(curve, other),
-                    source_points=curve.points,
-                    plain=[p.point for p in plain.points], model_version=projection.model_version,
-                    overhead_on_compute=[] if variant is None else [p.point for p in variant.points],
-                    disaggregated=_is_disaggregated_curve(curve),
-                ))  # fmt: skip
-    return pairs
-
-
-def backtest(
-    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec],
-    levels: Sequence[float] = DEFAULT_LEVELS, with_variant: bool = False,
-) -> Backtest:  # fmt: skip
-    """Every ordered pair of chips on a shared curve key: the source's projection against the target's measurement
-    at each level both reach. The target's points are read only to compare, never to fit. `with_variant` also
-    projects with the overhead following FLOP/s (the benchmark's peer; the hub and the CLI do not show it)."""
-    skipped: list[str] = []
-    out: list[BacktestRow] = []
-    for pair in _pairs(rows, registry, models, skipped, with_variant):
-        for level in levels:
-            projected = read_at(pair.projected, level)
-            measured = read_at(pair.measured, level)
-            if projected is None or measured is None:
-                continue
-            out.append(BacktestRow(
-                pair.key, pair.source.key, pair.target.key, level, projected, measured, pair.images_differ,
-                same_vendor=pair.source.vendor == pair.target.vendor,
-                scale_up_differs=pair.source.scale_up_domain != pair.target.scale_up_domain,
-                unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
-                model_version=pair.model_version, one_release=pair.one_release,
-                overhead_on_compute=read_at(pair.overhead_on_compute, level), disaggregated=pair.disaggregated,
-                sparse=max(gap_at(pair.projected, level), gap_at(pair.measured, level)) > SPARSE_GAP,
-            ))  # fmt: skip
-    return Backtest(out, skipped)

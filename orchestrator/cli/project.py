@@ -44,7 +44,7 @@ def _hardware_keys(registry: dict, labels: dict[str, str]) -> dict[str, str]:  #
 
 def _source_curves(chip: str, **wanted: str | None) -> list:  # type: ignore[type-arg]
     """The chip's measured or imported curves matching the filters; none is an error (exit 1)."""
-    from orchestrator.analysis.projection import curves_of
+    from orchestrator.analysis.curves import curves_of
 
     curves = [
         by_chip[chip] for key, by_chip in curves_of(_rows()).items()
@@ -113,12 +113,13 @@ def backtest(
 ) -> None:
     """Project every measured chip onto every other chip that measured the same model, precision, engine and
     workload, and compare with its measurement; ends with the median absolute error over all pairs."""
-    from orchestrator.analysis import projection
+    from orchestrator.analysis import backtest as backtests
+    from orchestrator.analysis.curves import SPARSE_GAP
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
 
-    levels = tuple(at_interactivity or projection.DEFAULT_LEVELS)
-    result = projection.backtest(_rows(), load_hardware_registry(), load_model_registry(), levels)
+    levels = tuple(at_interactivity or backtests.DEFAULT_LEVELS)
+    result = backtests.backtest(_rows(), load_hardware_registry(), load_model_registry(), levels)
     table = Table(title="Projection backtest (output tok/s/GPU on the frontier)")
     for column in ("curve", "source", "target", "tok/s/user", "projected", "measured", "error %", "plain %",
                    "unchanged %", "marks"):  # fmt: skip
@@ -128,7 +129,7 @@ def backtest(
         marks = [m for m, on in ((images, row.images_differ), ("cross-vendor", not row.same_vendor),
                                  ("scale-up differs", row.scale_up_differs),
                                  ("disaggregated", row.disaggregated),
-                                 (f"sparse (points >{projection.SPARSE_GAP:g}x apart)", row.sparse)) if on]  # fmt: skip
+                                 (f"sparse (points >{SPARSE_GAP:g}x apart)", row.sparse)) if on]  # fmt: skip
         plain, unchanged = ("-" if e is None else f"{e:+.1f}" for e in (row.plain_error_pct, row.unchanged_error_pct))
         table.add_row(row.curve.label(), row.source, row.target, f"{row.level:g}", f"{row.projected:,.0f}",
                       f"{row.measured:,.0f}", f"{row.error_pct:+.1f}", plain, unchanged, ", ".join(marks))  # fmt: skip
@@ -170,7 +171,8 @@ def ratio(
 ) -> None:
     """`--to` over `--over` in output tok/s per accelerator, both projected from `--from`'s measured curves (stores
     nothing): at one interactivity and at each frontier's highest throughput, one row per end of a figure range."""
-    from orchestrator.analysis.projection import SPARSE_GAP, ProjectionError, chip_ratios
+    from orchestrator.analysis.curves import SPARSE_GAP
+    from orchestrator.analysis.projection import ProjectionError, chip_ratios
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
 

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, inspect
 from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
-from orchestrator.analysis.projection import backtest, fitted_overheads
+from orchestrator.analysis.backtest import backtest, fitted_overheads
 from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry

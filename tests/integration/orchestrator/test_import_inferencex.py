@@ -392,7 +392,7 @@ def test_speculative_decoding_rows_are_a_curve_of_their_own(tmp_path: Path) -> N
     """Found backtesting on the dashboard API's captured response: InferenceX publishes one chip, image and
     parallelism with and without MTP (e.g. MI325X SGLang TP8 1k/1k: 3 MTP and 2 plain rows), and the projection
     fitted them as one curve, a median across two different step mechanisms. They are two curves."""
-    from orchestrator.analysis.projection import image_curves_of
+    from orchestrator.analysis.curves import image_curves_of
 
     single = [row for row in raw_rows("20316427102") if not row["disagg"]][:3]
     plain = [as_api_row(row, "2026-05-22", 3001) for row in single]

@@ -1,4 +1,5 @@
-"""The roofline projection on hand-made curves, and the backtest's promise that a target never calibrates itself."""
+"""The roofline projection on hand-made curves, the curves read from results (orchestrator.analysis.curves), and the
+backtest's promise that a target never calibrates itself (orchestrator.analysis.backtest)."""
 
 from __future__ import annotations
 
@@ -8,30 +9,31 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.analysis.projection import (
-    DISAGG_MODEL,
+from orchestrator.analysis.backtest import backtest, fitted_overheads
+from orchestrator.analysis.curves import (
     SPARSE_GAP,
-    ChipRates,
     Curve,
     CurveKey,
     CurvePoint,
     DisaggSplit,
+    curves_of,
+    gap_at,
+    read_at,
+)
+from orchestrator.analysis.projection import (
+    DISAGG_MODEL,
+    ChipRates,
     OverheadRoofline,
     ProjectionError,
     Rate,
     StepShape,
-    backtest,
     chip_rates,
     chip_ratios,
-    curves_of,
     fit_overhead_roofline,
     fit_roofline,
-    fitted_overheads,
-    gap_at,
     kv_capacity,
     project_band,
     project_curve,
-    read_at,
 )
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry

@@ -1,0 +1,287 @@
+"""The backtest: every chip's measured curve projected to every other chip that measured the same curve key and
+configuration family, compared with that chip's measurement at the interactivity levels both frontiers reach, next
+to the plain roofline and the unchanged-curve baseline; and the overhead the model fits per chip and family, where
+it misses. The target's points are read only to compare, never to fit (orchestrator.analysis.projection states
+the models; docs/BENCHMARKS.md, "Projection backtest", the figures on the public InferenceX corpora)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from orchestrator.analysis.curves import (
+    SPARSE_GAP,
+    Curve,
+    CurveKey,
+    CurvePoint,
+    gap_at,
+    image_curves_of,
+    is_disaggregated,
+    is_disaggregated_curve,
+    read_at,
+)
+from orchestrator.analysis.projection import ProjectionError, StepShape, fit_overhead_roofline, project_between
+from recipes.hardware import Hardware
+from recipes.model_registry import RegistryModelSpec
+
+DEFAULT_LEVELS = (30.0, 50.0, 100.0)
+
+
+@dataclass(frozen=True)
+class FittedOverhead:
+    """The overhead the model fits on one chip's curves of one family (model, precision, engine): the part of a
+    step it keeps as measured when it projects from that chip."""
+
+    family: str
+    hardware: str
+    median_ms: float
+    low_ms: float
+    high_ms: float
+    fits: int
+
+
+def fitted_overheads(
+    rows: Iterable[Any], models: dict[str, RegistryModelSpec], min_points: int = 4
+) -> list[FittedOverhead]:  # fmt: skip
+    """`OverheadRoofline.overhead_s` per chip and family over every configuration of `min_points` or more points
+    (three coefficients: a fourth point tests the fit), by family and chip. Chips whose overheads differ are where
+    a projection that keeps the source's overhead misses (docs/BENCHMARKS.md, "Projection backtest")."""
+    found: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for key, chips in image_curves_of(rows).items():
+        model = models.get(key.model)
+        if model is None:
+            continue
+        for chip, curves in chips.items():
+            for curve in curves:
+                for name, gpus in curve.gpus.items():
+                    points = [p for p in curve.points if p.configuration == name and p.split is None]
+                    shape = StepShape.of(model, key.precision, curve.isl, curve.osl, gpus, name)
+                    if shape is None or len(points) < min_points:
+                        continue
+                    fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points],
+                                                shape)  # fmt: skip
+                    spec = f" · {key.speculative}" if key.speculative else ""
+                    found[(f"{key.model} {key.precision} · {key.engine}{spec}", chip)].append(fit.overhead_s * 1000)
+    return [
+        FittedOverhead(family, chip, statistics.median(values), min(values), max(values), len(values))
+        for (family, chip), values in sorted(found.items())
+    ]
+
+
+@dataclass(frozen=True)
+class BacktestRow:
+    curve: CurveKey
+    source: str
+    target: str
+    level: float
+    projected: float
+    measured: float
+    images_differ: bool
+    same_vendor: bool
+    scale_up_differs: bool
+    # The images differ only by their per-architecture build suffix (`-mi30x` / `-mi35x`): one engine release.
+    one_release: bool = False
+    # The no-model baseline: the source chip's own measured frontier at the level, as if the chips were equal.
+    unchanged: float | None = None
+    # The plain roofline's projection (no model facts, no overhead), for comparison.
+    plain: float | None = None
+    # The variant whose overhead follows FLOP/s too (`OverheadRoofline.overhead_follows_compute`), for comparison.
+    overhead_on_compute: float | None = None
+    model_version: str = ""
+    # Disaggregated deployments (`DisaggRoofline`): frontiers over every split, reported apart.
+    disaggregated: bool = False
+    # The projected or the measured frontier is read between points more than SPARSE_GAP x apart (`gap_at`).
+    sparse: bool = False
+
+    def _error(self, value: float | None) -> float | None:
+        return None if value is None else 100.0 * (value - self.measured) / self.measured
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.projected - self.measured) / self.measured
+
+    @property
+    def unchanged_error_pct(self) -> float | None:
+        return self._error(self.unchanged)
+
+    @property
+    def plain_error_pct(self) -> float | None:
+        return self._error(self.plain)
+
+    @property
+    def overhead_on_compute_error_pct(self) -> float | None:
+        return self._error(self.overhead_on_compute)
+
+
+@dataclass
+class Backtest:
+    rows: list[BacktestRow]
+    skipped: list[str]
+
+    def _chosen(self, same_vendor: bool | None, disaggregated: bool | None = None) -> list[BacktestRow]:
+        return [r for r in self.rows if (same_vendor is None or r.same_vendor == same_vendor)
+                and (disaggregated is None or r.disaggregated == disaggregated)]  # fmt: skip
+
+    def median_abs_error(
+        self, same_vendor: bool | None = None, of: Literal["projection", "plain", "unchanged"] = "projection",
+        disaggregated: bool | None = None,
+    ) -> float | None:  # fmt: skip
+        """Median |error| in %: of the projection, of the plain roofline, or of the unchanged-curve baseline."""
+        attribute = {"projection": "error_pct", "plain": "plain_error_pct", "unchanged": "unchanged_error_pct"}[of]
+        errors = [getattr(r, attribute) for r in self._chosen(same_vendor, disaggregated)]
+        chosen = [abs(error) for error in errors if error is not None]
+        return statistics.median(chosen) if chosen else None
+
+    def count(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> int:
+        return len(self._chosen(same_vendor, disaggregated))
+
+    def worst(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> BacktestRow | None:
+        return max(self._chosen(same_vendor, disaggregated), key=lambda row: abs(row.error_pct), default=None)
+
+
+@dataclass
+class _Pair:
+    key: CurveKey
+    source: Hardware
+    target: Hardware
+    projected: list[CurvePoint]
+    measured: list[CurvePoint]
+    images_differ: bool
+    one_release: bool
+    source_points: list[CurvePoint]
+    plain: list[CurvePoint]
+    model_version: str
+    overhead_on_compute: list[CurvePoint]
+    disaggregated: bool = False
+
+
+def _family(configuration: str) -> str:
+    """What two chips must share to be compared: the parallelism of one server, or 'disagg' for every split of a
+    disaggregated deployment (chips are tuned to different splits; their frontiers over all splits compare)."""
+    return "disagg" if is_disaggregated(configuration) else configuration
+
+
+def _families(curve: Curve) -> set[str]:
+    return {_family(p.configuration) for p in curve.points}
+
+
+def _restricted(curve: Curve, families: set[str]) -> Curve:
+    return replace(curve, points=[p for p in curve.points if _family(p.configuration) in families],
+                   gpus={name: n for name, n in curve.gpus.items() if _family(name) in families})  # fmt: skip
+
+
+# A per-architecture build suffix of an image tag: SGLang's ROCm images build one release for gfx942 (`-mi30x`:
+# MI300X, MI325X) and gfx950 (`-mi35x`: MI355X); the ATOM images say `-MI350x`.
+_ARCH_BUILD = re.compile(r"-mi\d{2,3}x$", re.IGNORECASE)
+
+
+def engine_release(image: str) -> str:
+    """The image without its per-architecture build suffix: what two chips share when they ran one release."""
+    return _ARCH_BUILD.sub("", image)
+
+
+def _one_release(curve: Curve, other: Curve) -> bool:
+    """Both curves' images are builds of one release for different architectures (the images still differ)."""
+    return _images_differ(curve, other) and {engine_release(i) for i in curve.images} == {
+        engine_release(i) for i in other.images
+    }
+
+
+def _same_image(curve: Curve, other: Curve) -> bool:
+    return bool(curve.images) and curve.images == other.images
+
+
+def _images_differ(curve: Curve, other: Curve) -> bool:
+    return bool(curve.images and other.images and curve.images != other.images)
+
+
+def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Curve, Curve]]:
+    """Which (source, target) curves of two chips to compare, restricted to the parallelisms both measured: every
+    pair that ran the same image, else the one pair with the most shared points (an image difference, marked);
+    single-server and disaggregated deployments each on their own."""
+    candidates = []
+    for source in sources:
+        for target in targets:
+            shared = _families(source) & _families(target)
+            # Disaggregated and single-server deployments are compared apart (each on its own frontier).
+            for kind in ({f for f in shared if f == "disagg"}, {f for f in shared if f != "disagg"}):
+                if kind:
+                    candidates.append((_restricted(source, kind), _restricted(target, kind)))
+    chosen = []
+    for disaggregated in (False, True):  # each kind: its same-image pairs, else its fullest pair
+        kind = [pair for pair in candidates if is_disaggregated_curve(pair[0]) == disaggregated]
+        same = [(source, target) for source, target in kind if _same_image(source, target)]
+        if same:
+            chosen += same
+        elif kind:
+            chosen.append(max(kind, key=lambda pair: (
+                len(pair[0].points) + len(pair[1].points), sorted(pair[0].images), sorted(pair[1].images),
+            )))  # fmt: skip
+    return chosen
+
+
+def _pairs(
+    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str],
+    with_variant: bool,
+) -> list[_Pair]:  # fmt: skip
+    pairs: list[_Pair] = []
+    for key, by_chip in image_curves_of(rows).items():
+        for source_key, target_key in ((s, t) for s in by_chip for t in by_chip if s != t):
+            source, target = registry.get(source_key), registry.get(target_key)
+            if source is None or target is None:
+                skipped.append(f"{key.label()}: {source_key} -> {target_key}: not in the hardware registry")
+                continue
+            # Like for like: only the parallelisms both chips measured (a configuration one chip never ran is a
+            # difference of sampling, not of chips), and one image against the same image where both ran one.
+            chosen = _chosen_curves(by_chip[source_key], by_chip[target_key])
+            if not chosen:
+                skipped.append(f"{key.label()}: {source_key} -> {target_key}: no parallelism measured on both")
+            for curve, other in chosen:
+                try:
+                    projection = project_between(curve, source, target, models.get(key.model))
+                    plain = project_between(curve, source, target, None)
+                    variant = project_between(curve, source, target, models.get(key.model),
+                                              overhead_follows_compute=True) if with_variant else None  # fmt: skip
+                except ProjectionError as error:
+                    skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
+                    continue
+                pairs.append(_Pair(
+                    key, source, target, [p.point for p in projection.points], other.points,
+                    images_differ=_images_differ(curve, other), one_release=_one_release(curve, other),
+                    source_points=curve.points,
+                    plain=[p.point for p in plain.points], model_version=projection.model_version,
+                    overhead_on_compute=[] if variant is None else [p.point for p in variant.points],
+                    disaggregated=is_disaggregated_curve(curve),
+                ))  # fmt: skip
+    return pairs
+
+
+def backtest(
+    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec],
+    levels: Sequence[float] = DEFAULT_LEVELS, with_variant: bool = False,
+) -> Backtest:  # fmt: skip
+    """Every ordered pair of chips on a shared curve key: the source's projection against the target's measurement
+    at each level both reach. The target's points are read only to compare, never to fit. `with_variant` also
+    projects with the overhead following FLOP/s (the benchmark's peer; the hub and the CLI do not show it)."""
+    skipped: list[str] = []
+    out: list[BacktestRow] = []
+    for pair in _pairs(rows, registry, models, skipped, with_variant):
+        for level in levels:
+            projected = read_at(pair.projected, level)
+            measured = read_at(pair.measured, level)
+            if projected is None or measured is None:
+                continue
+            out.append(BacktestRow(
+                pair.key, pair.source.key, pair.target.key, level, projected, measured, pair.images_differ,
+                same_vendor=pair.source.vendor == pair.target.vendor,
+                scale_up_differs=pair.source.scale_up_domain != pair.target.scale_up_domain,
+                unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
+                model_version=pair.model_version, one_release=pair.one_release,
+                overhead_on_compute=read_at(pair.overhead_on_compute, level), disaggregated=pair.disaggregated,
+                sparse=max(gap_at(pair.projected, level), gap_at(pair.measured, level)) > SPARSE_GAP,
+            ))  # fmt: skip
+    return Backtest(out, skipped)
