@@ -20,15 +20,13 @@ overhead to another.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 from db import reads
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.backtest import BacktestRow, backtest, fitted_overheads
+from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, median_abs
 from orchestrator.importers.store import import_inferencex
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
@@ -45,11 +43,6 @@ def files_of(arguments: list[str]) -> list[Path]:
     return found
 
 
-def median(rows: list[BacktestRow], attribute: str) -> tuple[float | None, int]:
-    errors = [abs(value) for row in rows if (value := getattr(row, attribute)) is not None]
-    return (statistics.median(errors) if errors else None), len(errors)
-
-
 def main() -> None:
     files = files_of(sys.argv[1:])
     with tempfile.TemporaryDirectory() as directory:
@@ -63,26 +56,11 @@ def main() -> None:
     registry = load_hardware_registry()
     result = backtest(rows, registry, load_model_registry(), with_variant=True)
     print(f"{summary.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
-    groups: dict[str, list[BacktestRow]] = defaultdict(list)
-    for row in result.rows:
-        if row.disaggregated:  # reported apart: a model that fits nothing (DisaggRoofline), not the target's
-            groups[f"disaggregated, {'same-vendor' if row.same_vendor else 'cross-vendor'}"].append(row)
-            if row.same_vendor and not row.images_differ:
-                groups["disaggregated, same-vendor, same image"].append(row)
-            continue
-        groups["same-vendor" if row.same_vendor else "cross-vendor"].append(row)
-        if row.same_vendor:
-            groups[f"same-vendor, {registry[row.source].vendor}"].append(row)
-            if not row.images_differ:
-                groups["same-vendor, same image"].append(row)
-            elif row.one_release:
-                groups["same-vendor, per-arch builds of one release"].append(row)
-    for name in sorted(groups):
-        members = groups[name]
-        projected, count = median(members, "error_pct")
-        plain, plain_count = median(members, "plain_error_pct")
-        unchanged, unchanged_count = median(members, "unchanged_error_pct")
-        variant, variant_count = median(members, "overhead_on_compute_error_pct")
+    for name, members in groups(result.rows, registry).items():
+        projected, count = median_abs(members, "error_pct")
+        plain, plain_count = median_abs(members, "plain_error_pct")
+        unchanged, unchanged_count = median_abs(members, "unchanged_error_pct")
+        variant, variant_count = median_abs(members, "overhead_on_compute_error_pct")
         verdict = ""
         if name.startswith("same-vendor") and projected is not None:
             verdict = f" (target {TARGET_PCT:g} %: {'MET' if projected <= TARGET_PCT else 'NOT MET'})"
@@ -94,7 +72,7 @@ def main() -> None:
         ):
             if value is not None and projected is not None:
                 peers.append(f"{label} {value:.1f} % over {n} (ratio {projected / value:.2f})")
-        dense, dense_count = median([row for row in members if not row.sparse], "error_pct")
+        dense, dense_count = median_abs([row for row in members if not row.sparse], "error_pct")
         if dense is not None:
             peers.append(f"without sparse readings {dense:.1f} % over {dense_count}")
         print(f"{name}: median |error| {projected:.1f} % over {count} pairs{verdict}; " + "; ".join(peers))

@@ -132,9 +132,7 @@ class Backtest:
     ) -> float | None:  # fmt: skip
         """Median |error| in %: of the projection, of the plain roofline, or of the unchanged-curve baseline."""
         attribute = {"projection": "error_pct", "plain": "plain_error_pct", "unchanged": "unchanged_error_pct"}[of]
-        errors = [getattr(r, attribute) for r in self._chosen(same_vendor, disaggregated)]
-        chosen = [abs(error) for error in errors if error is not None]
-        return statistics.median(chosen) if chosen else None
+        return median_abs(self._chosen(same_vendor, disaggregated), attribute)[0]
 
     def count(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> int:
         return len(self._chosen(same_vendor, disaggregated))
@@ -285,3 +283,30 @@ def backtest(
                 sparse=max(gap_at(pair.projected, level), gap_at(pair.measured, level)) > SPARSE_GAP,
             ))  # fmt: skip
     return Backtest(out, skipped)
+
+
+def median_abs(rows: Iterable[BacktestRow], attribute: str = "error_pct") -> tuple[float | None, int]:
+    """Median |error| in % of `attribute` over the rows that have it, and how many do."""
+    errors = [abs(value) for row in rows if (value := getattr(row, attribute)) is not None]
+    return (statistics.median(errors) if errors else None), len(errors)
+
+
+def groups(rows: Iterable[BacktestRow], registry: dict[str, Hardware]) -> dict[str, list[BacktestRow]]:
+    """The rows by the groups docs/BENCHMARKS.md reports, in name order: single-server same- and cross-vendor, same
+    vendor by vendor, same image, per-architecture builds of one release; disaggregated ones apart."""
+    grouped: dict[str, list[BacktestRow]] = defaultdict(list)
+    for row in rows:
+        vendor_pairs = "same-vendor" if row.same_vendor else "cross-vendor"
+        if row.disaggregated:  # reported apart: a model that fits nothing (DisaggRoofline)
+            grouped[f"disaggregated, {vendor_pairs}"].append(row)
+            if row.same_vendor and not row.images_differ:
+                grouped["disaggregated, same-vendor, same image"].append(row)
+            continue
+        grouped[vendor_pairs].append(row)
+        if row.same_vendor:
+            grouped[f"same-vendor, {registry[row.source].vendor}"].append(row)
+            if not row.images_differ:
+                grouped["same-vendor, same image"].append(row)
+            elif row.one_release:
+                grouped["same-vendor, per-arch builds of one release"].append(row)
+    return dict(sorted(grouped.items()))

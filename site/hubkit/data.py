@@ -7,7 +7,7 @@ The hub never migrates or writes: an empty or brand-new database simply has no r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import NoneType, SimpleNamespace
 from typing import Any, get_args, get_type_hints
 
@@ -18,7 +18,7 @@ from sqlalchemy import Engine, inspect
 from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
-from orchestrator.analysis.backtest import backtest, fitted_overheads
+from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, median_abs
 from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
@@ -153,6 +153,8 @@ class ProjectionReport:
     # Single-server and disaggregated deployments apart (the disaggregated model fits nothing: docs/METHODOLOGY.md).
     single_server_same_vendor: float | None = None
     disaggregated: float | None = None
+    # The medians by group, as `python -m benchmarks.projection_backtest` prints them (docs/BENCHMARKS.md).
+    by_group: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def projection_report(url: str) -> ProjectionReport:
@@ -186,8 +188,21 @@ def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
             for fitted in fitted_overheads(rows, models)
         ]
     )  # fmt: skip
+    summary = pd.DataFrame(
+        [
+            {"pairs": name, "rows": len(members), "median abs. error %": _rounded(median_abs(members)[0]),
+             "unchanged curve %": _rounded(median_abs(members, "unchanged_error_pct")[0]),
+             "without sparse readings %": _rounded(median_abs([r for r in members if not r.sparse])[0]),
+             "rows not sparse": sum(not r.sparse for r in members)}
+            for name, members in groups(result.rows, hardware_registry()).items()
+        ]
+    )  # fmt: skip
     return ProjectionReport(
         table, overheads, result.median_abs_error(), result.median_abs_error(True), result.median_abs_error(False),
         result.median_abs_error(of="unchanged"), result.median_abs_error(True, disaggregated=False),
-        result.median_abs_error(disaggregated=True),
+        result.median_abs_error(disaggregated=True), summary,
     )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)

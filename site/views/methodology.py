@@ -250,6 +250,8 @@ with projections:
             f"{percent(report.single_server_same_vendor)}; disaggregated deployments (prefill and decode on "
             f"separate GPUs, projected without a fit): {percent(report.disaggregated)}."
         )
+        if not report.by_group.empty:
+            table_with_csv(report.by_group, "projection-backtest-groups")
         table_with_csv(backtest, "projection-backtest")
         st.caption("Each row projects the source chip's measured curve to the target chip and reads both frontiers "
                    "at one interactivity level (output tok/s/GPU); the target's measurements are only compared "
@@ -263,7 +265,8 @@ with projections:
             "**Where it misses: the overhead.** The model keeps the part of a step that follows no hardware figure "
             "as measured on the source chip. Chips whose fitted overheads differ for one family are the pairs it "
             "gets wrong (docs/BENCHMARKS.md, 'Projection backtest', gives the public InferenceX files' figures: "
-            "AMD's generations differ twofold under one SGLang release)."
+            "AMD's generations differ twofold under one SGLang release, and InferenceX launched them differently: "
+            "compiled graphs, the aiter attention backend and an INT4 all-reduce on MI355X only)."
         )
         table_with_csv(overheads, "projection-overheads")
 

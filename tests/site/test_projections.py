@@ -86,6 +86,15 @@ def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_
     median = re.search(r"^median absolute error ([\d.]+) % over", printed.stdout, re.MULTILINE)
     assert median is not None, printed.stdout
     assert any(f"Median absolute error **{median.group(1)} %**" in block.value for block in app.markdown)
+    # The medians by group, as the backtest benchmark and the CLI print them.
+    by_group = [frame.value for frame in app.dataframe if "median abs. error %" in frame.value.columns]
+    assert len(by_group) == 1, [list(f.value.columns) for f in app.dataframe]
+    same_vendor = re.search(r"^same-vendor: median absolute error ([\d.]+) % over (\d+) pairs", printed.stdout,
+                            re.MULTILINE)  # fmt: skip
+    assert same_vendor is not None, printed.stdout
+    row = by_group[0].set_index("pairs").loc["same-vendor"]
+    assert row["median abs. error %"] == pytest.approx(float(same_vendor.group(1)), abs=0.05)
+    assert row["rows"] == int(same_vendor.group(2))
     overheads = [frame.value for frame in app.dataframe if "overhead ms/step" in frame.value.columns]
     assert len(overheads) == 1 and not overheads[0].empty
     assert {"h200", "b200"} <= set(overheads[0]["hardware"]) and (overheads[0]["overhead ms/step"] >= 0).all()
