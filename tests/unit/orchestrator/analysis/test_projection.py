@@ -1,23 +1,20 @@
-"""The roofline projection on hand-made curves, the curves read from results (orchestrator.analysis.curves), and the
-backtest's promise that a target never calibrates itself (orchestrator.analysis.backtest)."""
+"""The roofline projections on hand-made curves: bandwidth-bound curves follow bandwidth, compute-bound ones FLOP/s,
+KV capacity and scale-up domains cap what a target reaches, and disaggregated decode workers move by the model's
+facts (orchestrator.analysis.projection)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.analysis.backtest import backtest, fitted_overheads
 from orchestrator.analysis.curves import (
-    SPARSE_GAP,
     Curve,
     CurveKey,
     CurvePoint,
     DisaggSplit,
     curves_of,
-    gap_at,
     read_at,
 )
 from orchestrator.analysis.projection import (
@@ -37,6 +34,9 @@ from orchestrator.analysis.projection import (
 )
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
+from tests.unit.orchestrator.analysis.result_rows import (
+    chip_rows,
+)
 
 
 def chip(
@@ -121,124 +121,9 @@ def test_a_range_in_the_registry_gives_a_band_and_a_missing_dense_figure_a_bound
         chip_rates(registry["b200"], "int3")
 
 
-def _row(
-    hardware: str, concurrency: int, interactivity: float, output: float, parallelism: str = "tp8"
-) -> SimpleNamespace:
-    return SimpleNamespace(
-        origin="imported", valid=True, workload_kind="fixed-length", interactivity_p50=interactivity,
-        output_throughput_per_gpu=output, total_token_throughput_per_gpu=2 * output, parallelism=parallelism,
-        model="gpt-oss-120b", precision="fp4", engine="vllm", workload="1k/1k", hardware=hardware,
-        concurrency=concurrency, isl=1024, osl=1024, point_key=f"{hardware}-{concurrency}", accelerators=8,
-        engine_image="vllm/vllm-openai:v0.11.2",
-    )  # fmt: skip
-
-
-def _chip_rows(hardware: str, speed: float) -> list[SimpleNamespace]:
-    return [_row(hardware, c, speed / (1 + c / 32), speed * c / (1 + c / 32) / 8) for c in (4, 8, 16, 32, 64, 128)]
-
-
-def test_the_target_chips_measurements_never_enter_the_projection() -> None:
-    registry, models = load_hardware_registry(), load_model_registry()
-    rows = _chip_rows("h100", 200.0) + _chip_rows("h200", 230.0)
-    first = backtest(rows, registry, models)
-    assert {(r.source, r.target) for r in first.rows} == {("h100", "h200"), ("h200", "h100")}
-    # Move every H200 measurement: the projections made *to* H200 do not change; only their errors do.
-    moved = rows[:6] + [replace_row(r, 1.7) for r in rows[6:]]
-    second = backtest(moved, registry, models)
-    to_h200 = {r.level: r for r in first.rows if r.target == "h200"}
-    for row in (r for r in second.rows if r.target == "h200"):
-        if row.level in to_h200:
-            assert row.projected == pytest.approx(to_h200[row.level].projected)
-            assert row.measured != pytest.approx(to_h200[row.level].measured)
-    # H100 -> H200 is bandwidth-bound on this curve: projected = measured H100 curve x 4.8/3.35 at the same C.
-    assert first.median_abs_error() is not None and first.count() == len(first.rows)
-
-
-def replace_row(row: SimpleNamespace, factor: float) -> SimpleNamespace:
-    return SimpleNamespace(**{**vars(row), "interactivity_p50": row.interactivity_p50 * factor,
-                              "output_throughput_per_gpu": row.output_throughput_per_gpu * factor})  # fmt: skip
-
-
-def test_only_parallelisms_both_chips_measured_are_compared() -> None:
-    registry, models = load_hardware_registry(), load_model_registry()
-    rows = _chip_rows("h100", 200.0)
-    rows += [SimpleNamespace(**{**vars(r), "parallelism": "tp2"}) for r in _chip_rows("h200", 230.0)]
-    result = backtest(rows, registry, models)
-    assert not result.rows
-    assert any("no parallelism measured on both" in line for line in result.skipped)
-
-
-def _on_image(rows: list[SimpleNamespace], image: str, factor: float = 1.0) -> list[SimpleNamespace]:
-    return [SimpleNamespace(**{**vars(replace_row(r, factor)), "engine_image": image,
-                               "point_key": f"{r.point_key}-{image}"}) for r in rows]  # fmt: skip
-
-
-def test_a_release_is_compared_with_the_same_release_never_a_median_across_releases() -> None:
-    """A chip measured on two engine releases is two curves: H100 v0.13 is compared with H200 v0.13 and v0.11 with
-    v0.11 (InferenceX's gpt-oss curves), not the median of both releases with the median of both."""
-    registry, models = load_hardware_registry(), load_model_registry()
-    old, new = "vllm/vllm-openai:v0.11.2", "vllm/vllm-openai:v0.13.0"
-    rows = (_on_image(_chip_rows("h100", 200.0), old) + _on_image(_chip_rows("h100", 200.0), new, 1.6)
-            + _on_image(_chip_rows("h200", 230.0), old) + _on_image(_chip_rows("h200", 230.0), new, 1.6))  # fmt: skip
-    result = backtest(rows, registry, models)
-    assert result.rows and not any(row.images_differ for row in result.rows)
-    by_release = {}
-    for row in result.rows:
-        by_release.setdefault((row.source, row.level), []).append(row)
-    # Each release's pair is its own row; the newer release's curve (x1.6) projects to its own measurement.
-    assert any(len(rows_at) == 2 for rows_at in by_release.values())
-    pooled = backtest(_on_image(rows[:12], old) + _on_image(rows[12:], new), registry, models)
-    assert pooled.rows and all(row.images_differ for row in pooled.rows)  # one release per chip: marked
-
-
-def test_chips_that_never_ran_one_image_compare_their_fullest_curves_once_and_marked() -> None:
-    registry, models = load_hardware_registry(), load_model_registry()
-    rows = (_on_image(_chip_rows("h100", 200.0), "a:1") + _on_image(_chip_rows("h100", 200.0)[:3], "a:0")
-            + _on_image(_chip_rows("h200", 230.0), "a:2"))  # fmt: skip
-    result = backtest(rows, registry, models)
-    assert result.rows and all(row.images_differ for row in result.rows)
-    assert len({(row.source, row.target, row.level) for row in result.rows}) == len(result.rows)  # one pair each
-    # The fuller H100 curve (a:1) is the one compared: the sparse a:0 curve reaches none of the levels.
-    from_h100 = [row for row in result.rows if row.source == "h100"]
-    assert from_h100 and all(
-        row.unchanged == pytest.approx(read_at(result_points(rows, "a:1"), row.level)) for row in from_h100
-    )
-
-
-def test_per_arch_builds_of_one_release_are_marked_apart_from_other_releases() -> None:
-    """InferenceX ran one SGLang release on MI300X/MI325X and MI355X as two images (`-mi30x`, `-mi35x` builds)."""
-    registry, models = load_hardware_registry(), load_model_registry()
-    amd = [SimpleNamespace(**{**vars(r), "hardware": r.hardware.replace("h100", "mi300x").replace("h200", "mi355x")})
-           for r in _chip_rows("h100", 200.0) + _chip_rows("h200", 230.0)]  # fmt: skip
-    same_release = _on_image(amd[:6], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi30x") + _on_image(
-        amd[6:], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi35x"
-    )
-    rows = backtest(same_release, registry, models).rows
-    assert rows and all(row.images_differ and row.one_release for row in rows)
-    newer = _on_image(amd[:6], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi30x") + _on_image(
-        amd[6:], "lmsysorg/sglang:v0.5.7-rocm700-mi35x"
-    )
-    rows = backtest(newer, registry, models).rows
-    assert rows and all(row.images_differ and not row.one_release for row in rows)
-
-
-def test_a_projection_starts_from_the_chips_newest_release_alone() -> None:
-    from datetime import datetime
-
-    older = _on_image(_chip_rows("b300", 200.0), "sglang:v0.5.9")
-    newer = _on_image(_chip_rows("b300", 200.0), "sglang:v0.5.12", 1.5)
-    for row in older:
-        row.finished_at = datetime(2026, 3, 1)
-    for row in newer:
-        row.finished_at = datetime(2026, 5, 22)
-    (curve,) = [by_chip["b300"] for by_chip in curves_of(older + newer).values()]
-    assert curve.images == {"sglang:v0.5.12"} and len(curve.points) == 6  # not the median of both releases
-    assert max(p.output_per_gpu for p in curve.points) == pytest.approx(max(r.output_throughput_per_gpu for r in newer))
-
-
 def test_a_ratio_of_projections_reads_both_frontiers_per_end_of_the_targets_range() -> None:
     registry, models = load_hardware_registry(), load_model_registry()
-    (curve,) = [by_chip["b300"] for by_chip in curves_of(_chip_rows("b300", 200.0)).values()]
+    (curve,) = [by_chip["b300"] for by_chip in curves_of(chip_rows("b300", 200.0)).values()]
     model = models.get(curve.key.model)
     rows = chip_ratios(curve, registry["b300"], registry["vr200-nvl72"], registry["b300"], model, 100.0)
     assert [row.edge for row in rows] == ["low", "high"]  # Rubin's bandwidth is a range (13-22 TB/s)
@@ -249,37 +134,6 @@ def test_a_ratio_of_projections_reads_both_frontiers_per_end_of_the_targets_rang
     assert low.at_level == pytest.approx(1.0) and (high.at_level is None or high.at_level > 1.5)
     itself = chip_ratios(curve, registry["b300"], registry["b300"], registry["b300"], model, 100.0)
     assert [(row.at_level, row.at_peak) for row in itself] == [(pytest.approx(1.0), pytest.approx(1.0))]
-
-
-def test_rows_read_from_a_data_frame_without_an_image_are_one_curve_of_their_own() -> None:
-    """The hub hands the backtest DataFrame rows, where a missing image is NaN: found on the Methodology page with
-    the dashboard's rows imported (a TypeError in place of the backtest table)."""
-    import pandas as pd
-
-    registry, models = load_hardware_registry(), load_model_registry()
-    rows = _on_image(_chip_rows("h100", 200.0), "a:1") + _chip_rows("h200", 230.0)
-    frame = pd.DataFrame([vars(row) for row in rows])
-    frame.loc[frame["hardware"] == "h200", "engine_image"] = None
-    result = backtest(frame.itertuples(index=False), registry, models)
-    assert result.rows and not any(row.images_differ or row.one_release for row in result.rows)
-
-
-def test_the_overhead_each_chip_fits_is_reported_per_family() -> None:
-    models = load_model_registry()
-    shape = StepShape.of(models["gpt-oss-120b"], "fp4", 1024, 1024, 8, "tp8")
-    assert shape is not None
-    truth = OverheadRoofline(0.004, 1 / 3e12, 0.0, shape)
-    rows = [_row("h100", c, 1 / truth.step_s(c), c / truth.step_s(c) / 8) for c in (1, 4, 16, 64)] + _chip_rows(
-        "h200", 230.0
-    )[:3]  # three points: too few to tell an overhead from traffic
-    (fitted,) = fitted_overheads(rows, models)
-    assert (fitted.family, fitted.hardware, fitted.fits) == ("gpt-oss-120b fp4 · vllm", "h100", 1)
-    assert fitted.median_ms == pytest.approx(4.0, rel=1e-3)
-
-
-def result_points(rows: list[SimpleNamespace], image: str) -> list[CurvePoint]:
-    return [CurvePoint(r.parallelism, r.concurrency, r.interactivity_p50, r.output_throughput_per_gpu,
-                       r.total_token_throughput_per_gpu) for r in rows if r.engine_image == image]  # fmt: skip
 
 
 SHAPE = StepShape(
@@ -356,6 +210,7 @@ def test_a_band_is_stored_only_where_the_target_publishes_a_range() -> None:
 
 # ------------------------------------------------------------------------------------- disaggregated deployments
 
+
 DEEPSEEK = load_model_registry()["deepseek-r1"]
 
 
@@ -400,7 +255,9 @@ def test_a_disaggregated_decode_worker_at_a_large_batch_scales_with_flops() -> N
     assert shape.flops(batch) / 2e15 > shape.bytes(batch) / 4e12
     points = disaggregated(split, [batch])
     # 2x bandwidth, 1.5x FLOP/s: compute-bound on both chips, the step follows FLOP/s.
-    projection = project_curve(points, chip("a", 4.0, 2.0), chip("b", 8.0, 3.0), shapes={points[0].configuration: shape})
+    projection = project_curve(
+        points, chip("a", 4.0, 2.0), chip("b", 8.0, 3.0), shapes={points[0].configuration: shape}
+    )
     assert projection.points[0].source_regime == "compute" and projection.points[0].regime == "compute"
     assert projection.points[0].speedup == pytest.approx(1.5)
 
@@ -424,77 +281,3 @@ def test_a_disaggregated_point_the_target_cannot_hold_is_dropped_and_says_why() 
     # Without the model's facts nothing is guessed: every point is dropped with the reason.
     blind = project_curve(points, chip("a", 8.0, 5.0), chip("b", 8.0, 5.0))
     assert not blind.points and "model's facts" in blind.dropped[0][1]
-
-
-def view_of_split(hardware: str, concurrency: int, interactivity: float, output: float, split: DisaggSplit,
-                  image: str = "img:1") -> SimpleNamespace:  # fmt: skip
-    label = f"disagg·p1×tp{split.prefill_gpus}·ep{split.prefill_gpus} {split.prefill_gpus}gpu·" \
-            f"d{split.decode_workers}×tp8·ep8 {split.decode_gpus}gpu"  # fmt: skip
-    return SimpleNamespace(
-        origin="imported", valid=True, workload_kind="fixed-length", interactivity_p50=interactivity,
-        output_throughput_per_gpu=output, total_token_throughput_per_gpu=2 * output, parallelism=label,
-        model="deepseek-r1", precision="fp8", engine="dynamo-trt", workload="1k/1k", isl=1024, osl=1024,
-        hardware=hardware, concurrency=concurrency, accelerators=split.prefill_gpus + split.decode_gpus,
-        point_key=f"{hardware}-{label}-{concurrency}", engine_image=image, speculative_decoding=None,
-        prefill_gpus=split.prefill_gpus, decode_gpus=split.decode_gpus, decode_workers=split.decode_workers,
-        decode_dp_attention=split.decode_dp_attention, finished_at=None,
-    )  # fmt: skip
-
-
-def test_disaggregated_chips_compare_frontier_to_frontier_over_different_splits_and_apart() -> None:
-    """Two chips tuned to different splits are still compared (their frontiers over every split), as rows marked
-    disaggregated; the target's points never change the projection (its own splits are never read to project)."""
-    registry = load_hardware_registry()
-    small = DisaggSplit(4, 8, 1, False)
-    large = DisaggSplit(8, 32, 4, False)
-    source = [view_of_split("gb200-nvl72", c, 120.0 / (1 + c / 64), 10.0 * c / (1 + c / 64), small)
-              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
-    target = [view_of_split("gb300-nvl72", c, 130.0 / (1 + c / 64), 12.0 * c / (1 + c / 64), large)
-              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
-    result = backtest(source + target, registry, load_model_registry())
-    rows = [row for row in result.rows if row.source == "gb200-nvl72"]
-    assert rows and all(row.disaggregated for row in rows)
-    assert result.count(disaggregated=True) == len(result.rows)
-    # GB300's FP8 and bandwidth equal GB200's: the projection is the source's own frontier, whatever GB300 measured.
-    assert all(row.projected == pytest.approx(row.unchanged) for row in rows)
-    halved = [replace_view(view, output_throughput_per_gpu=view.output_throughput_per_gpu / 2) for view in target]
-    again = backtest(source + halved, registry, load_model_registry())
-    assert [row.projected for row in again.rows if row.source == "gb200-nvl72"] == pytest.approx(
-        [row.projected for row in rows])  # fmt: skip
-
-
-def replace_view(view: SimpleNamespace, **changes: float) -> SimpleNamespace:
-    return SimpleNamespace(**{**vars(view), **changes})
-
-
-def test_a_reading_between_distant_frontier_points_is_marked_sparse() -> None:
-    points = [CurvePoint("tp8", 1, 130.0, 14.0, 28.0), CurvePoint("tp8", 4096, 12.0, 4900.0, 9800.0)]
-    assert gap_at(points, 100.0) == pytest.approx(4900.0 / 14.0)  # 10.8x in interactivity, 350x in throughput
-    assert read_at(points, 100.0) is not None  # still read (PCHIP), but marked
-    dense = [CurvePoint("tp8", c, 130.0 / (1 + c / 64), c, 2 * c) for c in (1, 2, 4, 8)]
-    assert gap_at(dense, 128.0) < SPARSE_GAP
-    assert gap_at(dense, 500.0) == 1.0  # outside the range: nothing is read, nothing is sparse
-    # Close in interactivity but 15x apart in throughput (GB300's Dynamo-SGLang FP8 1k/1k frontier on the dashboard
-    # rows jumps from concurrency 32 to 2048): points are missing there too.
-    steep = [CurvePoint("disagg", 32, 80.7, 121.0, 242.0), CurvePoint("disagg", 2048, 49.3, 1883.0, 3766.0)]
-    assert gap_at(steep, 60.0) == pytest.approx(1883.0 / 121.0)
-
-
-def test_disaggregated_rows_read_from_a_data_frame_give_the_same_backtest() -> None:
-    """The hub reads results as a DataFrame: beside single-server rows the split's counts become floats and NaN."""
-    import pandas as pd
-
-    registry, models = load_hardware_registry(), load_model_registry()
-    small, large = DisaggSplit(4, 8, 1, True), DisaggSplit(8, 32, 4, False)
-    views = [view_of_split("gb200-nvl72", c, 120.0 / (1 + c / 64), 10.0 * c / (1 + c / 64), small)
-             for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
-    views += [view_of_split("gb300-nvl72", c, 130.0 / (1 + c / 64), 12.0 * c / (1 + c / 64), large)
-              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
-    single = [SimpleNamespace(**{**vars(row), "speculative_decoding": None, "finished_at": None})
-              for row in _chip_rows("h100", 200.0) + _chip_rows("h200", 230.0)]  # fmt: skip
-    frame = pd.DataFrame([vars(row) for row in views + single])
-    assert frame["decode_gpus"].dtype == float  # NaN for the single-server rows
-    from_frame = backtest(list(frame.itertuples(index=False)), registry, models)
-    from_views = backtest(views + single, registry, models)
-    assert from_frame.count(disaggregated=True) == from_views.count(disaggregated=True) > 0
-    assert [row.projected for row in from_frame.rows] == pytest.approx([row.projected for row in from_views.rows])

@@ -1,0 +1,159 @@
+"""The backtest's promises on hand-made results: a target never calibrates itself, like is compared with like (one
+image, one parallelism, one kind of deployment), and the groups it reports (orchestrator.analysis.backtest)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from orchestrator.analysis.backtest import backtest, fitted_overheads
+from orchestrator.analysis.curves import (
+    DisaggSplit,
+    read_at,
+)
+from orchestrator.analysis.projection import (
+    OverheadRoofline,
+    StepShape,
+)
+from recipes.hardware import load_hardware_registry
+from recipes.model_registry import load_model_registry
+from tests.unit.orchestrator.analysis.result_rows import (
+    chip_rows,
+    on_image,
+    replace_row,
+    replace_view,
+    result_points,
+    result_row,
+    view_of_split,
+)
+
+
+def test_the_target_chips_measurements_never_enter_the_projection() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = chip_rows("h100", 200.0) + chip_rows("h200", 230.0)
+    first = backtest(rows, registry, models)
+    assert {(r.source, r.target) for r in first.rows} == {("h100", "h200"), ("h200", "h100")}
+    # Move every H200 measurement: the projections made *to* H200 do not change; only their errors do.
+    moved = rows[:6] + [replace_row(r, 1.7) for r in rows[6:]]
+    second = backtest(moved, registry, models)
+    to_h200 = {r.level: r for r in first.rows if r.target == "h200"}
+    for row in (r for r in second.rows if r.target == "h200"):
+        if row.level in to_h200:
+            assert row.projected == pytest.approx(to_h200[row.level].projected)
+            assert row.measured != pytest.approx(to_h200[row.level].measured)
+    # H100 -> H200 is bandwidth-bound on this curve: projected = measured H100 curve x 4.8/3.35 at the same C.
+    assert first.median_abs_error() is not None and first.count() == len(first.rows)
+
+
+def test_only_parallelisms_both_chips_measured_are_compared() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = chip_rows("h100", 200.0)
+    rows += [SimpleNamespace(**{**vars(r), "parallelism": "tp2"}) for r in chip_rows("h200", 230.0)]
+    result = backtest(rows, registry, models)
+    assert not result.rows
+    assert any("no parallelism measured on both" in line for line in result.skipped)
+
+
+def test_a_release_is_compared_with_the_same_release_never_a_median_across_releases() -> None:
+    """A chip measured on two engine releases is two curves: H100 v0.13 is compared with H200 v0.13 and v0.11 with
+    v0.11 (InferenceX's gpt-oss curves), not the median of both releases with the median of both."""
+    registry, models = load_hardware_registry(), load_model_registry()
+    old, new = "vllm/vllm-openai:v0.11.2", "vllm/vllm-openai:v0.13.0"
+    rows = (on_image(chip_rows("h100", 200.0), old) + on_image(chip_rows("h100", 200.0), new, 1.6)
+            + on_image(chip_rows("h200", 230.0), old) + on_image(chip_rows("h200", 230.0), new, 1.6))  # fmt: skip
+    result = backtest(rows, registry, models)
+    assert result.rows and not any(row.images_differ for row in result.rows)
+    by_release = {}
+    for row in result.rows:
+        by_release.setdefault((row.source, row.level), []).append(row)
+    # Each release's pair is its own row; the newer release's curve (x1.6) projects to its own measurement.
+    assert any(len(rows_at) == 2 for rows_at in by_release.values())
+    pooled = backtest(on_image(rows[:12], old) + on_image(rows[12:], new), registry, models)
+    assert pooled.rows and all(row.images_differ for row in pooled.rows)  # one release per chip: marked
+
+
+def test_chips_that_never_ran_one_image_compare_their_fullest_curves_once_and_marked() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = (on_image(chip_rows("h100", 200.0), "a:1") + on_image(chip_rows("h100", 200.0)[:3], "a:0")
+            + on_image(chip_rows("h200", 230.0), "a:2"))  # fmt: skip
+    result = backtest(rows, registry, models)
+    assert result.rows and all(row.images_differ for row in result.rows)
+    assert len({(row.source, row.target, row.level) for row in result.rows}) == len(result.rows)  # one pair each
+    # The fuller H100 curve (a:1) is the one compared: the sparse a:0 curve reaches none of the levels.
+    from_h100 = [row for row in result.rows if row.source == "h100"]
+    assert from_h100 and all(
+        row.unchanged == pytest.approx(read_at(result_points(rows, "a:1"), row.level)) for row in from_h100
+    )
+
+
+def test_per_arch_builds_of_one_release_are_marked_apart_from_other_releases() -> None:
+    """InferenceX ran one SGLang release on MI300X/MI325X and MI355X as two images (`-mi30x`, `-mi35x` builds)."""
+    registry, models = load_hardware_registry(), load_model_registry()
+    amd = [SimpleNamespace(**{**vars(r), "hardware": r.hardware.replace("h100", "mi300x").replace("h200", "mi355x")})
+           for r in chip_rows("h100", 200.0) + chip_rows("h200", 230.0)]  # fmt: skip
+    same_release = on_image(amd[:6], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi30x") + on_image(
+        amd[6:], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi35x"
+    )
+    rows = backtest(same_release, registry, models).rows
+    assert rows and all(row.images_differ and row.one_release for row in rows)
+    newer = on_image(amd[:6], "lmsysorg/sglang:v0.5.5.post3-rocm700-mi30x") + on_image(
+        amd[6:], "lmsysorg/sglang:v0.5.7-rocm700-mi35x"
+    )
+    rows = backtest(newer, registry, models).rows
+    assert rows and all(row.images_differ and not row.one_release for row in rows)
+
+
+def test_the_overhead_each_chip_fits_is_reported_per_family() -> None:
+    models = load_model_registry()
+    shape = StepShape.of(models["gpt-oss-120b"], "fp4", 1024, 1024, 8, "tp8")
+    assert shape is not None
+    truth = OverheadRoofline(0.004, 1 / 3e12, 0.0, shape)
+    rows = [result_row("h100", c, 1 / truth.step_s(c), c / truth.step_s(c) / 8) for c in (1, 4, 16, 64)] + chip_rows(
+        "h200", 230.0
+    )[:3]  # three points: too few to tell an overhead from traffic
+    (fitted,) = fitted_overheads(rows, models)
+    assert (fitted.family, fitted.hardware, fitted.fits) == ("gpt-oss-120b fp4 · vllm", "h100", 1)
+    assert fitted.median_ms == pytest.approx(4.0, rel=1e-3)
+
+
+def test_disaggregated_chips_compare_frontier_to_frontier_over_different_splits_and_apart() -> None:
+    """Two chips tuned to different splits are still compared (their frontiers over every split), as rows marked
+    disaggregated; the target's points never change the projection (its own splits are never read to project)."""
+    registry = load_hardware_registry()
+    small = DisaggSplit(4, 8, 1, False)
+    large = DisaggSplit(8, 32, 4, False)
+    source = [view_of_split("gb200-nvl72", c, 120.0 / (1 + c / 64), 10.0 * c / (1 + c / 64), small)
+              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    target = [view_of_split("gb300-nvl72", c, 130.0 / (1 + c / 64), 12.0 * c / (1 + c / 64), large)
+              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    result = backtest(source + target, registry, load_model_registry())
+    rows = [row for row in result.rows if row.source == "gb200-nvl72"]
+    assert rows and all(row.disaggregated for row in rows)
+    assert result.count(disaggregated=True) == len(result.rows)
+    # GB300's FP8 and bandwidth equal GB200's: the projection is the source's own frontier, whatever GB300 measured.
+    assert all(row.projected == pytest.approx(row.unchanged) for row in rows)
+    halved = [replace_view(view, output_throughput_per_gpu=view.output_throughput_per_gpu / 2) for view in target]
+    again = backtest(source + halved, registry, load_model_registry())
+    assert [row.projected for row in again.rows if row.source == "gb200-nvl72"] == pytest.approx(
+        [row.projected for row in rows])  # fmt: skip
+
+
+def test_disaggregated_rows_read_from_a_data_frame_give_the_same_backtest() -> None:
+    """The hub reads results as a DataFrame: beside single-server rows the split's counts become floats and NaN."""
+    import pandas as pd
+
+    registry, models = load_hardware_registry(), load_model_registry()
+    small, large = DisaggSplit(4, 8, 1, True), DisaggSplit(8, 32, 4, False)
+    views = [view_of_split("gb200-nvl72", c, 120.0 / (1 + c / 64), 10.0 * c / (1 + c / 64), small)
+             for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    views += [view_of_split("gb300-nvl72", c, 130.0 / (1 + c / 64), 12.0 * c / (1 + c / 64), large)
+              for c in (4, 8, 16, 32, 64, 128)]  # fmt: skip
+    single = [SimpleNamespace(**{**vars(row), "speculative_decoding": None, "finished_at": None})
+              for row in chip_rows("h100", 200.0) + chip_rows("h200", 230.0)]  # fmt: skip
+    frame = pd.DataFrame([vars(row) for row in views + single])
+    assert frame["decode_gpus"].dtype == float  # NaN for the single-server rows
+    from_frame = backtest(list(frame.itertuples(index=False)), registry, models)
+    from_views = backtest(views + single, registry, models)
+    assert from_frame.count(disaggregated=True) == from_views.count(disaggregated=True) > 0
+    assert [row.projected for row in from_frame.rows] == pytest.approx([row.projected for row in from_views.rows])
