@@ -110,7 +110,9 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "planner_dram_hit_rate": None, "replay_session_time_p50_s": None, "replay_sessions_completed": None,
         "replay_trace": None, "replay_time_scale": None, "replay_length_scale": None, "replay_max_output_tokens": None,
         "replay_agentx_differences": None, "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
-        "date_known": True,
+        "date_known": True, "speculative_decoding": None,  # off: the recipe sets none
+        # A single server: no disaggregated split.
+        "prefill_gpus": None, "decode_gpus": None, "decode_workers": None, "decode_dp_attention": None,
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
     assert views["imported-c8"].engine_image == "lmsysorg/sglang:v0.5.5-rocm700-mi35x"  # an imported row's own
