@@ -122,20 +122,25 @@ class Backtest:
     rows: list[BacktestRow]
     skipped: list[str]
 
-    def _chosen(self, same_vendor: bool | None, disaggregated: bool | None = None) -> list[BacktestRow]:
+    def _chosen(
+        self, same_vendor: bool | None, disaggregated: bool | None = None, without_sparse: bool = False
+    ) -> list[BacktestRow]:  # fmt: skip
         return [r for r in self.rows if (same_vendor is None or r.same_vendor == same_vendor)
-                and (disaggregated is None or r.disaggregated == disaggregated)]  # fmt: skip
+                and (disaggregated is None or r.disaggregated == disaggregated)
+                and not (without_sparse and r.sparse)]  # fmt: skip
 
     def median_abs_error(
         self, same_vendor: bool | None = None, of: Literal["projection", "plain", "unchanged"] = "projection",
-        disaggregated: bool | None = None,
+        disaggregated: bool | None = None, without_sparse: bool = False,
     ) -> float | None:  # fmt: skip
         """Median |error| in %: of the projection, of the plain roofline, or of the unchanged-curve baseline."""
         attribute = {"projection": "error_pct", "plain": "plain_error_pct", "unchanged": "unchanged_error_pct"}[of]
-        return median_abs(self._chosen(same_vendor, disaggregated), attribute)[0]
+        return median_abs(self._chosen(same_vendor, disaggregated, without_sparse), attribute)[0]
 
-    def count(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> int:
-        return len(self._chosen(same_vendor, disaggregated))
+    def count(
+        self, same_vendor: bool | None = None, disaggregated: bool | None = None, without_sparse: bool = False
+    ) -> int:  # fmt: skip
+        return len(self._chosen(same_vendor, disaggregated, without_sparse))
 
     def worst(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> BacktestRow | None:
         return max(self._chosen(same_vendor, disaggregated), key=lambda row: abs(row.error_pct), default=None)

@@ -142,15 +142,21 @@ def backtest(
             if median is None:
                 continue
             plain, baseline = (result.median_abs_error(vendor, of, disaggregated) for of in ("plain", "unchanged"))
-            against = f" (plain roofline: {plain:.1f} %" if plain is not None else " ("
-            against += f"; unchanged-curve baseline: {baseline:.1f} %)" if baseline is not None else ")"
+            dense = result.median_abs_error(vendor, disaggregated=disaggregated, without_sparse=True)
+            dense_count = result.count(vendor, disaggregated, without_sparse=True)
+            peers = [f"{name}: {value:.1f} %" for name, value in (("plain roofline", plain),
+                     ("unchanged-curve baseline", baseline)) if value is not None]  # fmt: skip
+            if dense is not None:
+                peers.append(f"without sparse readings: {dense:.1f} % over {dense_count}")
+            against = f" ({'; '.join(peers)})" if peers else ""
             count = result.count(vendor, disaggregated)
             console.print(f"{kind}{label}: median absolute error {median:.1f} % over {count} pairs{against}",
                           markup=False)  # fmt: skip
-    worst = result.worst()
-    if worst is not None:
-        console.print(f"worst: {worst.curve.label()} {worst.source} -> {worst.target} at {worst.level:g} tok/s/user: "
-                      f"{worst.error_pct:+.1f} %", markup=False)  # fmt: skip
+    for kind, disaggregated in (("worst", False), ("worst disaggregated", True)):
+        worst = result.worst(disaggregated=disaggregated)
+        if worst is not None:
+            console.print(f"{kind}: {worst.curve.label()} {worst.source} -> {worst.target} at {worst.level:g} "
+                          f"tok/s/user: {worst.error_pct:+.1f} %", markup=False)  # fmt: skip
     overall = result.median_abs_error()
     if overall is None:
         console.print("no pair of chips measured the same model, precision, engine and workload at a shared level")

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.analysis.backtest import backtest, fitted_overheads
+from orchestrator.analysis.backtest import Backtest, BacktestRow, backtest, fitted_overheads, groups
 from orchestrator.analysis.curves import (
+    CurveKey,
     DisaggSplit,
     read_at,
 )
@@ -157,3 +158,20 @@ def test_disaggregated_rows_read_from_a_data_frame_give_the_same_backtest() -> N
     from_views = backtest(views + single, registry, models)
     assert from_frame.count(disaggregated=True) == from_views.count(disaggregated=True) > 0
     assert [row.projected for row in from_frame.rows] == pytest.approx([row.projected for row in from_views.rows])
+
+
+def test_medians_can_leave_sparse_readings_out() -> None:
+    key = CurveKey("deepseek-r1", "fp8", "sglang", "1k/1k")
+
+    def row(error_pct: float, sparse: bool, disaggregated: bool = False) -> BacktestRow:
+        return BacktestRow(key, "h100", "h200", 50.0, 100.0 + error_pct, 100.0, images_differ=False, same_vendor=True,
+                           scale_up_differs=False, sparse=sparse, disaggregated=disaggregated)  # fmt: skip
+
+    result = Backtest([row(5.0, False), row(7.0, False), row(90.0, True), row(80.0, True), row(60.0, True, True)], [])
+    assert result.median_abs_error(disaggregated=False) == pytest.approx(43.5)
+    assert result.median_abs_error(disaggregated=False, without_sparse=True) == pytest.approx(6.0)
+    assert result.count(True, False, without_sparse=True) == 2 and result.count(disaggregated=True) == 1
+    assert {name: len(rows) for name, rows in groups(result.rows, load_hardware_registry()).items()} == {
+        "disaggregated, same-vendor": 1, "disaggregated, same-vendor, same image": 1, "same-vendor": 4,
+        "same-vendor, NVIDIA": 4, "same-vendor, same image": 4,
+    }  # fmt: skip
