@@ -26,7 +26,7 @@ from pathlib import Path
 
 from db import reads
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, median_abs
+from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, medians
 from orchestrator.importers.store import import_inferencex
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
@@ -57,25 +57,23 @@ def main() -> None:
     result = backtest(rows, registry, load_model_registry(), with_variant=True)
     print(f"{summary.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
     for name, members in groups(result.rows, registry).items():
-        projected, count = median_abs(members, "error_pct")
-        plain, plain_count = median_abs(members, "plain_error_pct")
-        unchanged, unchanged_count = median_abs(members, "unchanged_error_pct")
-        variant, variant_count = median_abs(members, "overhead_on_compute_error_pct")
+        group = medians(members)
+        projected = group.projection
         verdict = ""
         if name.startswith("same-vendor") and projected is not None:
             verdict = f" (target {TARGET_PCT:g} %: {'MET' if projected <= TARGET_PCT else 'NOT MET'})"
         peers = []
-        for label, value, n in (
-            ("plain roofline", plain, plain_count),
-            ("unchanged curve", unchanged, unchanged_count),
-            ("overhead following FLOP/s", variant, variant_count),
+        for label, (value, n) in (
+            ("plain roofline", group.plain),
+            ("unchanged curve", group.unchanged),
+            ("overhead following FLOP/s", group.overhead_on_compute),
         ):
             if value is not None and projected is not None:
                 peers.append(f"{label} {value:.1f} % over {n} (ratio {projected / value:.2f})")
-        dense, dense_count = median_abs([row for row in members if not row.sparse], "error_pct")
+        dense, dense_count = group.dense
         if dense is not None:
             peers.append(f"without sparse readings {dense:.1f} % over {dense_count}")
-        print(f"{name}: median |error| {projected:.1f} % over {count} pairs{verdict}; " + "; ".join(peers))
+        print(f"{name}: median |error| {projected:.1f} % over {group.rows} pairs{verdict}; " + "; ".join(peers))
     for kind, disaggregated in (("worst", False), ("worst disaggregated", True)):
         worst = result.worst(disaggregated=disaggregated)
         if worst is not None:

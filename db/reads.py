@@ -244,7 +244,7 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
         "prefill_gpus": prefill.get("gpus"),
         "decode_gpus": decode.get("gpus"),
         "decode_workers": decode.get("workers"),
-        "decode_dp_attention": decode.get("dp_attention") if decode else None,
+        "decode_dp_attention": decode.get("dp_attention"),
     }
 
 

@@ -122,25 +122,20 @@ class Backtest:
     rows: list[BacktestRow]
     skipped: list[str]
 
-    def _chosen(
-        self, same_vendor: bool | None, disaggregated: bool | None = None, without_sparse: bool = False
-    ) -> list[BacktestRow]:  # fmt: skip
+    def _chosen(self, same_vendor: bool | None, disaggregated: bool | None = None) -> list[BacktestRow]:
         return [r for r in self.rows if (same_vendor is None or r.same_vendor == same_vendor)
-                and (disaggregated is None or r.disaggregated == disaggregated)
-                and not (without_sparse and r.sparse)]  # fmt: skip
+                and (disaggregated is None or r.disaggregated == disaggregated)]  # fmt: skip
 
     def median_abs_error(
         self, same_vendor: bool | None = None, of: Literal["projection", "plain", "unchanged"] = "projection",
-        disaggregated: bool | None = None, without_sparse: bool = False,
+        disaggregated: bool | None = None,
     ) -> float | None:  # fmt: skip
         """Median |error| in %: of the projection, of the plain roofline, or of the unchanged-curve baseline."""
         attribute = {"projection": "error_pct", "plain": "plain_error_pct", "unchanged": "unchanged_error_pct"}[of]
-        return median_abs(self._chosen(same_vendor, disaggregated, without_sparse), attribute)[0]
+        return median_abs(self._chosen(same_vendor, disaggregated), attribute)[0]
 
-    def count(
-        self, same_vendor: bool | None = None, disaggregated: bool | None = None, without_sparse: bool = False
-    ) -> int:  # fmt: skip
-        return len(self._chosen(same_vendor, disaggregated, without_sparse))
+    def count(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> int:
+        return len(self._chosen(same_vendor, disaggregated))
 
     def worst(self, same_vendor: bool | None = None, disaggregated: bool | None = None) -> BacktestRow | None:
         return max(self._chosen(same_vendor, disaggregated), key=lambda row: abs(row.error_pct), default=None)
@@ -294,6 +289,28 @@ def median_abs(rows: Iterable[BacktestRow], attribute: str = "error_pct") -> tup
     """Median |error| in % of `attribute` over the rows that have it, and how many do."""
     errors = [abs(value) for row in rows if (value := getattr(row, attribute)) is not None]
     return (statistics.median(errors) if errors else None), len(errors)
+
+
+@dataclass(frozen=True)
+class Medians:
+    """One group's median |error| in % of the projection and of each peer, each with the rows it is over (a peer
+    has no value where its curve does not reach the level); `dense` leaves sparse readings out."""
+
+    rows: int
+    projection: float | None
+    plain: tuple[float | None, int]
+    unchanged: tuple[float | None, int]
+    overhead_on_compute: tuple[float | None, int]
+    dense: tuple[float | None, int]
+
+
+def medians(members: Sequence[BacktestRow]) -> Medians:
+    """What the CLI, the hub and the backtest benchmark report of a group: one computation for the three."""
+    return Medians(
+        len(members), median_abs(members)[0], median_abs(members, "plain_error_pct"),
+        median_abs(members, "unchanged_error_pct"), median_abs(members, "overhead_on_compute_error_pct"),
+        median_abs([row for row in members if not row.sparse]),
+    )  # fmt: skip
 
 
 def groups(rows: Iterable[BacktestRow], registry: dict[str, Hardware]) -> dict[str, list[BacktestRow]]:

@@ -177,6 +177,13 @@ class Roofline:
         memory = self.memory_term(concurrency) / bandwidth_ratio
         return "memory" if memory >= self.compute_term(concurrency) / compute_ratio else "compute"
 
+    def throughput_scale(self, speedup: float, compute_ratio: float) -> float:
+        """Output per accelerator on the target over the source's: one server keeps its GPUs and concurrency."""
+        return speedup
+
+    def prefill_gpus(self, speedup: float, compute_ratio: float) -> float | None:
+        return None  # prefill runs on the same GPUs
+
     def parameters(self) -> dict[str, float]:
         return {"memory_s": self.memory_s, "memory_s_per_seq": self.memory_s_per_seq,
                 "compute_s_per_seq": self.compute_s_per_seq, "relative_rms_error": self.relative_rms_error}  # fmt: skip
@@ -326,6 +333,13 @@ class OverheadRoofline:
     def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
         memory = self.memory_term(concurrency) / bandwidth_ratio
         return "memory" if memory >= self.compute_term(concurrency) / compute_ratio else "compute"
+
+    def throughput_scale(self, speedup: float, compute_ratio: float) -> float:
+        """Output per accelerator on the target over the source's: one server keeps its GPUs and concurrency."""
+        return speedup
+
+    def prefill_gpus(self, speedup: float, compute_ratio: float) -> float | None:
+        return None  # prefill runs on the same GPUs
 
     def parameters(self) -> dict[str, float]:
         return {"overhead_s": self.overhead_s, "s_per_byte": self.s_per_byte, "s_per_flop": self.s_per_flop,
@@ -555,15 +569,13 @@ def project_curve(
             continue
         speedup = fit.step_s(point.concurrency) / fit.step_s(point.concurrency, bandwidth_ratio, compute_ratio)
         regime = fit.regime(point.concurrency, bandwidth_ratio, compute_ratio)
-        throughput, prefill_gpus = speedup, None
-        if isinstance(fit, DisaggRoofline):
-            throughput = fit.throughput_scale(speedup, compute_ratio)
-            prefill_gpus = fit.prefill_gpus(speedup, compute_ratio)
+        throughput = fit.throughput_scale(speedup, compute_ratio)
         moved = replace(
             point, interactivity=point.interactivity * speedup, output_per_gpu=point.output_per_gpu * throughput,
             total_per_gpu=point.total_per_gpu * throughput,
         )  # fmt: skip
-        projected.append(ProjectedPoint(moved, point, speedup, regime, fit.regime(point.concurrency), prefill_gpus))
+        projected.append(ProjectedPoint(moved, point, speedup, regime, fit.regime(point.concurrency),
+                                        fit.prefill_gpus(speedup, compute_ratio)))  # fmt: skip
     return Projection(source.key, target.key, edge, bandwidth_ratio, compute_ratio, projected, fits, dropped,
                       capacity)  # fmt: skip
 

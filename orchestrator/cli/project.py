@@ -119,7 +119,8 @@ def backtest(
     from recipes.model_registry import load_model_registry
 
     levels = tuple(at_interactivity or backtests.DEFAULT_LEVELS)
-    result = backtests.backtest(_rows(), load_hardware_registry(), load_model_registry(), levels)
+    registry = load_hardware_registry()
+    result = backtests.backtest(_rows(), registry, load_model_registry(), levels)
     table = Table(title="Projection backtest (output tok/s/GPU on the frontier)")
     for column in ("curve", "source", "target", "tok/s/user", "projected", "measured", "error %", "plain %",
                    "unchanged %", "marks"):  # fmt: skip
@@ -136,22 +137,20 @@ def backtest(
     console.print(table)
     for line in result.skipped:
         console.print(f"skipped: {line}", markup=False, highlight=False)
-    for kind, disaggregated in (("", False), ("disaggregated, ", True)):
-        for label, vendor in (("same-vendor", True), ("cross-vendor", False)):
-            median = result.median_abs_error(vendor, disaggregated=disaggregated)
-            if median is None:
-                continue
-            plain, baseline = (result.median_abs_error(vendor, of, disaggregated) for of in ("plain", "unchanged"))
-            dense = result.median_abs_error(vendor, disaggregated=disaggregated, without_sparse=True)
-            dense_count = result.count(vendor, disaggregated, without_sparse=True)
-            peers = [f"{name}: {value:.1f} %" for name, value in (("plain roofline", plain),
-                     ("unchanged-curve baseline", baseline)) if value is not None]  # fmt: skip
-            if dense is not None:
-                peers.append(f"without sparse readings: {dense:.1f} % over {dense_count}")
-            against = f" ({'; '.join(peers)})" if peers else ""
-            count = result.count(vendor, disaggregated)
-            console.print(f"{kind}{label}: median absolute error {median:.1f} % over {count} pairs{against}",
-                          markup=False)  # fmt: skip
+    # The groups the benchmark and the hub report, their top level here: same- and cross-vendor, single-server and
+    # disaggregated apart.
+    for name, members in backtests.groups(result.rows, registry).items():
+        if name not in ("same-vendor", "cross-vendor", "disaggregated, same-vendor", "disaggregated, cross-vendor"):
+            continue
+        group = backtests.medians(members)
+        peers = [f"{label}: {value:.1f} %" for label, (value, _) in (("plain roofline", group.plain),
+                 ("unchanged-curve baseline", group.unchanged)) if value is not None]  # fmt: skip
+        dense, dense_count = group.dense
+        if dense is not None:
+            peers.append(f"without sparse readings: {dense:.1f} % over {dense_count}")
+        against = f" ({'; '.join(peers)})" if peers else ""
+        console.print(f"{name}: median absolute error {group.projection:.1f} % over {group.rows} pairs{against}",
+                      markup=False)  # fmt: skip
     for kind, disaggregated in (("worst", False), ("worst disaggregated", True)):
         worst = result.worst(disaggregated=disaggregated)
         if worst is not None:
@@ -208,6 +207,6 @@ def ratio(
             table.add_row(curve.key.label(), row.edge, *read, ratio_at, *peaks)
     console.print(table)
     console.print("'-': the frontier does not reach that interactivity; 'sparse': a frontier is read there between "
-                  f"points more than {SPARSE_GAP:g}x apart in interactivity, the interpolation's guess, so no ratio. "
-                  "A ratio of two projections is a model's output, never a measurement (docs/METHODOLOGY.md, "
-                  "Projections).", markup=False)  # fmt: skip
+                  f"points more than {SPARSE_GAP:g}x apart in interactivity or throughput, the interpolation's guess, "
+                  "so no ratio. A ratio of two projections is a model's output, never a measurement "
+                  "(docs/METHODOLOGY.md, Projections).", markup=False)  # fmt: skip

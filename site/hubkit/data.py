@@ -18,7 +18,7 @@ from sqlalchemy import Engine, inspect
 from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
-from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, median_abs
+from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, medians
 from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
@@ -150,10 +150,8 @@ class ProjectionReport:
     same_vendor: float | None = None
     cross_vendor: float | None = None
     unchanged: float | None = None
-    # Single-server and disaggregated deployments apart (the disaggregated model fits nothing: docs/METHODOLOGY.md).
-    single_server_same_vendor: float | None = None
-    disaggregated: float | None = None
-    # The medians by group, as `python -m benchmarks.projection_backtest` prints them (docs/BENCHMARKS.md).
+    # The medians by group (single-server and disaggregated deployments apart), as `python -m
+    # benchmarks.projection_backtest` prints them (docs/BENCHMARKS.md).
     by_group: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
@@ -188,19 +186,18 @@ def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
             for fitted in fitted_overheads(rows, models)
         ]
     )  # fmt: skip
+    by_group = {name: medians(members) for name, members in groups(result.rows, hardware_registry()).items()}
     summary = pd.DataFrame(
         [
-            {"pairs": name, "rows": len(members), "median abs. error %": _rounded(median_abs(members)[0]),
-             "unchanged curve %": _rounded(median_abs(members, "unchanged_error_pct")[0]),
-             "without sparse readings %": _rounded(median_abs([r for r in members if not r.sparse])[0]),
-             "rows not sparse": sum(not r.sparse for r in members)}
-            for name, members in groups(result.rows, hardware_registry()).items()
+            {"pairs": name, "rows": group.rows, "median abs. error %": _rounded(group.projection),
+             "unchanged curve %": _rounded(group.unchanged[0]), "without sparse readings %": _rounded(group.dense[0]),
+             "rows not sparse": group.dense[1]}
+            for name, group in by_group.items()
         ]
     )  # fmt: skip
     return ProjectionReport(
         table, overheads, result.median_abs_error(), result.median_abs_error(True), result.median_abs_error(False),
-        result.median_abs_error(of="unchanged"), result.median_abs_error(True, disaggregated=False),
-        result.median_abs_error(disaggregated=True), summary,
+        result.median_abs_error(of="unchanged"), summary,
     )
 
 

@@ -246,9 +246,8 @@ with projections:
             f"Median absolute error **{percent(report.median_abs_error)}** over **{len(backtest)}** pairs (same "
             f"vendor: {percent(report.same_vendor)}, cross-vendor: {percent(report.cross_vendor)}); the "
             "unchanged-curve baseline (the source chip's own curve, as if the chips were equal) is off by "
-            f"{percent(report.unchanged)}. Single-server deployments, same vendor: "
-            f"{percent(report.single_server_same_vendor)}; disaggregated deployments (prefill and decode on "
-            f"separate GPUs, projected without a fit): {percent(report.disaggregated)}."
+            f"{percent(report.unchanged)}. By group below: single-server deployments apart from disaggregated ones "
+            "(prefill and decode on separate GPUs, projected without a fit)."
         )
         if not report.by_group.empty:
             table_with_csv(report.by_group, "projection-backtest-groups")

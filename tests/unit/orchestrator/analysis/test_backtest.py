@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.analysis.backtest import Backtest, BacktestRow, backtest, fitted_overheads, groups
+from orchestrator.analysis.backtest import Backtest, BacktestRow, backtest, fitted_overheads, groups, medians
 from orchestrator.analysis.curves import (
     CurveKey,
     DisaggSplit,
@@ -169,9 +169,13 @@ def test_medians_can_leave_sparse_readings_out() -> None:
 
     result = Backtest([row(5.0, False), row(7.0, False), row(90.0, True), row(80.0, True), row(60.0, True, True)], [])
     assert result.median_abs_error(disaggregated=False) == pytest.approx(43.5)
-    assert result.median_abs_error(disaggregated=False, without_sparse=True) == pytest.approx(6.0)
-    assert result.count(True, False, without_sparse=True) == 2 and result.count(disaggregated=True) == 1
-    assert {name: len(rows) for name, rows in groups(result.rows, load_hardware_registry()).items()} == {
+    assert result.count(True, False) == 4 and result.count(disaggregated=True) == 1
+    grouped = groups(result.rows, load_hardware_registry())
+    assert {name: len(rows) for name, rows in grouped.items()} == {
         "disaggregated, same-vendor": 1, "disaggregated, same-vendor, same image": 1, "same-vendor": 4,
         "same-vendor, NVIDIA": 4, "same-vendor, same image": 4,
     }  # fmt: skip
+    same_vendor = medians(grouped["same-vendor"])
+    assert (same_vendor.rows, same_vendor.projection) == (4, pytest.approx(43.5))
+    assert same_vendor.dense == (pytest.approx(6.0), 2)  # the two readings that are not sparse
+    assert same_vendor.plain == (None, 0)  # no peer figure on these rows
