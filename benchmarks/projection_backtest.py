@@ -13,14 +13,16 @@ The public corpora (docs/BENCHMARKS.md, "Projection backtest"): the InferenceX r
 rows; fetch repository gminneci/mantile and pass the directories `reconcile/sources/inferencemax/raw/run_*`), and
 the dashboard API's response as InferenceX-app's tests captured it (435 rows of 73 runs; pass the file
 `packages/app/cypress/fixtures/api/benchmarks.json` of vngcloud/InferenceX-app at 7fe6d62).
+Two diagnostics beside the peers, never projections: the overhead following FLOP/s (above), and the model given
+the target's own fitted overhead (it reads the target; what error is left is what no per-step overhead explains).
 After the table: the overhead the model fits per chip and curve family, where a projection carries one chip's
 overhead to another.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -44,7 +46,14 @@ def files_of(arguments: list[str]) -> list[Path]:
 
 
 def main() -> None:
-    files = files_of(sys.argv[1:])
+    summary = (__doc__ or "").split("\n\n")[0]
+    parser = argparse.ArgumentParser(description=summary, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("paths", nargs="*", help="InferenceX result files or directories holding agg_bmk.json files, "
+                        "or the dashboard API's JSON (default: the sample in tests/data/inferencex)")  # fmt: skip
+    files = files_of(parser.parse_args().paths)
+    missing = [path for path in files if not path.exists()]
+    if missing:
+        parser.error(f"no such file: {missing[0]} (expected an InferenceX result file or a directory of them)")
     with tempfile.TemporaryDirectory() as directory:
         os.environ["INFERSWEEP_HOME"] = directory
         engine = make_engine(f"sqlite:///{Path(directory) / 'backtest.db'}")
@@ -54,7 +63,7 @@ def main() -> None:
             rows = reads.list_results(session)
         engine.dispose()
     registry = load_hardware_registry()
-    result = backtest(rows, registry, load_model_registry(), with_variant=True)
+    result = backtest(rows, registry, load_model_registry(), with_diagnostics=True)
     print(f"{summary.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
     for name, members in groups(result.rows, registry).items():
         group = medians(members)
@@ -67,6 +76,7 @@ def main() -> None:
             ("plain roofline", group.plain),
             ("unchanged curve", group.unchanged),
             ("overhead following FLOP/s", group.overhead_on_compute),
+            ("target's own overhead (diagnostic)", group.target_overhead),
         ):
             if value is not None and projected is not None:
                 peers.append(f"{label} {value:.1f} % over {n} (ratio {projected / value:.2f})")

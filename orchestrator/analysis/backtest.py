@@ -24,7 +24,13 @@ from orchestrator.analysis.curves import (
     is_disaggregated_curve,
     read_at,
 )
-from orchestrator.analysis.projection import ProjectionError, StepShape, fit_overhead_roofline, project_between
+from orchestrator.analysis.projection import (
+    ProjectedPoint,
+    ProjectionError,
+    StepShape,
+    fit_overhead_roofline,
+    project_between,
+)
 from recipes.hardware import Hardware
 from recipes.model_registry import RegistryModelSpec
 
@@ -55,21 +61,29 @@ def fitted_overheads(
         model = models.get(key.model)
         if model is None:
             continue
+        spec = f" · {key.speculative}" if key.speculative else ""
         for chip, curves in chips.items():
             for curve in curves:
-                for name, gpus in curve.gpus.items():
-                    points = [p for p in curve.points if p.configuration == name and p.split is None]
-                    shape = StepShape.of(model, key.precision, curve.isl, curve.osl, gpus, name)
-                    if shape is None or len(points) < min_points:
-                        continue
-                    fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points],
-                                                shape)  # fmt: skip
-                    spec = f" · {key.speculative}" if key.speculative else ""
-                    found[(f"{key.model} {key.precision} · {key.engine}{spec}", chip)].append(fit.overhead_s * 1000)
+                for overhead_s in configuration_overheads(curve, model, min_points).values():
+                    found[(f"{key.model} {key.precision} · {key.engine}{spec}", chip)].append(overhead_s * 1000)
     return [
         FittedOverhead(family, chip, statistics.median(values), min(values), max(values), len(values))
         for (family, chip), values in sorted(found.items())
     ]
+
+
+def configuration_overheads(curve: Curve, model: RegistryModelSpec, min_points: int = 1) -> dict[str, float]:
+    """`OverheadRoofline.overhead_s` fitted on each single-server configuration of `curve` with `min_points` or
+    more points, by configuration."""
+    found: dict[str, float] = {}
+    for name, gpus in curve.gpus.items():
+        points = [p for p in curve.points if p.configuration == name and p.split is None]
+        shape = StepShape.of(model, curve.key.precision, curve.isl, curve.osl, gpus, name)
+        if shape is None or len(points) < min_points:
+            continue
+        fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points], shape)
+        found[name] = fit.overhead_s
+    return found
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,9 @@ class BacktestRow:
     plain: float | None = None
     # The variant whose overhead follows FLOP/s too (`OverheadRoofline.overhead_follows_compute`), for comparison.
     overhead_on_compute: float | None = None
+    # A diagnostic, no projection: the model with the target's own fitted overhead (`target_overhead_s`); what is
+    # left of the error is what no per-step overhead explains.
+    target_overhead: float | None = None
     model_version: str = ""
     # Disaggregated deployments (`DisaggRoofline`): frontiers over every split, reported apart.
     disaggregated: bool = False
@@ -115,6 +132,10 @@ class BacktestRow:
     @property
     def overhead_on_compute_error_pct(self) -> float | None:
         return self._error(self.overhead_on_compute)
+
+    @property
+    def target_overhead_error_pct(self) -> float | None:
+        return self._error(self.target_overhead)
 
 
 @dataclass
@@ -154,6 +175,7 @@ class _Pair:
     plain: list[CurvePoint]
     model_version: str
     overhead_on_compute: list[CurvePoint]
+    target_overhead: list[CurvePoint]
     disaggregated: bool = False
 
 
@@ -224,7 +246,7 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
 
 def _pairs(
     rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str],
-    with_variant: bool,
+    with_diagnostics: bool,
 ) -> list[_Pair]:  # fmt: skip
     pairs: list[_Pair] = []
     for key, by_chip in image_curves_of(rows).items():
@@ -239,11 +261,21 @@ def _pairs(
             if not chosen:
                 skipped.append(f"{key.label()}: {source_key} -> {target_key}: no parallelism measured on both")
             for curve, other in chosen:
+                model = models.get(key.model)
                 try:
-                    projection = project_between(curve, source, target, models.get(key.model))
+                    projection = project_between(curve, source, target, model)
                     plain = project_between(curve, source, target, None)
-                    variant = project_between(curve, source, target, models.get(key.model),
-                                              overhead_follows_compute=True) if with_variant else None  # fmt: skip
+                    variant: list[ProjectedPoint] = []
+                    oracle: list[ProjectedPoint] = []
+                    # Both diagnostics are of the overhead model: a disaggregated point has no overhead.
+                    if with_diagnostics and model is not None and not is_disaggregated_curve(curve):
+                        variant = project_between(
+                            curve, source, target, model, target_overhead="follows-compute"
+                        ).points
+                        # Reads the target's curve (its fitted overheads): a diagnostic, never the projection.
+                        oracle = project_between(
+                            curve, source, target, model, target_overhead=configuration_overheads(other, model)
+                        ).points
                 except ProjectionError as error:
                     skipped.append(f"{key.label()}: {source_key} -> {target_key}: {error}")
                     continue
@@ -252,7 +284,7 @@ def _pairs(
                     images_differ=_images_differ(curve, other), one_release=_one_release(curve, other),
                     source_points=curve.points,
                     plain=[p.point for p in plain.points], model_version=projection.model_version,
-                    overhead_on_compute=[] if variant is None else [p.point for p in variant.points],
+                    overhead_on_compute=[p.point for p in variant], target_overhead=[p.point for p in oracle],
                     disaggregated=is_disaggregated_curve(curve),
                 ))  # fmt: skip
     return pairs
@@ -260,14 +292,16 @@ def _pairs(
 
 def backtest(
     rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec],
-    levels: Sequence[float] = DEFAULT_LEVELS, with_variant: bool = False,
+    levels: Sequence[float] = DEFAULT_LEVELS, with_diagnostics: bool = False,
 ) -> Backtest:  # fmt: skip
     """Every ordered pair of chips on a shared curve key: the source's projection against the target's measurement
-    at each level both reach. The target's points are read only to compare, never to fit. `with_variant` also
-    projects with the overhead following FLOP/s (the benchmark's peer; the hub and the CLI do not show it)."""
+    at each level both reach. The target's points are read only to compare, never to fit the projection.
+    `with_diagnostics` adds the benchmark's two diagnostics (the hub and the CLI do not show them): the overhead
+    following FLOP/s, and the target's own fitted overhead (which reads the target: how much of a miss a per-step
+    overhead explains)."""
     skipped: list[str] = []
     out: list[BacktestRow] = []
-    for pair in _pairs(rows, registry, models, skipped, with_variant):
+    for pair in _pairs(rows, registry, models, skipped, with_diagnostics):
         for level in levels:
             projected = read_at(pair.projected, level)
             measured = read_at(pair.measured, level)
@@ -280,6 +314,7 @@ def backtest(
                 unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
                 model_version=pair.model_version, one_release=pair.one_release,
                 overhead_on_compute=read_at(pair.overhead_on_compute, level), disaggregated=pair.disaggregated,
+                target_overhead=read_at(pair.target_overhead, level),
                 sparse=max(gap_at(pair.projected, level), gap_at(pair.measured, level)) > SPARSE_GAP,
             ))  # fmt: skip
     return Backtest(out, skipped)
@@ -302,6 +337,7 @@ class Medians:
     unchanged: tuple[float | None, int]
     overhead_on_compute: tuple[float | None, int]
     dense: tuple[float | None, int]
+    target_overhead: tuple[float | None, int] = (None, 0)
 
 
 def medians(members: Sequence[BacktestRow]) -> Medians:
@@ -309,7 +345,7 @@ def medians(members: Sequence[BacktestRow]) -> Medians:
     return Medians(
         len(members), median_abs(members)[0], median_abs(members, "plain_error_pct"),
         median_abs(members, "unchanged_error_pct"), median_abs(members, "overhead_on_compute_error_pct"),
-        median_abs([row for row in members if not row.sparse]),
+        median_abs([row for row in members if not row.sparse]), median_abs(members, "target_overhead_error_pct"),
     )  # fmt: skip
 
 

@@ -66,6 +66,10 @@ OVERHEAD_MODEL = "roofline-overhead-2"
 PLAIN_MODEL = "roofline-fit-1"
 # Disaggregated deployments: each point's decode worker by the roofline of the model's facts (nothing fitted).
 DISAGG_MODEL = "disagg-decode-roofline-1"
+# What a projection takes a fitted overhead to be on the target: "kept" as measured on the source (the model),
+# or one of the backtest's diagnostics (`OverheadRoofline`): "follows-compute", or the target's own fitted
+# overhead per configuration (a mapping; it reads the target, so it is never a projection).
+TargetOverhead = Literal["kept", "follows-compute"] | Mapping[str, float]
 # Share of accelerator memory an engine gives to weights and KV cache (vLLM's gpu_memory_utilization default).
 MEMORY_FRACTION = 0.9
 WEIGHT_BYTES_PER_PARAMETER = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}
@@ -172,6 +176,10 @@ class Roofline:
 
     def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
         return max(self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio)
+
+    def on_target(self, compute_ratio: float) -> Roofline:
+        """The model as it carries over to the target: every second follows a figure, nothing else changes."""
+        return self
 
     def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
         memory = self.memory_term(concurrency) / bandwidth_ratio
@@ -314,9 +322,12 @@ class OverheadRoofline:
     s_per_flop: float
     shape: StepShape
     relative_rms_error: float = 0.0
-    # A variant the backtest reports beside the model, never the model: the overhead divided by the FLOP/s ratio
-    # too (as if it were small kernels bound by issue rate). It mends AMD across generations and breaks NVIDIA.
+    # Two diagnostics the backtest reports beside the model, never the model. `overhead_follows_compute`: the
+    # overhead divided by the FLOP/s ratio too (as if it were small kernels bound by issue rate); it mends AMD
+    # across generations and breaks NVIDIA. `target_overhead_s`: the overhead the target's own curve fits (it reads
+    # the target, so it is no projection): how much of a miss a per-step overhead can explain at all.
     overhead_follows_compute: bool = False
+    target_overhead_s: float | None = None
 
     def memory_term(self, concurrency: float) -> float:
         return self.s_per_byte * self.shape.bytes(concurrency)
@@ -325,10 +336,20 @@ class OverheadRoofline:
         return self.s_per_flop * self.shape.flops(concurrency)
 
     def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
-        overhead = self.overhead_s / compute_ratio if self.overhead_follows_compute else self.overhead_s
-        return overhead + max(
+        return self.overhead_s + max(
             self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio
         )
+
+    def on_target(self, compute_ratio: float) -> OverheadRoofline:
+        """The model as it carries over to the target: the overhead kept as measured on the source, unless one of
+        the backtest's diagnostics says otherwise."""
+        if self.target_overhead_s is not None:
+            overhead = self.target_overhead_s
+        elif self.overhead_follows_compute:
+            overhead = self.overhead_s / compute_ratio
+        else:
+            return self
+        return replace(self, overhead_s=overhead, overhead_follows_compute=False, target_overhead_s=None)
 
     def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
         memory = self.memory_term(concurrency) / bandwidth_ratio
@@ -374,6 +395,9 @@ class DisaggRoofline:
     def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
         """The roofline's step time at peak (not the measured one: only ratios of it are used)."""
         return max(self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio)
+
+    def on_target(self, compute_ratio: float) -> DisaggRoofline:
+        return self  # nothing fitted, nothing kept: every second follows a figure
 
     def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
         memory = self.memory_term(concurrency) / bandwidth_ratio
@@ -520,7 +544,7 @@ def kv_capacity(
 def project_curve(
     points: Sequence[CurvePoint], source: ChipRates, target: ChipRates, edge: Edge = "central",
     capacity: tuple[int | None, int | None] = (None, None), shapes: Mapping[str, StepShape] | None = None,
-    overhead_follows_compute: bool = False,
+    target_overhead: TargetOverhead = "kept",
     split_capacity: Mapping[str, tuple[int | None, int | None]] | None = None,
 ) -> Projection:  # fmt: skip
     """Project `points` (one chip's curve) to `target`, at one edge of the target's figure bands.
@@ -546,8 +570,7 @@ def project_curve(
             continue
         fits[name] = (
             fit_roofline(concurrency, steps) if shape is None
-            else replace(fit_overhead_roofline(concurrency, steps, shape),
-                         overhead_follows_compute=overhead_follows_compute)
+            else _with_target_overhead(fit_overhead_roofline(concurrency, steps, shape), name, target_overhead)
         )  # fmt: skip
     source_capacity, target_capacity = capacity
     capped = target_capacity is not None and (source_capacity is None or target_capacity < source_capacity)
@@ -567,7 +590,8 @@ def project_curve(
         if why is not None:
             dropped.append((point, why))
             continue
-        speedup = fit.step_s(point.concurrency) / fit.step_s(point.concurrency, bandwidth_ratio, compute_ratio)
+        target_step = fit.on_target(compute_ratio).step_s(point.concurrency, bandwidth_ratio, compute_ratio)
+        speedup = fit.step_s(point.concurrency) / target_step
         regime = fit.regime(point.concurrency, bandwidth_ratio, compute_ratio)
         throughput = fit.throughput_scale(speedup, compute_ratio)
         moved = replace(
@@ -578,6 +602,16 @@ def project_curve(
                                         fit.prefill_gpus(speedup, compute_ratio)))  # fmt: skip
     return Projection(source.key, target.key, edge, bandwidth_ratio, compute_ratio, projected, fits, dropped,
                       capacity)  # fmt: skip
+
+
+def _with_target_overhead(fit: OverheadRoofline, configuration: str, rule: TargetOverhead) -> OverheadRoofline:
+    if rule == "kept":
+        return fit
+    if rule == "follows-compute":
+        return replace(fit, overhead_follows_compute=True)
+    if isinstance(rule, Mapping) and configuration in rule:
+        return replace(fit, target_overhead_s=rule[configuration])
+    return fit  # the target never ran this configuration: nothing to take from it
 
 
 def _beyond_split_capacity(
@@ -603,7 +637,7 @@ def project_between(
     target: Hardware,
     model: RegistryModelSpec | None,
     edge: Edge = "central",
-    overhead_follows_compute: bool = False,
+    target_overhead: TargetOverhead = "kept",
 ) -> Projection:
     """`curve` (measured on `source`) projected to `target`, KV capacity from the model registry where known."""
     source_rates = chip_rates(source, curve.key.precision)
@@ -634,7 +668,7 @@ def project_between(
                 kv_capacity(source_rates.memory_gb, worker, model, curve.key.precision, context, attention),
                 kv_capacity(target_rates.memory_gb, worker, model, curve.key.precision, context, attention),
             )
-    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes, overhead_follows_compute,
+    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes, target_overhead,
                          split_capacity)  # fmt: skip
 
 

@@ -265,7 +265,9 @@ with projections:
             "as measured on the source chip. Chips whose fitted overheads differ for one family are the pairs it "
             "gets wrong (docs/BENCHMARKS.md, 'Projection backtest', gives the public InferenceX files' figures: "
             "AMD's generations differ twofold under one SGLang release, and InferenceX launched them differently: "
-            "compiled graphs, the aiter attention backend and an INT4 all-reduce on MI355X only)."
+            "compiled graphs, the aiter attention backend and an INT4 all-reduce on MI355X only. Given each "
+            "target's own fitted overhead, a diagnostic that reads the target, those rows come within the target: "
+            "the hardware scaling holds, and the per-step software cost is what a projection cannot know)."
         )
         table_with_csv(overheads, "projection-overheads")
 

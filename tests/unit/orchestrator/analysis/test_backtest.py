@@ -118,6 +118,29 @@ def test_the_overhead_each_chip_fits_is_reported_per_family() -> None:
     assert fitted.median_ms == pytest.approx(4.0, rel=1e-3)
 
 
+def test_the_targets_own_overhead_is_a_diagnostic_beside_the_projection_never_in_it() -> None:
+    """H200 has H100's traffic at its own bandwidth but half H100's overhead: the model keeps H100's and misses;
+    the diagnostic (the target's fitted overhead) lands on H200's curve; the projection is the same either way."""
+    registry, models = load_hardware_registry(), load_model_registry()
+    shape = StepShape.of(models["gpt-oss-120b"], "fp4", 1024, 1024, 8, "tp8")
+    assert shape is not None
+    ratio = registry["h200"].memory_bandwidth_tbps.value / registry["h100"].memory_bandwidth_tbps.value
+    # Achieved 0.5 TB/s and 20 TFLOP/s: memory-bound to C = 64, compute-bound (the same on both chips) at 256 and
+    # 512, so the curves span 14-200 tok/s/user and the fit has one decomposition.
+    per_byte, per_flop = 1 / 5e11, 1 / 2e13
+    chips = {"h100": OverheadRoofline(0.004, per_byte, per_flop, shape),
+             "h200": OverheadRoofline(0.002, per_byte / ratio, per_flop, shape)}  # fmt: skip
+    rows = [result_row(chip, c, 1 / truth.step_s(c), c / truth.step_s(c) / 8)
+            for chip, truth in chips.items() for c in (1, 4, 16, 64, 256, 512)]  # fmt: skip
+    plain, diagnosed = backtest(rows, registry, models), backtest(rows, registry, models, with_diagnostics=True)
+    to_h200 = [row for row in diagnosed.rows if row.target == "h200"]
+    assert to_h200 and all(row.target_overhead_error_pct == pytest.approx(0.0, abs=0.5) for row in to_h200)
+    assert all(row.error_pct < -5.0 for row in to_h200)  # the source's 4 ms kept: slower than measured
+    assert [row.projected for row in diagnosed.rows] == pytest.approx([row.projected for row in plain.rows])
+    assert all(row.target_overhead is None for row in plain.rows)
+    assert medians(to_h200).target_overhead[1] == len(to_h200)
+
+
 def test_disaggregated_chips_compare_frontier_to_frontier_over_different_splits_and_apart() -> None:
     """Two chips tuned to different splits are still compared (their frontiers over every split), as rows marked
     disaggregated; the target's points never change the projection (its own splits are never read to project)."""
@@ -138,6 +161,9 @@ def test_disaggregated_chips_compare_frontier_to_frontier_over_different_splits_
     again = backtest(source + halved, registry, load_model_registry())
     assert [row.projected for row in again.rows if row.source == "gb200-nvl72"] == pytest.approx(
         [row.projected for row in rows])  # fmt: skip
+    # The diagnostics are of the overhead model: a disaggregated point has none.
+    diagnosed = backtest(source + target, registry, load_model_registry(), with_diagnostics=True)
+    assert all(row.target_overhead is None and row.overhead_on_compute is None for row in diagnosed.rows)
 
 
 def test_disaggregated_rows_read_from_a_data_frame_give_the_same_backtest() -> None:

@@ -174,9 +174,27 @@ def test_a_step_that_is_all_overhead_does_not_move_with_the_chip() -> None:
     assert [p.speedup for p in plain.points] == pytest.approx([3.0] * 4)
     # The backtest's variant (never the model) divides the overhead by the FLOP/s ratio (4.5x) as well.
     variant = project_curve(
-        points, chip("a", 4.0, 2.0), chip("b", 12.0, 9.0), shapes={"tp8": SHAPE}, overhead_follows_compute=True
+        points, chip("a", 4.0, 2.0), chip("b", 12.0, 9.0), shapes={"tp8": SHAPE}, target_overhead="follows-compute"
     )
     assert [p.speedup for p in variant.points] == pytest.approx([4.5] * 4)
+
+
+def test_given_the_targets_own_overhead_a_projection_lands_on_the_targets_curve() -> None:
+    """The backtest's diagnostic: a target that scales traffic with bandwidth but has its own overhead is missed
+    by the model (which keeps the source's overhead) and hit once the target's fitted overhead is given."""
+    concurrencies = (1, 2, 4, 8, 16, 32, 64)
+    source = overhead_curve(0.012, 1 / 2e12, 1 / 1e15, concurrencies)
+    target = overhead_curve(0.005, 1 / 4e12, 1 / 1e15, concurrencies)  # twice the bandwidth, its own overhead
+    fitted = fit_overhead_roofline([p.concurrency for p in target], [1 / p.interactivity for p in target], SHAPE)
+    a, b = chip("a", 4.0, 2.0), chip("b", 8.0, 2.0)
+    kept = project_curve(source, a, b, shapes={"tp8": SHAPE})
+    given = project_curve(source, a, b, shapes={"tp8": SHAPE}, target_overhead={"tp8": fitted.overhead_s})
+    measured = [p.interactivity for p in target]
+    assert [p.point.interactivity for p in given.points] == pytest.approx(measured, rel=1e-6)
+    assert all(p.point.interactivity < m * 0.9 for p, m in zip(kept.points, measured, strict=True))
+    # A configuration the target never ran keeps the source's overhead.
+    other = project_curve(source, a, b, shapes={"tp8": SHAPE}, target_overhead={"tp4": fitted.overhead_s})
+    assert [p.speedup for p in other.points] == pytest.approx([p.speedup for p in kept.points])
 
 
 def test_the_step_shape_follows_the_model_registry() -> None:
