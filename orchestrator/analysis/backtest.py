@@ -349,22 +349,39 @@ def medians(members: Sequence[BacktestRow]) -> Medians:
     )  # fmt: skip
 
 
+def group_of(source: Hardware, target: Hardware, disaggregated: bool) -> str:
+    """The narrowest group of `groups` a projection from `source` to `target` belongs to, whatever images it ran:
+    the group whose backtest says how wrong projections like it have been."""
+    same_vendor = source.vendor == target.vendor
+    if disaggregated:
+        return f"disaggregated, {'same' if same_vendor else 'cross'}-vendor"
+    return f"same-vendor, {source.vendor}" if same_vendor else "cross-vendor"
+
+
 def groups(rows: Iterable[BacktestRow], registry: dict[str, Hardware]) -> dict[str, list[BacktestRow]]:
     """The rows by the groups docs/BENCHMARKS.md reports, in name order: single-server same- and cross-vendor, same
-    vendor by vendor, same image, per-architecture builds of one release; disaggregated ones apart."""
+    vendor by vendor (`group_of`), same image, per-architecture builds of one release; disaggregated ones apart."""
     grouped: dict[str, list[BacktestRow]] = defaultdict(list)
     for row in rows:
-        vendor_pairs = "same-vendor" if row.same_vendor else "cross-vendor"
+        grouped[group_of(registry[row.source], registry[row.target], row.disaggregated)].append(row)
         if row.disaggregated:  # reported apart: a model that fits nothing (DisaggRoofline)
-            grouped[f"disaggregated, {vendor_pairs}"].append(row)
             if row.same_vendor and not row.images_differ:
                 grouped["disaggregated, same-vendor, same image"].append(row)
             continue
-        grouped[vendor_pairs].append(row)
         if row.same_vendor:
-            grouped[f"same-vendor, {registry[row.source].vendor}"].append(row)
+            grouped["same-vendor"].append(row)
             if not row.images_differ:
                 grouped["same-vendor, same image"].append(row)
             elif row.one_release:
                 grouped["same-vendor, per-arch builds of one release"].append(row)
     return dict(sorted(grouped.items()))
+
+
+def how_wrong(
+    result: Backtest, registry: dict[str, Hardware], source: str, target: str, disaggregated: bool
+) -> tuple[str, Medians | None]:  # fmt: skip
+    """The group a projection from `source` to `target` belongs to and its backtest medians in `result` (None
+    where the backtest holds no row of that group): shown beside every projection."""
+    name = group_of(registry[source], registry[target], disaggregated)
+    members = groups(result.rows, registry).get(name)
+    return name, medians(members) if members else None

@@ -42,12 +42,12 @@ def _hardware_keys(registry: dict, labels: dict[str, str]) -> dict[str, str]:  #
     return keys
 
 
-def _source_curves(chip: str, **wanted: str | None) -> list:  # type: ignore[type-arg]
+def _source_curves(rows: list, chip: str, **wanted: str | None) -> list:  # type: ignore[type-arg]
     """The chip's measured or imported curves matching the filters; none is an error (exit 1)."""
     from orchestrator.analysis.curves import curves_of
 
     curves = [
-        by_chip[chip] for key, by_chip in curves_of(_rows()).items()
+        by_chip[chip] for key, by_chip in curves_of(rows).items()
         if chip in by_chip and all(v is None or getattr(key, n) == v for n, v in wanted.items())
     ]  # fmt: skip
     if not curves:
@@ -56,6 +56,30 @@ def _source_curves(chip: str, **wanted: str | None) -> list:  # type: ignore[typ
                      markup=False)  # fmt: skip
         raise typer.Exit(1)
     return curves
+
+
+def _print_how_wrong(rows: list, registry: dict, source: str, targets: list[str], curves: list) -> None:  # type: ignore[type-arg]
+    """How wrong projections like these have been: the backtest's group for each (source, target, kind of
+    deployment) projected, on this database's measured and imported results."""
+    from orchestrator.analysis.backtest import backtest, how_wrong
+    from recipes.model_registry import load_model_registry
+
+    result = backtest(rows, registry, load_model_registry())
+    kinds = sorted({point.split is not None for curve in curves for point in curve.points})
+    console.print("How wrong projections like these have been (`infersweep project backtest` on this database's "
+                  "measured and imported results; docs/BENCHMARKS.md for the public InferenceX corpora):",
+                  markup=False)  # fmt: skip
+    for target in dict.fromkeys(t for t in targets if t != source):
+        for disaggregated in kinds:
+            name, group = how_wrong(result, registry, source, target, disaggregated)
+            if group is None or group.projection is None:
+                told = "no pair of chips here to backtest"
+            else:
+                dense, dense_count = group.dense
+                without = ("; every row sparse (its frontiers read between points far apart)" if dense is None
+                           else f"; {dense:.1f} % without sparse readings ({dense_count})")  # fmt: skip
+                told = f"median absolute error {group.projection:.1f} % over {group.rows} rows{without}"
+            console.print(f"  {source} -> {target} ({name}): {told}", markup=False, highlight=False)
 
 
 @project_app.callback()
@@ -83,7 +107,8 @@ def project(
 
     registry = load_hardware_registry()
     keys = _hardware_keys(registry, {"--from": source, "--to": target})
-    curves = _source_curves(keys["--from"], model=model, precision=precision, engine=engine, workload=workload)
+    rows = _rows()
+    curves = _source_curves(rows, keys["--from"], model=model, precision=precision, engine=engine, workload=workload)
     target_spec = registry[keys["--to"]]
     database = make_engine()
     models = load_model_registry()
@@ -105,6 +130,7 @@ def project(
     console.print(table)
     console.print("Projected points have origin `projected`: hidden from measured views unless switched on "
                   "(hub: Origins; compare: --include-projected).", markup=False)  # fmt: skip
+    _print_how_wrong(rows, registry, keys["--from"], [keys["--to"]], curves)
 
 
 @project_app.command("backtest")
@@ -183,7 +209,8 @@ def ratio(
 
     registry = load_hardware_registry()
     keys = _hardware_keys(registry, {"--from": source, "--to": target, "--over": over})
-    curves = _source_curves(keys["--from"], model=model, precision=precision, engine=engine, workload=workload)
+    rows = _rows()
+    curves = _source_curves(rows, keys["--from"], model=model, precision=precision, engine=engine, workload=workload)
     models = load_model_registry()
     numerator, denominator = keys["--to"], keys["--over"]
     table = Table(title=f"{numerator} over {denominator}, both from {keys['--from']}'s measured curves "
@@ -194,12 +221,12 @@ def ratio(
         table.add_column(column)
     for curve in curves:
         try:
-            rows = chip_ratios(curve, registry[keys["--from"]], registry[numerator], registry[denominator],
-                               models.get(curve.key.model), at_interactivity)  # fmt: skip
+            ratios = chip_ratios(curve, registry[keys["--from"]], registry[numerator], registry[denominator],
+                                 models.get(curve.key.model), at_interactivity)  # fmt: skip
         except ProjectionError as error:
             errors.print(f"error (projection, not retryable): {curve.key.label()}: {error}", markup=False)
             raise typer.Exit(2) from error
-        for row in rows:
+        for row in ratios:
             read = [f"{v:,.0f}" if v is not None else "-" for v in (row.numerator_at_level, row.denominator_at_level)]
             unread = row.numerator_at_level is None or not row.denominator_at_level
             ratio_at = "-" if unread else "sparse" if row.sparse else f"{row.at_level:.2f}x"
@@ -210,3 +237,4 @@ def ratio(
                   f"points more than {SPARSE_GAP:g}x apart in interactivity or throughput, the interpolation's guess, "
                   "so no ratio. A ratio of two projections is a model's output, never a measurement "
                   "(docs/METHODOLOGY.md, Projections).", markup=False)  # fmt: skip
+    _print_how_wrong(rows, registry, keys["--from"], [numerator, denominator], curves)

@@ -101,6 +101,21 @@ if point.origin == "projected":
     st.markdown(f"**{point.source or 'projected'}**")
     with st.expander("The projection: model, ratios, fitted coefficients and the source points", expanded=False):
         st.json((recipe.snapshot or {}).get("projection", {}))
+    found = data.projection_group(recipe.snapshot or {})
+    if found is not None:
+        group, medians = found
+        if medians is None:
+            st.markdown(f"**How wrong projections like this have been** ({group}): no pair of chips in this hub "
+                        "to backtest; docs/BENCHMARKS.md gives the public InferenceX corpora's figures.")  # fmt: skip
+        else:
+            st.markdown(
+                f"**How wrong projections like this have been** ({group}, the backtest on this hub's measured "
+                f"and imported results): median absolute error **{medians['median abs. error %']:.1f} %** over "
+                f"{medians['rows']} rows of chips measured both ways"
+                + ("; every one read between frontier points far apart (sparse)." if medians["rows not sparse"] == 0
+                   else f"; {medians['without sparse readings %']:.1f} % over the {medians['rows not sparse']} "
+                        "not sparse.")
+            )  # fmt: skip
     page.methodology_link("How wrong projections have been: Methodology, Projections (the backtest)")
 else:
     st.caption(f"Origin `{point.origin}`.")
@@ -165,7 +180,9 @@ else:
 
 # --- recipe and command ---------------------------------------------------------------------------
 st.header("Recipe")
-st.caption(f"`{recipe.name}` from `{recipe.path}`, fingerprint `{recipe.fingerprint}`: the normalised recipe "
+# Imported and projected configurations come from no recipe file: their path is empty.
+recipe_file = f" from `{recipe.path}`" if recipe.path else ""
+st.caption(f"`{recipe.name}`{recipe_file}, fingerprint `{recipe.fingerprint}`: the normalised recipe "
            "stored when the sweep ran (fields left at their defaults are omitted).")  # fmt: skip
 st.code(yaml.safe_dump(recipe.snapshot, sort_keys=False, allow_unicode=True), language="yaml")
 

@@ -103,3 +103,11 @@ def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_
     detail = open_page("run_detail", {"sweep": sweep}, from_overview=True)
     assert any("projected from h200" in block.value for block in detail.markdown), [b.value for b in detail.markdown]
     assert detail.json and "roofline-overhead-2" in detail.json[0].value
+    # How wrong projections like it have been: its backtest group, as `infersweep project` prints it when it stores.
+    stored = run_cli("project", "--from", "h200", "--to", "b200")
+    told = re.search(r"h200 -> b200 \(same-vendor, NVIDIA\): median absolute error ([\d.]+) % over (\d+) rows",
+                     stored.stdout)  # fmt: skip
+    assert told is not None, stored.stdout
+    expected = f"(same-vendor, NVIDIA, the backtest on this hub's measured and imported results): median absolute " \
+               f"error **{told.group(1)} %** over {told.group(2)} rows"  # fmt: skip
+    assert any(expected in block.value for block in detail.markdown), [b.value for b in detail.markdown]

@@ -7,7 +7,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.analysis.backtest import Backtest, BacktestRow, backtest, fitted_overheads, groups, medians
+from orchestrator.analysis.backtest import (
+    Backtest,
+    BacktestRow,
+    backtest,
+    fitted_overheads,
+    groups,
+    how_wrong,
+    medians,
+)
 from orchestrator.analysis.curves import (
     CurveKey,
     DisaggSplit,
@@ -205,3 +213,20 @@ def test_medians_can_leave_sparse_readings_out() -> None:
     assert (same_vendor.rows, same_vendor.projection) == (4, pytest.approx(43.5))
     assert same_vendor.dense == (pytest.approx(6.0), 2)  # the two readings that are not sparse
     assert same_vendor.plain == (None, 0)  # no peer figure on these rows
+
+
+def test_a_projection_is_told_how_wrong_its_group_has_been() -> None:
+    """`how_wrong`: the group a projection belongs to by its chips and kind of deployment, whatever images it ran,
+    and that group's medians; none where the backtest holds no such row."""
+    registry = load_hardware_registry()
+    key = CurveKey("deepseek-r1", "fp8", "sglang", "1k/1k")
+    rows = [BacktestRow(key, "h100", "h200", 50.0, 100.0 + error, 100.0, images_differ=error > 10, same_vendor=True,
+                        scale_up_differs=False) for error in (4.0, -8.0, 30.0)]  # fmt: skip
+    result = Backtest(rows, [])
+    name, told = how_wrong(result, registry, "b200", "vr200-nvl72", disaggregated=False)
+    assert name == "same-vendor, NVIDIA" and told is not None and (told.rows, told.projection) == (3, 8.0)
+    name, told = how_wrong(result, registry, "gb300-nvl72", "vr200-nvl72", disaggregated=True)
+    assert name == "disaggregated, same-vendor" and told is None
+    name, told = how_wrong(result, registry, "h200", "mi355x", disaggregated=False)
+    assert name == "cross-vendor" and told is None
+    assert set(groups(rows, registry)) >= {"same-vendor", "same-vendor, NVIDIA", "same-vendor, same image"}
