@@ -82,6 +82,9 @@ class ResultView:
     # Speculative decoding ('mtp', 'eagle', ...), None when off: a point with it is another configuration (its
     # steps emit more than one token per user), never a median with the points without it.
     speculative_decoding: str | None = None
+    # Prefill and decode workers on separate GPUs (our recipes' `parallelism.disaggregated`, an imported row's
+    # `disagg`, a projection of such a deployment): the fact, where `parallelism` is only its label.
+    disaggregated: bool = False
     # A disaggregated deployment's split, where its snapshot states it (imported InferenceX rows): GPUs of all
     # prefill workers, GPUs of all decode workers, decode workers, and whether decode attention is data-parallel.
     prefill_gpus: int | None = None
@@ -224,6 +227,10 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     # Ours: methodology.speculative_decoding.method; an imported InferenceX row: its spec_decoding ('none' is off).
     speculative = (methodology.get("speculative_decoding") or {}).get("method") or snapshot.get("spec_decoding")
     split = topology if isinstance(topology, dict) and "prefill" in topology else None
+    # A projected disaggregated point's fit carries the split it projected (`DisaggRoofline.parameters`).
+    projected_fit = (snapshot.get("projection") or {}).get("fit") or {}
+    disaggregated = bool(split or parallelism.get("disaggregated") or snapshot.get("disagg")
+                         or "decode_workers" in projected_fit)  # fmt: skip
     decode = split["decode"] if split and isinstance(split.get("decode"), dict) else {}
     prefill = split["prefill"] if split and isinstance(split.get("prefill"), dict) else {}
     return {
@@ -241,6 +248,7 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
         "replay_agentx_differences": "; ".join(agentx_differences(workload)) if replayed else None,
         "engine_image": str(image) if image else None,
         "speculative_decoding": None if speculative in (None, "", "none") else str(speculative),
+        "disaggregated": disaggregated,
         "prefill_gpus": prefill.get("gpus"),
         "decode_gpus": decode.get("gpus"),
         "decode_workers": decode.get("workers"),
@@ -299,8 +307,8 @@ def result_columns(
     of_rows = [configurations[recipe_id] for recipe_id in columns.pop("recipe_id")]
     for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching", "replay_trace",
                  "replay_time_scale", "replay_length_scale", "replay_max_output_tokens", "replay_agentx_differences",
-                 "engine_image", "speculative_decoding", "prefill_gpus", "decode_gpus", "decode_workers",
-                 "decode_dp_attention"):  # fmt: skip
+                 "engine_image", "speculative_decoding", "disaggregated", "prefill_gpus", "decode_gpus",
+                 "decode_workers", "decode_dp_attention"):  # fmt: skip
         columns[name] = [configuration[name] for configuration in of_rows]
     columns["validity_reasons"] = [[] if text == "[]" else json.loads(text) for text in columns["validity_reasons"]]
     power = columns.pop("power_w_mean")

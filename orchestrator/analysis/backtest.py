@@ -20,7 +20,6 @@ from orchestrator.analysis.curves import (
     CurvePoint,
     gap_at,
     image_curves_of,
-    is_disaggregated,
     is_disaggregated_curve,
     read_at,
 )
@@ -179,19 +178,24 @@ class _Pair:
     disaggregated: bool = False
 
 
-def _family(configuration: str) -> str:
-    """What two chips must share to be compared: the parallelism of one server, or 'disagg' for every split of a
-    disaggregated deployment (chips are tuned to different splits; their frontiers over all splits compare)."""
-    return "disagg" if is_disaggregated(configuration) else configuration
+# The family of every disaggregated point: no single-server configuration label reads so.
+EVERY_SPLIT = "disaggregated (every split)"
+
+
+def _family(point: CurvePoint) -> str:
+    """What two chips must share to be compared: the parallelism of one server, or `EVERY_SPLIT` for every split
+    of a disaggregated deployment (chips are tuned to different splits; their frontiers over all splits compare)."""
+    return EVERY_SPLIT if point.split is not None else point.configuration
 
 
 def _families(curve: Curve) -> set[str]:
-    return {_family(p.configuration) for p in curve.points}
+    return {_family(p) for p in curve.points}
 
 
 def _restricted(curve: Curve, families: set[str]) -> Curve:
-    return replace(curve, points=[p for p in curve.points if _family(p.configuration) in families],
-                   gpus={name: n for name, n in curve.gpus.items() if _family(name) in families})  # fmt: skip
+    points = [p for p in curve.points if _family(p) in families]
+    kept = {p.configuration for p in points}
+    return replace(curve, points=points, gpus={name: n for name, n in curve.gpus.items() if name in kept})
 
 
 # A per-architecture build suffix of an image tag: SGLang's ROCm images build one release for gfx942 (`-mi30x`:
@@ -228,7 +232,7 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
         for target in targets:
             shared = _families(source) & _families(target)
             # Disaggregated and single-server deployments are compared apart (each on its own frontier).
-            for kind in ({f for f in shared if f == "disagg"}, {f for f in shared if f != "disagg"}):
+            for kind in ({f for f in shared if f == EVERY_SPLIT}, {f for f in shared if f != EVERY_SPLIT}):
                 if kind:
                     candidates.append((_restricted(source, kind), _restricted(target, kind)))
     chosen = []

@@ -126,11 +126,6 @@ def _image_of(row: Any) -> str | None:
     return image if isinstance(image, str) and image else None
 
 
-def is_disaggregated(configuration: str) -> bool:
-    """A disaggregated deployment's configuration label (prefill and decode workers on separate GPUs)."""
-    return configuration.startswith("disagg")
-
-
 def is_disaggregated_curve(curve: Curve) -> bool:
     return any(point.split is not None for point in curve.points)
 
@@ -142,9 +137,15 @@ def _count(value: Any) -> int | None:
     return int(value) if int(value) > 0 else None
 
 
+def _is_disaggregated(row: Any) -> bool:
+    """`ResultView.disaggregated`, whatever the reader holds it in (a DataFrame's is a numpy bool)."""
+    flag = getattr(row, "disaggregated", False)
+    return isinstance(flag, bool | np.bool_) and bool(flag)
+
+
 def _split_of(row: Any) -> DisaggSplit | None:
     """A disaggregated row's split, where its configuration states one (InferenceX rows do)."""
-    if not is_disaggregated(row.parallelism):
+    if not _is_disaggregated(row):
         return None
     decode_gpus, workers = _count(getattr(row, "decode_gpus", None)), _count(getattr(row, "decode_workers", None))
     prefill_gpus = _count(getattr(row, "prefill_gpus", None))
@@ -171,7 +172,7 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve
             continue
         if not row.interactivity_p50 or not row.output_throughput_per_gpu:
             continue
-        if is_disaggregated(row.parallelism) and _split_of(row) is None:
+        if _is_disaggregated(row) and _split_of(row) is None:
             continue
         key = CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
         image = _image_of(row)

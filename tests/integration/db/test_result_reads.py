@@ -112,7 +112,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "replay_agentx_differences": None, "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
         "date_known": True, "speculative_decoding": None,  # off: the recipe sets none
         # A single server: no disaggregated split.
-        "prefill_gpus": None, "decode_gpus": None, "decode_workers": None, "decode_dp_attention": None,
+        "disaggregated": False, "prefill_gpus": None, "decode_gpus": None, "decode_workers": None, "decode_dp_attention": None,
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
     assert views["imported-c8"].engine_image == "lmsysorg/sglang:v0.5.5-rocm700-mi35x"  # an imported row's own
@@ -197,3 +197,32 @@ def test_an_empty_database_has_a_version_and_no_results(database: Engine) -> Non
     with open_session(database) as session:
         assert reads.results_version(session) == (0, 0, 0, 0)
         assert reads.list_results(session, public=True) == []
+
+
+def test_a_disaggregated_deployment_is_read_as_such_from_every_kind_of_snapshot(database: Engine) -> None:
+    """`ResultView.disaggregated` is the fact (the configuration label only names it): our recipe's
+    `parallelism.disaggregated`, an imported row's `disagg` with or without its topology, a projected
+    disaggregated point's fit; a single server reads False."""
+    ours = {**FIXED_SNAPSHOT, "parallelism": {"disaggregated": {"prefill": [{"tp": 4}], "decode": [{"tp": 4}]}}}
+    topology = {"prefill": {"workers": 1, "tp": 4, "ep": 4, "gpus": 4},
+                "decode": {"workers": 2, "tp": 8, "ep": 8, "gpus": 16, "dp_attention": True}}  # fmt: skip
+    snapshots = {
+        "ours": ours, "flag-only": {**IMPORTED_SNAPSHOT, "disagg": True},
+        "topology": {**IMPORTED_SNAPSHOT, "disagg": True, "topology": topology},
+        "projected": {"source": "projection", "model": "deepseek-r1", "parallelism_label": "disagg·x · projected",
+                      "projection": {"fit": {"model_version": "disagg-decode-roofline-1", "decode_workers": 2}}},
+        "single": FIXED_SNAPSHOT,
+    }  # fmt: skip
+    with open_session(database) as session:
+        recording.get_or_create_sweep(session, "s1")
+        for name, snapshot in snapshots.items():
+            recipe = recording.upsert_recipe(session, f"fp-{name}", name, "", "b200", "sglang", snapshot)
+            recording.create_job(session, f"job-{name}", 1, int(recipe.id), 1, 8, "")
+            assert recording.record_point(session, _point(int(recipe.id), name, 8, job_id=f"job-{name}"))
+        views = {view.point_key: view for view in reads.list_results(session)}
+    assert {key: view.disaggregated for key, view in views.items()} == {
+        "ours": True, "flag-only": True, "topology": True, "projected": True, "single": False,
+    }  # fmt: skip
+    split = views["topology"]
+    assert (split.prefill_gpus, split.decode_gpus, split.decode_workers, split.decode_dp_attention) == (4, 16, 2, True)
+    assert views["flag-only"].prefill_gpus is None  # no topology: no split to project from

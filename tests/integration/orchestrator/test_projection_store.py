@@ -77,7 +77,7 @@ def test_a_disaggregated_chip_is_projected_from_the_real_sample_split_by_split()
     assert run_cli("import", "inferencex", *sample).returncode == 0
     with open_session(make_engine()) as session:
         imported = [v for v in reads.list_results(session) if v.hardware == "gb200-nvl72" and v.engine == "dynamo-trt"]
-    assert len(imported) == 10 and all(v.parallelism.startswith("disagg") for v in imported)
+    assert len(imported) == 10 and all(v.disaggregated and v.parallelism.startswith("disagg") for v in imported)
     # The row's own split: GPUs of the prefill and decode workers, and the decode workers (run 20786863188).
     assert {(v.decode_gpus, v.decode_workers) for v in imported} == {(4, 1), (4, 2), (2, 1), (8, 1)}
     assert all(v.prefill_gpus and v.decode_dp_attention is not None for v in imported)
@@ -89,6 +89,7 @@ def test_a_disaggregated_chip_is_projected_from_the_real_sample_split_by_split()
         recipes = {recipe.name: recipe.snapshot for recipe in session.exec(select(RecipeRow)).all()}
     assert shown and {v.origin for v in shown} == {"projected"}
     assert all("projected from gb200-nvl72" in v.parallelism and v.parallelism.startswith("disagg") for v in shown)
+    assert all(v.disaggregated for v in shown)  # the fact, from the projected fit's split
     # A band (Rubin's bandwidth is published as a range): each point once per end, never more than measured.
     assert len(shown) == 2 * len(imported)
     snapshots = [snapshot for name, snapshot in recipes.items() if name.startswith("projected-")]

@@ -55,7 +55,7 @@ def view_of_split(hardware: str, concurrency: int, interactivity: float, output:
         hardware=hardware, concurrency=concurrency, accelerators=split.prefill_gpus + split.decode_gpus,
         point_key=f"{hardware}-{label}-{concurrency}", engine_image=image, speculative_decoding=None,
         prefill_gpus=split.prefill_gpus, decode_gpus=split.decode_gpus, decode_workers=split.decode_workers,
-        decode_dp_attention=split.decode_dp_attention, finished_at=None,
+        decode_dp_attention=split.decode_dp_attention, finished_at=None, disaggregated=True,
     )  # fmt: skip
 
 
