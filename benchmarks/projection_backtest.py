@@ -16,19 +16,22 @@ the dashboard API's response as InferenceX-app's tests captured it (435 rows of 
 Two diagnostics beside the peers, never projections: the overhead following FLOP/s (above), and the model given
 the target's own fitted overhead (it reads the target; what error is left is what no per-step overhead explains).
 After the table: the overhead the model fits per chip and curve family, where a projection carries one chip's
-overhead to another.
+overhead to another; then, model-free, how each same-vendor pair's step changes at 4 users (its floor) and from 4
+to 64 users (its growth) under one configuration and engine release, beside the datasheet ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 from db import reads
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, medians
+from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, medians, step_changes
 from orchestrator.importers.store import import_inferencex
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
@@ -91,6 +94,7 @@ def main() -> None:
             figures = f"projected {worst.projected:,.0f}, measured {worst.measured:,.0f}"
             print(f"{kind}: {where}: {worst.error_pct:+.1f} % ({figures})")
     print_overheads(rows)
+    print_step_changes(rows, registry)
 
 
 def print_overheads(rows: list) -> None:  # type: ignore[type-arg]
@@ -99,6 +103,24 @@ def print_overheads(rows: list) -> None:  # type: ignore[type-arg]
     for fitted in fitted_overheads(rows, load_model_registry()):
         print(f"fitted overhead, {fitted.family} on {fitted.hardware}: median {fitted.median_ms:.1f} ms per step over "
               f"{fitted.fits} curve(s) of 4+ points (range {fitted.low_ms:.1f}-{fitted.high_ms:.1f} ms)")  # fmt: skip
+
+
+def print_step_changes(rows: list, registry: dict) -> None:  # type: ignore[type-arg]
+    """Model-free: each same-vendor pair's step at few users (the floor) and its growth to many, target over source,
+    over the curves (workloads, configurations, releases) both measured, beside the datasheet ratios: what a
+    projection has to reproduce."""
+    changes: dict[tuple[str, str, str], list] = defaultdict(list)  # type: ignore[type-arg]
+    for change in step_changes(rows, registry):
+        key = change.curve
+        family = f"{key.model} {key.precision} · {key.engine}" + (f" · {key.speculative}" if key.speculative else "")
+        changes[(family, change.source, change.target)].append(change)
+    for (family, source, target), members in sorted(changes.items()):
+        floors, growths = [c.floor for c in members], [c.growth for c in members]
+        compute = "-" if members[0].compute is None else f"{members[0].compute:.2f}x"
+        print(f"step change, {family}: {source} -> {target}: floor {statistics.median(floors):.2f}x "
+              f"({min(floors):.2f}-{max(floors):.2f}), growth {statistics.median(growths):.2f}x "
+              f"({min(growths):.2f}-{max(growths):.2f}) over {len(members)} curve(s); bandwidth "
+              f"{members[0].bandwidth:.2f}x, FLOP/s {compute}")  # fmt: skip
 
 
 if __name__ == "__main__":

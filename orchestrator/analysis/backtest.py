@@ -27,7 +27,9 @@ from orchestrator.analysis.projection import (
     ProjectedPoint,
     ProjectionError,
     StepShape,
+    chip_rates,
     fit_overhead_roofline,
+    flops_ratio,
     project_between,
 )
 from recipes.hardware import Hardware
@@ -83,6 +85,66 @@ def configuration_overheads(curve: Curve, model: RegistryModelSpec, min_points: 
         fit = fit_overhead_roofline([p.concurrency for p in points], [1 / p.interactivity for p in points], shape)
         found[name] = fit.overhead_s
     return found
+
+
+@dataclass(frozen=True)
+class StepChange:
+    """Model-free: how a target chip's step (1 / interactivity: the time between one user's tokens) compares with a
+    source chip's on one configuration under one engine release, beside the datasheet ratios. `floor`: the step at
+    few users, mostly what a step costs whatever its batch; `growth`: what the step gains from few to many users,
+    the traffic and arithmetic the batch adds. Each as source over target (above 1: the target is faster)."""
+
+    curve: CurveKey
+    release: str  # the engine release both ran (`engine_release`)
+    configuration: str
+    source: str
+    target: str
+    floor: float
+    growth: float
+    bandwidth: float
+    compute: float | None
+
+
+def step_changes(
+    rows: Iterable[Any], registry: dict[str, Hardware], low: int = 4, high: int = 64
+) -> list[StepChange]:  # fmt: skip
+    """Every same-vendor pair of chips (source: the one of less bandwidth) that measured one configuration under one
+    engine release (`engine_release`) at both `low` and `high` users, single-server deployments only."""
+    out: list[StepChange] = []
+    for key, by_chip in image_curves_of(rows).items():
+        steps: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)  # (chip, release, configuration)
+        for chip, curves in by_chip.items():
+            for curve in curves:
+                release = engine_release(next(iter(sorted(curve.images)), ""))
+                for point in curve.points:
+                    if point.split is None and point.concurrency in (low, high):
+                        steps[(chip, release, point.configuration)][point.concurrency] = 1.0 / point.interactivity
+        for (source, release, configuration), before in sorted(steps.items()):
+            for (target, other_release, other_configuration), after in sorted(steps.items()):
+                chips = registry.get(source), registry.get(target)
+                if chips[0] is None or chips[1] is None or source == target or (release, configuration) != (
+                    other_release, other_configuration
+                ) or chips[0].vendor != chips[1].vendor or len(before) < 2 or len(after) < 2:  # fmt: skip
+                    continue
+                try:
+                    rates = chip_rates(chips[0], key.precision), chip_rates(chips[1], key.precision)
+                except ProjectionError:
+                    continue  # no figure to set beside the change
+                bandwidth = rates[1].bandwidth_tbps.value / rates[0].bandwidth_tbps.value
+                if bandwidth < 1.0 or (bandwidth == 1.0 and source > target):
+                    continue  # one direction: from the chip of less bandwidth
+                try:
+                    compute: float | None = flops_ratio(*rates).value
+                except ProjectionError:
+                    compute = None
+                growth_before, growth_after = before[high] - before[low], after[high] - after[low]
+                if growth_after <= 0 or growth_before <= 0:
+                    continue  # a step that does not grow with users has no growth to compare
+                out.append(StepChange(
+                    key, release, configuration, source, target, before[low] / after[low],
+                    growth_before / growth_after, bandwidth, compute,
+                ))  # fmt: skip
+    return out
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from orchestrator.analysis.backtest import (
     groups,
     how_wrong,
     medians,
+    step_changes,
 )
 from orchestrator.analysis.curves import (
     CurveKey,
@@ -230,3 +231,24 @@ def test_a_projection_is_told_how_wrong_its_group_has_been() -> None:
     name, told = how_wrong(result, registry, "h200", "mi355x", disaggregated=False)
     assert name == "cross-vendor" and told is None
     assert set(groups(rows, registry)) >= {"same-vendor", "same-vendor, NVIDIA", "same-vendor, same image"}
+
+
+def test_step_changes_compare_floors_and_growth_of_one_release_without_a_model() -> None:
+    """H200's step (1 / interactivity) at 4 users is H100's, and its growth to 64 users half of H100's: the change
+    reads floor 1x, growth 2x, beside bandwidth 4.8 / 3.35; another release, another vendor or one point is not
+    compared, and each pair once (from the chip of less bandwidth)."""
+    registry = load_hardware_registry()
+
+    def rows(chip: str, floor_s: float, growth_s: float, image: str = "vllm/vllm-openai:v0.11.2") -> list:
+        steps = {4: floor_s, 64: floor_s + growth_s}
+        return on_image([result_row(chip, c, 1 / step, c / step / 8) for c, step in steps.items()], image)
+
+    views = rows("h100", 0.010, 0.020) + rows("h200", 0.010, 0.010) + rows("mi300x", 0.030, 0.010)
+    views += rows("b200", 0.005, 0.004, image="vllm/vllm-openai:v0.13.0")  # another release: no pair
+    views += [result_row("b300", 4, 100.0, 50.0)]  # one concurrency only
+    (change,) = step_changes(views, registry)
+    assert (change.source, change.target, change.configuration) == ("h100", "h200", "tp8")
+    assert change.floor == pytest.approx(1.0) and change.growth == pytest.approx(2.0)
+    ratio = registry["h200"].memory_bandwidth_tbps.value / registry["h100"].memory_bandwidth_tbps.value
+    assert change.bandwidth == pytest.approx(ratio) and change.compute == pytest.approx(1.0)
+    assert change.release == "vllm/vllm-openai:v0.11.2"
