@@ -86,8 +86,9 @@ def _identity(curve: Curve, projection: Projection, parallelism: str, members: l
         "image": next(iter(sorted(curve.images)), None),
         "parallelism_label": projected_label(parallelism, projection.source, projection.edge),
         "projection": {
-            **{name: value for name, value in parameters.items() if name != "fits"},
+            **{name: value for name, value in parameters.items() if name not in ("fits", "kv_capacity_sequences")},
             "fit": parameters["fits"][parallelism],
+            "kv_capacity_sequences": parameters["kv_capacity_sequences"].get(parallelism, [None, None]),
             "source_points": [
                 {"concurrency": p.source.concurrency, "interactivity": p.source.interactivity,
                  "output_per_gpu": p.source.output_per_gpu, "point_keys": list(p.source.sources),

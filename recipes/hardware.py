@@ -120,7 +120,9 @@ class HardwareSpec(StrictModel):
             "packages, not dies), 'chip' (TPU) or 'host' (the local CPU machine)."
         ),
     )
-    memory_gb: Figure = Field(..., description="Accelerator memory per unit, in GB.")
+    memory_gb: Figure = Field(
+        ..., description="Accelerator memory per unit as vendors state it, in GB (binary: see `memory_bytes`)."
+    )
     memory_type: str = Field(..., min_length=1, description="Memory technology, e.g. 'HBM3e', 'HBM4'.")
     memory_bandwidth_tbps: Figure = Field(..., description="Memory bandwidth per unit, in TB/s.")
     dense_fp8_pflops: Figure | None = Field(
@@ -171,6 +173,15 @@ class HardwareSpec(StrictModel):
             "neocloud); a tier without a published number is omitted."
         ),
     )
+
+    @property
+    def memory_bytes(self) -> float | None:
+        """Accelerator memory per unit in bytes, the vendors' HBM 'GB' read as binary gigabytes (GiB): HBM comes in
+        power-of-two stacks and drivers report it so (nvidia-smi shows a B200, '180 GB', as 183,359 MiB: 179 GiB,
+        192 decimal GB; NVIDIA/TensorRT-LLM issue 10278). Read as decimal GB a deployment holds 7 % less than it
+        does: DeepSeek-R1 FP8 (671 GB) would not fit on four B200s, which InferenceX ran at 32 users (8k/1k)."""
+        value = self.memory_gb.value
+        return None if value is None else value * 2**30
 
     @model_validator(mode="after")
     def _domain_holds_a_node(self) -> HardwareSpec:

@@ -22,8 +22,9 @@ the target (`regime`).
   (`P x speedup / FLOP/s ratio`, prompts being compute-bound). A decode worker wider than the target's scale-up
   domain is dropped, and says so.
 
-KV capacity caps the reachable concurrency: where the target holds less KV than the source (HBM less weights,
-`kv_capacity`), points above the target's capacity are dropped, and say so.
+KV capacity caps the reachable concurrency, configuration by configuration: where the target holds less KV than the
+source (HBM, read in binary GB as drivers report it, less the weights: `kv_capacity`) on the same GPUs (one server's
+deployment, or one decode worker), points above the target's capacity are dropped, and say so.
 
 Assumptions, stated once here and in docs/METHODOLOGY.md: same engine, image and parallelism on both chips; the
 source's efficiency against peak carries over; the overhead is the same on both chips; scale-up bandwidth is not
@@ -101,7 +102,7 @@ class ChipRates:
     bandwidth_tbps: Rate
     dense_pflops: Rate | None  # None: no dense figure at this precision (a bound may still come from `inference`)
     inference_pflops: float | None  # a vendor's non-dense inference figure, an upper bound only
-    memory_gb: float | None
+    memory_bytes: float | None  # per unit (`HardwareSpec.memory_bytes`)
     scale_up_domain: int | None = None  # accelerators one scale-up fabric joins (8 for HGX, 72 for NVL72)
 
 
@@ -134,8 +135,7 @@ def chip_rates(hardware: Hardware, precision: str) -> ChipRates:
         # An FP4 figure bounds FP8 at half of it: every chip in the registry with both dense figures has FP8 at
         # most half its FP4 (B200, GB200, MI355X half; B300, GB300 a third). 16-bit at a quarter.
         inference *= 0.5 if precision == "fp8" else 0.25
-    memory = hardware.memory_gb.value
-    return ChipRates(hardware.key, bandwidth, dense, inference, memory, hardware.scale_up_domain)
+    return ChipRates(hardware.key, bandwidth, dense, inference, hardware.memory_bytes, hardware.scale_up_domain)
 
 
 def flops_ratio(source: ChipRates, target: ChipRates) -> Rate:
@@ -493,7 +493,8 @@ class Projection:
     points: list[ProjectedPoint]
     fits: dict[str, StepModel]
     dropped: list[tuple[CurvePoint, str]] = field(default_factory=list)
-    kv_capacity: tuple[int | None, int | None] = (None, None)  # (source, target) sequences, where known
+    # By configuration: (source, target) sequences it holds where known, per decode worker for a disaggregated one.
+    kv_capacity: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
     @property
     def model_version(self) -> str:
@@ -512,7 +513,7 @@ class Projection:
         return {
             "model_version": self.model_version, "from": self.source, "to": self.target, "band_edge": self.edge,
             "bandwidth_ratio": self.bandwidth_ratio, "compute_ratio": self.compute_ratio,
-            "kv_capacity_sequences": list(self.kv_capacity),
+            "kv_capacity_sequences": {name: list(pair) for name, pair in self.kv_capacity.items()},
             "fits": {name: {"model_version": model_version_of(fit), **fit.parameters()}
                      for name, fit in self.fits.items()},
             "dropped": [{"configuration": p.configuration, "concurrency": p.concurrency, "why": why}
@@ -521,16 +522,16 @@ class Projection:
 
 
 def kv_capacity(
-    memory_gb: float | None, gpus: int, model: RegistryModelSpec | None, precision: str, context_tokens: int,
+    memory_bytes: float | None, gpus: int, model: RegistryModelSpec | None, precision: str, context_tokens: int,
     parallelism: str,
 ) -> int | None:  # fmt: skip
     """Sequences of `context_tokens` a deployment's KV cache holds: memory x MEMORY_FRACTION less the weights,
     over KV bytes per sequence. MLA's latent cache is held whole by every tensor-parallel rank unless attention
     is data-parallel ('dpa'), so it counts once per GPU there. None when the model or memory is unknown."""
-    if memory_gb is None or model is None or precision not in WEIGHT_BYTES_PER_PARAMETER:
+    if memory_bytes is None or model is None or precision not in WEIGHT_BYTES_PER_PARAMETER:
         return None
     usable = (
-        gpus * memory_gb * 1e9 * MEMORY_FRACTION
+        gpus * memory_bytes * MEMORY_FRACTION
         - model.total_params_b.value * 1e9 * WEIGHT_BYTES_PER_PARAMETER[precision]
     )
     if usable <= 0:
@@ -543,17 +544,17 @@ def kv_capacity(
 
 def project_curve(
     points: Sequence[CurvePoint], source: ChipRates, target: ChipRates, edge: Edge = "central",
-    capacity: tuple[int | None, int | None] = (None, None), shapes: Mapping[str, StepShape] | None = None,
-    target_overhead: TargetOverhead = "kept",
-    split_capacity: Mapping[str, tuple[int | None, int | None]] | None = None,
+    capacity: Mapping[str, tuple[int | None, int | None]] | None = None,
+    shapes: Mapping[str, StepShape] | None = None, target_overhead: TargetOverhead = "kept",
 ) -> Projection:  # fmt: skip
     """Project `points` (one chip's curve) to `target`, at one edge of the target's figure bands.
 
     A configuration with a `StepShape` (the model's facts are known) is fitted with the overhead model
     (`OVERHEAD_MODEL`), any other with the plain roofline (`PLAIN_MODEL`). A disaggregated configuration (its
     points carry a `split`) is projected point by point with `DisaggRoofline`, its shape being one decode worker's
-    GPU; without the model's facts its points are dropped, and say so. `split_capacity` gives such a
-    configuration's KV capacity per decode worker (source, target), in sequences."""
+    GPU; without the model's facts its points are dropped, and say so. `capacity` gives each configuration's KV
+    capacity (source, target) in sequences: of the deployment for one server, per decode worker for a disaggregated
+    one; a point the target cannot hold is dropped, and says why."""
     bandwidth_ratio = target.bandwidth_tbps.at(edge) / source.bandwidth_tbps.value
     compute_ratio = flops_ratio(source, target).at(edge)
     by_configuration: dict[str, list[CurvePoint]] = defaultdict(list)
@@ -572,8 +573,6 @@ def project_curve(
             fit_roofline(concurrency, steps) if shape is None
             else _with_target_overhead(fit_overhead_roofline(concurrency, steps, shape), name, target_overhead)
         )  # fmt: skip
-    source_capacity, target_capacity = capacity
-    capped = target_capacity is not None and (source_capacity is None or target_capacity < source_capacity)
     projected: list[ProjectedPoint] = []
     dropped: list[tuple[CurvePoint, str]] = []
     for point in points:
@@ -581,12 +580,7 @@ def project_curve(
         if fit is None:
             dropped.append((point, "a disaggregated point is projected from the model's facts, which are unknown"))
             continue
-        if isinstance(fit, DisaggRoofline):
-            why = _beyond_split_capacity(fit, point, target, (split_capacity or {}).get(point.configuration))
-        elif capped and point.concurrency > target_capacity:  # type: ignore[operator]
-            why = f"beyond {target.key}'s KV capacity of {target_capacity} sequences"
-        else:
-            why = None
+        why = _why_not_on_target(fit, point, target, (capacity or {}).get(point.configuration))
         if why is not None:
             dropped.append((point, why))
             continue
@@ -601,7 +595,7 @@ def project_curve(
         projected.append(ProjectedPoint(moved, point, speedup, regime, fit.regime(point.concurrency),
                                         fit.prefill_gpus(speedup, compute_ratio)))  # fmt: skip
     return Projection(source.key, target.key, edge, bandwidth_ratio, compute_ratio, projected, fits, dropped,
-                      capacity)  # fmt: skip
+                      dict(capacity or {}))  # fmt: skip
 
 
 def _with_target_overhead(fit: OverheadRoofline, configuration: str, rule: TargetOverhead) -> OverheadRoofline:
@@ -614,21 +608,25 @@ def _with_target_overhead(fit: OverheadRoofline, configuration: str, rule: Targe
     return fit  # the target never ran this configuration: nothing to take from it
 
 
-def _beyond_split_capacity(
-    fit: DisaggRoofline, point: CurvePoint, target: ChipRates, capacity: tuple[int | None, int | None] | None
+def _why_not_on_target(
+    fit: StepModel, point: CurvePoint, target: ChipRates, capacity: tuple[int | None, int | None] | None
 ) -> str | None:
-    """Why a disaggregated point cannot run on the target: a decode worker wider than the target's scale-up domain
-    (its tensor- or expert-parallel traffic needs one fabric), or a batch per decode worker beyond the target's KV
-    capacity per worker, where the target holds less than the source."""
-    worker, domain = fit.split.gpus_per_decode_worker, target.scale_up_domain
-    if domain is not None and worker > domain:
-        return f"a decode worker of {worker} GPUs is wider than {target.key}'s scale-up domain of {domain}"
+    """Why a point cannot run on the target, or None: a disaggregated decode worker wider than the target's scale-up
+    domain (its tensor- or expert-parallel traffic needs one fabric), or more sequences than the target holds (the
+    deployment's for one server, a decode worker's batch for a disaggregated one), where it holds fewer than the
+    source (nothing beyond the source's own range is judged)."""
+    sequences, unit = float(point.concurrency), ""
+    if isinstance(fit, DisaggRoofline):
+        worker, domain = fit.split.gpus_per_decode_worker, target.scale_up_domain
+        if domain is not None and worker > domain:
+            return f"a decode worker of {worker} GPUs is wider than {target.key}'s scale-up domain of {domain}"
+        sequences, unit = fit.batch(point.concurrency), " per decode worker"
     source_capacity, target_capacity = capacity or (None, None)
     if target_capacity is None or (source_capacity is not None and target_capacity >= source_capacity):
         return None
-    if fit.batch(point.concurrency) <= target_capacity:
+    if sequences <= target_capacity:
         return None
-    return f"beyond {target.key}'s KV capacity of {target_capacity} sequences per decode worker"
+    return f"beyond {target.key}'s KV capacity of {target_capacity} sequences{unit}"
 
 
 def project_between(
@@ -644,32 +642,23 @@ def project_between(
     target_rates = chip_rates(target, curve.key.precision)
     context = curve.isl + curve.osl
     splits = {p.configuration: p.split for p in curve.points if p.split is not None}
-    single = {name: gpus for name, gpus in curve.gpus.items() if name not in splits}
-    capacity: tuple[int | None, int | None] = (None, None)
-    if single:
-        # Capacity of the largest deployment on the curve (the one that caps the highest concurrencies).
-        largest = max(single, key=lambda name: single[name])
-        capacity = (
-            kv_capacity(source_rates.memory_gb, single[largest], model, curve.key.precision, context, largest),
-            kv_capacity(target_rates.memory_gb, single[largest], model, curve.key.precision, context, largest),
-        )
+    # What holds the KV cache, by configuration: the whole deployment of one server, one decode worker of a split.
+    holders = {name: (gpus, name) for name, gpus in curve.gpus.items() if name not in splits}
+    holders |= {name: (split.gpus_per_decode_worker, "dpa" if split.decode_dp_attention else "")
+                for name, split in splits.items()}  # fmt: skip
+    capacity = {
+        name: (kv_capacity(source_rates.memory_bytes, gpus, model, curve.key.precision, context, parallelism),
+               kv_capacity(target_rates.memory_bytes, gpus, model, curve.key.precision, context, parallelism))
+        for name, (gpus, parallelism) in holders.items()
+    }  # fmt: skip
     shapes: dict[str, StepShape] = {}
-    split_capacity: dict[str, tuple[int | None, int | None]] = {}
     if model is not None:
-        for name, gpus in single.items():
-            if (shape := StepShape.of(model, curve.key.precision, curve.isl, curve.osl, gpus, name)) is not None:
-                shapes[name] = shape
-        for name, split in splits.items():
-            worker, attention = split.gpus_per_decode_worker, "dpa" if split.decode_dp_attention else ""
-            shape = StepShape.of(model, curve.key.precision, curve.isl, curve.osl, worker, attention, False)
+        for name, (gpus, parallelism) in holders.items():
+            with_prefill = name not in splits  # a decode worker's prompts are computed elsewhere
+            shape = StepShape.of(model, curve.key.precision, curve.isl, curve.osl, gpus, parallelism, with_prefill)
             if shape is not None:
                 shapes[name] = shape
-            split_capacity[name] = (
-                kv_capacity(source_rates.memory_gb, worker, model, curve.key.precision, context, attention),
-                kv_capacity(target_rates.memory_gb, worker, model, curve.key.precision, context, attention),
-            )
-    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes, target_overhead,
-                         split_capacity)  # fmt: skip
+    return project_curve(curve.points, source_rates, target_rates, edge, capacity, shapes, target_overhead)
 
 
 def project_band(curve: Curve, source: Hardware, target: Hardware, model: RegistryModelSpec | None) -> list[Projection]:

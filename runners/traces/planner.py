@@ -265,7 +265,10 @@ def kv_capacity(
         )
     block_bytes = kv_bytes_per_token(model, kv_dtype=kv_dtype) * block_size
     weights = model.total_params_b.value * 1e9 * BYTES_PER_PARAMETER[precision]
-    kv_bytes = hardware.memory_gb.value * 1e9 * gpus * memory_utilization - weights
+    memory = hardware.memory_bytes
+    if memory is None:
+        raise ValueError(f"hardware {hardware.key!r} states no accelerator memory (memory_gb): no KV cache to plan")
+    kv_bytes = memory * gpus * memory_utilization - weights
     return KvCapacity(
         hbm_blocks=max(0, int(kv_bytes // block_bytes)),
         dram_blocks=int(dram_gib * GIB // block_bytes),

@@ -1,9 +1,9 @@
 """The hub's DRAM offload map (site/views/offload_map.py) with AppTest.
 
-One B200 serving gpt-oss-120b in FP4 keeps 43,869 blocks of 64 tokens of KV in HBM after its 58 GB of weights
+One B200 serving gpt-oss-120b in FP4 keeps 48,932 blocks of 64 tokens of KV in HBM after its 58 GB of weights
 (tests/unit/orchestrator/analysis/test_offload.py checks the map itself on a corpus worked by hand). The shipped
 sample session re-sends a prompt of about 34,000 tokens (about 535 blocks), so HBM holds every live session up to
-about 43,869 / 535 = 82 of them: at 64 the DRAM tier adds nothing, at 128 and 256 HBM alone thrashes while 1 TiB of
+about 48,932 / 535 = 91 of them: at 64 the DRAM tier adds nothing, at 128 and 256 HBM alone thrashes while 1 TiB of
 DRAM (466,033 blocks) still holds them all, and at the given rates (prefill 10,000, decode 1,000 tokens/s per
 GPU) the recomputed prompts dominate each request's time: offload pays.
 """
@@ -25,7 +25,8 @@ def _table(app) -> pd.DataFrame:  # type: ignore[no-untyped-def]
 def test_offload_pays_only_once_hbm_cannot_hold_the_sessions(hub_database: str) -> None:
     app = open_page("offload_map", LINK, from_overview=True)
     assert "Model-based, not measured" in app.info[0].value
-    assert any("43,869 blocks of 64 tokens in HBM" in caption.value for caption in app.caption)
+    # 180 GB of HBM read as binary (GiB, as the driver reports it) x 0.9, less 58.5 GB of weights, over 2.36 MB a block.
+    assert any("48,932 blocks of 64 tokens in HBM" in caption.value for caption in app.caption)
     table = _table(app)
     assert table.loc[64, "saving %"] == 0.0 and not table.loc[64, "offload pays"]
     for concurrency in (128, 256):
@@ -52,7 +53,7 @@ def test_the_dram_default_is_inferencex_rule_on_the_registry(hub_database: str) 
 
 
 def test_the_synthetic_agentx_corpus_is_a_choice(hub_database: str) -> None:
-    """AgentX sizes (~90k-token prompts): 8 B200s with DeepSeek-R1 FP8 (139k blocks of KV) hold 16 live sessions in
+    """AgentX sizes (~90k-token prompts): 8 B200s with DeepSeek-R1 FP8 (160k blocks of KV) hold 16 live sessions in
     HBM (1.5M tokens) but not 128 (~12M): the 1.5 TiB DRAM default (23M tokens more) then pays."""
     link = {"stored": "0", "trace": "synthetic: agentx", "chip": "b200", "llm": "deepseek-r1", "weights": "fp8",
             "gpus": "8", "concurrency": ["16", "128"]}  # fmt: skip

@@ -30,6 +30,7 @@ from orchestrator.analysis.projection import (
     fit_roofline,
     kv_capacity,
     project_band,
+    project_between,
     project_curve,
 )
 from recipes.hardware import load_hardware_registry
@@ -38,12 +39,14 @@ from tests.unit.orchestrator.analysis.result_rows import (
     chip_rows,
 )
 
+GIB = 2**30
+
 
 def chip(
     key: str, bandwidth: float, pflops: float, memory: float = 100.0, high_bandwidth: float | None = None
 ) -> ChipRates:
     bw = Rate(bandwidth, bandwidth, high_bandwidth or bandwidth, "hand-made")
-    return ChipRates(key, bw, Rate(pflops, pflops, pflops, "hand-made"), None, memory)
+    return ChipRates(key, bw, Rate(pflops, pflops, pflops, "hand-made"), None, memory * GIB)  # memory in GiB
 
 
 def curve(
@@ -90,19 +93,39 @@ def test_a_knee_is_found_and_each_side_scales_with_its_own_figure() -> None:
 def test_kv_capacity_caps_the_concurrency_a_smaller_chip_reaches() -> None:
     models = load_model_registry()
     llama = models["llama-3.3-70b"]  # 70 B bf16 = 140 GB of weights; 320 KiB of KV per token in bf16
-    big = kv_capacity(141.0, 8, llama, "bf16", 2048, "tp8")
-    small = kv_capacity(80.0, 8, llama, "bf16", 2048, "tp8")
-    # By hand: (8 x 80 GB x 0.9 - 140 GB) / (80 layers x 8 heads x 128 x 2 x 2 bytes x 2048) = 436 GB / 671 MB.
-    assert small == int((8 * 80e9 * 0.9 - 70e9 * 2) // (80 * 8 * 128 * 2 * 2 * 2048))
+    big = kv_capacity(141.0 * GIB, 8, llama, "bf16", 2048, "tp8")
+    small = kv_capacity(80.0 * GIB, 8, llama, "bf16", 2048, "tp8")
+    # By hand: (8 x 80 GiB x 0.9 - 140 GB) / (80 layers x 8 heads x 128 x 2 x 2 bytes x 2048) = 478 GB / 671 MB.
+    assert small == int((8 * 80 * GIB * 0.9 - 70e9 * 2) // (80 * 8 * 128 * 2 * 2 * 2048))
     assert big is not None and small is not None and small < big
     points = curve(lambda c: 0.02 + 0.0001 * c, concurrencies=(64, 256, small + 1, big))
-    projection = project_curve(points, chip("h200", 4.8, 2.0, 141), chip("h100", 3.35, 2.0, 80), capacity=(big, small))
+    projection = project_curve(points, chip("h200", 4.8, 2.0, 141), chip("h100", 3.35, 2.0, 80),
+                               capacity={"tp8": (big, small)})  # fmt: skip
     assert [p.point.concurrency for p in projection.points] == [64, 256]
     assert [p.concurrency for p, _ in projection.dropped] == [small + 1, big]
     assert all("KV capacity" in why for _, why in projection.dropped)
     # A chip that holds more never drops anything (nothing beyond the source's own range is invented either).
-    wider = project_curve(points, chip("h100", 3.35, 2.0, 80), chip("h200", 4.8, 2.0, 141), capacity=(small, big))
+    wider = project_curve(points, chip("h100", 3.35, 2.0, 80), chip("h200", 4.8, 2.0, 141),
+                          capacity={"tp8": (small, big)})  # fmt: skip
     assert len(wider.points) == 4 and not wider.dropped
+
+
+def test_each_configuration_is_capped_by_what_its_own_gpus_hold() -> None:
+    """gpt-oss-120b 8k/1k from H200 to H100 (InferenceX ran H200 at TP1 up to 64 users): one H100 holds ~39
+    sequences of 9k tokens beside 60 GB of weights, eight hold ~1,500. Each configuration is capped by its own
+    deployment, not by the curve's largest one."""
+    registry, models = load_hardware_registry(), load_model_registry()
+    model = models["gpt-oss-120b"]
+    one = kv_capacity(registry["h100"].memory_bytes, 1, model, "fp4", 9216, "tp1")
+    eight = kv_capacity(registry["h100"].memory_bytes, 8, model, "fp4", 9216, "tp8")
+    assert one is not None and eight is not None and 16 < one < 64 < eight
+    points = curve(lambda c: 0.010 + 0.0001 * c, (4, 16, 64), "tp1") + curve(lambda c: 0.008 + 0.00005 * c, (4, 64))
+    measured = Curve(CurveKey("gpt-oss-120b", "fp4", "vllm", "8k/1k"), "h200", points, set(), 8192, 1024,
+                     {"tp1": 1, "tp8": 8})  # fmt: skip
+    projection = project_between(measured, registry["h200"], registry["h100"], model)
+    assert [(p.configuration, p.concurrency) for p, _ in projection.dropped] == [("tp1", 64)]
+    assert f"KV capacity of {one} sequences" in projection.dropped[0][1]
+    assert projection.kv_capacity["tp1"][1] == one and projection.kv_capacity["tp8"][1] == eight
 
 
 def test_a_range_in_the_registry_gives_a_band_and_a_missing_dense_figure_a_bounded_one() -> None:
@@ -293,7 +316,7 @@ def test_a_disaggregated_point_the_target_cannot_hold_is_dropped_and_says_why() 
     split = DisaggSplit(prefill_gpus=4, decode_gpus=8, decode_workers=2, decode_dp_attention=False)
     points = disaggregated(split, [100, 400])  # 50 and 200 sequences per decode worker
     capped = project_curve(points, chip("a", 8.0, 5.0), chip("b", 8.0, 5.0), shapes={name: decode_shape(split)},
-                           split_capacity={name: (1000, 100)})  # fmt: skip
+                           capacity={name: (1000, 100)})  # fmt: skip
     assert [p.point.concurrency for p in capped.points] == [100]
     assert "KV capacity of 100 sequences per decode worker" in capped.dropped[0][1]
     # Without the model's facts nothing is guessed: every point is dropped with the reason.

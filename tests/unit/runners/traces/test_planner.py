@@ -93,10 +93,11 @@ def test_capacity_from_the_registries_worked_by_hand() -> None:
     b200 = load_hardware_registry()["b200"]
     capacity = kv_capacity(model, b200, gpus=8, precision="fp8", block_size=16, memory_utilization=0.9, dram_gib=64)
     # By hand from config.json and the registry: 80 layers x 8 KV heads x 128 dims x (K, V) x 2 bytes (bf16 KV);
-    # 70e9 parameters at one byte (fp8); 8 x 180 GB of HBM at 90 %.
+    # 70e9 parameters at one byte (fp8); 8 x 180 GB of HBM at 90 %, the vendor's GB being binary (GiB: nvidia-smi
+    # shows a B200 as 183,359 MiB).
     per_token = 80 * 8 * 128 * 2 * 2
     weights = 70e9
-    kv_bytes = 180e9 * 8 * 0.9 - weights
+    kv_bytes = 180 * 2**30 * 8 * 0.9 - weights
     assert capacity.block_bytes == per_token * 16
     assert capacity.hbm_blocks == int(kv_bytes // (per_token * 16))
     assert capacity.dram_blocks == int(64 * 2**30 // (per_token * 16))
