@@ -164,7 +164,7 @@ class BacktestRow:
     unchanged: float | None = None
     # The plain roofline's projection (no model facts, no overhead), for comparison.
     plain: float | None = None
-    # The variant whose overhead follows FLOP/s too (`OverheadRoofline.overhead_follows_compute`), for comparison.
+    # The variant whose overhead follows FLOP/s too (`TargetOverhead` 'follows-compute'), for comparison.
     overhead_on_compute: float | None = None
     # A diagnostic, no projection: the model with the target's own fitted overhead (`target_overhead_s`); what is
     # left of the error is what no per-step overhead explains.

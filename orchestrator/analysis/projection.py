@@ -177,7 +177,7 @@ class Roofline:
     def step_s(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> float:
         return max(self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio)
 
-    def on_target(self, compute_ratio: float) -> Roofline:
+    def on_target(self) -> Roofline:
         """The model as it carries over to the target: every second follows a figure, nothing else changes."""
         return self
 
@@ -322,11 +322,8 @@ class OverheadRoofline:
     s_per_flop: float
     shape: StepShape
     relative_rms_error: float = 0.0
-    # Two diagnostics the backtest reports beside the model, never the model. `overhead_follows_compute`: the
-    # overhead divided by the FLOP/s ratio too (as if it were small kernels bound by issue rate); it mends AMD
-    # across generations and breaks NVIDIA. `target_overhead_s`: the overhead the target's own curve fits (it reads
-    # the target, so it is no projection): how much of a miss a per-step overhead can explain at all.
-    overhead_follows_compute: bool = False
+    # The overhead on the target, where one of the backtest's diagnostics sets it (`TargetOverhead`); None, the
+    # model: kept as measured on the source.
     target_overhead_s: float | None = None
 
     def memory_term(self, concurrency: float) -> float:
@@ -340,16 +337,12 @@ class OverheadRoofline:
             self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio
         )
 
-    def on_target(self, compute_ratio: float) -> OverheadRoofline:
+    def on_target(self) -> OverheadRoofline:
         """The model as it carries over to the target: the overhead kept as measured on the source, unless one of
-        the backtest's diagnostics says otherwise."""
-        if self.target_overhead_s is not None:
-            overhead = self.target_overhead_s
-        elif self.overhead_follows_compute:
-            overhead = self.overhead_s / compute_ratio
-        else:
+        the backtest's diagnostics set it."""
+        if self.target_overhead_s is None:
             return self
-        return replace(self, overhead_s=overhead, overhead_follows_compute=False, target_overhead_s=None)
+        return replace(self, overhead_s=self.target_overhead_s, target_overhead_s=None)
 
     def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
         memory = self.memory_term(concurrency) / bandwidth_ratio
@@ -396,7 +389,7 @@ class DisaggRoofline:
         """The roofline's step time at peak (not the measured one: only ratios of it are used)."""
         return max(self.memory_term(concurrency) / bandwidth_ratio, self.compute_term(concurrency) / compute_ratio)
 
-    def on_target(self, compute_ratio: float) -> DisaggRoofline:
+    def on_target(self) -> DisaggRoofline:
         return self  # nothing fitted, nothing kept: every second follows a figure
 
     def regime(self, concurrency: float, bandwidth_ratio: float = 1.0, compute_ratio: float = 1.0) -> Regime:
@@ -530,10 +523,8 @@ def kv_capacity(
     is data-parallel ('dpa'), so it counts once per GPU there. None when the model or memory is unknown."""
     if memory_bytes is None or model is None or precision not in WEIGHT_BYTES_PER_PARAMETER:
         return None
-    usable = (
-        gpus * memory_bytes * MEMORY_FRACTION
-        - model.total_params_b.value * 1e9 * WEIGHT_BYTES_PER_PARAMETER[precision]
-    )
+    weights = model.total_params_b.value * 1e9 * WEIGHT_BYTES_PER_PARAMETER[precision]
+    usable = gpus * memory_bytes * MEMORY_FRACTION - weights
     if usable <= 0:
         return 0
     per_sequence = kv_bytes_per_token(model, context_tokens) * context_tokens
@@ -571,7 +562,8 @@ def project_curve(
             continue
         fits[name] = (
             fit_roofline(concurrency, steps) if shape is None
-            else _with_target_overhead(fit_overhead_roofline(concurrency, steps, shape), name, target_overhead)
+            else _with_target_overhead(fit_overhead_roofline(concurrency, steps, shape), name, target_overhead,
+                                       compute_ratio)
         )  # fmt: skip
     projected: list[ProjectedPoint] = []
     dropped: list[tuple[CurvePoint, str]] = []
@@ -584,7 +576,7 @@ def project_curve(
         if why is not None:
             dropped.append((point, why))
             continue
-        target_step = fit.on_target(compute_ratio).step_s(point.concurrency, bandwidth_ratio, compute_ratio)
+        target_step = fit.on_target().step_s(point.concurrency, bandwidth_ratio, compute_ratio)
         speedup = fit.step_s(point.concurrency) / target_step
         regime = fit.regime(point.concurrency, bandwidth_ratio, compute_ratio)
         throughput = fit.throughput_scale(speedup, compute_ratio)
@@ -598,11 +590,17 @@ def project_curve(
                       dict(capacity or {}))  # fmt: skip
 
 
-def _with_target_overhead(fit: OverheadRoofline, configuration: str, rule: TargetOverhead) -> OverheadRoofline:
+def _with_target_overhead(
+    fit: OverheadRoofline, configuration: str, rule: TargetOverhead, compute_ratio: float
+) -> OverheadRoofline:  # fmt: skip
+    """`fit` with the overhead a diagnostic gives the target: "follows-compute" divides it by the FLOP/s ratio too
+    (as if it were small kernels bound by issue rate; it mends AMD across generations and breaks NVIDIA); a
+    mapping gives the target's own fitted overhead per configuration (it reads the target: how much of a miss a
+    per-step overhead explains at all)."""
     if rule == "kept":
         return fit
     if rule == "follows-compute":
-        return replace(fit, overhead_follows_compute=True)
+        return replace(fit, target_overhead_s=fit.overhead_s / compute_ratio)
     if isinstance(rule, Mapping) and configuration in rule:
         return replace(fit, target_overhead_s=rule[configuration])
     return fit  # the target never ran this configuration: nothing to take from it

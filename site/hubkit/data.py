@@ -19,7 +19,6 @@ from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
 from orchestrator.analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
-from orchestrator.analysis.projection import DISAGG_MODEL
 from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
@@ -202,16 +201,15 @@ def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
     )
 
 
-def projection_group(snapshot: dict[str, Any]) -> tuple[str, pd.Series | None] | None:
-    """For a projected point's recipe snapshot: the backtest group of projections like it (`group_of`) and that
-    group's row of `ProjectionReport.by_group` on this hub's results (None where the backtest holds none); None
-    when the snapshot names chips the registry does not know."""
+def projection_group(snapshot: dict[str, Any], disaggregated: bool) -> tuple[str, pd.Series | None] | None:
+    """For a projected point (its recipe snapshot, and `ResultView.disaggregated`): the backtest group of
+    projections like it (`group_of`) and that group's row of `ProjectionReport.by_group` on this hub's results
+    (None where the backtest holds none); None when the snapshot names chips the registry does not know."""
     projection = snapshot.get("projection") or {}
     registry = hardware_registry()
     source, target = projection.get("from"), projection.get("to")
     if source not in registry or target not in registry:
         return None
-    disaggregated = (projection.get("fit") or {}).get("model_version") == DISAGG_MODEL
     name = group_of(registry[source], registry[target], disaggregated)
     by_group = projection_report(database_url()).by_group
     matching = by_group[by_group["pairs"] == name] if not by_group.empty else by_group

@@ -101,7 +101,7 @@ if point.origin == "projected":
     st.markdown(f"**{point.source or 'projected'}**")
     with st.expander("The projection: model, ratios, fitted coefficients and the source points", expanded=False):
         st.json((recipe.snapshot or {}).get("projection", {}))
-    found = data.projection_group(recipe.snapshot or {})
+    found = data.projection_group(recipe.snapshot or {}, bool(row["disaggregated"]))
     if found is not None:
         group, medians = found
         if medians is None:
