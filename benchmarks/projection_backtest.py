@@ -12,7 +12,9 @@ Run: .venv/bin/python -m benchmarks.projection_backtest [DIR_OR_FILE ...]
 The public corpora (docs/BENCHMARKS.md, "Projection backtest"): the InferenceX result files (35 files, 1,622
 rows; fetch repository gminneci/mantile and pass the directories `reconcile/sources/inferencemax/raw/run_*`), and
 the dashboard API's response as InferenceX-app's tests captured it (435 rows of 73 runs; pass the file
-`packages/app/cypress/fixtures/api/benchmarks.json` of vngcloud/InferenceX-app at 7fe6d62).
+`packages/app/cypress/fixtures/api/benchmarks.json` of vngcloud/InferenceX-app at 7fe6d62), and the dashboard's
+history of DeepSeek-R1 beside it (`benchmarks-history.json`: 1,462 rows of 133 runs naming no image; each run is a
+curve of its own and runs of one day are compared, marked "image unknown").
 Two diagnostics beside the peers, never projections: the overhead following FLOP/s (above), and the model given
 the target's own fitted overhead (it reads the target; what error is left is what no per-step overhead explains).
 After the table: the overhead the model fits per chip and curve family, where a projection carries one chip's

@@ -6,6 +6,7 @@ the models; docs/BENCHMARKS.md, "Projection backtest", the figures on the public
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections import defaultdict
@@ -109,13 +110,13 @@ def step_changes(
     rows: Iterable[Any], registry: dict[str, Hardware], low: int = 4, high: int = 64
 ) -> list[StepChange]:  # fmt: skip
     """Every same-vendor pair of chips (source: the one of less bandwidth) that measured one configuration under one
-    engine release (`engine_release`) at both `low` and `high` users, single-server deployments only."""
+    engine release (`_release_of`) at both `low` and `high` users, single-server deployments only."""
     out: list[StepChange] = []
     for key, by_chip in image_curves_of(rows).items():
         steps: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)  # (chip, release, configuration)
         for chip, curves in by_chip.items():
             for curve in curves:
-                release = engine_release(next(iter(sorted(curve.images)), ""))
+                release = _release_of(curve)
                 for point in curve.points:
                     if point.split is None and point.concurrency in (low, high):
                         steps[(chip, release, point.configuration)][point.concurrency] = 1.0 / point.interactivity
@@ -160,6 +161,8 @@ class BacktestRow:
     scale_up_differs: bool
     # The images differ only by their per-architecture build suffix (`-mi30x` / `-mi35x`): one engine release.
     one_release: bool = False
+    # A curve names no image (the dashboard's history rows): neither the same image nor a known difference.
+    images_unknown: bool = False
     # The no-model baseline: the source chip's own measured frontier at the level, as if the chips were equal.
     unchanged: float | None = None
     # The plain roofline's projection (no model facts, no overhead), for comparison.
@@ -177,6 +180,11 @@ class BacktestRow:
 
     def _error(self, value: float | None) -> float | None:
         return None if value is None else 100.0 * (value - self.measured) / self.measured
+
+    @property
+    def same_image(self) -> bool:
+        """Both chips ran one image, as both curves name it (an unknown image is no evidence of it)."""
+        return not (self.images_differ or self.images_unknown)
 
     @property
     def error_pct(self) -> float:
@@ -232,6 +240,7 @@ class _Pair:
     measured: list[CurvePoint]
     images_differ: bool
     one_release: bool
+    images_unknown: bool
     source_points: list[CurvePoint]
     plain: list[CurvePoint]
     model_version: str
@@ -270,6 +279,14 @@ def engine_release(image: str) -> str:
     return _ARCH_BUILD.sub("", image)
 
 
+def _release_of(curve: Curve) -> str:
+    """The engine release a curve ran (`engine_release` of its image); where it names no image, the day of its run
+    (runs of one day stand in for one release, as in `_chosen_curves`)."""
+    if curve.images:
+        return engine_release(min(curve.images))
+    return f"run of {curve.newest.date().isoformat()}" if curve.newest is not None else ""
+
+
 def _one_release(curve: Curve, other: Curve) -> bool:
     """Both curves' images are builds of one release for different architectures (the images still differ)."""
     return _images_differ(curve, other) and {engine_release(i) for i in curve.images} == {
@@ -285,10 +302,30 @@ def _images_differ(curve: Curve, other: Curve) -> bool:
     return bool(curve.images and other.images and curve.images != other.images)
 
 
+def _images_unknown(curve: Curve, other: Curve) -> bool:
+    return not (curve.images and other.images)
+
+
+def _days_apart(pair: tuple[Curve, Curve]) -> float:
+    """How far apart in time the two curves' newest points are, in days (unknown: very far)."""
+    source, target = pair
+    if source.newest is None or target.newest is None:
+        return math.inf
+    return abs((source.newest - target.newest).total_seconds()) / 86400
+
+
+def _older_of(pair: tuple[Curve, Curve]) -> float:
+    """When the older of the two curves' newest points was measured (a timestamp; unknown: the earliest)."""
+    dates = [curve.newest.timestamp() for curve in pair if curve.newest is not None]
+    return min(dates) if len(dates) == 2 else -math.inf
+
+
 def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Curve, Curve]]:
     """Which (source, target) curves of two chips to compare, restricted to the parallelisms both measured: every
-    pair that ran the same image, else the one pair with the most shared points (an image difference, marked);
-    single-server and disaggregated deployments each on their own."""
+    pair that ran the same image (where an image is unknown, every pair of runs of one day: rows naming no image
+    are one curve per run), else the one pair with the most shared points, among equals the nearest in time and
+    then the newest (an image difference or an unknown image, marked); single-server and disaggregated deployments
+    each on their own."""
     candidates = []
     for source in sources:
         for target in targets:
@@ -301,11 +338,15 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
     for disaggregated in (False, True):  # each kind: its same-image pairs, else its fullest pair
         kind = [pair for pair in candidates if is_disaggregated_curve(pair[0]) == disaggregated]
         same = [(source, target) for source, target in kind if _same_image(source, target)]
+        # Where a curve names no image, runs measured within one day stand in for one image (InferenceX sweeps
+        # every chip from one commit): one pair of them would be as arbitrary as the day picked.
+        same = same or [pair for pair in kind if _images_unknown(*pair) and _days_apart(pair) < 1.0]
         if same:
             chosen += same
         elif kind:
             chosen.append(max(kind, key=lambda pair: (
-                len(pair[0].points) + len(pair[1].points), sorted(pair[0].images), sorted(pair[1].images),
+                len(pair[0].points) + len(pair[1].points), -_days_apart(pair), _older_of(pair), sorted(pair[0].images),
+                sorted(pair[1].images),
             )))  # fmt: skip
     return chosen
 
@@ -348,7 +389,7 @@ def _pairs(
                 pairs.append(_Pair(
                     key, source, target, [p.point for p in projection.points], other.points,
                     images_differ=_images_differ(curve, other), one_release=_one_release(curve, other),
-                    source_points=curve.points,
+                    images_unknown=_images_unknown(curve, other), source_points=curve.points,
                     plain=[p.point for p in plain.points], model_version=projection.model_version,
                     overhead_on_compute=[p.point for p in variant], target_overhead=[p.point for p in oracle],
                     disaggregated=is_disaggregated_curve(curve),
@@ -378,7 +419,7 @@ def backtest(
                 same_vendor=pair.source.vendor == pair.target.vendor,
                 scale_up_differs=pair.source.scale_up_domain != pair.target.scale_up_domain,
                 unchanged=read_at(pair.source_points, level), plain=read_at(pair.plain, level),
-                model_version=pair.model_version, one_release=pair.one_release,
+                model_version=pair.model_version, one_release=pair.one_release, images_unknown=pair.images_unknown,
                 overhead_on_compute=read_at(pair.overhead_on_compute, level), disaggregated=pair.disaggregated,
                 target_overhead=read_at(pair.target_overhead, level),
                 sparse=max(gap_at(pair.projected, level), gap_at(pair.measured, level)) > SPARSE_GAP,
@@ -431,12 +472,12 @@ def groups(rows: Iterable[BacktestRow], registry: dict[str, Hardware]) -> dict[s
     for row in rows:
         grouped[group_of(registry[row.source], registry[row.target], row.disaggregated)].append(row)
         if row.disaggregated:  # reported apart: a model that fits nothing (DisaggRoofline)
-            if row.same_vendor and not row.images_differ:
+            if row.same_vendor and row.same_image:
                 grouped["disaggregated, same-vendor, same image"].append(row)
             continue
         if row.same_vendor:
             grouped["same-vendor"].append(row)
-            if not row.images_differ:
+            if row.same_image:
                 grouped["same-vendor, same image"].append(row)
             elif row.one_release:
                 grouped["same-vendor, per-arch builds of one release"].append(row)

@@ -161,12 +161,21 @@ def _speculative_of(row: Any) -> str | None:
     return method if isinstance(method, str) and method else None
 
 
-def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve]:
-    """Valid fixed-length points with an interactivity as curves by (key, chip, engine image).
+def _generation_of(row: Any) -> str:
+    """The software a row ran: its engine image, or where it names none its run (sweep). Rows naming no image can
+    be of any release (the dashboard's history holds six months of runs of one configuration without images):
+    pooled, a curve would be the median across releases."""
+    image = _image_of(row)
+    return image if image is not None else f"run {row.sweep}"
+
+
+def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str], Curve]:
+    """Valid fixed-length points with an interactivity as curves by (key, chip, software generation: the engine
+    image, or one run where the rows name no image).
 
     A disaggregated deployment is kept where its split is known (`_split_of`; imported InferenceX rows), else left
     out. Repeats and runs of one configuration at one concurrency become their median."""
-    grouped: dict[tuple[CurveKey, str, str | None, str, int], list[Any]] = defaultdict(list)
+    grouped: dict[tuple[CurveKey, str, str, str, int], list[Any]] = defaultdict(list)
     for row in rows:
         if row.origin not in {"measured", "imported"} or not row.valid or row.workload_kind != "fixed-length":
             continue
@@ -175,16 +184,16 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve
         if _is_disaggregated(row) and _split_of(row) is None:
             continue
         key = CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
-        image = _image_of(row)
-        grouped[(key, row.hardware, image, row.parallelism, row.concurrency)].append(row)
-    curves: dict[tuple[CurveKey, str, str | None], Curve] = {}
-    for (key, hardware, image, parallelism, concurrency), members in sorted(
+        grouped[(key, row.hardware, _generation_of(row), row.parallelism, row.concurrency)].append(row)
+    curves: dict[tuple[CurveKey, str, str], Curve] = {}
+    for (key, hardware, generation, parallelism, concurrency), members in sorted(
         grouped.items(), key=lambda item: str(item[0])
     ):
         first = members[0]
+        image = _image_of(first)
         # Lengths as integers whatever the reader holds them in (a DataFrame's are floats).
         curve = curves.setdefault(
-            (key, hardware, image), Curve(key, hardware, [], set(), int(first.isl), int(first.osl), {})
+            (key, hardware, generation), Curve(key, hardware, [], set(), int(first.isl), int(first.osl), {})
         )
         curve.points.append(CurvePoint(
             parallelism, int(concurrency), _median(r.interactivity_p50 for r in members),
@@ -203,7 +212,8 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str | None], Curve
 
 def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
     """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip: each
-    chip's newest software generation (the image whose newest point is newest), never a median across releases.
+    chip's newest software generation (`_generation_of`: the image, or the run, whose newest point is newest), never
+    a median across releases.
     What `infersweep project` projects from."""
     curves: dict[CurveKey, dict[str, Curve]] = defaultdict(dict)
     for key, by_chip in image_curves_of(rows).items():
@@ -221,8 +231,8 @@ def _recency(curve: Curve) -> tuple[datetime, int, list[str]]:
 
 
 def image_curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, list[Curve]]]:
-    """As `curves_of`, one curve per engine image of each chip (rows stating no image make a curve of their own):
-    the backtest compares one software generation with one, never a median across releases."""
+    """As `curves_of`, one curve per software generation of each chip (`_generation_of`: its engine image, or one
+    run where rows name none): the backtest compares one generation with one, never a median across releases."""
     curves: dict[CurveKey, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
     for (key, hardware, _image), curve in _curves(rows).items():
         curves[key][hardware].append(curve)

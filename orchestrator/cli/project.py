@@ -153,7 +153,8 @@ def backtest(
         table.add_column(column)
     for row in result.rows:
         images = "images differ (per-arch builds of one release)" if row.one_release else "images differ"
-        marks = [m for m, on in ((images, row.images_differ), ("cross-vendor", not row.same_vendor),
+        marks = [m for m, on in ((images, row.images_differ), ("image unknown", row.images_unknown),
+                                 ("cross-vendor", not row.same_vendor),
                                  ("scale-up differs", row.scale_up_differs),
                                  ("disaggregated", row.disaggregated),
                                  (f"sparse (points >{SPARSE_GAP:g}x apart)", row.sparse)) if on]  # fmt: skip

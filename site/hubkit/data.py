@@ -174,7 +174,8 @@ def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
                 "error %": round(row.error_pct, 1),
                 "unchanged %": None if row.unchanged_error_pct is None else round(row.unchanged_error_pct, 1),
                 "same vendor": row.same_vendor, "images differ": row.images_differ,
-                "per-arch builds": row.one_release, "disaggregated": row.disaggregated, "sparse": row.sparse,
+                "per-arch builds": row.one_release, "image unknown": row.images_unknown,
+                "disaggregated": row.disaggregated, "sparse": row.sparse,
             }
             for row in result.rows
         ]

@@ -19,7 +19,7 @@ def result_row(
         output_throughput_per_gpu=output, total_token_throughput_per_gpu=2 * output, parallelism=parallelism,
         model="gpt-oss-120b", precision="fp4", engine="vllm", workload="1k/1k", hardware=hardware,
         concurrency=concurrency, isl=1024, osl=1024, point_key=f"{hardware}-{concurrency}", accelerators=8,
-        engine_image="vllm/vllm-openai:v0.11.2",
+        engine_image="vllm/vllm-openai:v0.11.2", sweep="run-1",
     )  # fmt: skip
 
 
@@ -55,7 +55,7 @@ def view_of_split(hardware: str, concurrency: int, interactivity: float, output:
         hardware=hardware, concurrency=concurrency, accelerators=split.prefill_gpus + split.decode_gpus,
         point_key=f"{hardware}-{label}-{concurrency}", engine_image=image, speculative_decoding=None,
         prefill_gpus=split.prefill_gpus, decode_gpus=split.decode_gpus, decode_workers=split.decode_workers,
-        decode_dp_attention=split.decode_dp_attention, finished_at=None, disaggregated=True,
+        decode_dp_attention=split.decode_dp_attention, finished_at=None, disaggregated=True, sweep="run-1",
     )  # fmt: skip
 
 

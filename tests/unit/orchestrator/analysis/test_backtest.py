@@ -252,3 +252,24 @@ def test_step_changes_compare_floors_and_growth_of_one_release_without_a_model()
     ratio = registry["h200"].memory_bandwidth_tbps.value / registry["h100"].memory_bandwidth_tbps.value
     assert change.bandwidth == pytest.approx(ratio) and change.compute == pytest.approx(1.0)
     assert change.release == "vllm/vllm-openai:v0.11.2"
+
+
+def test_step_changes_without_images_compare_runs_of_one_day_never_one_run_with_another() -> None:
+    """The dashboard's history names no image: a chip's runs of several days were one release, so one run's step
+    at 4 users met another run's at 64. Runs of one day stand in for one release."""
+    from datetime import datetime
+    from types import SimpleNamespace
+
+    registry = load_hardware_registry()
+
+    def run(chip: str, floor_s: float, growth_s: float, day: int) -> list:
+        steps = {4: floor_s, 64: floor_s + growth_s}
+        return [SimpleNamespace(**{**vars(row), "engine_image": None, "sweep": f"{chip}-{day}",
+                                   "finished_at": datetime(2026, 5, day)})
+                for row in (result_row(chip, c, 1 / step, c / step / 8) for c, step in steps.items())]  # fmt: skip
+
+    views = run("mi300x", 0.010, 0.020, 1) + run("mi325x", 0.010, 0.010, 1)  # one day: growth 2x
+    views += run("mi300x", 0.020, 0.060, 9)  # a later run of MI300X alone: never compared
+    (change,) = step_changes(views, registry)
+    assert (change.source, change.target) == ("mi300x", "mi325x") and change.release == "run of 2026-05-01"
+    assert change.floor == pytest.approx(1.0) and change.growth == pytest.approx(2.0)

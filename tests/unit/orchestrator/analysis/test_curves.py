@@ -3,14 +3,18 @@ frontier readings marked sparse where points are missing."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from types import SimpleNamespace
+
 import pytest
 
-from orchestrator.analysis.backtest import backtest
+from orchestrator.analysis.backtest import backtest, groups
 from orchestrator.analysis.curves import (
     SPARSE_GAP,
     CurvePoint,
     curves_of,
     gap_at,
+    image_curves_of,
     read_at,
 )
 from recipes.hardware import load_hardware_registry
@@ -21,9 +25,13 @@ from tests.unit.orchestrator.analysis.result_rows import (
 )
 
 
-def test_a_projection_starts_from_the_chips_newest_release_alone() -> None:
-    from datetime import datetime
+def _run(hardware: str, speed: float, sweep: str, when: datetime) -> list[SimpleNamespace]:
+    """A chip's run as the dashboard's history holds it: no image, one sweep, one date."""
+    return [SimpleNamespace(**{**vars(r), "engine_image": None, "sweep": sweep, "finished_at": when})
+            for r in chip_rows(hardware, speed)]  # fmt: skip
 
+
+def test_a_projection_starts_from_the_chips_newest_release_alone() -> None:
     older = on_image(chip_rows("b300", 200.0), "sglang:v0.5.9")
     newer = on_image(chip_rows("b300", 200.0), "sglang:v0.5.12", 1.5)
     for row in older:
@@ -46,6 +54,57 @@ def test_rows_read_from_a_data_frame_without_an_image_are_one_curve_of_their_own
     frame.loc[frame["hardware"] == "h200", "engine_image"] = None
     result = backtest(frame.itertuples(index=False), registry, models)
     assert result.rows and not any(row.images_differ or row.one_release for row in result.rows)
+    assert all(row.images_unknown and not row.same_image for row in result.rows)
+
+
+def test_rows_naming_no_image_are_one_curve_per_run_never_pooled_across_runs() -> None:
+    """The dashboard's history names no image and holds six months of runs of one configuration: pooled, each
+    concurrency was the median across releases. One run is one curve, and the newest run is the chip's curve."""
+    older = _run("mi325x", 100.0, "run-dec", datetime(2025, 12, 1))
+    newer = _run("mi325x", 160.0, "run-may", datetime(2026, 5, 1))
+    (by_chip,) = image_curves_of(older + newer).values()
+    assert len(by_chip["mi325x"]) == 2 and all(len(curve.points) == 6 for curve in by_chip["mi325x"])
+    (curve,) = [chips["mi325x"] for chips in curves_of(older + newer).values()]
+    assert max(p.output_per_gpu for p in curve.points) == pytest.approx(max(r.output_throughput_per_gpu for r in newer))
+
+
+def _unchanged_by_source_run(rows: list[SimpleNamespace], result_rows: list) -> set[str]:  # type: ignore[type-arg]
+    """Which of the source chip's runs each backtest row started from (its unchanged-curve reading tells)."""
+    found = set()
+    for row in result_rows:
+        for sweep in {r.sweep for r in rows if r.hardware == row.source}:
+            run = [r for r in rows if r.sweep == sweep]
+            if row.unchanged == pytest.approx(read_at(curves_of(run)[row.curve][row.source].points, row.level)):
+                found.add(sweep)
+    return found
+
+
+def test_without_images_the_backtest_compares_runs_of_one_day_and_never_calls_them_same_image() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = [
+        *_run("mi300x", 100.0, "a-dec", datetime(2025, 12, 1, 3)),
+        *_run("mi325x", 110.0, "b-dec", datetime(2025, 12, 1, 9)),
+        *_run("mi300x", 130.0, "a-mar", datetime(2026, 3, 1)),
+        *_run("mi300x", 150.0, "a-may", datetime(2026, 5, 1, 2)),
+        *_run("mi325x", 160.0, "b-may", datetime(2026, 5, 1, 4)),
+    ]
+    result = backtest(rows, registry, models)
+    forward = [row for row in result.rows if row.source == "mi300x"]
+    # Every pair of runs of one day, as every pair of one image: December's and May's, never March's alone.
+    assert _unchanged_by_source_run(rows, forward) == {"a-dec", "a-may"}
+    assert all(row.images_unknown and not row.same_image for row in result.rows)
+    assert "same-vendor, same image" not in groups(result.rows, registry)
+
+
+def test_without_images_or_a_shared_day_the_backtest_pairs_the_runs_nearest_in_time() -> None:
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = [
+        *_run("mi300x", 100.0, "a-dec", datetime(2025, 12, 1)),
+        *_run("mi300x", 150.0, "a-may", datetime(2026, 5, 3)),
+        *_run("mi325x", 160.0, "b-may", datetime(2026, 5, 1)),
+    ]
+    forward = [row for row in backtest(rows, registry, models).rows if row.source == "mi300x"]
+    assert _unchanged_by_source_run(rows, forward) == {"a-may"}  # not December's slower run
 
 
 def test_a_reading_between_distant_frontier_points_is_marked_sparse() -> None:
