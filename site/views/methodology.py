@@ -257,7 +257,9 @@ with projections:
                    "with, never fitted. `infersweep project backtest` prints the same table. 'sparse': a "
                    "frontier read between points more than twice apart in interactivity or in throughput, where the "
                    "interpolation guesses; 'disaggregated': prefill and decode on separate GPUs, projected point "
-                   "by point without a fit (docs/METHODOLOGY.md).")  # fmt: skip
+                   "by point without a fit; 'image unknown': a curve names no engine image, so each run is a curve "
+                   "of its own and runs of one day are compared, never counted as one image "
+                   "(docs/METHODOLOGY.md).")  # fmt: skip
     overheads = report.overheads
     if not overheads.empty:
         st.markdown(
