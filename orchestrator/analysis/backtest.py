@@ -338,8 +338,9 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
     for disaggregated in (False, True):  # each kind: its same-image pairs, else its fullest pair
         kind = [pair for pair in candidates if is_disaggregated_curve(pair[0]) == disaggregated]
         same = [(source, target) for source, target in kind if _same_image(source, target)]
-        # Where a curve names no image, runs measured within one day stand in for one image (InferenceX sweeps
-        # every chip from one commit): one pair of them would be as arbitrary as the day picked.
+        # Where a curve names no image, runs measured within one day stand in for one image (an assumption: the
+        # dashboard's history ran its chips on the same days, as one scheduled sweep would); one pair of them
+        # would be as arbitrary as the day picked.
         same = same or [pair for pair in kind if _images_unknown(*pair) and _days_apart(pair) < 1.0]
         if same:
             chosen += same

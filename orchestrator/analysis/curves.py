@@ -210,15 +210,20 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str], Curve]:
     return curves
 
 
+# Points a curve needs for the overhead model's three coefficients (overhead, seconds per byte, per FLOP): fewer
+# cannot tell the overhead from traffic.
+FIT_POINTS = 3
+
+
 def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
     """Measured and imported fixed-length results as curves, by (model, precision, engine, workload) and chip: each
-    chip's newest software generation (`_generation_of`: the image, or the run, whose newest point is newest), never
-    a median across releases.
+    chip's newest software generation (`_generation_of`: the image, or the run, whose newest point is newest) of
+    those with `FIT_POINTS` points or more (the newest of all where none has), never a median across releases.
     What `infersweep project` projects from."""
     curves: dict[CurveKey, dict[str, Curve]] = defaultdict(dict)
     for key, by_chip in image_curves_of(rows).items():
         for hardware, versions in by_chip.items():
-            curves[key][hardware] = max(versions, key=_recency)
+            curves[key][hardware] = max(versions, key=lambda curve: (len(curve.points) >= FIT_POINTS, _recency(curve)))
     return curves
 
 

@@ -3,13 +3,14 @@ frontier readings marked sparse where points are missing."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
 
 from orchestrator.analysis.backtest import backtest, groups
 from orchestrator.analysis.curves import (
+    FIT_POINTS,
     SPARSE_GAP,
     CurvePoint,
     curves_of,
@@ -66,6 +67,12 @@ def test_rows_naming_no_image_are_one_curve_per_run_never_pooled_across_runs() -
     assert len(by_chip["mi325x"]) == 2 and all(len(curve.points) == 6 for curve in by_chip["mi325x"])
     (curve,) = [chips["mi325x"] for chips in curves_of(older + newer).values()]
     assert max(p.output_per_gpu for p in curve.points) == pytest.approx(max(r.output_throughput_per_gpu for r in newer))
+    # A newest run of too few points to fit (the history keeps one to three concurrencies of a run) is passed over.
+    single = _run("mi325x", 200.0, "run-jun", datetime(2026, 6, 1))[: FIT_POINTS - 1]
+    (curve,) = [chips["mi325x"] for chips in curves_of(older + newer + single).values()]
+    assert len(curve.points) == 6 and curve.newest == datetime(2026, 5, 1, tzinfo=UTC)
+    (curve,) = [chips["mi325x"] for chips in curves_of(single).values()]
+    assert len(curve.points) == FIT_POINTS - 1  # none has enough: the newest
 
 
 def _unchanged_by_source_run(rows: list[SimpleNamespace], result_rows: list) -> set[str]:  # type: ignore[type-arg]
