@@ -38,6 +38,24 @@ def chip_colour(chips: Iterable[object], field: str = "hardware:N", title: str =
     return alt.Color(field, title=title, scale=scale)
 
 
+def is_many(series_count: int) -> bool:
+    """Past the palette's eight colours a legend entry per series repeats colours and, under a chart, takes the
+    height its plot needs (the dashboard's history on Trends: 44 entries, no plot): such charts colour by hardware
+    and shape by engine (`scatter`'s `colour_by`, `shape_by`) and put the configuration in the tooltip."""
+    return series_count > len(PALETTE)
+
+
+def legend_of(many: bool) -> dict[str, object]:
+    """The legend under a chart: configuration labels are long, so one whole label a row when few; the short
+    hardware and engine entries side by side when many (`is_many`)."""
+    return {"orient": "bottom", "columns": 6} if many else {"orient": "bottom", "labelLimit": 0, "columns": 1}
+
+
+def many_caption(series_count: int) -> str:
+    return (f"{series_count} configurations: colour shows the hardware and shape the engine; hover a point for its "
+            "configuration, or narrow the filters to see one legend entry each.")  # fmt: skip
+
+
 def scatter(
     frame: pd.DataFrame, x: str, y: str, series: str, tooltip: Sequence[str], x_title: str, y_title: str,
     error_low: str | None = None, error_high: str | None = None, connect: bool = False,

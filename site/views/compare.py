@@ -95,12 +95,19 @@ series = selected["choice"].where(
     selected["origin"] == "measured", selected["choice"] + " [" + selected["origin"] + "]"
 )
 labels = dict(zip(selected["choice"], series, strict=True))
+hardware_of = dict(zip(selected["choice"], selected["hardware"], strict=True))
+engine_of = dict(zip(selected["choice"], selected["engine"], strict=True))
 levels = per_concurrency(selected, usd)
 
 st.subheader("Curves")
 chart_tab, table_tab = st.tabs(["Chart", "Table"])
 with chart_tab:
     plotted = levels.assign(series=levels["configuration"].map(labels))
+    many = charts.is_many(plotted["series"].nunique())
+    if many:
+        plotted = plotted.assign(hardware=plotted["configuration"].map(hardware_of),
+                                 engine=plotted["configuration"].map(engine_of))  # fmt: skip
+        st.caption(charts.many_caption(plotted["series"].nunique()))
     tooltip = [alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("repeats"),
                alt.Tooltip("interactivity p50 (tok/s/user)", format=",.4~g"),
                alt.Tooltip("output tok/s/GPU", format=",.4~g"), alt.Tooltip("95 % low", format=",.4~g"),
@@ -109,13 +116,11 @@ with chart_tab:
         plotted, x="interactivity p50 (tok/s/user)", y="output tok/s/GPU", series="series", tooltip=tooltip,  # type: ignore[arg-type]
         x_title="Interactivity p50 (tok/s/user)", y_title="Output tok/s per GPU", error_low="95 % low",
         error_high="95 % high", connect=True,
+        colour_by="hardware" if many else None, shape_by="engine" if many else None,
     ).encode(href="run:N")  # fmt: skip
     marker = alt.Chart(pd.DataFrame({"target": [target]})).mark_rule(strokeDash=[4, 4]).encode(x="target:Q")
     chart = alt.layer(curves, marker).properties(height=420)
-    st.altair_chart(
-        chart.configure_legend(orient="bottom", labelLimit=0, columns=1),
-        width="stretch",
-    )
+    st.altair_chart(chart.configure_legend(**charts.legend_of(many)), width="stretch")
     st.caption(f"Dashed line: the target interactivity, {target:g} tok/s/user. Click a point for its run detail.")
 with table_tab:
     curve_table = levels.assign(configuration=levels["configuration"].map(labels))

@@ -308,7 +308,7 @@ as_table = controls.radio("Show", ["Chart", "Table"], "view", default="Chart") =
 if not as_table:
     # Past eight series the palette repeats and a legend entry each is noise: colour by hardware, shape by
     # engine, and the configuration in the tooltip.
-    many = points["series"].nunique() > len(charts.PALETTE)
+    many = charts.is_many(points["series"].nunique())
     # Only what the chart encodes is sent to the browser (`plotted`): the configuration label names tp/ep,
     # offload and origin.
     tooltip = [
@@ -329,14 +329,10 @@ if not as_table:
         colour_by="hardware", shape_by="engine" if many else None,  # a chip keeps its colour on every page
     ).encode(href="run:N")  # fmt: skip
     # Configuration labels are long: a legend under the chart shows them whole (one entry each when few).
-    legend = {"orient": "bottom", "columns": 6} if many else {"orient": "bottom", "labelLimit": 0, "columns": 1}
-    st.altair_chart(chart.properties(height=620).configure_legend(**legend), width="stretch")
+    st.altair_chart(chart.properties(height=620).configure_legend(**charts.legend_of(many)), width="stretch")
     st.caption("Click a point to open its run detail. Error bars: mean ± 95 % interval over repeats.")
     if many:
-        st.caption(
-            f"{points['series'].nunique()} configurations: colour shows the hardware and shape the engine; "
-            "hover a point for its configuration, or narrow the filters to see one legend entry each."
-        )
+        st.caption(charts.many_caption(points["series"].nunique()))
     if len(drawn) < len(points):
         frontier_points = int(points["frontier"].sum())
         kept = (

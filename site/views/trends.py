@@ -64,7 +64,8 @@ if valid.empty:
 
 trends = trends_at(list(valid.itertuples(index=False)), target, min_drop / 100)
 labels = labels_of(valid)
-firsts = valid.groupby(["fingerprint", "workload"])[["origin"]].first()
+firsts = valid.groupby(["fingerprint", "workload"])[["origin", "engine"]].first()
+engines = {(str(fingerprint), str(workload)): str(row["engine"]) for (fingerprint, workload), row in firsts.iterrows()}
 
 history_rows, verdict_rows = [], []
 for trend in trends:
@@ -72,7 +73,8 @@ for trend in trends:
     for position, read in enumerate(trend.reads):
         interval = read.read.interval
         history_rows.append({
-            "configuration": labels[(trend.fingerprint, trend.workload)], "sweep": read.sweep, "order": position,
+            "configuration": labels[(trend.fingerprint, trend.workload)], "hardware": trend.hardware,
+            "engine": engines[(trend.fingerprint, trend.workload)], "sweep": read.sweep, "order": position,
             "finished": read.finished_at if read.dated else "date unknown",
             "output tok/s/GPU": read.value, "95 % low": interval.low if interval else None,
             "95 % high": interval.high if interval else None, "repeats read": read.read.used,
@@ -133,10 +135,15 @@ with chart_tab:
             alt.Tooltip("output tok/s/GPU", format=",.4~g"), alt.Tooltip("95 % low", format=",.4~g"),
             alt.Tooltip("95 % high", format=",.4~g"), alt.Tooltip("repeats read"), alt.Tooltip("regressed"),
         ]  # fmt: skip
+        # Many configurations: colour by hardware, shape by engine; each configuration keeps its own line.
+        many = charts.is_many(plotted["configuration"].nunique())
+        if many:
+            st.caption(charts.many_caption(plotted["configuration"].nunique()))
         line = charts.scatter(
             plotted, x="finished", y="output tok/s/GPU", series="configuration", tooltip=tooltip,  # type: ignore[arg-type]
             x_title="Sweep finished (UTC)", y_title=f"Output tok/s per GPU at {target:g} tok/s/user",
             error_low="95 % low", error_high="95 % high", connect=True,
+            colour_by="hardware" if many else None, shape_by="engine" if many else None,
         )  # fmt: skip
         # Regressions: an open downward triangle around the point (shape and a label, not colour alone).
         flagged = plotted[plotted["regressed"]]
@@ -152,10 +159,7 @@ with chart_tab:
             .encode(**position)
         )
         chart = alt.layer(line, marks, words).properties(height=420)
-        st.altair_chart(
-            chart.configure_legend(orient="bottom", labelLimit=0, columns=1),
-            width="stretch",
-        )
+        st.altair_chart(chart.configure_legend(**charts.legend_of(many)), width="stretch")
 with table_tab:
     st.dataframe(history, hide_index=True, width="stretch")
     controls.csv_download(history, "trends-history")

@@ -165,3 +165,17 @@ def seed_hub(url: str) -> None:
         recording.retract(session, "driver bug inflated throughput", "bad-driver")
         recording.embargo(session, "vendor-launch", datetime(2100, 1, 1, tzinfo=UTC))
     seeder.engine.dispose()
+
+
+def seed_many_configurations(url: str, count: int = 9) -> None:
+    """`count` configurations (one recipe each, five chips and two engines in turn), each measured by two nightly
+    sweeps a day apart at 4 and 16 users: more series than the palette's eight colours."""
+    seeder = _Seeder(url)
+    chips = [("b200", "vllm"), ("h200", "vllm"), ("mi355x", "sglang"), ("b300", "sglang"), ("h100", "vllm")]
+    sweeps = [seeder.sweep(f"nightly-{day}") for day in range(2)]
+    for index in range(count):
+        hardware, engine = chips[index % len(chips)]
+        recipe = seeder.recipe(_snapshot(f"{hardware}-{engine}-ep{index + 1}", hardware, engine, "deepseek-r1", "fp8",
+                                         {"tp": 8, "ep": index + 1}, FIXED))  # fmt: skip
+        for day, sweep in enumerate(sweeps):
+            seeder.points(sweep, recipe, DAY0 + timedelta(days=day), [(4, 80.0, 400.0), (16, 40.0, 900.0)])

@@ -122,3 +122,19 @@ def test_database_with_one_configuration_says_compare_needs_two(hub_database: st
     _seed(hub_database)
     app = open_page("compare")
     assert any("only one matches" in info.value for info in app.info)
+
+
+def test_many_configurations_colour_by_hardware_and_shape_by_engine(hub_database: str) -> None:
+    """Nine configurations chosen: a legend entry each would take the chart's height (as on Trends with the
+    dashboard's history), so the chart colours by hardware and shapes by engine, the configuration in the tooltip."""
+    from tests.site.hub_fixture import seed_many_configurations
+
+    seed_many_configurations(hub_database)
+    (choice,) = [box for box in open_page("compare").multiselect if box.label == "Configurations"]
+    options = list(choice.options)
+    assert len(options) == 9
+    app = open_page("compare", {"config": options, "target": "50"})
+    (chart,) = app.get("vega_lite_chart")[:1]
+    spec = json.dumps(json.loads(chart.proto.spec))
+    assert '"color": {"field": "hardware"' in spec and '"shape": {"field": "engine"' in spec
+    assert any("9 configurations: colour shows the hardware" in caption.value for caption in app.caption)

@@ -104,6 +104,7 @@ def test_chart_marks_the_regression(seeded_hub: str) -> None:
     (chart,) = app.get("vega_lite_chart")
     spec = json.dumps(json.loads(chart.proto.spec))
     assert '"triangle-down"' in spec and '"errorbar"' in spec
+    assert '"color": {"field": "configuration"' in spec  # few configurations: a legend entry each
     assert len(app.get("download_button")) == 2
 
 
@@ -140,3 +141,18 @@ def test_undated_imports_are_date_unknown_in_run_order_and_off_the_time_axis(hub
     assert list(table["sweep"]) == ["inferencex-run-200", "inferencex-run-300"]  # run order, not import order
     assert verdicts(app).iloc[0]["latest sweep"] == "inferencex-run-300"
     assert any("has 'date unknown'" in info.value for info in app.info), [info.value for info in app.info]
+
+
+def test_many_configurations_colour_by_hardware_and_shape_by_engine(hub_database: str) -> None:
+    """The dashboard's history imported gave 44 configurations on the chart: a legend entry each filled the chart's
+    420 pixels and left the plot no height (seen in Chromium: axes, no points). Past the palette's eight colours the
+    chart colours by hardware and shapes by engine, as the Pareto explorer does; each configuration keeps its line."""
+    from tests.site.hub_fixture import seed_many_configurations
+
+    seed_many_configurations(hub_database)
+    app = open_page("trends", {"target": "50"})
+    (chart,) = app.get("vega_lite_chart")
+    spec = json.dumps(json.loads(chart.proto.spec))
+    assert '"color": {"field": "hardware"' in spec and '"shape": {"field": "engine"' in spec
+    assert '"detail": {"field": "configuration"' in spec  # one line per configuration still
+    assert any("9 configurations: colour shows the hardware" in caption.value for caption in app.caption)
