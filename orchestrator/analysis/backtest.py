@@ -10,7 +10,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -354,7 +354,7 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
 
 def _pairs(
     rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str],
-    with_diagnostics: bool,
+    with_diagnostics: bool, only_groups: Collection[str] | None = None,
 ) -> list[_Pair]:  # fmt: skip
     pairs: list[_Pair] = []
     for key, by_chip in image_curves_of(rows).items():
@@ -369,6 +369,9 @@ def _pairs(
             if not chosen:
                 skipped.append(f"{key.label()}: {source_key} -> {target_key}: no parallelism measured on both")
             for curve, other in chosen:
+                wanted = only_groups is None or group_of(source, target, is_disaggregated_curve(curve)) in only_groups
+                if not wanted:
+                    continue  # a projection nobody asked about (`how_wrong` needs one group)
                 model = models.get(key.model)
                 try:
                     projection = project_between(curve, source, target, model)
@@ -401,15 +404,16 @@ def _pairs(
 def backtest(
     rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec],
     levels: Sequence[float] = DEFAULT_LEVELS, with_diagnostics: bool = False,
+    only_groups: Collection[str] | None = None,
 ) -> Backtest:  # fmt: skip
     """Every ordered pair of chips on a shared curve key: the source's projection against the target's measurement
     at each level both reach. The target's points are read only to compare, never to fit the projection.
     `with_diagnostics` adds the benchmark's two diagnostics (the hub and the CLI do not show them): the overhead
     following FLOP/s, and the target's own fitted overhead (which reads the target: how much of a miss a per-step
-    overhead explains)."""
+    overhead explains). `only_groups` keeps the pairs of those groups (`group_of`) alone, projecting no other."""
     skipped: list[str] = []
     out: list[BacktestRow] = []
-    for pair in _pairs(rows, registry, models, skipped, with_diagnostics):
+    for pair in _pairs(rows, registry, models, skipped, with_diagnostics, only_groups):
         for level in levels:
             projected = read_at(pair.projected, level)
             measured = read_at(pair.measured, level)

@@ -273,3 +273,17 @@ def test_step_changes_without_images_compare_runs_of_one_day_never_one_run_with_
     (change,) = step_changes(views, registry)
     assert (change.source, change.target) == ("mi300x", "mi325x") and change.release == "run of 2026-05-01"
     assert change.floor == pytest.approx(1.0) and change.growth == pytest.approx(2.0)
+
+
+def test_a_backtest_of_some_groups_projects_those_pairs_alone_and_the_same_rows() -> None:
+    """`infersweep project` needs one group's median: it projects that group's pairs only, with the rows the whole
+    backtest gives them."""
+    from orchestrator.analysis.backtest import group_of
+
+    registry, models = load_hardware_registry(), load_model_registry()
+    rows = chip_rows("h100", 200.0) + chip_rows("h200", 230.0) + chip_rows("mi300x", 180.0) + chip_rows("mi325x", 190.0)
+    whole = backtest(rows, registry, models)
+    amd = backtest(rows, registry, models, only_groups={"same-vendor, AMD"})
+    expected = [r for r in whole.rows if group_of(registry[r.source], registry[r.target], False) == "same-vendor, AMD"]
+    assert amd.rows and amd.rows == expected
+    assert {r.source for r in whole.rows} > {r.source for r in amd.rows}  # the others were not projected
