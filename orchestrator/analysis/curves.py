@@ -239,6 +239,6 @@ def image_curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, list[Curve]
     """As `curves_of`, one curve per software generation of each chip (`_generation_of`: its engine image, or one
     run where rows name none): the backtest compares one generation with one, never a median across releases."""
     curves: dict[CurveKey, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
-    for (key, hardware, _image), curve in _curves(rows).items():
+    for (key, hardware, _generation), curve in _curves(rows).items():
         curves[key][hardware].append(curve)
     return curves
