@@ -196,8 +196,9 @@ def regressions(
     table = Table(title=f"Output tok/s/GPU at {at_interactivity:g} tok/s/user, sweep by sweep")
     for column in ("recipe", "hw", "history", "latest", "verdict"):
         table.add_column(column)
-    regressed = 0
+    regressed = compared = 0
     for trend in trends_at(rows, at_interactivity, min_drop):
+        compared += trend.verdict is not None
         history = ", ".join(f"{name}={'-' if value is None else f'{value:,.1f}'}" for name, value in trend.points[:-1])
         name, latest = trend.points[-1]
         verdict = trend.verdict.reason if trend.verdict else "fewer than two sweeps read at this interactivity"
@@ -215,6 +216,12 @@ def regressions(
     if regressed:
         errors.print(f"{regressed} configuration(s) regressed")
         raise typer.Exit(1)
+    # As the hub's Trends page says it: nothing compared is no "all clear".
+    if compared:
+        console.print(f"None of the {compared} configuration(s) compared regressed at {at_interactivity:g} tok/s/user.")
+    else:
+        console.print(f"No configuration could be compared at {at_interactivity:g} tok/s/user: each needs at least "
+                      "two sweeps with a figure at that speed (see the verdicts above).")  # fmt: skip
 
 
 def retract(

@@ -225,6 +225,9 @@ def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> Non
     quiet = run_cli("regressions", "--at-interactivity", "50")
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "nightly-4=1,492.5" in quiet.stdout
+    assert "None of the 1 configuration(s) compared regressed at 50 tok/s/user." in quiet.stdout
+    unreachable = run_cli("regressions", "--at-interactivity", "5000")  # no sweep reaches it: nothing compared
+    assert unreachable.returncode == 0 and "No configuration could be compared at 5000 tok/s/user" in unreachable.stdout
 
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(_rows_scaled(0.8)))
