@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -225,7 +226,8 @@ def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> Non
     quiet = run_cli("regressions", "--at-interactivity", "50")
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "nightly-4=1,492.5" in quiet.stdout
-    assert "None of the 1 configuration(s) compared regressed at 50 tok/s/user." in quiet.stdout
+    # The module's database holds other tests' configurations too: how many were compared depends on the order.
+    assert re.search(r"None of the \d+ configuration\(s\) compared regressed at 50 tok/s/user\.", quiet.stdout)
     unreachable = run_cli("regressions", "--at-interactivity", "5000")  # no sweep reaches it: nothing compared
     assert unreachable.returncode == 0 and "No configuration could be compared at 5000 tok/s/user" in unreachable.stdout
 
