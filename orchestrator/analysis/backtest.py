@@ -280,8 +280,8 @@ def engine_release(image: str) -> str:
 
 
 def _release_of(curve: Curve) -> str:
-    """The engine release a curve ran (`engine_release` of its image); where it names no image, the day of its run
-    (runs of one day stand in for one release, as in `_chosen_curves`)."""
+    """The engine release a curve ran (`engine_release` of its image); where it names no image, the day of its run:
+    runs of one day stand in for one release, in the backtest's pairs (`_chosen_curves`) and in `step_changes`."""
     if curve.images:
         return engine_release(min(curve.images))
     return f"run of {curve.newest.date().isoformat()}" if curve.newest is not None else ""
@@ -341,7 +341,7 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
         # Where a curve names no image, runs measured within one day stand in for one image (an assumption: the
         # dashboard's history ran its chips on the same days, as one scheduled sweep would); one pair of them
         # would be as arbitrary as the day picked.
-        same = same or [pair for pair in kind if _images_unknown(*pair) and _days_apart(pair) < 1.0]
+        same = same or [(a, b) for a, b in kind if _images_unknown(a, b) and _release_of(a) == _release_of(b)]
         if same:
             chosen += same
         elif kind:
