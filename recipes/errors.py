@@ -33,15 +33,7 @@ class RecipeError(InferSweepError):
     def __init__(self, file: str, problems: list[tuple[str, Any, str]], what: str = "recipe") -> None:
         self.file = file
         self.problems = problems
-        lines = [f"{file}: invalid {what}"]
-        for field, value, expected in problems:
-            if value is MISSING:
-                got = ""
-            elif value is HIDDEN:
-                got = "got a value (not shown); "
-            else:
-                got = f"got {_quote(value)}; "
-            lines.append(f"  field '{field}': {got}{expected}")
+        lines = [f"{file}: invalid {what}"] + [f"  {problem(*item)}" for item in problems]
         super().__init__("\n".join(lines), retryable=False)
 
 
@@ -55,6 +47,18 @@ class ConfigurationError(InferSweepError):
     """A setting that cannot work on this machine or engine (retrying will not help)."""
 
     retryable = False
+
+
+def problem(field: str, value: Any, expected: str) -> str:
+    """One bad field as every error and refusal prints it: the field, the value it got (no value for `MISSING`,
+    never a `HIDDEN` one's) and what was expected."""
+    if value is MISSING:
+        got = ""
+    elif value is HIDDEN:
+        got = "got a value (not shown); "
+    else:
+        got = f"got {_quote(value)}; "
+    return f"field '{field}': {got}{expected}"
 
 
 def _quote(value: Any) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from orchestrator.cli.output import console, errors, fail
-from recipes.errors import ConfigurationError, InferSweepError
+from recipes.errors import ConfigurationError, InferSweepError, problem
 
 if TYPE_CHECKING:
     from orchestrator.importers.store import InferenceXSummary, PeerImport
@@ -153,8 +153,8 @@ def _print_inferencex_summary(summary: InferenceXSummary) -> None:
     """What an InferenceX import read, stored, found already present and refused (with each refusal's reason)."""
     for file in summary.files:
         for index, name, value, expected in file.refused:
-            errors.print(f"{file.path}: row {index} refused: field '{name}': got {value!r}; {expected}",
-                         markup=False, highlight=False)  # fmt: skip
+            errors.print(f"{file.path}: row {index} refused: {problem(name, value, expected)}", markup=False,
+                         highlight=False)  # fmt: skip
         shown_runs = ", ".join(file.runs[:3]) + (f" and {len(file.runs) - 3} more" if len(file.runs) > 3 else "")
         console.print(
             f"{file.path}: run {shown_runs}: {file.read} row(s) read, {file.imported} imported, "

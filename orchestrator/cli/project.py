@@ -167,17 +167,15 @@ def backtest(
     console.print(table)
     for line in result.skipped:
         console.print(f"skipped: {line}", markup=False, highlight=False)
-    # The groups the benchmark and the hub report, their top level here: same- and cross-vendor, single-server and
-    # disaggregated apart.
+    # Every group the benchmark and the hub report, the per-vendor ones among them: `infersweep project` names the
+    # group a projection belongs to, and this is where a reader finds it.
     for name, members in backtests.groups(result.rows, registry).items():
-        if name not in ("same-vendor", "cross-vendor", "disaggregated, same-vendor", "disaggregated, cross-vendor"):
-            continue
         group = backtests.medians(members)
         peers = [f"{label}: {value:.1f} %" for label, (value, _) in (("plain roofline", group.plain),
                  ("unchanged-curve baseline", group.unchanged)) if value is not None]  # fmt: skip
         dense, dense_count = group.dense
-        if dense is not None:
-            peers.append(f"without sparse readings: {dense:.1f} % over {dense_count}")
+        peers.append("every reading sparse" if dense is None else
+                     f"without sparse readings: {dense:.1f} % over {dense_count}")  # fmt: skip
         against = f" ({'; '.join(peers)})" if peers else ""
         console.print(f"{name}: median absolute error {group.projection:.1f} % over {group.rows} pairs{against}",
                       markup=False)  # fmt: skip

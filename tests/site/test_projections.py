@@ -108,6 +108,8 @@ def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_
     told = re.search(r"h200 -> b200 \(same-vendor, NVIDIA\): median absolute error ([\d.]+) % over (\d+) rows",
                      stored.stdout)  # fmt: skip
     assert told is not None, stored.stdout
+    # The group it names is one the backtest prints, with the same figure (it printed only the top-level groups).
+    assert f"same-vendor, NVIDIA: median absolute error {told.group(1)} % over {told.group(2)} pairs" in printed.stdout
     expected = f"(same-vendor, NVIDIA, the backtest on this hub's measured and imported results): median absolute " \
                f"error **{told.group(1)} %** over {told.group(2)} rows"  # fmt: skip
     assert any(expected in block.value for block in detail.markdown), [b.value for b in detail.markdown]
