@@ -277,7 +277,7 @@ def _refusal_of(error: Any) -> tuple[str, Any, str]:
         return where, error.get("input", MISSING), error["msg"]
     known = InferenceXRow.model_fields.get(str(error["loc"][-1])) if error["loc"] else None
     holds = f": {known.description}" if known is not None and known.description else ""
-    return where, MISSING, f"missing; expected the field{holds}"
+    return where, MISSING, f"missing (required){holds}"
 
 
 def read_row_file(path: Path, snapshot: SnapshotContext | None = None) -> RowFile:

@@ -111,7 +111,10 @@ def parse(model: type[Model], raw: Any, path: Path, what: str, prefix: str = "")
 
 
 def validation_problems(error: ValidationError, prefix: str = "") -> list[tuple[str, object, str]]:
-    return [(prefix + ".".join(map(str, e["loc"])), e.get("input", MISSING), e["msg"])
+    """Each bad field of a peer's file; a missing one is said to be missing (pydantic's input for it is the whole
+    object that lacks it, no value of the field)."""
+    return [(prefix + ".".join(map(str, e["loc"])), MISSING, "missing (required)") if e["type"] == "missing"
+            else (prefix + ".".join(map(str, e["loc"])), e.get("input", MISSING), e["msg"])
             for e in error.errors(include_url=False)]  # fmt: skip
 
 

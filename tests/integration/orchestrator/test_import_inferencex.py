@@ -174,8 +174,8 @@ def test_a_bad_row_is_refused_alone_and_the_rest_imported(tmp_path: Path) -> Non
     assert "row 3 refused: field 'hw': got 'tpu-v9'; expected a hardware key or alias" in result.stderr
     assert "row 5 refused: field 'median_tpot': got 'fast'" in result.stderr
     (missing,) = [line for line in result.stderr.splitlines() if "row 7 refused" in line]
-    assert missing.endswith("row 7 refused: field 'output_tput_per_gpu': missing; expected the field: Output "
-                            "tokens/s per GPU (per decode GPU when disagg).")  # fmt: skip
+    assert missing.endswith("row 7 refused: field 'output_tput_per_gpu': missing (required): Output tokens/s per "
+                            "GPU (per decode GPU when disagg).")  # fmt: skip
 
 
 def test_retract_and_export(tmp_path: Path) -> None:

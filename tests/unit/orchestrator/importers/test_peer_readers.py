@@ -173,3 +173,16 @@ def test_a_file_of_another_kind_names_the_file_and_field(format_name: str, tmp_p
     with pytest.raises(RecipeError) as caught:
         read(format_name, path)
     assert str(path) in str(caught.value) and "field '" in str(caught.value)
+
+
+def test_a_missing_field_is_named_missing_not_quoted_as_the_object_that_lacks_it(tmp_path: Path) -> None:
+    # pydantic gives the whole object as the input of a missing field: quoting it buried the field in its siblings.
+    raw = json.loads((PEERS / "aiperf" / "aiperf-c4.json").read_text())
+    del raw["request_count"]
+    path = tmp_path / "aiperf.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(RecipeError) as caught:
+        read("aiperf", path)
+    message = str(caught.value)
+    assert "field 'request_count': missing (required)" in message, message
+    assert "got {" not in message and "time_to_first_token" not in message
