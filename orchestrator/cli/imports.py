@@ -167,6 +167,10 @@ def _print_inferencex_summary(summary: InferenceXSummary) -> None:
         f"{summary.total('refused_rows')} refused",
         markup=False, highlight=False,
     )  # fmt: skip
+    replaced = summary.total("replaced")
+    if replaced:
+        console.print(f"  {replaced} row(s) name the image of a measurement stored without one: stored, and the "
+                      "row without the image retracted", markup=False, highlight=False)  # fmt: skip
     undated = summary.total("undated")
     if undated:
         console.print(f"  {undated} row(s) state no date: stored as 'date unknown', ordered by run id "

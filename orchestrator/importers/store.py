@@ -9,6 +9,7 @@ Importing a file again stores nothing and says so.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,10 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from db import reads
 from db.lifecycle import SweepState
+from db.reads import ResultView
+from db.session import open_session
 from orchestrator.importers.inferencex import (
     ImportedRow,
     SnapshotContext,
@@ -52,6 +56,9 @@ class FileSummary:
     present: int
     refused: list[tuple[int, str, object, str]]  # index, field, value, expected
     undated: int = 0  # rows stored without a date (neither the row nor --run-date gave one)
+    # Rows naming their image that replaced the same measurement stored without one (`_twin_of`); counted in
+    # `imported`, the replaced rows retracted with the reason.
+    replaced: int = 0
 
     @property
     def refused_rows(self) -> int:
@@ -98,16 +105,22 @@ def import_inferencex(
     summary = InferenceXSummary()
     for file in files:
         read = read_row_file(file, snapshot)
-        imported = present = undated = 0
+        imported = present = undated = replaced = 0
         by_sweep: dict[str, list[ImportedRow]] = defaultdict(list)  # insertion-ordered: the file's order per run
         for item in read.rows:
             by_sweep[sweep or f"inferencex-run-{item.source_run}"].append(item)
         # Each Recorder holds a pooled database connection, so one sweep is open at a time: a dashboard API file
         # holds rows of dozens of runs (one sweep each), and keeping them all open exhausted the pool.
         for name, items in by_sweep.items():
+            with open_session(engine) as session:
+                stored = reads.list_results(session, sweep=name)
             with _recorder(engine, name) as recorder:
                 for item in items:
                     row = item.row
+                    twin = _twin_of(item, stored)
+                    if twin is not None and row.image is None:
+                        present += 1  # the same measurement is stored, naming its image
+                        continue
                     identity = RecipeIdentity(
                         fingerprint=item.fingerprint, name=item.recipe_name, path=str(file.resolve()),
                         hardware=item.hardware, engine_kind=row.framework, workload_kind="fixed-length",
@@ -127,14 +140,37 @@ def import_inferencex(
                     if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
                         imported += 1
                         undated += when is None
+                        if twin is not None:
+                            recorder.retract_point(twin.point_key, f"the same measurement naming its image: {source}")
+                            replaced += 1
                     else:
                         present += 1
         for _index, field_name, _value, expected in read.refused:
             summary.refusals[f"{field_name}: {expected}"[:160]] += 1
         summary.unknown_models.update(read.unknown_models)
         runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
-        summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused, undated))
+        summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused, undated, replaced))
     return summary
+
+
+def _twin_of(item: ImportedRow, stored: list[ResultView]) -> ResultView | None:
+    """The stored result that is `item`'s measurement under another fingerprint, where one of the two names no
+    image: the dashboard serves one run's rows twice, naming the image in its latest results and not in its
+    history (InferenceX-app's two API captures of 2026-05 share 233 such rows, figures identical), and the image
+    is part of a configuration's fingerprint. The same run (the sweep), recipe name (every part of the
+    configuration but the image), lengths, concurrency and output per GPU: one measurement. Two images that
+    differ are two configurations."""
+    row = item.row
+    figure = to_point_metrics(row).output_throughput_per_gpu
+    wanted = (item.recipe_name, row.isl, row.osl, row.conc)
+    for result in stored:
+        if (result.recipe, result.isl, result.osl, result.concurrency) != wanted:
+            continue
+        if result.fingerprint == item.fingerprint or (result.engine_image is not None and row.image is not None):
+            continue
+        if math.isclose(result.output_throughput_per_gpu, figure, rel_tol=1e-9):
+            return result
+    return None
 
 
 @dataclass(frozen=True)

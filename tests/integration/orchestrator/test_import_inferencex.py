@@ -422,3 +422,36 @@ def test_speculative_decoding_rows_are_a_curve_of_their_own(tmp_path: Path) -> N
         points = [point for versions in chips.values() for curve in versions for point in curve.points]
         assert len(points) == len(single), key.label()  # three points each, never medians across the two
     assert any(key.label().endswith("· mtp · " + key.workload) for key in curves)
+
+
+@pytest.mark.parametrize("image_first", [True, False])
+def test_one_runs_rows_with_and_without_their_image_are_one_measurement(tmp_path: Path, image_first: bool) -> None:
+    # The dashboard serves a run's rows twice: naming the image in its latest results, not in its history
+    # (InferenceX-app's two captures of 2026-05 share 233 rows, figures identical). The image is part of a
+    # configuration's fingerprint, so importing both stored each measurement twice.
+    run = "99990001" if image_first else "99990002"
+    rows = raw_rows("20316427102")
+    without_image = [{name: value for name, value in row.items() if name != "image"} for row in rows]
+    files = []
+    for folder, content in (("named", rows), ("history", without_image)):
+        path = tmp_path / folder / f"run_{run}" / "agg_bmk.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(content))
+        files.append(path)
+    first, second = files if image_first else files[::-1]
+    assert run_cli("import", "inferencex", str(first)).returncode == 0
+    again = run_cli("import", "inferencex", str(second))
+    assert again.returncode == 0, again.stderr
+    with open_session(make_engine()) as session:
+        views = reads.list_results(session, sweep=f"inferencex-run-{run}")
+        every = reads.list_results(session, sweep=f"inferencex-run-{run}", include_retracted=True)
+    assert len(views) == len(rows)
+    # Whichever came first, what readers see names the image; the row without it is kept, retracted.
+    assert {view.engine_image for view in views} == {rows[0]["image"]}
+    if image_first:
+        assert f"{len(rows)} row(s) read, 0 imported, {len(rows)} already present" in again.stdout
+        assert len(every) == len(rows)
+    else:
+        assert f"{len(rows)} row(s) read, {len(rows)} imported, 0 already present" in again.stdout
+        assert f"{len(rows)} row(s) name the image of a measurement stored without one" in again.stdout
+        assert len(every) == 2 * len(rows)
