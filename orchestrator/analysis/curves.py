@@ -161,12 +161,42 @@ def _speculative_of(row: Any) -> str | None:
     return method if isinstance(method, str) and method else None
 
 
-def _generation_of(row: Any) -> str:
-    """The software a row ran: its engine image, or where it names none its run (sweep). Rows naming no image can
-    be of any release (the dashboard's history holds six months of runs of one configuration without images):
-    pooled, a curve would be the median across releases."""
+# What identifies one configuration within one run: (run, chip, curve key, parallelism).
+RunConfiguration = tuple[str, str, CurveKey, str]
+
+
+def _images_by_run(rows: Sequence[Any]) -> dict[RunConfiguration, set[str]]:
+    """The images each run names for each of its configurations."""
+    found: dict[RunConfiguration, set[str]] = defaultdict(set)
+    for row in rows:
+        image = _image_of(row)
+        if image is not None:
+            found[(row.sweep, row.hardware, _key_of(row), row.parallelism)].add(image)
+    return found
+
+
+def _image_in_run(row: Any, by_run: dict[RunConfiguration, set[str]]) -> str | None:
+    """The row's image; where it names none, the one image its run names for the same configuration on its other
+    rows. The dashboard names the image in its latest results and not in its history, one run's rows in both (no
+    run of the public InferenceX corpora holds one configuration under two images); a run that names two is left
+    unknown."""
     image = _image_of(row)
+    if image is not None:
+        return image
+    named = by_run.get((row.sweep, row.hardware, _key_of(row), row.parallelism), set())
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def _generation_of(row: Any, by_run: dict[RunConfiguration, set[str]]) -> str:
+    """The software a row ran: its engine image (`_image_in_run`), or where none is known its run (sweep). Rows
+    naming no image can be of any release (the dashboard's history holds six months of runs of one configuration
+    without images): pooled, a curve would be the median across releases."""
+    image = _image_in_run(row, by_run)
     return image if image is not None else f"run {row.sweep}"
+
+
+def _key_of(row: Any) -> CurveKey:
+    return CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
 
 
 def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str], Curve]:
@@ -176,21 +206,21 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str], Curve]:
     A disaggregated deployment is kept where its split is known (`_split_of`; imported InferenceX rows), else left
     out. Repeats and runs of one configuration at one concurrency become their median."""
     grouped: dict[tuple[CurveKey, str, str, str, int], list[Any]] = defaultdict(list)
-    for row in rows:
-        if row.origin not in {"measured", "imported"} or not row.valid or row.workload_kind != "fixed-length":
-            continue
-        if not row.interactivity_p50 or not row.output_throughput_per_gpu:
-            continue
-        if _is_disaggregated(row) and _split_of(row) is None:
-            continue
-        key = CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
-        grouped[(key, row.hardware, _generation_of(row), row.parallelism, row.concurrency)].append(row)
+    kept = [
+        row for row in rows
+        if row.origin in {"measured", "imported"} and row.valid and row.workload_kind == "fixed-length"
+        and row.interactivity_p50 and row.output_throughput_per_gpu
+        and not (_is_disaggregated(row) and _split_of(row) is None)
+    ]  # fmt: skip
+    by_run = _images_by_run(kept)
+    for row in kept:
+        grouped[(_key_of(row), row.hardware, _generation_of(row, by_run), row.parallelism, row.concurrency)].append(row)
     curves: dict[tuple[CurveKey, str, str], Curve] = {}
     for (key, hardware, generation, parallelism, concurrency), members in sorted(
         grouped.items(), key=lambda item: str(item[0])
     ):
         first = members[0]
-        image = _image_of(first)
+        image = _image_in_run(first, by_run)
         # Lengths as integers whatever the reader holds them in (a DataFrame's are floats).
         curve = curves.setdefault(
             (key, hardware, generation), Curve(key, hardware, [], set(), int(first.isl), int(first.osl), {})

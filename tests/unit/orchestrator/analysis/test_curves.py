@@ -75,6 +75,26 @@ def test_rows_naming_no_image_are_one_curve_per_run_never_pooled_across_runs() -
     assert len(curve.points) == FIT_POINTS - 1  # none has enough: the newest
 
 
+def test_a_runs_rows_naming_no_image_take_the_one_image_its_other_rows_name() -> None:
+    """The dashboard names the image in its latest results and not in its history, one run's rows in both: with
+    both imported, the history's other concurrencies made a second curve of the same run, 'image unknown'."""
+    run = _run("b200", 200.0, "inferencex-run-7", datetime(2026, 5, 1))
+    for row in run[:3]:
+        row.engine_image = "sglang:v0.5.12"
+    (by_chip,) = image_curves_of(run).values()
+    (curve,) = by_chip["b200"]
+    assert curve.images == {"sglang:v0.5.12"} and len(curve.points) == 6
+    # Another run's rows are not its: they stay a curve of their own run, its image unknown.
+    other = _run("b200", 210.0, "inferencex-run-8", datetime(2026, 5, 2))
+    (by_chip,) = image_curves_of(run + other).values()
+    assert sorted(len(c.images) for c in by_chip["b200"]) == [0, 1]
+    # A run naming two images for one configuration tells nothing of its rows naming none.
+    for row in run[1:3]:
+        row.engine_image = "sglang:v0.5.13"
+    (by_chip,) = image_curves_of(run).values()
+    assert sorted(sorted(c.images) for c in by_chip["b200"]) == [[], ["sglang:v0.5.12"], ["sglang:v0.5.13"]]
+
+
 def _unchanged_by_source_run(rows: list[SimpleNamespace], result_rows: list) -> set[str]:  # type: ignore[type-arg]
     """Which of the source chip's runs each backtest row started from (its unchanged-curve reading tells)."""
     found = set()
