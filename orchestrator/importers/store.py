@@ -113,7 +113,7 @@ def import_inferencex(
         # holds rows of dozens of runs (one sweep each), and keeping them all open exhausted the pool.
         for name, items in by_sweep.items():
             with open_session(engine) as session:
-                stored = reads.list_results(session, sweep=name)
+                stored = _by_measurement(reads.list_results(session, sweep=name))
             with _recorder(engine, name) as recorder:
                 for item in items:
                     row = item.row
@@ -140,11 +140,12 @@ def import_inferencex(
                     if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
                         imported += 1
                         undated += when is None
-                        if twin is not None:
-                            recorder.retract_point(twin.point_key, f"the same measurement naming its image: {source}")
-                            replaced += 1
                     else:
                         present += 1
+                    # Also where this row was stored before: an import stopped between the two steps resumes here.
+                    if twin is not None:
+                        recorder.retract_point(twin.point_key, f"the same measurement naming its image: {source}")
+                        replaced += 1
         for _index, field_name, _value, expected in read.refused:
             summary.refusals[f"{field_name}: {expected}"[:160]] += 1
         summary.unknown_models.update(read.unknown_models)
@@ -153,7 +154,17 @@ def import_inferencex(
     return summary
 
 
-def _twin_of(item: ImportedRow, stored: list[ResultView]) -> ResultView | None:
+Measurement = tuple[str, int | None, int | None, int]  # recipe name, ISL, OSL, concurrency
+
+
+def _by_measurement(results: list[ResultView]) -> dict[Measurement, list[ResultView]]:
+    found: dict[Measurement, list[ResultView]] = defaultdict(list)
+    for result in results:
+        found[(result.recipe, result.isl, result.osl, result.concurrency)].append(result)
+    return found
+
+
+def _twin_of(item: ImportedRow, stored: dict[Measurement, list[ResultView]]) -> ResultView | None:
     """The stored result that is `item`'s measurement under another fingerprint, where one of the two names no
     image: the dashboard serves one run's rows twice, naming the image in its latest results and not in its
     history (InferenceX-app's two API captures of 2026-05 share 233 such rows, figures identical), and the image
@@ -162,10 +173,7 @@ def _twin_of(item: ImportedRow, stored: list[ResultView]) -> ResultView | None:
     differ are two configurations."""
     row = item.row
     figure = to_point_metrics(row).output_throughput_per_gpu
-    wanted = (item.recipe_name, row.isl, row.osl, row.conc)
-    for result in stored:
-        if (result.recipe, result.isl, result.osl, result.concurrency) != wanted:
-            continue
+    for result in stored.get((item.recipe_name, row.isl, row.osl, row.conc), []):
         if result.fingerprint == item.fingerprint or (result.engine_image is not None and row.image is not None):
             continue
         if math.isclose(result.output_throughput_per_gpu, figure, rel_tol=1e-9):

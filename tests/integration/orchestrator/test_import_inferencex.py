@@ -455,3 +455,34 @@ def test_one_runs_rows_with_and_without_their_image_are_one_measurement(tmp_path
         assert f"{len(rows)} row(s) read, {len(rows)} imported, 0 already present" in again.stdout
         assert f"{len(rows)} row(s) name the image of a measurement stored without one" in again.stdout
         assert len(every) == 2 * len(rows)
+
+
+def test_an_import_stopped_between_storing_a_row_and_retracting_its_twin_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.importers import store
+    from orchestrator.recorder import Recorder
+
+    run = "99990003"
+    rows = raw_rows("20316427102")
+    history = tmp_path / "history" / f"run_{run}" / "agg_bmk.json"
+    named = tmp_path / "named" / f"run_{run}" / "agg_bmk.json"
+    for path, content in ((history, [{k: v for k, v in row.items() if k != "image"} for row in rows]), (named, rows)):
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(content))
+    assert run_cli("import", "inferencex", str(history)).returncode == 0
+
+    def killed(self: Recorder, point_key: str, reason: str) -> int:
+        raise KeyboardInterrupt  # the first row naming its image is stored, its twin not yet retracted
+
+    engine = make_engine()
+    with monkeypatch.context() as patched:
+        patched.setattr(Recorder, "retract_point", killed)
+        with pytest.raises(KeyboardInterrupt):
+            store.import_inferencex(engine, [named], sweep=None, run_date=None)
+    again = run_cli("import", "inferencex", str(named))
+    assert again.returncode == 0, again.stderr
+    assert f"{len(rows)} row(s) read, {len(rows) - 1} imported, 1 already present" in again.stdout
+    with open_session(engine) as session:
+        views = reads.list_results(session, sweep=f"inferencex-run-{run}")
+    assert len(views) == len(rows) and {view.engine_image for view in views} == {rows[0]["image"]}
