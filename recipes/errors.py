@@ -6,7 +6,10 @@ orchestrator can decide between "retry this job" and "record the failure and mov
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from pydantic import BaseModel
 
 MISSING = object()  # marks a problem about a field that is absent (no value to quote)
 HIDDEN = object()  # marks a value that is never quoted (it may be a credential)
@@ -59,6 +62,17 @@ def problem(field: str, value: Any, expected: str) -> str:
     else:
         got = f"got {_quote(value)}; "
     return f"field '{field}': {got}{expected}"
+
+
+def problem_of(item: Mapping[str, Any], field: str, model: type[BaseModel] | None = None) -> tuple[str, Any, str]:
+    """One pydantic error item as (field, value, expected). A missing field has no value to quote (pydantic's input
+    for it is the whole object that lacks it, which would bury the reason): it says so, and what the field holds
+    where `model` describes it."""
+    if item["type"] != "missing":
+        return field, item.get("input", MISSING), item["msg"]
+    known = model.model_fields.get(str(item["loc"][-1])) if model is not None and item["loc"] else None
+    holds = f": {known.description}" if known is not None and known.description else ""
+    return field, MISSING, f"missing (required){holds}"
 
 
 def _quote(value: Any) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from recipes.errors import MISSING, RecipeError
+from recipes.errors import MISSING, RecipeError, problem_of
 from recipes.hardware import hardware_key_for, load_hardware_registry
 from recipes.model_registry import load_model_registry, model_key_for
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
@@ -269,17 +269,6 @@ def _raw_rows(path: Path) -> list[Any]:
     return raw
 
 
-def _refusal_of(error: Any) -> tuple[str, Any, str]:
-    """(field, value, expected) of one validation error of a row. A missing field has no value to quote (pydantic
-    gives the whole row as its input, which would bury the reason): it says so and what the field holds."""
-    where = ".".join(map(str, error["loc"])) or "<row>"
-    if error["type"] != "missing":
-        return where, error.get("input", MISSING), error["msg"]
-    known = InferenceXRow.model_fields.get(str(error["loc"][-1])) if error["loc"] else None
-    holds = f": {known.description}" if known is not None and known.description else ""
-    return where, MISSING, f"missing (required){holds}"
-
-
 def read_row_file(path: Path, snapshot: SnapshotContext | None = None) -> RowFile:
     """Every row of the file, each imported or refused on its own (a file that is not a row list is an error).
 
@@ -296,7 +285,7 @@ def read_row_file(path: Path, snapshot: SnapshotContext | None = None) -> RowFil
             row = InferenceXRow.model_validate(item)
         except ValidationError as error:
             for e in error.errors(include_url=False):
-                result.refused.append((index, *_refusal_of(e)))
+                result.refused.append((index, *problem_of(e, ".".join(map(str, e["loc"])) or "<row>", InferenceXRow)))
             continue
         hardware = hardware_key_for(row.hw, machines)
         if hardware is None:

@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from recipes.errors import MISSING, RecipeError
+from recipes.errors import MISSING, RecipeError, problem_of
 from recipes.schema import ValidityThresholds
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
@@ -111,11 +111,7 @@ def parse(model: type[Model], raw: Any, path: Path, what: str, prefix: str = "")
 
 
 def validation_problems(error: ValidationError, prefix: str = "") -> list[tuple[str, object, str]]:
-    """Each bad field of a peer's file; a missing one is said to be missing (pydantic's input for it is the whole
-    object that lacks it, no value of the field)."""
-    return [(prefix + ".".join(map(str, e["loc"])), MISSING, "missing (required)") if e["type"] == "missing"
-            else (prefix + ".".join(map(str, e["loc"])), e.get("input", MISSING), e["msg"])
-            for e in error.errors(include_url=False)]  # fmt: skip
+    return [problem_of(e, prefix + ".".join(map(str, e["loc"]))) for e in error.errors(include_url=False)]
 
 
 def interactivity_of(tpot_ms: Stats) -> Stats:
