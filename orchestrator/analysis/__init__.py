@@ -9,6 +9,8 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
 - `cost`: $/Mtok, tokens per all-in MW, revenue, profit and margin (DESIGN.md §7).
 - `regression`: is the latest sweep worse than its history's interval?
 - `compare`: each configuration's per-repeat frontier read at a target interactivity, with its interval.
+- `envelope`: each chip's envelope, the frontier over all its configurations, read at a target interactivity (the
+  best the chip serves at that speed or faster; the Overview, TCO, Profit and `compare` read chips this way).
 - `economics`: at a target interactivity, output/total/input tok/s/GPU with intervals, $/Mtok per TCO tier
   or custom $/GPU-hr, tokens per all-in MW, profit per GPU-hour, and the models × hardware scorecard.
 - `axes`: the hub's chart axes (which direction is better), per-point $/Mtok, tokens per $ and per MW,

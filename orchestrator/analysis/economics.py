@@ -33,6 +33,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from orchestrator.analysis import envelope
 from orchestrator.analysis.compare import (
     configuration_and_sweep,
     configuration_of,
@@ -67,21 +68,7 @@ TOKEN_KINDS: tuple[TokenKind, ...] = ("output", "total", "input")
 # --- reads ---------------------------------------------------------------------------------------
 
 
-def _output(row: Any) -> float:
-    return float(row.output_throughput_per_gpu)
-
-
-def _total(row: Any) -> float:
-    return float(row.total_token_throughput_per_gpu)
-
-
-def _input(row: Any) -> float:
-    # The warehouse stores output and total throughput; input is their difference (as on the hub).
-    return float(row.total_token_throughput_per_gpu) - float(row.output_throughput_per_gpu)
-
-
-def _hit_rate(row: Any) -> float:
-    return float(row.realized_hit_rate)
+_output, _total, _input, _hit_rate = envelope.output_of, envelope.total_of, envelope.input_of, envelope.hit_of
 
 
 def _measured(value: Any) -> bool:
@@ -112,6 +99,20 @@ class ConfigurationRead:
     repeats_used: int
     repeats_dropped: int
     reason: str  # why there are no numbers, or which repeats were left out
+    # A chip's envelope read (`read_chips`): the configurations the read stands on (one, or the two it lies
+    # between), where the value stands (the target, or a faster point), the configurations in the envelope, and
+    # the runs that measured the configurations it stands on with their spread of output tok/s/GPU at the target.
+    rests_on: tuple[str, ...] = ()
+    read_at: float | None = None
+    configurations_in_envelope: int = 1
+    origins_in_envelope: tuple[str, ...] = ()  # every origin among the envelope's configurations
+    runs: int = 1
+    run_spread: tuple[float, float] | None = None
+
+    @property
+    def served_faster(self) -> bool:
+        """True when the chip serves the target with a point measured faster than it (below its slowest point)."""
+        return self.read_at is not None and self.read_at > self.target
 
     @property
     def covered(self) -> bool:
@@ -179,6 +180,64 @@ def read_configurations(rows: Iterable[Any], target: float, per_sweep: bool = Tr
     """
     groups = valid_groups(list(rows), configuration_and_sweep if per_sweep else configuration_of)
     return [read_configuration(members, target) for members in groups.values()]
+
+
+def chip_key(row: Any) -> tuple[str, str, str, str]:
+    """A chip is read for one model, precision and workload: (model, precision, workload, hardware)."""
+    return (_text(getattr(row, "model", "")), _text(getattr(row, "precision", "")), workload_of(row),
+            str(row.hardware))  # fmt: skip
+
+
+def read_chip_envelope(
+    members: Sequence[Any], target: float, history: Sequence[Any] | None = None
+) -> ConfigurationRead:
+    """One chip's envelope (`envelope.read_chip`) at `target` as a read the cost and profit formulas take."""
+    first = members[0]
+    read = envelope.read_chip(members, target)
+    rests = read.rests_on
+    named = tuple(dict.fromkeys(envelope.configuration_label(row) for row in rests))
+    spread = envelope.run_spread(history if history is not None else members, rests, target) if rests else None
+    basis = rests or (first,)
+    return ConfigurationRead(
+        fingerprint=str(basis[0].fingerprint),
+        sweeps=tuple(sorted({str(row.sweep) for row in basis})),
+        recipe=str(basis[0].recipe),
+        configuration=" ↔ ".join(named) if named else envelope.configuration_label(first),
+        hardware=str(first.hardware),
+        engine=", ".join(sorted({str(row.engine) for row in basis})),
+        model=_text(getattr(first, "model", "")),
+        precision=_text(getattr(first, "precision", "")),
+        workload=workload_of(first),
+        origins=tuple(sorted({str(row.origin) for row in basis})),
+        sources=tuple(sorted({_text(getattr(row, "source", None)) for row in basis} - {""})),
+        target=target,
+        output=read.output,
+        total=read.total,
+        input=read.input,
+        cache_hit=read.cache_hit,
+        cache_hit_measured=read.cache_hit_measured,
+        repeats_used=read.output.n if read.output is not None else 0,
+        repeats_dropped=0,
+        reason=read.reason,
+        rests_on=named,
+        read_at=read.read_at,
+        configurations_in_envelope=read.configurations,
+        origins_in_envelope=tuple(sorted({str(row.origin) for row in members})),
+        runs=spread.runs if spread is not None else 0,
+        run_spread=(spread.low, spread.high) if spread is not None and spread.low is not None else None,  # type: ignore[arg-type]
+    )
+
+
+def read_chips(
+    rows: Iterable[Any], target: float, key: Callable[[Any], Hashable] = chip_key,
+    history: Iterable[Any] | None = None,
+) -> list[ConfigurationRead]:  # fmt: skip
+    """Each chip's envelope read at `target` tok/s/user, one per `key` group of the valid rows.
+
+    `history` (default: the rows) holds the runs whose spread is reported for the configurations a read rests on.
+    """
+    past = list(history) if history is not None else None
+    return [read_chip_envelope(members, target, past) for members in envelope.chip_groups(rows, key).values()]
 
 
 # --- cost ----------------------------------------------------------------------------------------
@@ -299,6 +358,15 @@ def costs_at(
     return [cost_of(read, registry, rate) for read in read_configurations(rows, target, per_sweep)]
 
 
+def chip_costs_at(
+    rows: Iterable[Any], target: float, registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
+    history: Iterable[Any] | None = None,
+) -> list[CostRead]:  # fmt: skip
+    """Each chip's cost per million tokens at `target` tok/s/user, read along its envelope (`read_chips`)."""
+    rate = rate or GpuHourRate()
+    return [cost_of(read, registry, rate) for read in read_chips(rows, target, history=history)]
+
+
 ReadKey = str | Callable[[ConfigurationRead], Hashable]
 
 
@@ -391,16 +459,17 @@ def profits_at(
     rows: Iterable[Any], target: float, registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
     utilisation: float = DEFAULT_UTILISATION, licence_fee: float = DEFAULT_LICENCE_FEE,
     custom_prices: TokenPrices | None = None, models: Mapping[str, RegistryModel] | None = None,
-    price_table: Mapping[str, ModelPrice] | None = None, per_sweep: bool = True,
+    price_table: Mapping[str, ModelPrice] | None = None, per_sweep: bool = True, per_chip: bool = False,
 ) -> list[ProfitRead]:  # fmt: skip
-    """Every configuration's profit at `target` tok/s/user.
+    """Every configuration's profit at `target` tok/s/user; with `per_chip`, each chip's along its envelope.
 
     Prices are `custom_prices` for every model when given, else each model's entry of `price_table`
     (found by `model_price` through `models`).
     """
     rate = rate or GpuHourRate()
     table = []
-    for read in read_configurations(rows, target, per_sweep):
+    reads = read_chips(rows, target) if per_chip else read_configurations(rows, target, per_sweep)
+    for read in reads:
         if custom_prices is not None:
             prices, source = custom_prices, "custom"
         else:
@@ -476,43 +545,45 @@ def default_reference(rows: Iterable[Any]) -> str | None:
 def scorecard(
     rows: Iterable[Any], registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
     interactivity_tiers: Sequence[float] = INTERACTIVITY_TIERS, reference: str | None = None,
+    history: Iterable[Any] | None = None,
 ) -> list[ScorecardCell]:  # fmt: skip
-    """Models × hardware (per precision and workload) at each interactivity tier, cheapest $/M output.
+    """Models × hardware (per precision and workload) at each interactivity tier: each chip's $/M output tokens
+    read along its envelope (`read_chips`: the best of its configurations at the tier or faster).
 
     The change vs `reference` is (cell $/M output) / (reference's cell $/M output) − 1, given only when
     the reference hardware has a figure for the same model, precision, workload and interactivity.
+    `history` (default: the rows) gives each cell's runs and their spread.
     """
     rate = rate or GpuHourRate()
     rows = list(rows)
+    past = list(history) if history is not None else None
     cells = []
     for target in interactivity_tiers:
-        costs = [cost_of(read, registry, rate) for read in read_configurations(rows, target)]
-        groups: dict[tuple[str, str, str, str], list[CostRead]] = {}
-        for item in costs:
-            read = item.read
-            groups.setdefault((read.model, read.precision, read.workload, read.hardware), []).append(item)
-        best = {key: best_per(members, key="hardware")[0].get(key[3]) for key, members in groups.items()}
-        for key, members in groups.items():
+        chips = {chip_key_of(read): cost_of(read, registry, rate) for read in read_chips(rows, target, history=past)}
+        for key, item in chips.items():
             model, precision, workload, hardware = key
-            chosen = best[key]
-            reference_cell = best.get((model, precision, workload, reference)) if reference else None
+            chosen = item if item.output is not None else None
+            reference_cell = chips.get((model, precision, workload, reference)) if reference else None
             change = None
-            if chosen is not None and reference_cell is not None:
+            if chosen is not None and reference_cell is not None and reference_cell.output is not None:
                 change = chosen.output.usd_per_million / reference_cell.output.usd_per_million - 1.0  # type: ignore[union-attr]
-            reason = ""
-            if chosen is None:
-                reason = _join(*dict.fromkeys(f"{item.read.recipe}: {item.reason}" for item in members))
             cells.append(
                 ScorecardCell(
                     model=model, precision=precision, workload=workload, hardware=hardware, interactivity=target,
-                    best=chosen, configurations=len(members),
-                    origins=tuple(sorted({origin for item in members for origin in item.read.origins})), reason=reason,
+                    best=chosen, configurations=item.read.configurations_in_envelope,
+                    origins=item.read.origins_in_envelope,
+                    reason="" if chosen is not None else item.reason,
                     reference=reference if change is not None else None, vs_reference=change,
-                    unpriced=all(item.usd_per_gpu_hour is None for item in members),
+                    unpriced=item.usd_per_gpu_hour is None,
                 )
             )  # fmt: skip
     cells.sort(key=lambda cell: (cell.model, cell.precision, cell.workload, cell.interactivity, cell.hardware))
     return cells
+
+
+def chip_key_of(read: ConfigurationRead) -> tuple[str, str, str, str]:
+    """The scorecard's cell of a chip read: (model, precision, workload, hardware), as `chip_key` of its rows."""
+    return (read.model, read.precision, read.workload, read.hardware)
 
 
 __all__ = [
@@ -528,6 +599,9 @@ __all__ = [
     "ScorecardCell",
     "best_per",
     "best_profit_per",
+    "chip_costs_at",
+    "chip_key",
+    "chip_key_of",
     "cost_figure",
     "cost_of",
     "costs_at",
@@ -535,6 +609,8 @@ __all__ = [
     "model_price",
     "profit_of",
     "profits_at",
+    "read_chip_envelope",
+    "read_chips",
     "read_configuration",
     "read_configurations",
     "scorecard",

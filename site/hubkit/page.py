@@ -17,7 +17,8 @@ import streamlit as st
 
 from hubkit import controls, data
 from hubkit.charts import PALETTE
-from orchestrator.analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate
+from orchestrator.analysis.cost import cost_per_million_tokens
+from orchestrator.analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate, chip_key_of
 from recipes.hardware import TCO_TIERS
 
 METHODOLOGY = "views/methodology.py"
@@ -43,6 +44,37 @@ class ChipRead(Protocol):
 def dollars(text: str) -> str:
     """Markdown text with literal dollar signs (Streamlit reads a pair of `$` as LaTeX maths)."""
     return text.replace("$", "\\$")
+
+
+SIGNIFICANT = 3  # figures a published number carries: one run of one configuration does not support more
+
+
+def sig(value: float | None, digits: int = SIGNIFICANT) -> float | None:
+    """`value` rounded to `digits` significant figures (a number stays a number: tables and CSVs hold numbers)."""
+    if value is None or value != value or value in (float("inf"), float("-inf")):
+        return None
+    return float(f"{value:.{digits}g}")
+
+
+def money(value: float) -> str:
+    """'$0.490', '$12.3', '$1,230': dollars to three significant figures."""
+    rounded = sig(value)
+    if rounded is None:
+        return "–"
+    if abs(rounded) >= 100:
+        return f"${rounded:,.0f}"
+    decimals = max(SIGNIFICANT - 1 - int(f"{abs(rounded):e}".split("e")[1]), 0) if rounded else 2
+    return f"${rounded:,.{decimals}f}"
+
+
+def runs_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
+    """'3 runs $0.45–0.62' (the spread of $/M output across runs of the configurations the read rests on), or
+    '1 run' where one run is all there is (a single-run figure, marked as such)."""
+    if read.runs <= 1 or read.run_spread is None or not usd_per_gpu_hour:
+        return "1 run" if read.runs <= 1 else f"{read.runs} runs"
+    high_tput, low_tput = read.run_spread[1], read.run_spread[0]
+    low, high = (cost_per_million_tokens(usd_per_gpu_hour, value) for value in (high_tput, low_tput))
+    return f"{read.runs} runs {money(low)}–{money(high)[1:]}"
 
 
 def results_or_stop(message: str = NO_RESULTS, workload_kind: str | None = None) -> pd.DataFrame:
@@ -71,6 +103,12 @@ def filtered_or_stop(frame: pd.DataFrame, missing_choice: str | None = None) -> 
     return frame
 
 
+def every_run_of(results: pd.DataFrame, shown: pd.DataFrame) -> list[object]:
+    """Every run's rows of the configurations `shown` holds, whichever sweeps it keeps (`results` before the
+    sidebar's filters): the runs and their spread behind each chip's figure."""
+    return list(results[results["fingerprint"].isin(shown["fingerprint"].unique())].itertuples(index=False))
+
+
 def target_control(param: str = "at", help: str = "Speed per user = 1000 / TPOT p50 (ms).") -> float:
     """The target interactivity (tok/s/user) the page reads every configuration at."""
     return controls.number("Target interactivity (tok/s/user)", param, default=DEFAULT_TARGET, min_value=1.0,
@@ -88,9 +126,14 @@ def rate_control(custom: bool = True) -> GpuHourRate:
     return GpuHourRate(str(tier))
 
 
-def chip_of(read: ConfigurationRead) -> tuple[str, str, str]:
-    """Chips are compared for one model and workload: the best configuration per (model, workload, chip)."""
-    return (read.model, read.workload, read.hardware)
+def chip_of(read: ConfigurationRead) -> tuple[str, str, str, str]:
+    """Chips are compared for one model, precision and workload: (model, precision, workload, chip)."""
+    return chip_key_of(read)
+
+
+def row_label(model: str, precision: str, workload: str) -> str:
+    """'deepseek-r1 fp4 · 8k/1k': the heading of one comparable row of chips (one precision, never mixed)."""
+    return f"{model} {precision}".strip() + f" · {workload}"
 
 
 def chip_label(read: ConfigurationRead) -> str:
@@ -100,38 +143,31 @@ def chip_label(read: ConfigurationRead) -> str:
 
 
 def per_chip_bars(layers: Sequence[alt.Chart], table: pd.DataFrame) -> alt.LayerChart | alt.FacetChart:
-    """`layers` (charts without data of their own) over `table`, one row of panels per model and workload."""
-    several = table[["model", "workload"]].drop_duplicates().shape[0] > 1
-    chart = alt.layer(*layers, data=table.assign(row=table["model"] + " · " + table["workload"]))
+    """`layers` (charts without data of their own) over `table`, one row of panels per model, precision and
+    workload (chips of two precisions are never bars under one heading)."""
+    labels = [row_label(*key) for key in zip(table["model"], table["precision"], table["workload"], strict=True)]
+    several = len(set(labels)) > 1
+    chart = alt.layer(*layers, data=table.assign(row=labels))
     chart = chart.properties(width=alt.Step(BAR_STEP))
     if several:
-        return chart.facet(row=alt.Row("row:N", title=None)).resolve_scale(x="independent")
+        return chart.facet(row=alt.Row("row:N", title=None)).resolve_scale(x="independent", y="independent")
     return chart
 
 
-def dropped_warning(reads: Iterable[ChipRead], shown: Mapping[tuple[str, str, str], object], lead: str) -> None:
-    """Name every chip without a figure and each of its configurations' reasons, after `lead`."""
+def dropped_warning(reads: Iterable[ChipRead], shown: Mapping[tuple[str, ...], object], lead: str) -> None:
+    """Name every chip without a figure, with why (its envelope's reason), after `lead`."""
     reads = list(reads)
     dropped = sorted({chip_of(item.read) for item in reads} - set(shown))
     if not dropped:
         return
-    reasons: dict[tuple[str, str, str], set[str]] = {}
+    reasons: dict[tuple[str, ...], set[str]] = {}
     for item in reads:
-        reasons.setdefault(chip_of(item.read), set()).add(f"{item.read.recipe}: {item.reason}")
-    # The chips in one line; each configuration's reason (one per repeat and range) below it, folded: on a corpus
-    # the reasons run to a screenful.
-    chips = "; ".join(
-        f"**{hardware}** ({model} · {workload}, {len(reasons[(model, workload, hardware)])} configuration"
-        f"{'s' if len(reasons[(model, workload, hardware)]) > 1 else ''})"
-        for model, workload, hardware in dropped
-    )
+        reasons.setdefault(chip_of(item.read), set()).add(item.reason)
+    chips = "; ".join(f"**{key[3]}** ({row_label(*key[:3])})" for key in dropped)
     st.warning(f"{lead}: {chips}.")
     with st.expander("Why each was dropped"):
         st.markdown(
-            "\n".join(
-                f"- **{hardware}** ({model} · {workload}): " + " / ".join(sorted(reasons[(model, workload, hardware)]))
-                for model, workload, hardware in dropped
-            )
+            "\n".join(f"- **{key[3]}** ({row_label(*key[:3])}): " + " / ".join(sorted(reasons[key])) for key in dropped)
         )
 
 

@@ -1,11 +1,11 @@
 """InferSweep hub, Overview (the default page): which chip serves each model cheapest at a given speed per user.
 
 A scorecard of models × hardware at fixed interactivity tiers (30 / 50 / 100 tok/s/user): for each
-model, precision and workload, the configuration of each hardware with the lowest cost per million
-output tokens at the chosen TCO tier, and its change against a reference chip, only where the reference
-measured the same model, precision and workload at that speed. The figures come from
-`orchestrator.analysis.economics.scorecard` (throughput read along each configuration's Pareto frontier,
-mean of repeats with a 95 % interval; never extrapolated). Presentation only: nothing here writes.
+model, precision and workload, each chip's cost per million output tokens at the chosen TCO tier, read along
+the chip's envelope (the best of all its configurations at that speed or faster), and its change against a
+reference chip, only where the reference measured the same model, precision and workload at that speed. The
+figures come from `orchestrator.analysis.economics.scorecard` (`envelope.py`: never extrapolated; mean of
+repeats with a 95 % interval; runs and their spread). Presentation only: nothing here writes.
 """
 
 from __future__ import annotations
@@ -45,41 +45,50 @@ def origin_label(origins: tuple[str, ...]) -> str:
 
 
 def cell_text(cell: ScorecardCell, reference: str | None) -> str:
-    """'$0.3204 (−46.4 % vs h200)' for one scorecard cell; '–' when nothing was measured at that speed."""
+    """'$0.490 −46.4% · 2 runs $0.47–0.52' for one scorecard cell (three significant figures, the runs behind it
+    and their spread, 'at 54 tok/s/user' where the chip serves the tier faster than asked); '–' with the reason
+    when the chip has no figure at that speed."""
     if cell.best is None or cell.best.output is None:
         label = origin_label(cell.origins)
         text = f"{MISSING} ({cell.empty_because})"
         return f"{text} {label}" if label else text
-    text = f"${cell.best.output.usd_per_million:.4f}"
+    read = cell.best.read
+    parts = [page.money(cell.best.output.usd_per_million)]
     if cell.hardware == reference and cell.vs_reference is not None:
-        text += " (reference)"
+        parts.append("(reference)")
     elif cell.vs_reference is not None:
-        text += f" ({cell.vs_reference:+.1%})"
-    label = origin_label(cell.best.read.origins)
-    return f"{text} {label}" if label else text
+        parts.append(f"{cell.vs_reference:+.1%}")
+    parts.append(f"· {page.runs_text(read, cell.best.usd_per_gpu_hour)}")
+    if read.served_faster:
+        parts.append(f"· at {read.read_at:.3g} tok/s/user")
+    label = origin_label(read.origins)
+    return " ".join([*parts, label] if label else parts)
 
 
 def cheapest_of(row: list[ScorecardCell]) -> str:
-    """'b200 $0.9045' for the cheapest priced cell of a scorecard row (its origin when not measured here); '–' with
-    the reason when no chip has a cost there (the chips' own cells say which reason is whose)."""
+    """'gb200-nvl72 $0.490' for the cheapest priced cell of a scorecard row (its origin when not measured here); '–'
+    with the reason when no chip has a cost there (the chips' own cells say which reason is whose)."""
     priced = [cell for cell in row if cell.best is not None and cell.best.output is not None]
     if not priced:
         reasons = sorted({cell.empty_because for cell in row if cell.empty_because})
         return f"{MISSING} (no chip: {'; '.join(reasons)})" if reasons else NOT_MEASURED
     best = min(priced, key=lambda cell: cell.best.output.usd_per_million)  # type: ignore[union-attr]
     label = origin_label(best.best.read.origins)  # type: ignore[union-attr]
-    text = f"{best.hardware} ${best.best.output.usd_per_million:.4f}"  # type: ignore[union-attr]
+    text = f"{best.hardware} {page.money(best.best.output.usd_per_million)}"  # type: ignore[union-attr]
     return f"{text} {label}" if label else text
 
 
 def figures(cells: list[ScorecardCell]) -> pd.DataFrame:
-    """One row per cell with every figure behind it (the long table and the chart)."""
+    """One row per cell with every figure behind it (the long table, the chart and the CSV): numbers only, to three
+    significant figures."""
+    sig = page.sig
     records = []
     for cell in cells:
         best = cell.best
         read = best.read if best is not None else None
         throughput = read.output if read is not None else None
         cost = best.output if best is not None else None
+        spread = read.run_spread if read is not None else None
         records.append(
             {
                 "model": cell.model, "precision": cell.precision, "workload": cell.workload,
@@ -87,19 +96,23 @@ def figures(cells: list[ScorecardCell]) -> pd.DataFrame:
                 "configuration": read.configuration if read else None,
                 "origin": ", ".join(read.origins if read else cell.origins),
                 "sweep": ", ".join(read.sweeps) if read else None,
-                "output tok/s/GPU": throughput.mean if throughput else None,
-                "95 % low": throughput.low if throughput else None,
-                "95 % high": throughput.high if throughput else None,
+                "read at tok/s/user": sig(read.read_at) if read and read.read_at is not None else None,
+                "output tok/s/GPU": sig(throughput.mean) if throughput else None,
+                "95 % low": sig(throughput.low) if throughput else None,
+                "95 % high": sig(throughput.high) if throughput else None,
                 "repeats": throughput.n if throughput else None,
+                "runs": read.runs if read else None,
+                "runs' lowest tok/s/GPU": sig(spread[0]) if spread else None,
+                "runs' highest tok/s/GPU": sig(spread[1]) if spread else None,
                 "$/GPU-hr": best.usd_per_gpu_hour if best else None,
-                "$/M output tokens": cost.usd_per_million if cost else None,
-                "$/M output, low": cost.low if cost else None,
-                "$/M output, high": cost.high if cost else None,
-                "$/M input tokens": best.input.usd_per_million if best and best.input else None,
-                "$/M total tokens": best.total.usd_per_million if best and best.total else None,
-                "vs reference": cell.vs_reference,
+                "$/M output tokens": sig(cost.usd_per_million) if cost else None,
+                "$/M output, low": sig(cost.low) if cost else None,
+                "$/M output, high": sig(cost.high) if cost else None,
+                "$/M input tokens": sig(best.input.usd_per_million) if best and best.input else None,
+                "$/M total tokens": sig(best.total.usd_per_million) if best and best.total else None,
+                "vs reference": sig(cell.vs_reference),
                 "reference": cell.reference,
-                "configurations compared": cell.configurations,
+                "configurations in the envelope": cell.configurations,
                 "note": cell.reason or (best.reason if best else ""),
             }
         )  # fmt: skip
@@ -113,7 +126,7 @@ def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
         label=lambda t: t["hardware"] + [f" [{o}]" if o != "measured" else "" for o in t["origin"]],
     )
     tooltip = ["configuration", "origin", "sweep", alt.Tooltip("output tok/s/GPU", format=",.1f"),
-               alt.Tooltip("$/M output tokens", format="$.4f"), alt.Tooltip("vs reference", format="+.1%")]  # fmt: skip
+               alt.Tooltip("$/M output tokens", format="$.3r"), alt.Tooltip("vs reference", format="+.1%")]  # fmt: skip
     bars = (
         alt.Chart()
         .mark_bar()
@@ -160,14 +173,16 @@ if following:
     fixed, shown = (", ".join(map(tier_label, values)) for values in (INTERACTIVITY_TIERS, following))
     st.caption(f"None of the fixed tiers ({fixed} tok/s/user) lies within the measured range, so tiers from the data "
                f"are shown: {shown}.")  # fmt: skip
+every_run = frame
 frame = page.filtered_or_stop(frame, missing_choice=None if speeds else "Pick at least one interactivity tier.")
 rows = list(frame.itertuples(index=False))
+history = page.every_run_of(every_run, frame)
 hardware = sorted(frame["hardware"].unique())
 reference = controls.selectbox("Reference chip", hardware, "reference", default=default_reference(rows),
                                help="Changes are against this chip's cheapest configuration for the same "
                                "model, precision and workload at the same speed.")  # fmt: skip
 
-cells = scorecard(rows, data.hardware_registry(), rate, sorted(float(v) for v in speeds), reference)
+cells = scorecard(rows, data.hardware_registry(), rate, sorted(float(v) for v in speeds), reference, history)
 table = figures(cells)
 
 st.subheader(f"Cost per million output tokens, {rate.label}, vs {reference}")
@@ -197,10 +212,12 @@ scorecard_tab, chart_tab, table_tab = st.tabs(["Scorecard", "Chart", "All figure
                                               on_change="rerun")  # fmt: skip
 with scorecard_tab:
     st.dataframe(grid, hide_index=True, width="stretch")
-    controls.csv_download(grid, "scorecard")
+    controls.csv_download(table, "scorecard")  # the figures as numbers, not the cells' text
     st.caption(
-        f"**cheapest**: the chip with the lowest cost in the row. Each chip's cell: its cheapest configuration; in "
-        f"brackets its change against {reference}. "
+        f"**cheapest**: the chip with the lowest cost in the row. Each chip's cell: the chip's envelope (the best of "
+        f"all its configurations at that speed or faster) read at the tier, its change against {reference}, the "
+        "runs that measured the configurations it rests on and their spread ('1 run': a single run, no spread "
+        "known), and 'at N tok/s/user' where the chip's slowest measured point is faster than the tier. "
         f"{MISSING} says why there is no figure: no TCO figure for the chip at this tier, outside the measured "
         "range (no configuration measured around that speed; nothing is extrapolated), or not measured. "
         "Imported and simulated results carry their origin in brackets."
@@ -223,9 +240,10 @@ if table_tab.open:
 st.caption(
     dollars(
         "**$/M output tokens** = ($/GPU-hr) / (output tok/s/GPU × 3600 / 10⁶), at the TCO tier of each chip. "
-        "**Output tok/s/GPU** is read at the target speed along each repeat's Pareto frontier (throughput per GPU "
-        "against tok/s/user = 1000 / TPOT p50) with a monotone cubic, then averaged over repeats (95 % Student-t "
-        "interval); a configuration whose measured range does not reach the speed is dropped, not extrapolated. "
+        "**Output tok/s/GPU** is read at the target speed along the chip's envelope: the Pareto frontier "
+        "(throughput per GPU against tok/s/user = 1000 / TPOT p50) over every configuration of the chip, with a "
+        "monotone cubic, averaged over repeats (95 % Student-t interval). Below the envelope's slowest point the "
+        "chip serves the speed with that point (faster than asked); above its fastest, nothing: never extrapolated. "
         "Costs are derived from the interpolated throughput, never interpolated themselves. **vs reference** = "
         "cost / reference cost − 1, only for the same model, precision and workload. Only valid points of the "
         "latest sweep of each configuration count, unless the sidebar says otherwise."

@@ -1,12 +1,11 @@
 """InferSweep hub, Profit estimator: what a GPU-hour earns on each chip at a target speed per user.
 
-Every configuration is read at the target interactivity along its Pareto frontier (mean of repeats,
-never extrapolated), and its measured token mix is sold at the model's token prices (recipes/prices.yaml,
-or custom prices), with the measured prefix-cache hit share billed at the cached-input price:
-revenue × utilisation − TCO − licence fee × revenue × utilisation = profit
-(`orchestrator.analysis.economics.profits_at`). Each chip shows its most profitable configuration;
-chips whose measured range does not reach the target are dropped with a visible note. Presentation
-only: nothing here writes.
+Each chip is read at the target interactivity along its envelope, the best of all its configurations at that
+speed or faster (mean of repeats, never extrapolated), and its measured token mix is sold at the model's token
+prices (recipes/prices.yaml, or custom prices), with the measured prefix-cache hit share billed at the
+cached-input price: revenue × utilisation − TCO − licence fee × revenue × utilisation = profit
+(`orchestrator.analysis.economics.profits_at`, `per_chip`). Chips whose fastest point is slower than the target
+are dropped with a visible note. Presentation only: nothing here writes.
 """
 
 from __future__ import annotations
@@ -43,22 +42,26 @@ def percent(label: str, param: str, default: float, help: str) -> float | None:
 
 
 def profit_table(best: dict) -> pd.DataFrame:
+    """One row per chip (its envelope's read): three significant figures, the runs behind it."""
+    sig = page.sig
     records = []
-    for (model, workload, hardware), item in sorted(best.items()):
+    for (model, precision, workload, hardware), item in sorted(best.items()):
         read, result, prices = item.read, item.profit, item.prices
         records.append(
             {
-                "model": model, "workload": workload, "precision": read.precision, "hardware": hardware,
+                "model": model, "workload": workload, "precision": precision, "hardware": hardware,
                 "label": page.chip_label(read), "configuration": read.configuration, "origin": ", ".join(read.origins),
-                "sweep": ", ".join(read.sweeps), "output tok/s/GPU": read.output.mean,
-                "input tok/s/GPU": read.input.mean, "total tok/s/GPU": read.total.mean,
-                "cache hit": read.cache_hit, "cache hit measured": read.cache_hit_measured,
+                "sweep": ", ".join(read.sweeps), "read at tok/s/user": sig(read.read_at), "runs": read.runs,
+                "output tok/s/GPU": sig(read.output.mean), "input tok/s/GPU": sig(read.input.mean),
+                "total tok/s/GPU": sig(read.total.mean),
+                "cache hit": sig(read.cache_hit), "cache hit measured": read.cache_hit_measured,
                 "$/M input": prices.input_per_m, "$/M cached input": prices.cached_input_per_m,
                 "$/M output": prices.output_per_m,
-                "revenue $/GPU-hr (100 % utilised)": result.revenue_usd_per_gpu_hour,
-                "realised revenue $/GPU-hr": result.realised_revenue_usd_per_gpu_hour,
-                "licence $/GPU-hr": result.licence_usd_per_gpu_hour, "TCO $/GPU-hr": result.tco_usd_per_gpu_hour,
-                "profit $/GPU-hr": result.profit_usd_per_gpu_hour, "margin": result.margin,
+                "revenue $/GPU-hr (100 % utilised)": sig(result.revenue_usd_per_gpu_hour),
+                "realised revenue $/GPU-hr": sig(result.realised_revenue_usd_per_gpu_hour),
+                "licence $/GPU-hr": sig(result.licence_usd_per_gpu_hour),
+                "TCO $/GPU-hr": sig(result.tco_usd_per_gpu_hour),
+                "profit $/GPU-hr": sig(result.profit_usd_per_gpu_hour), "margin": sig(result.margin),
                 "prices from": item.price_source, "note": item.reason,
             }
         )  # fmt: skip
@@ -86,8 +89,8 @@ def margin_curve(
     version: tuple[int, ...], rows: str, levels: list[float], tier: str | None, custom_usd: float | None,
     utilisation: float, licence_fee: float, prices: tuple[float, float, float] | None, _frame: pd.DataFrame,
 ) -> pd.DataFrame:  # fmt: skip
-    """Each chip's most profitable configuration at every level, per model and workload, with its margin and
-    profit (`rows` and `version` key the cache; `prices` are the custom prices, None for the table)."""
+    """Each chip's envelope at every level, per model, precision and workload, with its margin and profit (`rows` and
+    `version` key the cache; `prices` are the custom prices, None for the table)."""
     rate = GpuHourRate(tier=tier, custom_usd=custom_usd)
     custom_prices = None if prices is None else TokenPrices(**dict(zip(PRICE_FIELDS, prices, strict=True)))
     records = []
@@ -95,13 +98,14 @@ def margin_curve(
         profits = profits_at(
             _frame.itertuples(index=False), level, data.hardware_registry(), rate, utilisation=utilisation,
             licence_fee=licence_fee, custom_prices=custom_prices, models=load_model_registry(),
-            price_table=data.price_registry(),
+            price_table=data.price_registry(), per_chip=True,
         )  # fmt: skip
         best, _ = best_profit_per(profits, key=page.chip_of)
-        for (model, workload, hardware), item in best.items():
-            records.append({"tok/s/user": level, "hardware": hardware, "row": f"{model} · {workload}",
-                            "configuration": item.read.configuration, "margin": item.profit.margin,
-                            "profit $/GPU-hr": item.profit.profit_usd_per_gpu_hour})  # fmt: skip
+        for (model, precision, workload, hardware), item in best.items():
+            row = page.row_label(model, precision, workload)
+            records.append({"tok/s/user": level, "hardware": hardware, "row": row,
+                            "configuration": item.read.configuration, "margin": page.sig(item.profit.margin),
+                            "profit $/GPU-hr": page.sig(item.profit.profit_usd_per_gpu_hour)})  # type: ignore[union-attr]  # fmt: skip
     return pd.DataFrame.from_records(records)
 
 
@@ -143,8 +147,9 @@ if price_choice == CUSTOM_PRICES:
 profits = profits_at(
     frame.itertuples(index=False), target, data.hardware_registry(), rate, utilisation=utilisation,
     licence_fee=licence_fee, custom_prices=custom, models=load_model_registry(), price_table=data.price_registry(),
+    per_chip=True,
 )  # fmt: skip
-# Chips are compared for one model and workload: the most profitable configuration of each chip.
+# Chips are compared for one model, precision and workload: each chip along its envelope.
 best, _ = best_profit_per(profits, key=page.chip_of)
 table = profit_table(best)
 
@@ -187,8 +192,8 @@ else:
             text=alt.Text("margin:Q", format=".0%"), color=alt.value("black")
         )
         st.altair_chart(page.per_chip_bars([bars, zero, margins], table), width="content")
-        st.caption("Each bar: the most profitable configuration of that chip for that model and workload; above it, "
-                   "its margin (profit / realised revenue).")  # fmt: skip
+        st.caption("Each bar: the chip's envelope (the best of its configurations at this speed or faster) for that "
+                   "model, precision and workload; above it, its margin (profit / realised revenue).")  # fmt: skip
     with table_tab:
         shown = table.drop(columns=["label"])
         st.dataframe(
@@ -214,8 +219,8 @@ else:
     )  # fmt: skip
     st.altair_chart(chart, width="stretch")
     st.caption(
-        f"Each chip's most profitable configuration read at {len(levels)} speeds across the measured range (never "
-        "extrapolated: a line ends where its chip's measurements end); below the grey line it loses money; the "
+        f"Each chip's envelope read at {len(levels)} speeds across the measured range (never extrapolated: a line "
+        "ends at its chip's fastest point); below the grey line it loses money; the "
         "dashed line is the target above. Margins are what the measured throughput, the prices and the TCO give."
     )
 page.dropped_warning(
@@ -237,9 +242,10 @@ st.caption(
         "+ output tok/s/GPU × 3600 / 10⁶ × output price, where **hit** is the measured prefix-cache hit share "
         "(realised, read at the target like throughput; 0 where not measured, e.g. random-token workloads). "
         "**Profit** = revenue × utilisation − TCO − licence fee × revenue × utilisation; **margin** = profit / "
-        "(revenue × utilisation). Throughput is read at the target tok/s/user (= 1000 / TPOT p50) along each "
-        "repeat's Pareto frontier with a monotone cubic, averaged over repeats; chips whose measured range does not "
-        "reach it are dropped. Imported and simulated results carry their origin in brackets."
+        "(revenue × utilisation). Throughput is read at the target tok/s/user (= 1000 / TPOT p50) along each chip's "
+        "envelope (the Pareto frontier over all its configurations) with a monotone cubic, averaged over repeats; "
+        "below its slowest point the chip serves the target faster than asked, and chips whose fastest point is "
+        "slower than the target are dropped. Imported and simulated results carry their origin in brackets."
     )
 )
 page.price_sources(frame["hardware"], rate)

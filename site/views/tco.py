@@ -1,8 +1,8 @@
 """InferSweep hub, TCO calculator: what a million tokens costs on each chip at a target speed per user.
 
-For one model and workload, every configuration is read at the target interactivity (tok/s/user) along
-its Pareto frontier (`orchestrator.analysis.economics.costs_at`: mean of repeats with a 95 % interval,
-never extrapolated); each hardware shows its cheapest configuration, priced at a TCO tier or a custom
+For one model, precision and workload, each chip is read at the target interactivity (tok/s/user) along its
+envelope, the best of all its configurations at that speed or faster (`orchestrator.analysis.economics.
+chip_costs_at`: mean of repeats with a 95 % interval, never extrapolated), priced at a TCO tier or a custom
 $/GPU-hr, with the throughput interval as error bars. Presentation only: nothing here writes.
 """
 
@@ -16,25 +16,35 @@ import streamlit as st
 
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
-from orchestrator.analysis.economics import TOKEN_KINDS, CostRead, GpuHourRate, best_per, costs_at
+from orchestrator.analysis.economics import TOKEN_KINDS, CostRead, GpuHourRate, chip_costs_at, costs_at
+
+
+def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], CostRead]:
+    """The chips with a $/M `kind` figure, by (model, precision, workload, chip)."""
+    return {page.chip_of(item.read): item for item in chips if item.per_million(kind) is not None}  # type: ignore[arg-type]
 
 
 def best_table(best: dict, kind: str) -> pd.DataFrame:
+    """One row per chip: its envelope's read, three significant figures, the runs behind it."""
+    sig = page.sig
     records = []
-    for (model, workload, hardware), item in sorted(best.items()):
+    for (model, precision, workload, hardware), item in sorted(best.items()):
         read, figure, throughput = item.read, item.per_million(kind), item.read.throughput(kind)  # type: ignore[arg-type]
         records.append(
             {
-                "model": model, "workload": workload, "precision": read.precision, "hardware": hardware,
+                "model": model, "workload": workload, "precision": precision, "hardware": hardware,
                 "label": page.chip_label(read), "configuration": read.configuration,
                 "origin": ", ".join(read.origins), "source": "; ".join(read.sources), "sweep": ", ".join(read.sweeps),
-                f"{kind} tok/s/GPU": throughput.mean, "95 % low": throughput.low, "95 % high": throughput.high,
-                "repeats": throughput.n, "$/GPU-hr": item.usd_per_gpu_hour,
-                f"$/M {kind} tokens": figure.usd_per_million, "$/M, low": figure.low, "$/M, high": figure.high,
-                "$/M output tokens": item.output.usd_per_million if item.output else None,
-                "$/M input tokens": item.input.usd_per_million if item.input else None,
-                "$/M total tokens": item.total.usd_per_million if item.total else None,
-                "output tok/s per all-in MW": item.output_tokens_per_all_in_mw,
+                "read at tok/s/user": sig(read.read_at),
+                f"{kind} tok/s/GPU": sig(throughput.mean), "95 % low": sig(throughput.low),
+                "95 % high": sig(throughput.high), "repeats": throughput.n, "runs": read.runs,
+                "$/GPU-hr": item.usd_per_gpu_hour,
+                f"$/M {kind} tokens": sig(figure.usd_per_million), "$/M, low": sig(figure.low),
+                "$/M, high": sig(figure.high),
+                "$/M output tokens": sig(item.output.usd_per_million) if item.output else None,
+                "$/M input tokens": sig(item.input.usd_per_million) if item.input else None,
+                "$/M total tokens": sig(item.total.usd_per_million) if item.total else None,
+                "output tok/s per all-in MW": sig(item.output_tokens_per_all_in_mw),
                 "note": item.reason,
             }
         )  # fmt: skip
@@ -50,8 +60,8 @@ def every_configuration(costs: list[CostRead], kind: str) -> pd.DataFrame:
                 "model": item.read.model, "workload": item.read.workload, "hardware": item.read.hardware,
                 "configuration": item.read.configuration,
                 "origin": ", ".join(item.read.origins), "sweep": ", ".join(item.read.sweeps),
-                f"{kind} tok/s/GPU": throughput.mean if throughput else None,
-                f"$/M {kind} tokens": figure.usd_per_million if figure else None, "note": item.reason,
+                f"{kind} tok/s/GPU": page.sig(throughput.mean) if throughput else None,
+                f"$/M {kind} tokens": page.sig(figure.usd_per_million) if figure else None, "note": item.reason,
             }
         )  # fmt: skip
     return pd.DataFrame.from_records(records)
@@ -62,17 +72,17 @@ def cost_curve(
     version: tuple[int, ...], rows: str, levels: list[float], tier: str | None, custom_usd: float | None, kind: str,
     _frame: pd.DataFrame,
 ) -> pd.DataFrame:  # fmt: skip
-    """Each chip's cheapest $/M at every level, per model and workload (`rows` and `version` key the cache)."""
+    """Each chip's $/M along its envelope at every level, per model, precision and workload (`rows` and `version` key
+    the cache). The envelope never falls as the speed rises, so neither does a curve of cost."""
     rate = GpuHourRate(tier=tier, custom_usd=custom_usd)
     records = []
     for level in levels:
-        costs = costs_at(_frame.itertuples(index=False), level, data.hardware_registry(), rate)
-        best, _ = best_per(costs, key=page.chip_of, kind=kind)  # type: ignore[arg-type]
-        for (model, workload, hardware), item in best.items():
+        chips = chip_costs_at(_frame.itertuples(index=False), level, data.hardware_registry(), rate)
+        for (model, precision, workload, hardware), item in priced_chips(chips, kind).items():
             figure = item.per_million(kind)  # type: ignore[arg-type]
-            if figure is not None:
-                records.append({"tok/s/user": level, "hardware": hardware, "row": f"{model} · {workload}",
-                                "configuration": item.read.configuration, "$/M": figure.usd_per_million})  # fmt: skip
+            row = page.row_label(model, precision, workload)
+            records.append({"tok/s/user": level, "hardware": hardware, "row": row,
+                            "configuration": item.read.configuration, "$/M": page.sig(figure.usd_per_million)})  # type: ignore[union-attr]  # fmt: skip
     return pd.DataFrame.from_records(records)
 
 
@@ -90,11 +100,14 @@ rate = page.rate_control()
 kind = str(controls.selectbox("Tokens", list(TOKEN_KINDS), "tokens", default="output",
                               help="output: generated tokens; input: prompt tokens; total: both. The whole "
                               "$/GPU-hr is charged to the kind chosen."))  # fmt: skip
+every_run = frame
 frame = page.filtered_or_stop(frame)
 
 costs = costs_at(frame.itertuples(index=False), target, data.hardware_registry(), rate)
-# Bars compare chips for one model and workload: the cheapest configuration of each chip.
-best, _ = best_per(costs, key=page.chip_of, kind=kind)  # type: ignore[arg-type]
+# Bars compare chips for one model, precision and workload: each chip along its envelope.
+chips = chip_costs_at(frame.itertuples(index=False), target, data.hardware_registry(), rate,
+                      history=page.every_run_of(every_run, frame))  # fmt: skip
+best = priced_chips(chips, kind)
 table = best_table(best, kind)
 
 st.subheader(dollars(f"$ per million {kind} tokens at {target:g} tok/s/user, {rate.label}"))
@@ -106,8 +119,8 @@ else:
     with chart_tab:
         cost_column = f"$/M {kind} tokens"
         tooltip = ["configuration", "origin", "sweep", alt.Tooltip(f"{kind} tok/s/GPU", format=",.1f"),
-                   alt.Tooltip(cost_column, format="$.4f"), alt.Tooltip("$/M, low", format="$.4f"),
-                   alt.Tooltip("$/M, high", format="$.4f"), alt.Tooltip("$/GPU-hr", format="$.2f")]  # fmt: skip
+                   alt.Tooltip(cost_column, format="$.3r"), alt.Tooltip("$/M, low", format="$.3r"),
+                   alt.Tooltip("$/M, high", format="$.3r"), alt.Tooltip("$/GPU-hr", format="$.3r"), "runs"]  # fmt: skip
         base = alt.Chart()
         bars = base.mark_bar().encode(
             x=alt.X(
@@ -125,13 +138,14 @@ else:
             y=alt.Y("$/M, low:Q", title=f"$ per million {kind} tokens"), y2="$/M, high:Q",
         )  # fmt: skip
         st.altair_chart(page.per_chip_bars([bars, errors], table), width="content")
-        st.caption("Each bar: the cheapest configuration of that chip. Error bars: the cost at the ends of the 95 % "
-                   "interval of the throughput over repeats (none for a single run).")  # fmt: skip
+        st.caption("Each bar: the chip's envelope, the best of its configurations at this speed or faster. Error "
+                   "bars: the cost at the ends of the 95 % interval of the throughput over repeats (none for a single "
+                   "run).")  # fmt: skip
     with table_tab:
         shown = table.drop(columns=["label"])
         st.dataframe(shown, hide_index=True, width="stretch")
         controls.csv_download(shown, "tco")
-page.dropped_warning(costs, best, "Not shown (dropped, never extrapolated or clamped)")
+page.dropped_warning(chips, best, "Not shown (dropped, never extrapolated or clamped)")
 
 st.subheader(dollars(f"$ per million {kind} tokens over interactivity, {rate.label}"))
 levels = page.curve_levels(frame)
@@ -144,10 +158,10 @@ if curve.empty:
 else:
     # Log: costs span orders of magnitude across the range (a chip near its top speed costs many times more).
     y = alt.Y("$/M:Q", title=f"$ per million {kind} tokens (log scale)", scale=alt.Scale(type="log"))
-    st.altair_chart(charts.chip_curves(curve, y, [alt.Tooltip("$/M:Q", format="$.4f")], target), width="stretch")
-    st.caption(dollars(f"Each chip's cheapest configuration read at {len(levels)} speeds across the measured range "
-                       "(never extrapolated: a line ends where its chip's measurements end); the dashed line is the "
-                       "target above."))  # fmt: skip
+    st.altair_chart(charts.chip_curves(curve, y, [alt.Tooltip("$/M:Q", format="$.3r")], target), width="stretch")
+    st.caption(dollars(f"Each chip's envelope read at {len(levels)} speeds across the measured range (never "
+                       "extrapolated: a line ends at its chip's fastest point); the dashed line is the target "
+                       "above."))  # fmt: skip
 with st.expander("Every configuration at this interactivity"):
     everything = every_configuration(costs, kind)
     st.dataframe(everything, hide_index=True, width="stretch")
@@ -156,9 +170,10 @@ with st.expander("Every configuration at this interactivity"):
 st.caption(
     dollars(
         f"**$/M {kind} tokens** = ($/GPU-hr) / ({kind} tok/s/GPU × 3600 / 10⁶). The throughput is read at "
-        f"{target:g} tok/s/user (= 1000 / TPOT p50) along each repeat's Pareto frontier with a monotone cubic and "
-        "averaged over repeats (95 % Student-t interval); the cost is derived from it, never interpolated itself. "
-        "A configuration whose measured range does not reach the target is dropped. **Tokens per all-in MW** = "
+        f"{target:g} tok/s/user (= 1000 / TPOT p50) along the chip's envelope (the Pareto frontier over all its "
+        "configurations) with a monotone cubic and averaged over repeats (95 % Student-t interval); the cost is "
+        "derived from it, never interpolated itself. Below the envelope's slowest point the chip serves the target "
+        "with that point, faster than asked; above its fastest, it is dropped. **Tokens per all-in MW** = "
         "tok/s/GPU × 1000 / all-in kW per GPU. TCO tiers and power figures: recipes/hardware.yaml. Imported and "
         "simulated results carry their origin in brackets."
     )

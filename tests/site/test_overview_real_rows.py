@@ -1,10 +1,18 @@
 """The Overview on real InferenceX rows (tests/data/inferencex): which chip serves DeepSeek-R1 FP4 1k/1k cheapest at
-50 tok/s/user, B200 (run 20286929996) against MI355X (run 20248091324), at the owning tier, checked by hand."""
+50 tok/s/user, B200 (run 20286929996) against MI355X (run 20248091324), at the owning tier, checked by hand; and
+every chip's envelope built by hand from the raw rows against every cell of the whole sample."""
 
 from __future__ import annotations
 
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
+from recipes.hardware import hardware_key_for, load_hardware_registry
+from recipes.model_registry import model_key_for
 from tests.conftest import ROOT, run_cli
 from tests.site.conftest import open_page
 
@@ -39,8 +47,9 @@ def test_b200_is_the_cheapest_at_50_tok_s_user_by_hand(hub_database: str) -> Non
     assert 396.4 <= mi355x["output tok/s/GPU"] <= 595.6
     assert mi355x["output tok/s/GPU"] == pytest.approx(mi355x_linear, rel=0.015)
     # $/M output = $/GPU-hr / (tok/s/GPU x 3600 / 1e6): B200 $1.73, MI355X $1.50 at the owning tier.
-    assert b200["$/M output tokens"] == pytest.approx(1.73 / (b200["output tok/s/GPU"] * 0.0036))
-    assert mi355x["$/M output tokens"] == pytest.approx(1.50 / (mi355x["output tok/s/GPU"] * 0.0036))
+    # Both to three significant figures.
+    assert b200["$/M output tokens"] == pytest.approx(1.73 / (b200["output tok/s/GPU"] * 0.0036), rel=5e-3)
+    assert mi355x["$/M output tokens"] == pytest.approx(1.50 / (mi355x["output tok/s/GPU"] * 0.0036), rel=5e-3)
     # By the lines: B200 1.73 / (535.5 x 0.0036) = $0.897, MI355X 1.50 / (414.9 x 0.0036) = $1.004 per M tokens.
     assert b200["$/M output tokens"] < mi355x["$/M output tokens"]
     assert 1.73 / (b200_linear * 0.0036) == pytest.approx(0.897, abs=0.001)
@@ -54,7 +63,7 @@ def test_b200_is_the_cheapest_at_50_tok_s_user_by_hand(hub_database: str) -> Non
     cells = grid.iloc[0]
     assert cells["b200"].startswith("$") and cells["mi355x"].startswith("$")
     # The answer on the first screen: the cheapest chip and its cost.
-    assert cells["cheapest"] == f"b200 ${b200['$/M output tokens']:.4f} [imported]"
+    assert cells["cheapest"] == f"b200 ${b200['$/M output tokens']:.3f} [imported]"
 
 
 def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -> None:
@@ -76,8 +85,99 @@ def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -
 
 def test_the_unfiltered_overview_reads_each_workload_on_its_own_curve(hub_database: str) -> None:
     """Before: B200 TP8·EP8's 1k/1k, 1k/8k and 8k/1k points were one curve (one imported fingerprint), so the first
-    screen priced DeepSeek-R1 FP4 1k/1k at 50 tok/s/user from a 1k/8k point: 'b200 $0.7867' instead of $0.9045."""
+    screen priced DeepSeek-R1 FP4 1k/1k at 50 tok/s/user from a 1k/8k point: 'b200 $0.7867' instead of $0.9045
+    (shown to three significant figures: $0.905)."""
     assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
     app = open_page("overview", {"tiers": ["50"]})
     grid = app.dataframe[0].value.set_index(["model", "precision", "workload", "tok/s/user"])
-    assert grid.loc[("deepseek-r1", "fp4", "1k/1k", 50.0)]["cheapest"] == "b200 $0.9045 [imported]"
+    assert grid.loc[("deepseek-r1", "fp4", "1k/1k", 50.0)]["cheapest"] == "b200 $0.905 [imported]"
+
+
+def raw_points(paths: list[str]) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
+    """(model, precision, workload, chip) -> every raw row's (tok/s/user, output tok/s per GPU of the deployment).
+
+    By the field meanings of the sample's README: interactivity is `median_intvty`; output per GPU is
+    `output_tput_per_gpu`, which a disaggregated row states per decode GPU, so × D / (P + D)."""
+    names = {1024: "1k", 8192: "8k"}
+    points = defaultdict(list)
+    for path in paths:
+        for row in json.loads(Path(path).read_text()):
+            output = row["output_tput_per_gpu"]
+            if row.get("disagg"):
+                output *= row["num_decode_gpu"] / (row["num_prefill_gpu"] + row["num_decode_gpu"])
+            key = (model_key_for(row.get("infmax_model_prefix"), row["model"]), row["precision"],
+                   f"{names[row['isl']]}/{names[row['osl']]}", hardware_key_for(row["hw"]))  # fmt: skip
+            points[key].append((row["median_intvty"], output))
+    return points
+
+
+def hand_envelope(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points no other point beats on both speed and throughput, by speed: checked pair by pair."""
+    kept = [p for p in points if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in points)]
+    return sorted(set(kept))
+
+
+def hand_bracket(envelope: list[tuple[float, float]], target: float) -> tuple[float, float] | None:
+    """Where the chip's throughput at `target` must lie: its slowest point's when all are faster (served faster),
+    between the two envelope points around it (a monotone read never leaves them), None when all are slower."""
+    if target > envelope[-1][0]:
+        return None
+    if target <= envelope[0][0]:
+        return (envelope[0][1], envelope[0][1])
+    right = next(i for i, (x, _y) in enumerate(envelope) if x >= target)
+    return (envelope[right][1], envelope[right - 1][1])
+
+
+def test_every_cell_of_the_sample_is_its_chips_envelope_by_hand(hub_database: str) -> None:
+    """Every row and tier of the whole sample, every run pooled (the history toggle off, so the hand envelope takes
+    every raw row): each chip's throughput lies within its hand-made envelope's bracket, a chip has a figure exactly
+    when the hand envelope reaches the tier, and the chip named cheapest is one no other chip beats by hand."""
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    app = open_page("overview", {"latest": "0", "tab": "All figures"})
+    table = next(frame.value for frame in app.dataframe if "$/M output tokens" in frame.value.columns)
+    grid = app.dataframe[0].value.set_index(["model", "precision", "workload", "tok/s/user"])
+    owning = {key: spec.tco("owning_hyperscaler") for key, spec in load_hardware_registry().items()}
+    envelopes = {key: hand_envelope(points) for key, points in raw_points(SAMPLE).items()}
+    checked = 0
+    for _, cell in table.iterrows():
+        key = (cell["model"], cell["precision"], cell["workload"], cell["hardware"])
+        bracket = hand_bracket(envelopes[key], float(cell["tok/s/user"]))
+        if bracket is None:
+            assert pd.isna(cell["$/M output tokens"]), key
+            continue
+        read = cell["output tok/s/GPU"]
+        assert bracket[0] * 0.995 <= read <= bracket[1] * 1.005, (key, read, bracket)  # three significant figures
+        checked += 1
+    assert checked >= 40
+    for (model, precision, workload, tier), row in grid.iterrows():
+        cells = table[(table["model"] == model) & (table["precision"] == precision) & (table["workload"] == workload)
+                      & (table["tok/s/user"] == tier)]  # fmt: skip
+        costs = {}
+        for chip in cells["hardware"]:
+            bracket = hand_bracket(envelopes[(model, precision, workload, chip)], tier)
+            if bracket is not None and owning.get(chip):
+                costs[chip] = (owning[chip] / (bracket[1] * 0.0036), owning[chip] / (bracket[0] * 0.0036))
+        if not costs:
+            assert row["cheapest"].startswith("–"), row["cheapest"]
+            continue
+        named = row["cheapest"].split(" ")[0]
+        # The named chip's lowest possible cost is no more than any other chip's highest possible cost.
+        assert all(costs[named][0] <= high for low, high in costs.values()), (model, workload, tier, costs)
+
+
+def test_a_chip_measured_only_faster_than_the_tier_still_serves_it(hub_database: str) -> None:
+    """gpt-oss-120b FP4 8k/1k: GB200 NVL72 (Dynamo-TRT, run 20786863188) was measured from 67.9 tok/s/user up, B200
+    TRT from 72.1: at 50 tok/s/user the Overview said 'no chip: outside the measured range'. Each chip serves 50 with
+    its slowest point, faster than asked, and GB200 is the cheaper."""
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    app = open_page("overview", {"model": "gpt-oss-120b", "workload": "8k/1k", "tiers": ["50"]})
+    row = app.dataframe[0].value.set_index(["model", "precision", "workload", "tok/s/user"]).iloc[0]
+    # GB200's slowest point: concurrency 512 at 67.94 tok/s/user, 11,986.0 output tok/s per decode GPU with P = D = 2:
+    # 5,993.0 per GPU of the deployment. B200 TRT's slowest: concurrency 128 at 72.06, 4,495.0 per GPU.
+    owning = {key: spec.tco("owning_hyperscaler") for key, spec in load_hardware_registry().items()}
+    gb200 = owning["gb200-nvl72"] / (11986.0 * 2 / 4 * 0.0036)
+    b200 = owning["b200"] / (4495.0 * 0.0036)
+    assert gb200 < b200
+    assert row["gb200-nvl72"].startswith(f"${gb200:.3g} ") and "at 67.9 tok/s/user" in row["gb200-nvl72"]
+    assert row["b200"].startswith(f"${b200:.3g} ") and "at 72.1 tok/s/user" in row["b200"]
+    assert row["cheapest"] == f"gb200-nvl72 ${gb200:.3g} [imported]"

@@ -35,9 +35,12 @@ T_975_2 = 4.302652729911275  # Student-t 97.5 % quantile, 2 degrees of freedom (
 def row(interactivity: float | None, output: float, *, repeat: int = 0, fingerprint: str = "fp-b200",
         sweep: str = "s1", hardware: str = "b200", engine: str = "vllm", precision: str = "fp8",
         model: str = "deepseek-r1", hit: float | None = None, valid: bool = True, agentic: bool = False,
-        origin: str = "measured") -> Any:  # fmt: skip
-    """A result row: 8k in / 1k out, so total tok/s = 9 × output and input = 8 × output."""
-    return SimpleNamespace(
+        origin: str = "measured", concurrency: int | None = None) -> Any:  # fmt: skip
+    """A result row: 8k in / 1k out, so total tok/s = 9 × output and input = 8 × output. Its concurrency (the load
+    level repeats share) defaults to one per interactivity."""
+    if concurrency is None:
+        concurrency = int(interactivity) if interactivity is not None and math.isfinite(interactivity) else 0
+    return SimpleNamespace(concurrency=concurrency,
         sweep=sweep, recipe=f"{fingerprint}-recipe", fingerprint=fingerprint, hardware=hardware, engine=engine,
         origin=origin, model=model, precision=precision, workload_kind="agentic-replay" if agentic else "fixed-length",
         isl=None if agentic else 8192, osl=None if agentic else 1024, repeat_index=repeat, valid=valid,
@@ -245,7 +248,7 @@ def test_scorecard_cells_and_change_vs_reference_only_where_comparable() -> None
     assert table[("fp4", "b200", 50.0)].vs_reference is None and table[("fp4", "b200", 50.0)].reference is None
     assert table[("fp8", "b200", 100.0)].vs_reference is None
     missing = table[("fp8", "h200", 100.0)]
-    assert missing.best is None and "fp-h200-recipe: repeat 0: target 100 is outside" in missing.reason
+    assert missing.best is None and "target 100 tok/s/user is faster than every configuration measured" in missing.reason
 
 
 def test_default_reference_is_the_most_widely_measured_hardware() -> None:

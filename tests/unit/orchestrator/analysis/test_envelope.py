@@ -1,0 +1,118 @@
+"""A chip's envelope over its configurations, read at a target interactivity: figures worked by hand."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from orchestrator.analysis.economics import GpuHourRate, chip_costs_at, read_chips, scorecard
+from orchestrator.analysis.envelope import envelope, read_chip, run_spread
+from recipes.hardware import load_hardware_registry
+
+REGISTRY = load_hardware_registry()
+
+
+def point(interactivity: float, output: float, fingerprint: str, *, concurrency: int, repeat: int = 0,
+          sweep: str = "s1", hardware: str = "gb200-nvl72", valid: bool = True) -> Any:  # fmt: skip
+    return SimpleNamespace(
+        sweep=sweep, recipe=f"{fingerprint}-recipe", fingerprint=fingerprint, configuration=fingerprint,
+        hardware=hardware, engine="dynamo", origin="imported", model="deepseek-r1", precision="fp4",
+        workload_kind="fixed-length", isl=8192, osl=1024, concurrency=concurrency, repeat_index=repeat, valid=valid,
+        interactivity_p50=interactivity, output_throughput_per_gpu=output, total_token_throughput_per_gpu=output * 9,
+        realized_hit_rate=None, source=None,
+    )  # fmt: skip
+
+
+def two_configurations() -> list[Any]:
+    """'wide' serves slow users well, 'fast' serves fast users well; neither spans 20 to 110 alone.
+
+    wide: (20, 3000), (40, 2000); fast: (45, 1000), (60, 1500), (110, 400). Fast's (45, 1000) is beaten by its own
+    (60, 1500), faster and more. Envelope: (20, 3000), (40, 2000), (60, 1500), (110, 400).
+    """
+    return [point(20, 3000, "wide", concurrency=64), point(40, 2000, "wide", concurrency=32),
+            point(45, 1000, "fast", concurrency=64), point(60, 1500, "fast", concurrency=16),
+            point(110, 400, "fast", concurrency=2)]  # fmt: skip
+
+
+def test_the_envelope_is_the_frontier_over_every_configuration() -> None:
+    frontier = envelope(two_configurations())
+    assert [(row.interactivity_p50, row.output_throughput_per_gpu) for row in frontier] == [
+        (20, 3000), (40, 2000), (60, 1500), (110, 400)]  # fmt: skip
+
+
+def test_a_read_between_two_configurations_names_both_and_stays_between_them() -> None:
+    read = read_chip(two_configurations(), 50.0)
+    # Each configuration alone: 'wide' ends at 40 and 'fast' reads 1000..1500 at 50 along its own curve; the chip
+    # serves 50 with the envelope between (40, 2000) and (60, 1500): a monotone cubic stays within [1500, 2000].
+    assert read.output is not None and 1500.0 <= read.output.mean <= 2000.0
+    assert [row.fingerprint for row in read.rests_on] == ["wide", "fast"]
+    assert read.read_at == 50.0 and not read.served_faster and read.configurations == 2
+
+
+def test_below_the_slowest_point_the_chip_serves_faster_and_says_so() -> None:
+    rows = [point(60, 1500, "fast", concurrency=16), point(110, 400, "fast", concurrency=2)]
+    read = read_chip(rows, 30.0)
+    assert read.output.mean == 1500.0 and read.read_at == 60.0 and read.served_faster
+    assert "served faster than asked" in read.reason and "60" in read.reason
+
+
+def test_above_the_fastest_point_nothing_is_extrapolated() -> None:
+    read = read_chip(two_configurations(), 150.0)
+    assert read.output is None and "faster than every configuration measured (fastest 110)" in read.reason
+
+
+def test_cost_along_the_envelope_never_falls_as_the_target_speed_rises() -> None:
+    """Per-configuration reads made GB200's 8k/1k cost rise and fall (~$7 at 80 tok/s/user, $1.3 at 115)."""
+    rows = two_configurations()
+    costs = []
+    for target in range(10, 111, 5):
+        (item,) = chip_costs_at(rows, float(target), REGISTRY, GpuHourRate(custom_usd=2.0))
+        costs.append(item.output.usd_per_million)
+    assert all(later >= earlier - 1e-12 for earlier, later in itertools.pairwise(costs))
+
+
+def test_equal_repeats_give_an_interval_and_unequal_ones_a_curve_of_means() -> None:
+    rows = []
+    for repeat, middle in enumerate((1480.0, 1500.0, 1520.0)):
+        rows += [point(20, 3000, "a", concurrency=64, repeat=repeat), point(50, middle, "a", concurrency=16,
+                                                                              repeat=repeat)]  # fmt: skip
+    read = read_chip(rows, 50.0)
+    assert read.output.n == 3 and read.output.mean == pytest.approx(1500.0) and read.output.low < 1500.0
+    rows.append(point(50, 1000, "b", concurrency=16))  # one repeat only
+    mixed = read_chip(rows, 50.0)
+    assert mixed.output.n == 1 and mixed.output.mean == pytest.approx(1500.0) and "repeat means" in mixed.reason
+
+
+def test_runs_of_the_configurations_a_read_rests_on_give_their_spread() -> None:
+    """Three runs of one B200 configuration read 308.6, 254.7 and 235.9 tok/s/GPU at 50 on the real files."""
+    history = [point(50, value, "b200-tp4", concurrency=64, sweep=f"run-{i}", hardware="b200")
+               for i, value in enumerate((308.6, 254.7, 235.9))]  # fmt: skip
+    spread = run_spread(history, history[:1], 50.0)
+    assert (spread.runs, spread.low, spread.high) == (3, 235.9, 308.6)
+    (read,) = read_chips(history[:1], 50.0, history=history)
+    assert read.runs == 3 and read.run_spread == (235.9, 308.6) and read.rests_on == ("b200-tp4",)
+
+
+def test_the_scorecard_names_the_chip_whose_envelope_is_cheapest() -> None:
+    """The Overview's defect on the real files: GB200 measured only at 54-60 tok/s/user was 'outside the measured
+    range' at 50, and a B200 at $2.04 was named cheapest. A chip measured faster than the target serves it."""
+    gb200 = [point(54, 2000, "gb200-disagg", concurrency=64), point(60, 1800, "gb200-disagg", concurrency=32)]
+    b200 = [point(40, 900, "b200-tp8", concurrency=64, hardware="b200"),
+            point(70, 400, "b200-tp8", concurrency=16, hardware="b200")]  # fmt: skip
+    cells = scorecard([*gb200, *b200], REGISTRY, GpuHourRate(custom_usd=2.0), (50.0,))
+    by_chip = {cell.hardware: cell for cell in cells}
+    gb200_cost = by_chip["gb200-nvl72"].best.output.usd_per_million
+    assert gb200_cost == pytest.approx(2.0 / (2000 * 3600 / 1e6))
+    assert by_chip["gb200-nvl72"].best.read.served_faster and by_chip["gb200-nvl72"].best.read.read_at == 54
+    assert gb200_cost < by_chip["b200"].best.output.usd_per_million
+    assert math.isfinite(by_chip["b200"].best.output.usd_per_million)
+
+
+def test_invalid_points_never_enter_the_envelope() -> None:
+    rows = [*two_configurations(), point(50, 99_999, "broken", concurrency=8, valid=False)]
+    (read,) = read_chips(rows, 50.0)
+    assert read.output.mean <= 2000.0 and "broken" not in read.rests_on
