@@ -27,6 +27,7 @@ from db.models import (
 )
 from recipes.model_registry import load_model_registry
 from recipes.schema import agentx_differences
+from recipes.validity import state_of
 
 
 def jobs_of_sweep(session: Session, sweep_id: int) -> list[JobRow]:
@@ -97,6 +98,11 @@ class ResultView:
     def workload(self) -> str:
         """'8k/1k' for fixed-length ISL/OSL, 'agentic' for trace replay (the label the hub and CLI filter on)."""
         return workload_label(self.workload_kind, self.isl, self.osl)
+
+    @property
+    def validity(self) -> str:
+        """'valid', 'invalid' or 'not checked' (no request counted: the request rules could not be applied)."""
+        return state_of(self.valid, self.completed, self.failed)
 
     # Agentic replay (`metrics["server"]`, `metrics["replay"]`): prompt tokens by the source of their KV cache
     # (HBM prefix cache, external i.e. DRAM/CPU offload, recomputed), the engine's prefix-cache counters and

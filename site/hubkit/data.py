@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import NoneType, SimpleNamespace
 from typing import Any, get_args, get_type_hints
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine, inspect
@@ -23,6 +24,7 @@ from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
 from recipes.prices import ModelPrice, load_price_table
+from recipes.validity import INVALID, NOT_CHECKED, VALID
 
 # What the public sees unless the viewer asks for more: measurements and imported measurements.
 SHOWN_BY_DEFAULT = ("measured", "imported")
@@ -96,6 +98,10 @@ def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
     latest = latest_sweep_of(keys)
     frame["latest"] = frame["sweep"].to_numpy() == frame["fingerprint"].map(latest).to_numpy()
     frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
+    # Valid, invalid, or not checked (no request counted: an imported aggregate row, a projection), by the one rule
+    # of recipes/validity.py: a row whose request rules had nothing to read is never called valid.
+    counted = (frame["completed"] + frame["failed"]).to_numpy() > 0
+    frame["validity"] = np.where(~frame["valid"].to_numpy(dtype=bool), INVALID, np.where(counted, VALID, NOT_CHECKED))
     return frame
 
 

@@ -20,6 +20,7 @@ from hubkit.charts import PALETTE
 from orchestrator.analysis.cost import cost_per_million_tokens
 from orchestrator.analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate, chip_key_of
 from recipes.hardware import TCO_TIERS
+from recipes.validity import STATES
 
 METHODOLOGY = "views/methodology.py"
 NO_RESULTS = (
@@ -100,7 +101,20 @@ def filtered_or_stop(frame: pd.DataFrame, missing_choice: str | None = None) -> 
     if frame.empty or missing_choice:
         st.warning(missing_choice or "No results match these filters.")
         st.stop()
+    validity_counts(frame)
     return frame
+
+
+def validity_counts(frame: pd.DataFrame) -> None:
+    """'1,240 valid · 382 not checked · 3 invalid points': the verdicts of what the page reads, counted apart. A
+    point is 'not checked' when it counts no requests (an imported aggregate row, a projection): the rules that
+    judge a measurement had nothing to read (recipes/validity.py)."""
+    if frame.empty or "validity" not in frame:
+        return
+    counts = frame["validity"].value_counts()
+    parts = [f"{int(counts.get(state, 0)):,} {state}" for state in STATES if counts.get(state, 0)]
+    st.sidebar.caption(" · ".join(parts) + " point repeats in this view. Not checked: no request counts to judge "
+                       "(imported aggregate rows, projections).")  # fmt: skip
 
 
 def every_run_of(results: pd.DataFrame, shown: pd.DataFrame) -> list[object]:

@@ -79,6 +79,7 @@ agentic = controls.origins(agentic)
 agentic = controls.filters(agentic, ("model", "hardware", "engine", "precision"))
 agentic = controls.only_valid(agentic)
 agentic = controls.latest_only(agentic)
+page.validity_counts(agentic)
 if agentic.empty:
     st.info("No agentic result matches the filters in the sidebar: widen them (or switch more origins on).")
     st.stop()

@@ -67,6 +67,7 @@ frame = page.results_or_stop()
 
 frame = controls.filters(frame)
 frame = controls.origins(frame)
+page.validity_counts(frame[frame["latest"]])
 # A comparison reads each configuration's latest sweep, valid points only: pooling sweeps would mix
 # nights, and an invalid point is not a measurement (Trends shows the history).
 frame = labelled(frame[frame["latest"] & frame["valid"]])

@@ -152,6 +152,7 @@ results = page.results_or_stop(
 )
 results = controls.origins(results)
 results = controls.latest_only(results)
+page.validity_counts(results)
 models = sorted(results["model"].dropna().unique())
 model = controls.selectbox("Model", models, "model")
 results = results[results["model"] == model]

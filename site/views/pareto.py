@@ -16,6 +16,7 @@ from datetime import date
 from typing import Any
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -24,6 +25,7 @@ from orchestrator.analysis import axes
 from orchestrator.analysis.pareto import frontier_mask
 from orchestrator.analysis.thinning import thin_mask
 from recipes.hardware import TCO_TIER_LABELS
+from recipes.validity import INVALID, NOT_CHECKED, VALID
 
 PRICED = (axes.COST, axes.TOKENS_PER_DOLLAR)
 # The measured column behind each x metric (E2E-normalised interactivity is chosen per row below).
@@ -50,7 +52,7 @@ def point_table(points: pd.DataFrame, x_label: str, y_label: str) -> pd.DataFram
             "95 % low": points["y_low"], "95 % high": points["y_high"], "on frontier": points["frontier"],
             "tp/ep": points["parallelism"], "offload": points["offload"], "hardware": points["hardware"],
             "engine": points["serving_engine"], "model": points["model"], "precision": points["precision"],
-            "$/GPU-hr": points["usd"], "all-in kW/GPU": points["kw"], "valid": points["valid"],
+            "$/GPU-hr": points["usd"], "all-in kW/GPU": points["kw"], "validity": points["validity"],
             "validity reasons": points["reasons"], "finished": points["finished"], "run": run_links(points),
             # Energy per token = measured accelerator power per GPU / output tok/s per GPU (where power was sampled).
             "J per output token": points["power"] / points["throughput"],
@@ -167,6 +169,7 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
 
     Built from whole columns (no Python loop per point), so 50,000 points stay quick to draw.
     """
+    frame = frame.assign(unchecked=frame["validity"] == NOT_CHECKED)
     grouped = frame.groupby(POINT, sort=True, dropna=False)
     points = grouped.agg(
         x=("x", "mean"), repeats=("repeat_index", "size"), point_key=("point_key", "first"),
@@ -174,13 +177,16 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         serving_engine=("engine", "first"),  # not `engine=`: that is an argument of agg itself
         model=("model", "first"), precision=("precision", "first"), parallelism=("parallelism", "first"),
         offload=("kv_offload", "first"), source=("source", "first"), usd=("usd", "first"), kw=("kw", "first"),
-        valid=("valid", "all"), finished=("finished_at", "max"), power=("power_w_per_gpu", "mean"),
+        valid=("valid", "all"), unchecked=("unchecked", "any"), finished=("finished_at", "max"),
+        power=("power_w_per_gpu", "mean"),
         image=("engine_image", "first"), dated=("date_known", "all"),
     ).reset_index()  # fmt: skip
     # Group numbers follow the same sorted order as the rows of `points`.
     group = grouped.ngroup().to_numpy()
     mean, low, high, _ = axes.repeat_intervals(group, frame["output_throughput_per_gpu"].to_numpy(dtype=float))
-    points = points.assign(throughput=mean, throughput_low=low, throughput_high=high, reasons="")
+    checked = np.where(points["unchecked"].to_numpy(dtype=bool), NOT_CHECKED, VALID)
+    validity = np.where(points["valid"].to_numpy(dtype=bool), checked, INVALID)
+    points = points.assign(throughput=mean, throughput_low=low, throughput_high=high, reasons="", validity=validity)
     # Only invalid repeats carry reasons: join those few rather than every point's empty list.
     has_reasons = frame["validity_reasons"].str.len().fillna(0).to_numpy() > 0
     if has_reasons.any():
@@ -249,6 +255,7 @@ def plotted(
             "date": drawn["finished"].astype(str).str[:10].where(drawn["dated"], "date unknown"),
             "image": drawn["image"].fillna("–"),
             "source": drawn["source"].fillna("measured here"),
+            "validity": drawn["validity"],  # valid, invalid, or not checked (an imported aggregate row)
             "run": run_links(drawn),
         }
     )  # fmt: skip
@@ -276,6 +283,7 @@ if not frame.empty:
     frame = date_range(frame)
 frame = controls.origins(frame)
 frame = controls.latest_only(frame)
+page.validity_counts(frame)
 frame = controls.only_valid(frame)
 frontier_only = controls.toggle("Frontier only", "frontier", help="Hide the points another point of the same "
                                 "configuration beats on both axes (its frontier line is always drawn).")  # fmt: skip
@@ -314,7 +322,7 @@ if not as_table:
     tooltip = [
         alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("sweep"),
         alt.Tooltip("origin"), alt.Tooltip("date", title="finished"), alt.Tooltip("image"), alt.Tooltip("source"),
-        alt.Tooltip("repeats"), alt.Tooltip("x", title=x_axis.label, format=",.4~g"),
+        alt.Tooltip("repeats"), alt.Tooltip("validity"), alt.Tooltip("x", title=x_axis.label, format=",.4~g"),
         alt.Tooltip("y", title=y_axis.label, format=",.4~g"), alt.Tooltip("y_low", title="95 % low", format=",.4~g"),
         alt.Tooltip("y_high", title="95 % high", format=",.4~g"), alt.Tooltip("run", title="run detail (click)"),
     ]  # fmt: skip

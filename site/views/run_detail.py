@@ -26,6 +26,7 @@ from hubkit import controls, data, page
 from hubkit.charts import PALETTE
 from hubkit.page import table_with_csv
 from orchestrator.analysis.request_latency import request_latencies
+from recipes.validity import requests_known, rules_applied, rules_not_applied
 
 LOG_TAIL_LINES = 200
 # Artifact kinds with their own section; any other kind attached to a job (e.g. the dry run's
@@ -149,6 +150,11 @@ st.header("Validity verdict")
 if point.origin == "projected":
     st.info("Not judged: the validity rules judge measurements, and a projection is none. Its source points were "
             "judged when they were measured or imported.")  # fmt: skip
+elif point.valid and not requests_known(point.completed, point.failed):
+    applied = "; ".join(rule.text for rule in rules_applied(point.completed, point.failed))
+    missing = "\n".join(f"- {rule.text}" for rule in rules_not_applied(point.completed, point.failed))
+    st.info(f"Not checked: the source states figures but no request counts or measured window, so the rules that "
+            f"judge a measurement could not be applied. Applied: {applied}. Not applied:\n\n{missing}")  # fmt: skip
 elif point.valid:
     st.success("Valid: every validity rule held for this point.")
 else:

@@ -51,6 +51,7 @@ frame = page.results_or_stop(
 
 frame = controls.filters(frame)
 frame = controls.origins(frame)
+page.validity_counts(frame)
 target = page.target_control("target", help="Every sweep is read along its frontier here, never extrapolated.")
 min_drop = controls.number(
     "Smallest drop flagged (%)", "drop", default=DEFAULT_MIN_DROP_PERCENT, min_value=0.0, step=1.0,

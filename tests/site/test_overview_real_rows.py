@@ -181,3 +181,22 @@ def test_a_chip_measured_only_faster_than_the_tier_still_serves_it(hub_database:
     assert row["gb200-nvl72"].startswith(f"${gb200:.3g} ") and "at 67.9 tok/s/user" in row["gb200-nvl72"]
     assert row["b200"].startswith(f"${b200:.3g} ") and "at 72.1 tok/s/user" in row["b200"]
     assert row["cheapest"] == f"gb200-nvl72 ${gb200:.3g} [imported]"
+
+
+def test_an_imported_aggregate_row_is_not_checked_never_valid(hub_database: str) -> None:
+    """An InferenceX row states figures but counts no request and no window: the request rules had nothing to read.
+    The hub said 'Valid: every validity rule held' of it; now every page says 'not checked' and counts it apart."""
+    from urllib.parse import parse_qs, urlparse
+
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    app = open_page("pareto", {"model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k", "hardware": "b200",
+                               "view": "Table"})  # fmt: skip
+    table = next(frame.value for frame in app.dataframe if "validity" in frame.value.columns)
+    assert set(table["validity"]) == {"not checked"}
+    counts = " ".join(caption.value for caption in app.sidebar.caption)
+    assert "not checked point repeats in this view" in counts and " valid" not in counts.split("not checked")[0]
+    link = parse_qs(urlparse(table["run"].iloc[0]).query)
+    detail = open_page("run_detail", {"sweep": link["sweep"][0], "point": link["point"][0]}, from_overview=True)
+    said = " ".join(block.value for block in [*detail.info, *detail.success])
+    assert "Not checked" in said and "Valid:" not in said
+    assert "at least max(10, 2 × concurrency) measured requests" in said  # a rule that could not be applied
