@@ -20,7 +20,7 @@ from typing import Any
 
 from orchestrator.analysis.compare import read_frontiers, repeat_frontiers, workload_of
 from orchestrator.analysis.intervals import InterpolatedInterval
-from orchestrator.analysis.recency import sweep_keys
+from orchestrator.analysis.recency import DATED, order_known, sweep_keys
 from orchestrator.analysis.regression import RegressionResult, detect_regression
 
 
@@ -47,6 +47,7 @@ class Trend:
     fingerprint: str = ""
     reads: tuple[SweepRead, ...] = ()  # the same sweeps with their times and intervals
     workload: str = ""  # one recipe measures one trend per workload
+    order_unknown: bool = False  # a sweep with neither a date nor a run id: listed, left out of the verdict
 
     @property
     def regressed(self) -> bool:
@@ -75,13 +76,17 @@ def trends_at(rows: Sequence[Any], target: float, min_relative_drop: float = 0.0
         reads = tuple(
             SweepRead(
                 sweep=name, finished_at=max(r.finished_at for r in members), read=read_sweep(members, target),
-                dated=keys[(fingerprint, name)][0] == 1,
+                dated=keys[(fingerprint, name)][0] == DATED,
             )
             for name, members in ordered
         )  # fmt: skip
-        values = [read.value for read in reads if read.value is not None]
+        # A sweep of unknown order (neither a date nor a run id) may be older or newer than any other: it stays in
+        # the history, listed first, and out of the verdict, which compares the newest ordered sweep with the rest.
+        ordered = [read for read in reads if order_known(keys[(fingerprint, read.sweep)])]
+        unordered = len(sweeps) > 1 and len(ordered) < len(reads)
+        values = [read.value for read in ordered if read.value is not None]
         verdict = None
-        if len(values) >= 2 and reads[-1].value is not None:
+        if len(values) >= 2 and ordered[-1].value is not None:
             verdict = detect_regression(values[:-1], values[-1], min_relative_drop=min_relative_drop)
         first = next(iter(sweeps.values()))[0]
         trends.append(
@@ -93,6 +98,7 @@ def trends_at(rows: Sequence[Any], target: float, min_relative_drop: float = 0.0
                 fingerprint=fingerprint,
                 reads=reads,
                 workload=workload,
+                order_unknown=unordered,
             )
         )
     return trends

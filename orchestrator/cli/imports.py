@@ -96,17 +96,27 @@ def import_inferencex(
     run_date: Annotated[
         str | None, typer.Option(help="When the run measured, as an ISO date (rows carry none).")
     ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option(help="The GitHub Actions run id of files whose name is neither run_<id>.json nor in run_<id>/."),
+    ] = None,
 ) -> None:
     """Store InferenceX rows as points with origin `imported`, each source run its own sweep; a row that cannot be
-    read or mapped is refused alone, and a summary says what was read, imported, already present and refused."""
+    read or mapped is refused alone, and a summary says what was read, imported, already present and refused.
+
+    A file's run is its `run_<id>/` folder or `run_<id>.json` name (GitHub Actions run ids grow with time, so they
+    order runs); `--run-id` names it otherwise. A file with neither is keyed by its content: its order among runs is
+    unknown, and the hub shows every such run rather than pick a 'latest'."""
     from db.session import make_engine, migrate
     from orchestrator.importers import store
 
     measured_at = _iso_date(run_date)
+    if run_id is not None and not run_id.isdigit():
+        fail(ConfigurationError(f"--run-id: got {run_id!r}; expected a GitHub Actions run id (digits only)"))
     try:
         engine = make_engine()
         migrate(engine)
-        summary = store.import_inferencex(engine, files, sweep, measured_at)
+        summary = store.import_inferencex(engine, files, sweep, measured_at, run_id=run_id)
     except InferSweepError as error:
         fail(error)
     _print_inferencex_summary(summary)

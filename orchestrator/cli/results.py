@@ -174,10 +174,10 @@ def compare(
 
 def latest_sweeps(rows: list) -> list:
     """Only the rows of each configuration's latest sweep (orchestrator/analysis/recency.py)."""
-    from orchestrator.analysis.recency import latest_sweep_of, sweep_keys
+    from orchestrator.analysis.recency import latest_sweeps_of, sweep_keys
 
-    latest = latest_sweep_of(sweep_keys(rows))
-    return [row for row in rows if latest[row.fingerprint] == row.sweep]
+    latest = latest_sweeps_of(sweep_keys(rows))  # several where their order is unknown: all shown, none picked
+    return [row for row in rows if row.sweep in latest[row.fingerprint]]
 
 
 def regressions(
@@ -201,7 +201,9 @@ def regressions(
         compared += trend.verdict is not None
         history = ", ".join(f"{name}={'-' if value is None else f'{value:,.1f}'}" for name, value in trend.points[:-1])
         name, latest = trend.points[-1]
-        verdict = trend.verdict.reason if trend.verdict else "fewer than two sweeps read at this interactivity"
+        verdict = trend.verdict.reason if trend.verdict else (
+            "order unknown: a sweep states neither a date nor a run id, and fewer than two others could be compared"
+            if trend.order_unknown else "fewer than two sweeps read at this interactivity")
         if trend.verdict is not None and trend.verdict.regressed:
             regressed += 1
             verdict = f"[red]{verdict}[/]"

@@ -41,7 +41,7 @@ from recipes.hardware import hardware_key_for, load_hardware_registry
 from recipes.model_registry import load_model_registry, model_key_for
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
-_RUN_FOLDER = re.compile(r"^run_(\d+)$")
+_RUN_NAME = re.compile(r"^run_(\d+)$")  # `run_<id>/agg_bmk.json` or `run_<id>.json`: a GitHub Actions run id
 _RUN_URL = re.compile(r"/actions/runs/(\d+)")
 
 
@@ -243,12 +243,17 @@ def run_link(row: InferenceXRow, run: str) -> str | None:
     return ACTIONS_RUN.format(run=run) if run.isdigit() else None
 
 
-def source_run(path: Path) -> str:
-    """The InferenceX run a file comes from: its `run_<id>` folder (GitHub Actions run ids grow with time),
-    else the file's content hash (the same file is the same run wherever it lies)."""
-    folder = _RUN_FOLDER.match(path.resolve().parent.name)
-    if folder:
-        return folder.group(1)
+def source_run(path: Path, run_id: str | None = None) -> str:
+    """The InferenceX run a file comes from: `run_id` when the importer names it, else the GitHub Actions run id of
+    either layout the benchmark's artifacts come in, `run_<id>/agg_bmk.json` or `run_<id>.json` (run ids grow with
+    time, so they order runs), else the file's content hash: the same file is the same run wherever it lies, and its
+    order among runs is unknown (`orchestrator.analysis.recency`)."""
+    if run_id is not None:
+        return run_id
+    for name in (path.resolve().parent.name, path.stem):
+        named = _RUN_NAME.match(name)
+        if named:
+            return named.group(1)
     return "sha-" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
@@ -269,7 +274,7 @@ def _raw_rows(path: Path) -> list[Any]:
     return raw
 
 
-def read_row_file(path: Path, snapshot: SnapshotContext | None = None) -> RowFile:
+def read_row_file(path: Path, snapshot: SnapshotContext | None = None, run_id: str | None = None) -> RowFile:
     """Every row of the file, each imported or refused on its own (a file that is not a row list is an error).
 
     With `snapshot`, the file is the dashboard's hand-made snapshot shape (`conc`, `tp`, `ep`, `chips`, `metrics`;
@@ -279,7 +284,7 @@ def read_row_file(path: Path, snapshot: SnapshotContext | None = None) -> RowFil
         raw = [snapshot.complete(item) for item in raw]
     machines, models = load_hardware_registry(), load_model_registry()
     known_hardware = sorted({*machines, *(alias for m in machines.values() for alias in m.aliases)})
-    result = RowFile(path=path, source_run=source_run(path))
+    result = RowFile(path=path, source_run=source_run(path, run_id))
     for index, item in enumerate(raw):
         try:
             row = InferenceXRow.model_validate(item)

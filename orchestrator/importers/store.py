@@ -98,13 +98,14 @@ def _recorder(engine: Engine, sweep: str) -> Iterator[Recorder]:
 
 def import_inferencex(
     engine: Engine, files: list[Path], sweep: str | None, run_date: datetime | None,
-    snapshot: SnapshotContext | None = None,
+    snapshot: SnapshotContext | None = None, run_id: str | None = None,
 ) -> InferenceXSummary:  # fmt: skip
     """Store every readable row of `files`, each source run in its sweep `inferencex-run-<id>` (or all in `sweep`),
-    dated by the row's date, else `run_date`, else 'date unknown' (ordered by run id, never by the import)."""
+    dated by the row's date, else `run_date`, else 'date unknown' (ordered by run id, never by the import). `run_id`
+    names the run of files whose name and folder do not."""
     summary = InferenceXSummary()
     for file in files:
-        read = read_row_file(file, snapshot)
+        read = read_row_file(file, snapshot, run_id)
         imported = present = undated = replaced = 0
         by_sweep: dict[str, list[ImportedRow]] = defaultdict(list)  # insertion-ordered: the file's order per run
         for item in read.rows:

@@ -20,7 +20,7 @@ from db import reads
 from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
 from orchestrator.analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
-from orchestrator.analysis.recency import latest_sweep_of, sweep_recency
+from orchestrator.analysis.recency import latest_sweeps_of, order_unknown, sweep_recency
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
 from recipes.prices import ModelPrice, load_price_table
@@ -95,8 +95,13 @@ def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
     # by the one rule of orchestrator/analysis/recency.py (undated imports by run id, never by their import).
     ends = frame.groupby(["fingerprint", "sweep"]).agg(end=("finished_at", "max"), dated=("date_known", "all"))
     keys = {pair: sweep_recency(pair[1], end, bool(dated)) for pair, end, dated in ends.itertuples(name=None)}
-    latest = latest_sweep_of(keys)
-    frame["latest"] = frame["sweep"].to_numpy() == frame["fingerprint"].map(latest).to_numpy()
+    # Where a configuration has runs of unknown order, every one of them counts as latest (none is picked by name).
+    latest = pd.MultiIndex.from_tuples(
+        [(fingerprint, sweep) for fingerprint, sweeps in latest_sweeps_of(keys).items() for sweep in sweeps]
+    )
+    frame["latest"] = pd.MultiIndex.from_arrays([frame["fingerprint"], frame["sweep"]]).isin(latest)
+    unordered = order_unknown(keys)
+    frame["order_unknown"] = frame["fingerprint"].isin(unordered) if unordered else False
     frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
     # Valid, invalid, or not checked (no request counted: an imported aggregate row, a projection), by the one rule
     # of recipes/validity.py: a row whose request rules had nothing to read is never called valid.

@@ -102,7 +102,19 @@ def filtered_or_stop(frame: pd.DataFrame, missing_choice: str | None = None) -> 
         st.warning(missing_choice or "No results match these filters.")
         st.stop()
     validity_counts(frame)
+    order_note(frame)
     return frame
+
+
+def order_note(frame: pd.DataFrame) -> None:
+    """Say where a configuration's runs are of unknown order (neither a date nor a run id): every one of them is
+    read as 'latest', none picked by its name."""
+    if "order_unknown" not in frame or not frame["order_unknown"].any():
+        return
+    count = frame.loc[frame["order_unknown"], "fingerprint"].nunique()
+    st.caption(f"Run order unknown for {count} configuration(s): their result files name neither a date nor a run "
+               "id (imported by content hash; `infersweep import inferencex --run-id` names them), so every such run "
+               "is read, none picked as the latest.")  # fmt: skip
 
 
 def validity_counts(frame: pd.DataFrame) -> None:

@@ -14,14 +14,20 @@ import pandas as pd
 import streamlit as st
 
 from hubkit import charts, controls, page
+from orchestrator.analysis.recency import run_id_of
 from orchestrator.analysis.trends import Trend, trends_at
 
 DEFAULT_MIN_DROP_PERCENT = 5.0  # the CLI's `infersweep regressions` default
 
 
+ORDER_UNKNOWN = "order unknown"
+
+
 def verdict_of(trend: Trend, target: float) -> str:
     if trend.verdict is not None:
         return "regressed" if trend.verdict.regressed else "ok"
+    if trend.order_unknown:
+        return ORDER_UNKNOWN
     if trend.reads and trend.reads[-1].value is None:
         return f"no figure at {target:g}"
     return "not enough history"
@@ -76,7 +82,7 @@ for trend in trends:
         history_rows.append({
             "configuration": labels[(trend.fingerprint, trend.workload)], "hardware": trend.hardware,
             "engine": engines[(trend.fingerprint, trend.workload)], "sweep": read.sweep, "order": position,
-            "finished": read.finished_at if read.dated else "date unknown",
+            "finished": read.finished_at if read.dated else "date unknown" if run_id_of(read.sweep) else ORDER_UNKNOWN,
             "output tok/s/GPU": read.value, "95 % low": interval.low if interval else None,
             "95 % high": interval.high if interval else None, "repeats read": read.read.used,
             "repeats dropped": read.read.dropped,
@@ -89,11 +95,14 @@ for trend in trends:
     verdict_rows.append({
         "configuration": labels[(trend.fingerprint, trend.workload)], "hardware": trend.hardware,
         "workload": trend.workload, "origin": firsts.loc[(trend.fingerprint, trend.workload), "origin"],
-        "sweeps": len(trend.reads), "latest sweep": latest.sweep, "latest": latest.value,
+        "sweeps": len(trend.reads), "latest": latest.value if trend.verdict or not trend.order_unknown else None,
         "history mean": baseline.mean if baseline else None,
         "prediction low": baseline.low if baseline else None, "prediction high": baseline.high if baseline else None,
         "change": f"{change:+.1%}" if change is not None else "", "verdict": verdict,
-        "reason": trend.verdict.reason if trend.verdict else "; ".join(latest.read.reasons),
+        "latest sweep": latest.sweep if trend.verdict or not trend.order_unknown else "–",
+        "reason": trend.verdict.reason if trend.verdict else (
+            "a run with neither a date nor a run id (a file keyed by its content) is of unknown order and left out; "
+            "fewer than two others could be compared" if trend.order_unknown else "; ".join(latest.read.reasons)),
     })  # fmt: skip
 # Each configuration's sweeps oldest first, in trends' order (orchestrator/analysis/recency.py).
 history = pd.DataFrame(history_rows).sort_values(["configuration", "order"], kind="stable").drop(columns="order")
@@ -120,14 +129,17 @@ else:
 chart_tab, table_tab = st.tabs(["Chart", "Table"])
 with chart_tab:
     readable = history[history["output tok/s/GPU"].notna()]
-    # A sweep whose source stated no date has no place on a time axis: the table lists it, in run order.
-    undated = readable["finished"].astype(str) == "date unknown"
+    # A sweep whose source stated no date has no place on a time axis: the table lists it, in run-id order, or
+    # says 'order unknown' where its name holds no run id either (never a hash order called run order).
+    undated = readable["finished"].astype(str).isin(["date unknown", ORDER_UNKNOWN])
+    unordered = int((readable["finished"].astype(str) == ORDER_UNKNOWN).sum())
     if undated.any():
-        st.caption(f"{int(undated.sum())} sweep(s) with 'date unknown' are in the table only (ordered by run id).")
+        st.caption(f"{int(undated.sum())} sweep(s) without a date are in the table only, ordered by run id"
+                   + (f"; {unordered} with no run id either, in no known order" if unordered else "") + ".")
     plotted = readable[~undated].assign(finished=lambda f: pd.to_datetime(f["finished"], utc=True))
     if plotted.empty and undated.any():
         st.info("Every sweep that reaches this speed has 'date unknown' (its source states no date), so there is "
-                "no time axis to draw: the Table tab lists them in run order.")  # fmt: skip
+                "no time axis to draw: the Table tab lists them (by run id, where the run names one).")  # fmt: skip
     elif plotted.empty:
         st.info(f"No sweep's measured range reaches {target:g} tok/s/user: try another target.")
     else:

@@ -221,14 +221,16 @@ def _rows_scaled(factor: float) -> list[dict]:
 
 
 def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> None:
-    # Four nightly sweeps of one configuration (throughput at 50 tok/s/user ≈ 1500 ± 1 %), then a fifth.
+    # Four nightly sweeps of one configuration (throughput at 50 tok/s/user ≈ 1500 ± 1 %), then a fifth. Each is
+    # dated (rows carry no date; a sweep name is no order: without dates their order would be unknown).
     for night, factor in enumerate([1.0, 1.01, 0.99, 1.005]):
         path = tmp_path / f"night{night}.json"
         path.write_text(json.dumps(_rows_scaled(factor)))
-        assert run_cli("import", "inferencex", str(path), "--sweep", f"nightly-{night}").returncode == 0
+        assert run_cli("import", "inferencex", str(path), "--sweep", f"nightly-{night}",
+                       "--run-date", f"2026-01-0{night + 1}").returncode == 0  # fmt: skip
     steady = tmp_path / "steady.json"
     steady.write_text(json.dumps(_rows_scaled(0.995)))
-    assert run_cli("import", "inferencex", str(steady), "--sweep", "nightly-4").returncode == 0
+    assert run_cli("import", "inferencex", str(steady), "--sweep", "nightly-4", "--run-date", "2026-01-05").returncode == 0
     quiet = run_cli("regressions", "--at-interactivity", "50")
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "nightly-4=1,492.5" in quiet.stdout
@@ -239,7 +241,7 @@ def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> Non
 
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(_rows_scaled(0.8)))
-    assert run_cli("import", "inferencex", str(slow), "--sweep", "nightly-5").returncode == 0
+    assert run_cli("import", "inferencex", str(slow), "--sweep", "nightly-5", "--run-date", "2026-01-06").returncode == 0
     flagged = run_cli("regressions", "--at-interactivity", "50")
     assert flagged.returncode == 1
     assert "nightly-5=1,200.0" in flagged.stdout and "regression" in flagged.stdout
@@ -486,3 +488,53 @@ def test_an_import_stopped_between_storing_a_row_and_retracting_its_twin_resumes
     with open_session(engine) as session:
         views = reads.list_results(session, sweep=f"inferencex-run-{run}")
     assert len(views) == len(rows) and {view.engine_image for view in views} == {rows[0]["image"]}
+
+
+def test_either_file_layout_names_the_same_runs_in_the_same_order(tmp_path: Path) -> None:
+    """InferenceX artifacts come as run_<id>/agg_bmk.json and as run_<id>.json. The second layout got a content hash
+    for its run id, and 'latest' then sorted by the hash. Two real MI355X runs of the same configurations (runs
+    20248091324 and 20384527243, the later one measured again) saved both ways: same run ids, same order, same
+    latest; saved under names that state no run, their order is unknown and neither is picked."""
+    from orchestrator.analysis.recency import latest_sweeps_of, order_unknown, sweep_keys
+    from orchestrator.importers import store
+
+    runs = ("20248091324", "20384527243")
+    sources = {run: (ROOT / "tests/data/inferencex" / f"run_{run}" / "agg_bmk.json").read_bytes() for run in runs}
+    layouts = {
+        "folder": [tmp_path / "folder" / f"run_{run}" / "agg_bmk.json" for run in runs],
+        "file": [tmp_path / "file" / f"run_{run}.json" for run in runs],
+        "unnamed": [tmp_path / "unnamed" / f"results-{index}.json" for index in range(len(runs))],
+    }
+    seen = {}
+    for layout, paths in layouts.items():
+        for path, run in zip(paths, runs, strict=True):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(sources[run])
+        engine = make_engine(f"sqlite:///{tmp_path / layout}.db")
+        migrate(engine)
+        store.import_inferencex(engine, paths, None, None)
+        with open_session(engine) as session:
+            views = reads.list_results(session)
+        keys = sweep_keys(views)
+        measured_twice = {fingerprint for fingerprint, _ in keys if sum(key[0] == fingerprint for key in keys) == 2}
+        seen[layout] = (sorted({view.sweep for view in views}), latest_sweeps_of(keys), order_unknown(keys),
+                        measured_twice)  # fmt: skip
+        engine.dispose()
+    sweeps, latest, unknown, twice = seen["folder"]
+    assert sweeps == [f"inferencex-run-{run}" for run in runs]
+    assert seen["file"] == seen["folder"]
+    # The later run is the latest of every configuration both runs measured; nothing is of unknown order.
+    assert twice and all(latest[fingerprint] == ("inferencex-run-20384527243",) for fingerprint in twice)
+    assert unknown == set()
+    unnamed_sweeps, unnamed_latest, unnamed_unknown, unnamed_twice = seen["unnamed"]
+    assert all(name.startswith("inferencex-run-sha-") for name in unnamed_sweeps)
+    assert unnamed_twice == twice and unnamed_unknown == twice  # measured by both runs: both read, none picked
+    assert all(len(unnamed_latest[fingerprint]) == 2 for fingerprint in twice)
+
+    # A --run-id names the run of a file that does not.
+    engine = make_engine(f"sqlite:///{tmp_path / 'named'}.db")
+    migrate(engine)
+    store.import_inferencex(engine, layouts["unnamed"][:1], None, None, run_id="20248091324")
+    with open_session(engine) as session:
+        assert {view.sweep for view in reads.list_results(session)} == {"inferencex-run-20248091324"}
+    engine.dispose()

@@ -108,3 +108,17 @@ def test_invalid_points_and_single_sweeps() -> None:
     assert trends["mi355x-a"].points == (("import", None),)  # 30 is below its range [40, 80]
     assert trends["mi355x-a"].verdict is None and not trends["mi355x-a"].regressed
     assert trends_at(rows, 50.0)[1].verdict is None  # one sweep: nothing to compare with
+
+
+def test_a_sweep_of_unknown_order_is_listed_and_left_out_of_the_verdict() -> None:
+    """A run keyed by its content (neither a date nor a run id) may be older or newer than the others: it is listed
+    first, marked, and the verdict compares the newest ordered sweep with the other ordered ones."""
+    rows = _h200_history()
+    for row in (_row("h200-a", "inferencex-run-sha-0123abcd", 30, 60.0, 400.0),
+                _row("h200-a", "inferencex-run-sha-0123abcd", 30, 30.0, 2000.0)):  # fmt: skip
+        row.date_known = False
+        rows.append(row)
+    (trend,) = trends_at(rows, 30.0)
+    assert trend.order_unknown and trend.points[0] == ("inferencex-run-sha-0123abcd", 2000.0)
+    # Unchanged by the unordered sweep's 2000: n3's 900 against n1's 1000 and n2's 1005 is still a regression.
+    assert trend.regressed and trend.verdict.relative_change == pytest.approx(900 / 1002.5 - 1)
