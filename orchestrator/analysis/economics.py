@@ -57,6 +57,7 @@ from orchestrator.analysis.intervals import Interval
 from recipes.hardware import TCO_TIER_LABELS, TCO_TIERS, Hardware
 from recipes.model_registry import RegistryModel
 from recipes.prices import ModelPrice
+from recipes.validity import NOT_CHECKED, VALID, requests_known
 
 INTERACTIVITY_TIERS: tuple[float, ...] = (30.0, 50.0, 100.0)  # tok/s/user: the scorecard's columns
 DEFAULT_TIER = "owning_hyperscaler"
@@ -108,6 +109,7 @@ class ConfigurationRead:
     origins_in_envelope: tuple[str, ...] = ()  # every origin among the envelope's configurations
     runs: int = 1
     run_spread: tuple[float, float] | None = None
+    validity: str = "valid"  # 'not checked' when a row the read rests on counted no request (recipes/validity.py)
 
     @property
     def served_faster(self) -> bool:
@@ -225,7 +227,13 @@ def read_chip_envelope(
         origins_in_envelope=tuple(sorted({str(row.origin) for row in members})),
         runs=spread.runs if spread is not None else 0,
         run_spread=(spread.low, spread.high) if spread is not None and spread.low is not None else None,  # type: ignore[arg-type]
+        validity=NOT_CHECKED if any(_unchecked(row) for row in basis) else VALID,
     )
+
+
+def _unchecked(row: Any) -> bool:
+    """A row that counts no request: the request rules had nothing to read (rows without the counts: measured)."""
+    return not requests_known(int(getattr(row, "completed", 1)), int(getattr(row, "failed", 0)))
 
 
 def read_chips(

@@ -48,7 +48,8 @@ def print_results(sweep: str | None) -> int:
         table.add_row(
             row.sweep, row.recipe, row.hardware, row.origin,
             f"{row.isl}/{row.osl}" if row.isl is not None else "trace", str(row.concurrency),
-            str(row.repeat_index), "yes" if row.valid else "[red]no[/]", f"{row.completed}/{row.failed}",
+            str(row.repeat_index), {"valid": "yes", "invalid": "[red]no[/]"}.get(row.validity, row.validity),
+            f"{row.completed}/{row.failed}",
             number(row.output_throughput_per_gpu), number(row.ttft_p50_ms), number(row.tpot_p50_ms, 2),
             number(row.interactivity_p50),
         )  # fmt: skip
@@ -66,6 +67,14 @@ def compare(
     sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] = None,
     model: Annotated[str | None, typer.Option(help="Only this model (registry key, e.g. deepseek-r1).")] = None,
     workload: Annotated[str | None, typer.Option(help="Only this workload, e.g. 8k/1k or agentic.")] = None,
+    precision: Annotated[str | None, typer.Option(help="Only this precision, e.g. fp4 or fp8.")] = None,
+    isl: Annotated[int | None, typer.Option(min=1, help="Only this input length (tokens).")] = None,
+    osl: Annotated[int | None, typer.Option(min=1, help="Only this output length (tokens).")] = None,
+    json_output: Annotated[
+        bool,
+        typer.Option("--json", help="Print each chip's answer as JSON (its envelope at the target, as the Overview "
+                     "reads it) instead of the table of configurations."),
+    ] = False,
     tier: Annotated[
         str, typer.Option(help="TCO tier: owning_hyperscaler, rental_3yr or neocloud.")
     ] = "owning_hyperscaler",
@@ -112,19 +121,25 @@ def compare(
     shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
     shown |= {"projected"} if include_projected else set()
     rows = [row for row in rows if row.origin in shown]
-    for name, wanted in (("--model", model), ("--workload", workload)):
+    filters = (("--model", model), ("--workload", workload), ("--precision", precision), ("--isl", isl),
+               ("--osl", osl))  # fmt: skip
+    for name, wanted in filters:
         if wanted is None:
             continue
         attribute = name.removeprefix("--")
-        available = sorted({getattr(row, attribute) for row in rows})
+        available = sorted({getattr(row, attribute) for row in rows}, key=str)
         if wanted not in available:
             raise typer.BadParameter(
-                f"got {wanted!r}; the results have {', '.join(available) or 'none'}", param_hint=name
+                f"got {wanted!r}; the results have {', '.join(map(str, available)) or 'none'}", param_hint=name
             )
         rows = [row for row in rows if getattr(row, attribute) == wanted]
+    history = rows
     if not all_sweeps and sweep is None:
         rows = latest_sweeps(rows)
     registry = load_hardware_registry()
+    if json_output:
+        print_chip_answers(rows, history, at_interactivity, registry, tier)
+        return
     # Read like compare_at_interactivity (each sweep of a recipe on its own), so each profit matches its row.
     profits = {
         (item.read.fingerprint, ", ".join(item.read.sweeps)): item
@@ -170,6 +185,37 @@ def compare(
             note,
         )  # fmt: skip
     console.print(table)
+
+
+def print_chip_answers(rows: list, history: list, target: float, registry: dict, tier: str) -> None:
+    """Each chip's answer at `target` as JSON: the envelope read the Overview shows (`economics.read_chips`), one
+    object per hardware (and model, precision, workload), cheapest first, figures to three significant figures."""
+    import json
+
+    from orchestrator.analysis.economics import GpuHourRate, chip_costs_at
+
+    def sig(value: float | None) -> float | None:
+        return None if value is None else float(f"{value:.3g}")
+
+    answers = []
+    for item in chip_costs_at(rows, target, registry, GpuHourRate(tier), history=history):
+        read = item.read
+        answers.append({
+            "hardware": read.hardware, "model": read.model, "precision": read.precision, "workload": read.workload,
+            "interactivity": target,
+            "usd_per_million_output": sig(item.output.usd_per_million) if item.output else None,
+            "output_throughput_per_gpu": sig(read.output.mean) if read.output else None,
+            "read_at_interactivity": sig(read.read_at),
+            "configurations": list(read.rests_on), "configurations_in_envelope": read.configurations_in_envelope,
+            "runs": read.runs,
+            "runs_output_throughput_per_gpu": [sig(value) for value in read.run_spread] if read.run_spread else None,
+            "repeats": read.output.n if read.output else 0, "validity": read.validity,
+            "origin": ", ".join(read.origins), "usd_per_gpu_hour": item.usd_per_gpu_hour, "tier": tier,
+            "note": item.reason,
+        })  # fmt: skip
+    answers.sort(key=lambda answer: (answer["usd_per_million_output"] is None, answer["usd_per_million_output"] or 0,
+                                     answer["hardware"]))  # fmt: skip
+    print(json.dumps(answers, indent=2))  # plain stdout: a machine reads it, so no styling
 
 
 def latest_sweeps(rows: list) -> list:

@@ -200,3 +200,28 @@ def test_an_imported_aggregate_row_is_not_checked_never_valid(hub_database: str)
     said = " ".join(block.value for block in [*detail.info, *detail.success])
     assert "Not checked" in said and "Valid:" not in said
     assert "at least max(10, 2 × concurrency) measured requests" in said  # a rule that could not be applied
+
+
+def test_compare_json_gives_each_chip_the_figures_the_overview_shows(hub_database: str) -> None:
+    """`infersweep compare --json` and the Overview read chips by one code path: same chips, same $/M output tokens,
+    same runs, on real rows (DeepSeek-R1 FP4 1k/1k at 50 tok/s/user)."""
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    answer = run_cli("compare", "--at-interactivity", "50", "--model", "deepseek-r1", "--precision", "fp4",
+                     "--isl", "1024", "--osl", "1024", "--json")  # fmt: skip
+    assert answer.returncode == 0, answer.stderr
+    chips = json.loads(answer.stdout)
+    assert [chip["hardware"] for chip in chips] == ["b200", "mi355x"]  # cheapest first
+    assert {key for chip in chips for key in chip} >= {"hardware", "usd_per_million_output",
+        "output_throughput_per_gpu", "configurations", "runs", "validity", "origin"}  # fmt: skip
+    assert all(chip["validity"] == "not checked" and chip["origin"] == "imported" for chip in chips)
+    app = open_page("overview", {**LINK, "tab": "All figures"})
+    table = next(frame.value for frame in app.dataframe if "$/M output tokens" in frame.value.columns)
+    shown = table.set_index("hardware")
+    for chip in chips:
+        row = shown.loc[chip["hardware"]]
+        assert row["$/M output tokens"] == chip["usd_per_million_output"]
+        assert row["output tok/s/GPU"] == chip["output_throughput_per_gpu"] and row["runs"] == chip["runs"]
+    # By hand (test_b200_is_the_cheapest_at_50_tok_s_user_by_hand): B200 TP4·EP4 at ~$0.90, MI355X at ~$1.0.
+    assert chips[0]["usd_per_million_output"] == pytest.approx(0.9, abs=0.01)
+    bad = run_cli("compare", "--at-interactivity", "50", "--precision", "fp16", "--json")
+    assert bad.returncode != 0 and "--precision" in bad.stderr and "fp4" in bad.stderr and "Traceback" not in bad.stderr
