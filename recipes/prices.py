@@ -6,8 +6,9 @@ input tokens (prefix-cache hits, usually discounted) and per million output toke
 of the prices and the month they describe (`as_of`, YYYY-MM). `orchestrator.analysis.cost` blends
 them by the measured token mix to turn throughput into revenue ($/GPU/hr), profit and margin.
 
-Prices change often and differ by provider, so every entry names where its figures come from; the
-seeded entries are illustrative and say so. The file is validated strictly (unknown keys are errors);
+Prices change often and differ by provider, so every entry names where its figures come from (`source`,
+`url`, `as_of`) and which provider's price it took (`provider_rule`). The shipped entries are a dated snapshot
+of OpenRouter's public listing. The file is validated strictly (unknown keys are errors);
 any problem becomes a `RecipeError` naming the file and the dotted field path. Only pydantic, PyYAML
 and the standard library are imported, like `recipes/hardware.py`.
 """
@@ -51,6 +52,13 @@ class ModelPriceSpec(StrictModel):
         description="Month the prices describe or were taken, as YYYY-MM.",
     )
     note: str | None = Field(None, min_length=1, description="Caveat, e.g. 'illustrative figures, not a quote'.")
+    url: str | None = Field(
+        None, pattern=r"^https://\S+$", description="Address of the listing the prices were read from (https)."
+    )
+    provider_rule: str | None = Field(
+        None, min_length=1,
+        description="Which provider's price of a listing of several was taken, and why (e.g. the listing's headline).",
+    )  # fmt: skip
 
     @field_validator("input_usd_per_m", "cached_input_usd_per_m", "output_usd_per_m")
     @classmethod

@@ -200,7 +200,8 @@ with prices:
         {
             "model": price.model, "input $/M": price.input_usd_per_m,
             "cached input $/M": price.cached_input_usd_per_m, "output $/M": price.output_usd_per_m,
-            "source": price.source, "as of": price.as_of, "note": price.note or "",
+            "source": price.source, "listing": price.url or "", "provider": price.provider_rule or "",
+            "as of": price.as_of, "note": price.note or "",
         }
         for price in data.price_registry().values()
     ]  # fmt: skip

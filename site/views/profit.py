@@ -78,7 +78,8 @@ def price_caption(models: list[str]) -> str:
         else:
             lines.append(
                 f"{name} ({entry.model}): ${entry.input_usd_per_m:g} input, ${entry.cached_input_usd_per_m:g} cached "
-                f"input, ${entry.output_usd_per_m:g} output per M tokens — {entry.source}, {entry.as_of}"
+                f"input, ${entry.output_usd_per_m:g} output per M tokens — {entry.source}"
+                + (f", {entry.url}" if entry.url else "") + f", as of {entry.as_of}"
                 + (f" ({entry.note})" if entry.note else "")
             )
     return dollars("Token prices: " + "; ".join(lines) + ".")
@@ -159,6 +160,16 @@ st.subheader(
         f"{licence_fee:.0%} licence fee"
     )
 )
+# The prices and their dated source beside the figures they make (not at the foot of the page).
+if custom is None:
+    st.caption(price_caption(models))
+else:
+    st.caption(
+        dollars(
+            f"Token prices: custom, for every model shown (${custom.input_per_m:g} input, "
+            f"${custom.cached_input_per_m:g} cached input, ${custom.output_per_m:g} output per M tokens)."
+        )
+    )
 page.illustrative_prices(frame["hardware"], rate)
 if table.empty:
     st.warning(f"No configuration has a profit figure at {target:g} tok/s/user: see the notes below.")
@@ -227,15 +238,6 @@ page.dropped_warning(
     profits, best, "Dropped (outside their measured range or without a price; never extrapolated or clamped)"
 )
 
-if custom is None:
-    st.caption(price_caption(models))
-else:
-    st.caption(
-        dollars(
-            f"Token prices: custom, for every model shown (${custom.input_per_m:g} input, "
-            f"${custom.cached_input_per_m:g} cached input, ${custom.output_per_m:g} output per M tokens)."
-        )
-    )
 st.caption(
     dollars(
         "**Revenue** ($/GPU-hr) = input tok/s/GPU × 3600 / 10⁶ × (hit × cached-input price + (1 − hit) × input price) "

@@ -38,8 +38,9 @@ def test_fixture_lists_the_b200_tco_source_and_date(seeded_hub: str) -> None:
 
     prices = _table(app, "output $/M").set_index("model")
     deepseek = prices.loc["deepseek-ai/DeepSeek-R1-0528"]
-    assert (deepseek["input $/M"], deepseek["cached input $/M"], deepseek["output $/M"]) == (0.5, 0.125, 2.0)
-    assert deepseek["as of"] == "2026-11" and "illustrative" in deepseek["note"]
+    assert (deepseek["input $/M"], deepseek["cached input $/M"], deepseek["output $/M"]) == (0.5, 0.5, 2.15)
+    assert deepseek["listing"] == "https://openrouter.ai/deepseek/deepseek-r1-0528" and deepseek["as of"] == "2026-12"
+    assert "OpenRouter" in deepseek["source"] and "capture date not stated" in deepseek["note"]
 
 
 def test_validity_rules_origins_and_palette(seeded_hub: str) -> None:

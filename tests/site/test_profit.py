@@ -50,16 +50,16 @@ def test_profit_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     shown = table(app)
     assert list(shown.index) == [("8k/1k", "b200"), ("8k/1k", "h200"), ("8k/1k", "mi355x")]
     b200 = shown.loc[("8k/1k", "b200")]
-    # B200: 1500 output and 12,000 input tok/s/GPU → 5.4 and 43.2 M tokens/hr. With the illustrative table prices
-    # ($0.50 input, $2.00 output): revenue $32.40/GPU-hr; × 60 % = $19.44; licence 30 % = $5.832; TCO $1.73;
-    # profit $11.878; margin 61.1 %. No cache hits measured on random tokens: the hit share is 0.
-    assert (PRICE.input_usd_per_m, PRICE.output_usd_per_m, OWNING["b200"]) == (0.50, 2.00, 1.73)
-    assert b200["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(32.40, rel=5e-3)
-    assert b200["realised revenue $/GPU-hr"] == pytest.approx(19.44, rel=5e-3)
-    assert b200["licence $/GPU-hr"] == pytest.approx(5.832, rel=5e-3)
+    # B200: 1500 output and 12,000 input tok/s/GPU → 5.4 and 43.2 M tokens/hr. At the table's OpenRouter prices
+    # ($0.50 input, $2.15 output): revenue 21.60 + 11.61 = $33.21/GPU-hr; × 60 % = $19.926; licence 30 % = $5.9778;
+    # TCO $1.73; profit $12.218; margin 61.3 %. No cache hits measured on random tokens: the hit share is 0.
+    assert (PRICE.input_usd_per_m, PRICE.output_usd_per_m, OWNING["b200"]) == (0.50, 2.15, 1.73)
+    assert b200["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(33.21, rel=5e-3)
+    assert b200["realised revenue $/GPU-hr"] == pytest.approx(19.926, rel=5e-3)
+    assert b200["licence $/GPU-hr"] == pytest.approx(5.9778, rel=5e-3)
     assert b200["TCO $/GPU-hr"] == 1.73
-    assert b200["profit $/GPU-hr"] == pytest.approx(11.878, rel=5e-3)
-    assert b200["margin"] == pytest.approx(11.878 / 19.44, rel=5e-3)
+    assert b200["profit $/GPU-hr"] == pytest.approx(12.2182, rel=5e-3)
+    assert b200["margin"] == pytest.approx(12.2182 / 19.926, rel=5e-3)
     assert b200["cache hit"] == 0.0 and not b200["cache hit measured"]
     # H200 (566.67 tok/s/GPU at 50) and the imported MI355X (1200), the same way.
     for hardware, output in (("h200", 900 - 20 * 500 / 30), ("mi355x", 1200.0)):
@@ -67,20 +67,27 @@ def test_profit_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
         row = shown.loc[("8k/1k", hardware)]
         assert row["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(revenue, rel=5e-3)
         assert row["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and row["margin"] == pytest.approx(margin, rel=5e-3)
-    assert shown.loc[("8k/1k", "h200")]["profit $/GPU-hr"] == pytest.approx(3.9208, rel=5e-3)
+    # H200: 2.04 M output, 16.32 M input per hour: 8.16 + 4.386 = $12.546; × 60 % = 7.5276, − 1.22 − 2.25828.
+    assert shown.loc[("8k/1k", "h200")]["profit $/GPU-hr"] == pytest.approx(4.04932, rel=5e-3)
     assert shown.loc[("8k/1k", "mi355x")]["origin"] == "imported"
     # The agentic arms do not reach 50 tok/s/user: dropped, with a visible note.
     note = app.warning[0].value
     assert "Dropped" in note and "**b200** (deepseek-r1 fp8 · agentic)" in note
     why = [block.value for block in app.markdown if "**b200** (deepseek-r1 fp8 · agentic)" in block.value]
     assert why and "faster than every configuration measured (fastest 42)" in why[0]
-    assert any("deepseek-ai/DeepSeek-R1-0528" in caption.value for caption in app.caption)
+    # The prices and their dated source, above the figures: OpenRouter's listing, its address and month.
+    source = next(caption.value for caption in app.caption if "deepseek-ai/DeepSeek-R1-0528" in caption.value)
+    assert "OpenRouter" in source and "https://openrouter.ai/deepseek/deepseek-r1-0528" in source
+    assert "as of 2026-12" in source
     # The bars, and the margin over interactivity (test_the_margin_curve_...).
     assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 1
 
 
 def test_measured_cache_hits_are_billed_at_the_cached_price(seeded_hub: str) -> None:
-    shown = table(open_page("profit", {"at": "30", "workload": "agentic"}))
+    # Custom prices with a cached-input discount (the table's OpenRouter listing states none, so bills hits at the
+    # input price): $0.50 input, $0.125 cached input, $2.00 output.
+    cached = {"prices": "custom", "pin": "0.5", "pcached": "0.125", "pout": "2"}
+    shown = table(open_page("profit", {"at": "30", "workload": "agentic", **cached}))
     arm = shown.loc[("agentic", "b200")]
     # DRAM-offload arm, between (28 tok/s/user, 820 tok/s/GPU, 90 % hits) and (42, 320, 92 %), at 30:
     # output 820 − 2/14 × 500 = 748.571, hits 0.90 + 2/14 × 0.02 = 0.902857 (the HBM-only arm earns less).
@@ -88,7 +95,7 @@ def test_measured_cache_hits_are_billed_at_the_cached_price(seeded_hub: str) -> 
     assert "offload dram" in arm["configuration"]
     assert arm["output tok/s/GPU"] == pytest.approx(output, rel=5e-3) and arm["cache hit"] == pytest.approx(hit, rel=5e-3)
     assert arm["cache hit measured"]
-    revenue, earned, margin = profit(output, OWNING["b200"], hit=hit)
+    revenue, earned, margin = profit(output, OWNING["b200"], hit=hit, prices=(0.5, 0.125, 2.0))
     assert arm["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(revenue, rel=5e-3)  # $8.870 (vs $14.82 without hits)
     assert arm["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and arm["margin"] == pytest.approx(margin, rel=5e-3)
     assert earned == pytest.approx(1.99537, abs=1e-5)
@@ -134,7 +141,7 @@ def test_one_hardware_only(b200_only_hub: str) -> None:
     app = open_page("profit", from_overview=True)
     shown = table(app)
     assert list(shown.index) == [("8k/1k", "b200")]
-    assert shown.loc[("8k/1k", "b200")]["profit $/GPU-hr"] == pytest.approx(11.878, rel=5e-3)
+    assert shown.loc[("8k/1k", "b200")]["profit $/GPU-hr"] == pytest.approx(12.2182, rel=5e-3)
     assert not app.warning
 
 
