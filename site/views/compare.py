@@ -17,6 +17,7 @@ from hubkit import charts, controls, data, page
 from orchestrator.analysis import axes
 from orchestrator.analysis.compare import compare_at_interactivity
 from orchestrator.analysis.economics import DEFAULT_TIER
+from orchestrator.analysis.envelope import run_spread
 from orchestrator.analysis.intervals import mean_interval
 
 LATENCIES = (("ttft_p50_ms", "TTFT p50 (ms)"), ("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p50_ms", "TPOT p50 (ms)"),
@@ -51,10 +52,11 @@ def per_concurrency(frame: pd.DataFrame, usd: dict[str, float | None]) -> pd.Dat
         first = group.sort_values("repeat_index").iloc[0]
         rows.append({
             "configuration": choice, "origin": first["origin"], "sweep": first["sweep"], "concurrency": concurrency,
-            "repeats": len(samples), "interactivity p50 (tok/s/user)": group["interactivity_p50"].mean(),
-            "output tok/s/GPU": interval.mean, "95 % low": interval.low, "95 % high": interval.high,
-            "$/M output tokens": cost, "$/M 95 % low": cost_low, "$/M 95 % high": cost_high,
-            **{label: group[column].mean() for column, label in LATENCIES},
+            "repeats": len(samples), "interactivity p50 (tok/s/user)": page.sig(group["interactivity_p50"].mean()),
+            "output tok/s/GPU": page.sig(interval.mean), "95 % low": page.sig(interval.low),
+            "95 % high": page.sig(interval.high), "$/M output tokens": page.sig(cost),
+            "$/M 95 % low": page.sig(cost_low), "$/M 95 % high": page.sig(cost_high),
+            **{label: page.sig(group[column].mean()) for column, label in LATENCIES},
             "run": page.run_link(str(first["sweep"]), str(first["point_key"])),
         })  # fmt: skip
     return pd.DataFrame(rows)
@@ -69,7 +71,9 @@ frame = controls.filters(frame)
 frame = controls.origins(frame)
 page.validity_counts(frame[frame["latest"]])
 # A comparison reads each configuration's latest sweep, valid points only: pooling sweeps would mix
-# nights, and an invalid point is not a measurement (Trends shows the history).
+# nights, and an invalid point is not a measurement (Trends shows the history). Every run stays at hand for the
+# spread between runs of each configuration.
+every_run = frame[frame["valid"]]
 frame = labelled(frame[frame["latest"] & frame["valid"]])
 choices = ordered_choices(frame) if not frame.empty else []
 chosen = controls.multiselect("Configurations", choices, "config", default=choices[:2],
@@ -132,6 +136,7 @@ with table_tab:
 st.subheader(f"At {target:g} tok/s/user")
 # With a custom rate, the reads' own TCO notes (at the default tier) are dropped below.
 reads = compare_at_interactivity(list(selected.itertuples(index=False)), target, registry, rate.tier or DEFAULT_TIER)
+history = list(every_run[every_run["fingerprint"].isin(selected["fingerprint"].unique())].itertuples(index=False))
 choice_of = dict(zip(selected["fingerprint"], selected["choice"], strict=False))
 workload_of = dict(zip(selected["fingerprint"], selected["workload"], strict=False))
 at_target = []
@@ -143,15 +148,20 @@ for read in sorted(reads, key=lambda item: chosen.index(choice_of[item.fingerpri
         else (None, None, None)
     )
     note = read.note if custom_usd is None else "; ".join(part for part in read.note.split("; ") if "TCO" not in part)
+    runs = [row for row in history if row.fingerprint == read.fingerprint and row.workload == workload_of[
+        read.fingerprint]]  # fmt: skip
+    spread = run_spread(runs, runs[:1], target)
     at_target.append({
         "configuration": labels[choice_of[read.fingerprint]], "workload": workload_of[read.fingerprint],
         "hardware": read.hardware, "engine": read.engine, "origins": ", ".join(read.origins),
-        "output tok/s/GPU": read.throughput.mean if read.throughput else None,
-        "95 % low": read.throughput.low if read.throughput else None,
-        "95 % high": read.throughput.high if read.throughput else None,
+        "output tok/s/GPU": page.sig(read.throughput.mean) if read.throughput else None,
+        "95 % low": page.sig(read.throughput.low) if read.throughput else None,
+        "95 % high": page.sig(read.throughput.high) if read.throughput else None,
         "repeats read": read.throughput.n if read.throughput else 0, "repeats dropped": read.dropped_repeats,
-        "$/GPU-hr": hourly, "$/M output tokens": cost[0], "$/M 95 % low": cost[1], "$/M 95 % high": cost[2],
-        "note": note,
+        "runs": spread.runs, "runs' lowest tok/s/GPU": page.sig(spread.low), "runs' highest tok/s/GPU": page.sig(
+            spread.high),
+        "$/GPU-hr": hourly, "$/M output tokens": page.sig(cost[0]), "$/M 95 % low": page.sig(cost[1]),
+        "$/M 95 % high": page.sig(cost[2]), "note": note,
     })  # fmt: skip
 target_table = pd.DataFrame(at_target)
 first = target_table["output tok/s/GPU"].iloc[0]
@@ -168,7 +178,9 @@ st.caption(
         "whose measured range does not reach the target is left without a figure, never extrapolated. "
         f"$/M output tokens = ($/GPU-hr) ÷ (output tok/s/GPU × 3600 ÷ 10⁶) at {rate_label}, from the read "
         "throughput (and from each bound of its interval). 'vs first' is the throughput relative to the first "
-        "configuration chosen. Imported and simulated results carry their origin in brackets."
+        "configuration chosen. **runs**: the runs that measured the configuration, with the lowest and highest "
+        "throughput they read at the target (one run: no spread known). Figures to three significant figures. "
+        "Imported and simulated results carry their origin in brackets."
     )
 )
 page.methodology_link()
