@@ -93,6 +93,10 @@ class ResultView:
     decode_workers: int | None = None
     decode_dp_attention: bool | None = None
     date_known: bool = True  # False: the source stated no date, finished_at is the import's ('date unknown')
+    # A projected point's band edge: 'central', or the 'low'/'high' end of the target's figure ranges; None for
+    # results that are not projections. The edges of one configuration are its band, never three configurations.
+    projection_edge: str | None = None
+    projection_source: str | None = None  # the chip a projected point was projected from
 
     @property
     def workload(self) -> str:
@@ -259,6 +263,9 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
         "decode_gpus": decode.get("gpus"),
         "decode_workers": decode.get("workers"),
         "decode_dp_attention": decode.get("dp_attention"),
+        # A projected point's edge of the target's figure bands ('low', 'central', 'high'); None for the rest.
+        "projection_edge": (snapshot.get("projection") or {}).get("band_edge"),
+        "projection_source": (snapshot.get("projection") or {}).get("from"),  # the chip a projection starts from
     }
 
 
@@ -314,7 +321,7 @@ def result_columns(
     for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching", "replay_trace",
                  "replay_time_scale", "replay_length_scale", "replay_max_output_tokens", "replay_agentx_differences",
                  "engine_image", "speculative_decoding", "disaggregated", "prefill_gpus", "decode_gpus",
-                 "decode_workers", "decode_dp_attention"):  # fmt: skip
+                 "decode_workers", "decode_dp_attention", "projection_edge", "projection_source"):  # fmt: skip
         columns[name] = [configuration[name] for configuration in of_rows]
     columns["validity_reasons"] = [[] if text == "[]" else json.loads(text) for text in columns["validity_reasons"]]
     power = columns.pop("power_w_mean")

@@ -27,6 +27,7 @@ their attributes are read. Pure Python + numpy.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -110,6 +111,11 @@ class ConfigurationRead:
     runs: int = 1
     run_spread: tuple[float, float] | None = None
     validity: str = "valid"  # 'not checked' when a row the read rests on counted no request (recipes/validity.py)
+    # A projected chip's band: output tok/s/GPU at the target read along the envelopes of its low and high figure
+    # edges (the central edge is `output`); None where no edge was projected.
+    band: tuple[float, float] | None = None
+    projected_from: tuple[str, ...] = ()  # the chips a projected read's rows were projected from
+    disaggregated: bool = False  # a row the read rests on is a disaggregated deployment
 
     @property
     def served_faster(self) -> bool:
@@ -228,7 +234,13 @@ def read_chip_envelope(
         runs=spread.runs if spread is not None else 0,
         run_spread=(spread.low, spread.high) if spread is not None and spread.low is not None else None,  # type: ignore[arg-type]
         validity=NOT_CHECKED if any(_unchecked(row) for row in basis) else VALID,
+        projected_from=tuple(sorted({str(row.projection_source) for row in basis if _projected(row)})),
+        disaggregated=any(bool(getattr(row, "disaggregated", False)) for row in basis),
     )
+
+
+def _projected(row: Any) -> bool:
+    return bool(_text(getattr(row, "projection_source", None)))
 
 
 def _unchecked(row: Any) -> bool:
@@ -245,7 +257,35 @@ def read_chips(
     `history` (default: the rows) holds the runs whose spread is reported for the configurations a read rests on.
     """
     past = list(history) if history is not None else None
-    return [read_chip_envelope(members, target, past) for members in envelope.chip_groups(rows, key).values()]
+    return [_with_band(members, target, past) for members in envelope.chip_groups(rows, key).values()]
+
+
+def _edge(row: Any) -> str | None:
+    """A projected row's band edge ('low', 'central', 'high'); None for a result that is no projection (a DataFrame
+    row carries NaN for it)."""
+    return _text(getattr(row, "projection_edge", None)) or None
+
+
+def _with_band(members: Sequence[Any], target: float, history: Sequence[Any] | None) -> ConfigurationRead:
+    """A chip's read; where a projection's band edges are among its rows, the figure and the band apart.
+
+    The low and high edges of one projected configuration are its uncertainty, not two more configurations: an
+    envelope over both would read the optimistic edge as the chip's figure. The figure is read on the central edge,
+    or on the low edge (the conservative one) where the target's figures are ranges and no central edge was
+    projected; each edge's envelope (with the chip's other rows) gives one end of the band."""
+    edges = {_edge(row) for row in members} - {None}
+    if not edges:
+        return read_chip_envelope(members, target, history)
+    figure_edge = "central" if "central" in edges else "low" if "low" in edges else sorted(edges)[0]
+    read = read_chip_envelope([row for row in members if _edge(row) in (None, figure_edge)], target, history)
+    if read.output is None or edges == {"central"}:
+        return read
+    values = [read.output.mean]
+    for edge in sorted(edges - {figure_edge}):
+        edged = envelope.read_chip([row for row in members if _edge(row) in (None, edge)], target)
+        if edged.output is not None:
+            values.append(edged.output.mean)
+    return dataclasses.replace(read, band=(min(values), max(values)))
 
 
 # --- cost ----------------------------------------------------------------------------------------

@@ -218,8 +218,13 @@ def projection_group(snapshot: dict[str, Any], disaggregated: bool) -> tuple[str
     projections like it (`group_of`) and that group's row of `ProjectionReport.by_group` on this hub's results
     (None where the backtest holds none); None when the snapshot names chips the registry does not know."""
     projection = snapshot.get("projection") or {}
+    return backtest_group(str(projection.get("from")), str(projection.get("to")), disaggregated)
+
+
+def backtest_group(source: str, target: str, disaggregated: bool) -> tuple[str, pd.Series | None] | None:
+    """The backtest group of projections from `source` to `target` and its row of `ProjectionReport.by_group` on this
+    hub's results (None where the backtest holds none); None when the registry does not know a chip."""
     registry = hardware_registry()
-    source, target = projection.get("from"), projection.get("to")
     if source not in registry or target not in registry:
         return None
     name = group_of(registry[source], registry[target], disaggregated)

@@ -78,6 +78,27 @@ def runs_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
     return f"{read.runs} runs {money(low)}–{money(high)[1:]}"
 
 
+def projection_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
+    """'band $0.35–2.05 · backtest median error 10.4 % (same-vendor, NVIDIA)' for a projected read: the cost at the
+    ends of its band, and how wrong projections of its backtest group have been on this hub's results; '' for a
+    read that is no projection."""
+    if not read.projected_from:
+        return ""
+    parts = []
+    if read.band is not None and usd_per_gpu_hour:
+        low, high = (cost_per_million_tokens(usd_per_gpu_hour, value) for value in (read.band[1], read.band[0]))
+        parts.append(f"band {money(low)}–{money(high)[1:]}")
+    for source in read.projected_from:
+        found = data.backtest_group(source, read.hardware, read.disaggregated)
+        if found is None:
+            continue
+        group, medians = found
+        error = None if medians is None else medians["median abs. error %"]
+        parts.append(f"backtest median error {error:.3g} % ({group})" if error is not None and error == error
+                     else f"no backtest ({group}: no pair measured both ways here)")  # fmt: skip
+    return " · ".join(parts)
+
+
 def results_or_stop(message: str = NO_RESULTS, workload_kind: str | None = None) -> pd.DataFrame:
     """The public results (only those of `workload_kind` when given); the page stops with `message` when none."""
     frame = data.results(data.database_url())

@@ -61,6 +61,9 @@ def cell_text(cell: ScorecardCell, reference: str | None) -> str:
     parts.append(f"· {page.runs_text(read, cell.best.usd_per_gpu_hour)}")
     if read.served_faster:
         parts.append(f"· at {read.read_at:.3g} tok/s/user")
+    projected = page.projection_text(read, cell.best.usd_per_gpu_hour)
+    if projected:
+        parts.append(f"· {projected}")
     label = origin_label(read.origins)
     return " ".join([*parts, label] if label else parts)
 
@@ -106,6 +109,9 @@ def figures(cells: list[ScorecardCell]) -> pd.DataFrame:
                 "runs' highest tok/s/GPU": sig(spread[1]) if spread else None,
                 "$/GPU-hr": best.usd_per_gpu_hour if best else None,
                 "$/M output tokens": sig(cost.usd_per_million) if cost else None,
+                "band low tok/s/GPU": sig(read.band[0]) if read and read.band else None,
+                "band high tok/s/GPU": sig(read.band[1]) if read and read.band else None,
+                "projection": page.projection_text(read, best.usd_per_gpu_hour) if read and best else "",
                 "$/M output, low": sig(cost.low) if cost else None,
                 "$/M output, high": sig(cost.high) if cost else None,
                 "$/M input tokens": sig(best.input.usd_per_million) if best and best.input else None,

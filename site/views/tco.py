@@ -16,12 +16,19 @@ import streamlit as st
 
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
+from orchestrator.analysis.cost import cost_per_million_tokens
 from orchestrator.analysis.economics import TOKEN_KINDS, CostRead, GpuHourRate, chip_costs_at, costs_at
 
 
 def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], CostRead]:
     """The chips with a $/M `kind` figure, by (model, precision, workload, chip)."""
     return {page.chip_of(item.read): item for item in chips if item.per_million(kind) is not None}  # type: ignore[arg-type]
+
+
+def band_cost(item: CostRead, end: int) -> float | None:
+    """$/M output tokens at one end of a projected read's band (end 1: its high throughput, the low cost)."""
+    band, usd = item.read.band, item.usd_per_gpu_hour
+    return page.sig(cost_per_million_tokens(usd, band[end])) if band is not None and usd and band[end] > 0 else None
 
 
 def best_table(best: dict, kind: str) -> pd.DataFrame:
@@ -45,6 +52,9 @@ def best_table(best: dict, kind: str) -> pd.DataFrame:
                 "$/M input tokens": sig(item.input.usd_per_million) if item.input else None,
                 "$/M total tokens": sig(item.total.usd_per_million) if item.total else None,
                 "output tok/s per all-in MW": sig(item.output_tokens_per_all_in_mw),
+                # A projected chip's band: the cost at the ends of the figure ranges (output tokens).
+                "$/M output, band low": band_cost(item, 1), "$/M output, band high": band_cost(item, 0),
+                "projection": page.projection_text(read, item.usd_per_gpu_hour),
                 "note": item.reason,
             }
         )  # fmt: skip
@@ -137,10 +147,18 @@ else:
             x=alt.X("label:N", sort=alt.EncodingSortField(cost_column, order="ascending")),
             y=alt.Y("$/M, low:Q", title=f"$ per million {kind} tokens"), y2="$/M, high:Q",
         )  # fmt: skip
-        st.altair_chart(page.per_chip_bars([bars, errors], table), width="content")
+        # A projected chip's band, dashed: where its figure ranges put it (never one end taken silently).
+        band = base.mark_rule(color="grey", strokeDash=[4, 3], strokeWidth=2).encode(
+            x=alt.X("label:N", sort=alt.EncodingSortField(cost_column, order="ascending")),
+            y=alt.Y("$/M output, band low:Q", title=f"$ per million {kind} tokens"), y2="$/M output, band high:Q",
+        )  # fmt: skip
+        layers = [bars, errors, band] if kind == "output" and table["$/M output, band low"].notna().any() else [
+            bars, errors]  # fmt: skip
+        st.altair_chart(page.per_chip_bars(layers, table), width="content")
         st.caption("Each bar: the chip's envelope, the best of its configurations at this speed or faster. Error "
                    "bars: the cost at the ends of the 95 % interval of the throughput over repeats (none for a single "
-                   "run).")  # fmt: skip
+                   "run); dashed grey: a projected chip's band, the cost at the ends of its figure ranges (the bar is "
+                   "its central edge, or its low edge where no central figure exists).")  # fmt: skip
     with table_tab:
         shown = table.drop(columns=["label"])
         st.dataframe(shown, hide_index=True, width="stretch")

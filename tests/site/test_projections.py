@@ -113,3 +113,26 @@ def test_methodology_publishes_the_backtest_and_a_projected_point_shows_what_it_
     expected = f"(same-vendor, NVIDIA, the backtest on this hub's measured and imported results): median absolute " \
                f"error **{told.group(1)} %** over {told.group(2)} rows"  # fmt: skip
     assert any(expected in block.value for block in detail.markdown), [b.value for b in detail.markdown]
+
+
+def test_a_projection_with_a_band_shows_its_band_never_one_end_silently(hub_database: str) -> None:
+    """VR200's registry figures are ranges (HBM bandwidth 13-22 TB/s): `project` stores a low and a high edge, no
+    central one. Read as two configurations of one chip, the envelope took the optimistic edge as VR200's figure.
+    Now the figure is the low (conservative) edge, the band is drawn and printed, and the backtest's median error
+    of the projection's group stands beside it."""
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    projected = run_cli("project", "--from", "b200", "--to", "vera-rubin", "--model", "deepseek-r1")
+    assert projected.returncode == 0, projected.stdout + projected.stderr
+    link = {"origin": ["imported", "projected"], "model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k",
+            "tiers": ["50"], "hardware": ["b200", "vr200-nvl72"]}  # fmt: skip
+    overview = open_page("overview", link)
+    cell = overview.dataframe[0].value.iloc[0]["vr200-nvl72"]
+    assert re.search(r"· band \$[\d.]+–[\d.]+", cell) and "backtest median error" in cell and "[projected]" in cell
+    tco = open_page("tco", {**{k: v for k, v in link.items() if k != "tiers"}, "at": "50", "tab": "Table"})
+    bars = next(frame.value for frame in tco.dataframe if "$/M output, band low" in frame.value.columns)
+    vr200 = bars.set_index("hardware").loc["vr200-nvl72"]
+    low, high = vr200["$/M output, band low"], vr200["$/M output, band high"]
+    assert low < high
+    # The bar is the conservative end (the low figures: the higher cost), not the cheap end.
+    assert vr200["$/M output tokens"] == pytest.approx(high, rel=5e-3) and vr200["$/M output tokens"] > low
+    assert len(tco.get("vega_lite_chart")) >= 1
