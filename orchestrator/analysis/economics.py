@@ -116,6 +116,7 @@ class ConfigurationRead:
     band: tuple[float, float] | None = None
     projected_from: tuple[str, ...] = ()  # the chips a projected read's rows were projected from
     disaggregated: bool = False  # a row the read rests on is a disaggregated deployment
+    below_source: str = ""  # a projected read below its source chip's read in the same view: the source chip
 
     @property
     def served_faster(self) -> bool:
@@ -257,7 +258,29 @@ def read_chips(
     `history` (default: the rows) holds the runs whose spread is reported for the configurations a read rests on.
     """
     past = list(history) if history is not None else None
-    return [_with_band(members, target, past) for members in envelope.chip_groups(rows, key).values()]
+    reads = [_with_band(members, target, past) for members in envelope.chip_groups(rows, key).values()]
+    return _below_source(reads)
+
+
+def _below_source(reads: list[ConfigurationRead]) -> list[ConfigurationRead]:
+    """Say so where a projected chip reads below the chip it was projected from, in the same view.
+
+    A projection starts from its source chip's curve of one software generation (the median of that generation's
+    runs at each concurrency, `curves.py`), while a view reads the source's runs it selects: projected GB300 read
+    230 tok/s/GPU at 50 tok/s/user on the real InferenceX files, below the B200 run the Overview showed (309),
+    though no GB300 figure is below B200's. Such a read keeps its figure and carries why, never silently."""
+    by_chip = {chip_key_of(read): read for read in reads}
+    checked = []
+    for read in reads:
+        for source in read.projected_from:
+            origin = by_chip.get((read.model, read.precision, read.workload, source))
+            if origin is None or origin.output is None or read.output is None or read.output.mean >= origin.output.mean:
+                continue
+            why = (f"below {source}'s {origin.output.mean:.3g} tok/s/GPU here: projected from {source}'s curve of "
+                   "one software generation (the median of its runs at each concurrency), not from the runs shown")
+            read = dataclasses.replace(read, reason=_join(read.reason, why), below_source=source)
+        checked.append(read)
+    return checked
 
 
 def _edge(row: Any) -> str | None:

@@ -96,6 +96,8 @@ def projection_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> 
         error = None if medians is None else medians["median abs. error %"]
         parts.append(f"backtest median error {error:.3g} % ({group})" if error is not None and error == error
                      else f"no backtest ({group}: no pair measured both ways here)")  # fmt: skip
+    if read.below_source:
+        parts.append(f"below {read.below_source} here (its runs' median curve was projected: see the note)")
     return " · ".join(parts)
 
 

@@ -116,3 +116,22 @@ def test_invalid_points_never_enter_the_envelope() -> None:
     rows = [*two_configurations(), point(50, 99_999, "broken", concurrency=8, valid=False)]
     (read,) = read_chips(rows, 50.0)
     assert read.output.mean <= 2000.0 and "broken" not in read.rests_on
+
+
+def test_a_projection_below_its_source_in_the_same_view_says_why() -> None:
+    """The B200 -> GB300 case of the real files: GB300 projected from B200's median curve over three runs read 230
+    tok/s/GPU at 50 tok/s/user, below the latest B200 run the Overview showed (309), with no word of why."""
+    b200 = [point(45.5, 342.5, "b200-tp4", concurrency=32, hardware="b200"),
+            point(64.6, 166.2, "b200-tp4", concurrency=16, hardware="b200")]  # fmt: skip
+    gb300 = [point(45.5, 262.0, "gb300-projected", concurrency=32, hardware="gb300-nvl72"),
+             point(64.6, 167.2, "gb300-projected", concurrency=16, hardware="gb300-nvl72")]  # fmt: skip
+    for row in gb300:
+        row.origin, row.projection_source, row.projection_edge = "projected", "b200", "central"
+    reads = {read.hardware: read for read in read_chips([*b200, *gb300], 50.0)}
+    assert reads["gb300-nvl72"].output.mean < reads["b200"].output.mean
+    assert reads["gb300-nvl72"].below_source == "b200" and "below b200's" in reads["gb300-nvl72"].reason
+    assert "median of its runs" in reads["gb300-nvl72"].reason and reads["b200"].below_source == ""
+    # At or above its source, nothing is said.
+    for row in gb300:
+        row.output_throughput_per_gpu *= 2
+    assert {read.hardware: read.below_source for read in read_chips([*b200, *gb300], 50.0)}["gb300-nvl72"] == ""
