@@ -311,6 +311,46 @@ def _with_band(members: Sequence[Any], target: float, history: Sequence[Any] | N
     return dataclasses.replace(read, band=(min(values), max(values)))
 
 
+@dataclass(frozen=True)
+class ChipRatio:
+    """Chip A's output tok/s/GPU over chip B's for one model, precision and workload, at a target and at peak."""
+
+    model: str
+    precision: str
+    workload: str
+    at: str  # 'N tok/s/user' or 'peak'
+    over: float | None  # A / B; None where either has no figure
+    band: tuple[float, float] | None  # the ratio's range over the chips' bands (projections); None without one
+    numerator: ConfigurationRead
+    denominator: ConfigurationRead
+
+
+PEAK = 0.0  # a target below every envelope: each chip's slowest point, its highest throughput per GPU
+
+
+def chip_ratios(rows: Iterable[Any], over: str, under: str, target: float) -> list[ChipRatio]:
+    """`over`'s throughput per GPU over `under`'s along their envelopes, at `target` tok/s/user and at peak (each
+    envelope's slowest point), per model, precision and workload both measured; the ratio's band spans the chips'
+    bands (a projected chip's figure ranges), the worst case each way."""
+    rows = list(rows)
+    ratios = []
+    for at, label in ((target, f"{target:g} tok/s/user"), (PEAK, "peak")):
+        reads = {chip_key_of(read): read for read in read_chips(rows, at)}
+        for (model, precision, workload, hardware), numerator in sorted(reads.items()):
+            denominator = reads.get((model, precision, workload, under))
+            if hardware != over or denominator is None:
+                continue
+            value = band = None
+            if numerator.output is not None and denominator.output is not None and denominator.output.mean > 0:
+                value = numerator.output.mean / denominator.output.mean
+                top = numerator.band or (numerator.output.mean,) * 2
+                bottom = denominator.band or (denominator.output.mean,) * 2
+                if numerator.band or denominator.band:
+                    band = (top[0] / bottom[1], top[1] / bottom[0])
+            ratios.append(ChipRatio(model, precision, workload, label, value, band, numerator, denominator))
+    return ratios
+
+
 # --- cost ----------------------------------------------------------------------------------------
 
 
@@ -662,6 +702,7 @@ __all__ = [
     "DEFAULT_UTILISATION",
     "INTERACTIVITY_TIERS",
     "TOKEN_KINDS",
+    "ChipRatio",
     "ConfigurationRead",
     "CostFigure",
     "CostRead",
@@ -673,6 +714,7 @@ __all__ = [
     "chip_costs_at",
     "chip_key",
     "chip_key_of",
+    "chip_ratios",
     "cost_figure",
     "cost_of",
     "costs_at",

@@ -17,7 +17,14 @@ import streamlit as st
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
 from orchestrator.analysis.cost import cost_per_million_tokens
-from orchestrator.analysis.economics import TOKEN_KINDS, CostRead, GpuHourRate, chip_costs_at, costs_at
+from orchestrator.analysis.economics import (
+    TOKEN_KINDS,
+    CostRead,
+    GpuHourRate,
+    chip_costs_at,
+    chip_ratios,
+    costs_at,
+)
 
 
 def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], CostRead]:
@@ -164,6 +171,33 @@ else:
         st.dataframe(shown, hide_index=True, width="stretch")
         controls.csv_download(shown, "tco")
 page.dropped_warning(chips, best, "Not shown (dropped, never extrapolated or clamped)")
+
+shown_chips = sorted(frame["hardware"].unique())
+if len(shown_chips) >= 2:
+    with st.expander("Chip over chip: output tok/s/GPU ratio at this speed and at peak"):
+        # Bound to the link (`ratio`, `over`) like every control, so a ratio can be shared.
+        over = str(controls.selectbox("Chip", shown_chips, "ratio", default=shown_chips[-1], sidebar=False))
+        under = str(controls.selectbox("over chip", shown_chips, "over", default=shown_chips[0], sidebar=False))
+        ratios = chip_ratios(frame.itertuples(index=False), over, under, target)
+        records = [
+            {"model": r.model, "precision": r.precision, "workload": r.workload, "at": r.at,
+             f"{over} tok/s/GPU": page.sig(r.numerator.output.mean) if r.numerator.output else None,
+             f"{under} tok/s/GPU": page.sig(r.denominator.output.mean) if r.denominator.output else None,
+             "ratio": page.sig(r.over), "ratio band low": page.sig(r.band[0]) if r.band else None,
+             "ratio band high": page.sig(r.band[1]) if r.band else None,
+             "origins": ", ".join(sorted({*r.numerator.origins, *r.denominator.origins}))}
+            for r in ratios
+        ]  # fmt: skip
+        if records:
+            ratio_table = pd.DataFrame.from_records(records)
+            st.dataframe(ratio_table, hide_index=True, width="stretch")
+            controls.csv_download(ratio_table, "tco-ratio")
+            st.caption(f"Each chip read along its envelope at {target:g} tok/s/user and at peak (its slowest point, "
+                       "its most tokens per GPU). A projected chip's band gives the ratio's range, its worst case "
+                       "each way; projections are models, not measurements (their backtest error is in each chip's "
+                       "note).")  # fmt: skip
+        else:
+            st.info(f"{over} and {under} share no model, precision and workload in this view.")
 
 st.subheader(dollars(f"$ per million {kind} tokens over interactivity, {rate.label}"))
 levels = page.curve_levels(frame)

@@ -136,3 +136,18 @@ def test_a_projection_with_a_band_shows_its_band_never_one_end_silently(hub_data
     # The bar is the conservative end (the low figures: the higher cost), not the cheap end.
     assert vr200["$/M output tokens"] == pytest.approx(high, rel=5e-3) and vr200["$/M output tokens"] > low
     assert len(tco.get("vega_lite_chart")) >= 1
+
+
+def test_the_tco_page_gives_a_chip_over_chip_ratio_at_the_speed_and_at_peak(hub_database: str) -> None:
+    """The ratio `infersweep project ratio` computes, on the hub: VR200 (projected, a band) over B200 (imported) for
+    DeepSeek-R1 FP4 1k/1k, at 50 tok/s/user and at peak, each along its envelope, the band the ratio's range."""
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    assert run_cli("project", "--from", "b200", "--to", "vera-rubin", "--model", "deepseek-r1").returncode == 0
+    app = open_page("tco", {"origin": ["imported", "projected"], "model": "deepseek-r1", "precision": "fp4",
+                            "workload": "1k/1k", "hardware": ["b200", "vr200-nvl72"], "ratio": "vr200-nvl72",
+                            "over": "b200"})  # fmt: skip
+    table = next(frame.value for frame in app.dataframe if "ratio" in frame.value.columns)
+    assert list(table["at"]) == ["50 tok/s/user", "peak"]
+    for _, row in table.iterrows():
+        assert row["ratio"] == pytest.approx(row["vr200-nvl72 tok/s/GPU"] / row["b200 tok/s/GPU"], rel=1e-2)
+        assert row["ratio band low"] <= row["ratio"] <= row["ratio band high"]
