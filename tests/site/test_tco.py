@@ -67,7 +67,6 @@ def test_cost_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     assert "**b200** (deepseek-r1 fp8 · agentic)" in app.warning[0].value
     assert "**b200** (deepseek-r1 fp8 · agentic)" in note
     assert "faster than every configuration measured (fastest 42); not extrapolated" in note  # the two arms: 40, 42
-    # The bars at the target, and each chip's cost over the measured range.
     # The bars, each chip's cost over the measured range; CSVs of the bars, the chip-over-chip ratio and every
     # configuration.
     assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 3
