@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from benchmarks.envelope_check import hand_chip_bracket
 from recipes.hardware import hardware_key_for, load_hardware_registry
 from recipes.model_registry import model_key_for
 from tests.conftest import ROOT, run_cli
@@ -93,13 +94,19 @@ def test_the_unfiltered_overview_reads_each_workload_on_its_own_curve(hub_databa
     assert grid.loc[("deepseek-r1", "fp4", "1k/1k", 50.0)]["cheapest"] == "b200 $0.905 [imported]"
 
 
-def raw_points(paths: list[str]) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
-    """(model, precision, workload, chip) -> every raw row's (tok/s/user, output tok/s per GPU of the deployment).
+MEASURED = {"conc", "tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "median_ttft", "p99_ttft",
+            "median_tpot", "mean_tpot", "median_e2el", "p99_intvty", "median_intvty", "std_intvty"}  # fmt: skip
+
+
+def raw_curves(paths: list[str]) -> dict[tuple[str, str, str, str], list[list[tuple[float, float]]]]:
+    """(model, precision, workload, chip) -> each configuration's raw points (tok/s/user, output tok/s per GPU of the
+    deployment), a configuration being one run's rows that agree on every field but the concurrency and the figures.
 
     By the field meanings of the sample's README: interactivity is `median_intvty`; output per GPU is
     `output_tput_per_gpu`, which a disaggregated row states per decode GPU, so × D / (P + D)."""
     names = {1024: "1k", 8192: "8k"}
-    points = defaultdict(list)
+    curves: dict[tuple[str, str, str, str], dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(
+        list))  # fmt: skip
     for path in paths:
         for row in json.loads(Path(path).read_text()):
             output = row["output_tput_per_gpu"]
@@ -107,41 +114,26 @@ def raw_points(paths: list[str]) -> dict[tuple[str, str, str, str], list[tuple[f
                 output *= row["num_decode_gpu"] / (row["num_prefill_gpu"] + row["num_decode_gpu"])
             key = (model_key_for(row.get("infmax_model_prefix"), row["model"]), row["precision"],
                    f"{names[row['isl']]}/{names[row['osl']]}", hardware_key_for(row["hw"]))  # fmt: skip
-            points[key].append((row["median_intvty"], output))
-    return points
-
-
-def hand_envelope(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The points no other point beats on both speed and throughput, by speed: checked pair by pair."""
-    kept = [p for p in points if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in points)]
-    return sorted(set(kept))
-
-
-def hand_bracket(envelope: list[tuple[float, float]], target: float) -> tuple[float, float] | None:
-    """Where the chip's throughput at `target` must lie: its slowest point's when all are faster (served faster),
-    between the two envelope points around it (a monotone read never leaves them), None when all are slower."""
-    if target > envelope[-1][0]:
-        return None
-    if target <= envelope[0][0]:
-        return (envelope[0][1], envelope[0][1])
-    right = next(i for i, (x, _y) in enumerate(envelope) if x >= target)
-    return (envelope[right][1], envelope[right - 1][1])
+            configuration = path + json.dumps({k: v for k, v in row.items() if k not in MEASURED}, sort_keys=True)
+            curves[key][configuration].append((row["median_intvty"], output))
+    return {key: list(by_configuration.values()) for key, by_configuration in curves.items()}
 
 
 def test_every_cell_of_the_sample_is_its_chips_envelope_by_hand(hub_database: str) -> None:
     """Every row and tier of the whole sample, every run pooled (the history toggle off, so the hand envelope takes
-    every raw row): each chip's throughput lies within its hand-made envelope's bracket, a chip has a figure exactly
-    when the hand envelope reaches the tier, and the chip named cheapest is one no other chip beats by hand."""
+    every raw row): each chip's throughput lies within its hand-made bracket (benchmarks/envelope_check.py: the
+    envelope of its points, or a configuration's own frontier where higher), a chip has a figure exactly when its
+    points reach the tier, and the chip named cheapest is one no other chip beats by hand."""
     assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
     app = open_page("overview", {"latest": "0", "tab": "All figures"})
     table = next(frame.value for frame in app.dataframe if "$/M output tokens" in frame.value.columns)
     grid = app.dataframe[0].value.set_index(["model", "precision", "workload", "tok/s/user"])
     owning = {key: spec.tco("owning_hyperscaler") for key, spec in load_hardware_registry().items()}
-    envelopes = {key: hand_envelope(points) for key, points in raw_points(SAMPLE).items()}
+    curves = raw_curves(SAMPLE)
     checked = 0
     for _, cell in table.iterrows():
         key = (cell["model"], cell["precision"], cell["workload"], cell["hardware"])
-        bracket = hand_bracket(envelopes[key], float(cell["tok/s/user"]))
+        bracket = hand_chip_bracket(curves[key], float(cell["tok/s/user"]))
         if bracket is None:
             assert pd.isna(cell["$/M output tokens"]), key
             continue
@@ -154,7 +146,7 @@ def test_every_cell_of_the_sample_is_its_chips_envelope_by_hand(hub_database: st
                       & (table["tok/s/user"] == tier)]  # fmt: skip
         costs = {}
         for chip in cells["hardware"]:
-            bracket = hand_bracket(envelopes[(model, precision, workload, chip)], tier)
+            bracket = hand_chip_bracket(curves[(model, precision, workload, chip)], tier)
             if bracket is not None and owning.get(chip):
                 costs[chip] = (owning[chip] / (bracket[1] * 0.0036), owning[chip] / (bracket[0] * 0.0036))
         if not costs:

@@ -135,3 +135,17 @@ def test_a_projection_below_its_source_in_the_same_view_says_why() -> None:
     for row in gb300:
         row.output_throughput_per_gpu *= 2
     assert {read.hardware: read.below_source for read in read_chips([*b200, *gb300], 50.0)}["gb300-nvl72"] == ""
+
+
+def test_a_configurations_own_curve_above_the_point_envelope_wins() -> None:
+    """The envelope of points is not the envelope of curves: 'wide' runs from (40, 2000) to (80, 1000), a straight
+    line through 1750 at 50; 'narrow' has one point, (55, 1200), on the point envelope between them, which reads
+    2000 - 10 / 15 × 800 = 1466.7 at 50 (a line between two points stays a line). The chip serves 50 at 1750 with
+    'wide' (GB200 DeepSeek-R1 FP8 1k/1k on the real files: $1.56/M on the points, $1.19/M on one configuration)."""
+    rows = [point(40, 2000, "wide", concurrency=64), point(80, 1000, "wide", concurrency=8),
+            point(55, 1200, "narrow", concurrency=32)]  # fmt: skip
+    read = read_chip(rows, 50.0)
+    assert read.output.mean == pytest.approx(1750.0) and [row.fingerprint for row in read.rests_on] == ["wide", "wide"]
+    costs = [chip_costs_at(rows, float(t), REGISTRY, GpuHourRate(custom_usd=2.0))[0].output.usd_per_million
+             for t in range(30, 81, 2)]  # fmt: skip
+    assert all(later >= earlier - 1e-12 for earlier, later in itertools.pairwise(costs))
