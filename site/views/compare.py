@@ -114,9 +114,9 @@ with chart_tab:
                                  engine=plotted["configuration"].map(engine_of))  # fmt: skip
         st.caption(charts.many_caption(plotted["series"].nunique()))
     tooltip = [alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("repeats"),
-               alt.Tooltip("interactivity p50 (tok/s/user)", format=",.4~g"),
-               alt.Tooltip("output tok/s/GPU", format=",.4~g"), alt.Tooltip("95 % low", format=",.4~g"),
-               alt.Tooltip("95 % high", format=",.4~g"), alt.Tooltip("run", title="run detail (click)")]  # fmt: skip
+               alt.Tooltip("interactivity p50 (tok/s/user)", format=",.3~r"),
+               alt.Tooltip("output tok/s/GPU", format=",.3~r"), alt.Tooltip("95 % low", format=",.3~r"),
+               alt.Tooltip("95 % high", format=",.3~r"), alt.Tooltip("run", title="run detail (click)")]  # fmt: skip
     curves = charts.scatter(
         plotted, x="interactivity p50 (tok/s/user)", y="output tok/s/GPU", series="series", tooltip=tooltip,  # type: ignore[arg-type]
         x_title="Interactivity p50 (tok/s/user)", y_title="Output tok/s per GPU", error_low="95 % low",

@@ -131,7 +131,7 @@ def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
         row=lambda t: t["model"] + " " + t["precision"] + " · " + t["workload"],
         label=lambda t: t["hardware"] + [f" [{o}]" if o != "measured" else "" for o in t["origin"]],
     )
-    tooltip = ["configuration", "origin", "sweep", alt.Tooltip("output tok/s/GPU", format=",.1f"),
+    tooltip = ["configuration", "origin", "sweep", alt.Tooltip("output tok/s/GPU", format=",.3r"),
                alt.Tooltip("$/M output tokens", format="$.3r"), alt.Tooltip("vs reference", format="+.1%")]  # fmt: skip
     bars = (
         alt.Chart()

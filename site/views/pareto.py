@@ -322,9 +322,9 @@ if not as_table:
     tooltip = [
         alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("sweep"),
         alt.Tooltip("origin"), alt.Tooltip("date", title="finished"), alt.Tooltip("image"), alt.Tooltip("source"),
-        alt.Tooltip("repeats"), alt.Tooltip("validity"), alt.Tooltip("x", title=x_axis.label, format=",.4~g"),
-        alt.Tooltip("y", title=y_axis.label, format=",.4~g"), alt.Tooltip("y_low", title="95 % low", format=",.4~g"),
-        alt.Tooltip("y_high", title="95 % high", format=",.4~g"), alt.Tooltip("run", title="run detail (click)"),
+        alt.Tooltip("repeats"), alt.Tooltip("validity"), alt.Tooltip("x", title=x_axis.label, format=",.3~r"),
+        alt.Tooltip("y", title=y_axis.label, format=",.3~r"), alt.Tooltip("y_low", title="95 % low", format=",.3~r"),
+        alt.Tooltip("y_high", title="95 % high", format=",.3~r"), alt.Tooltip("run", title="run detail (click)"),
     ]  # fmt: skip
     if log_y and (drawn["y"] <= 0).any():
         st.caption(f"{int((drawn['y'] <= 0).sum())} points at or below 0 are left out of the log scale.")

@@ -176,9 +176,9 @@ if table.empty:
 else:
     chart_tab, table_tab = st.tabs(["Chart", "Table"])
     with chart_tab:
-        tooltip = ["configuration", "origin", "sweep", alt.Tooltip("profit $/GPU-hr", format="$.2f"),
-                   alt.Tooltip("margin", format=".1%"), alt.Tooltip("realised revenue $/GPU-hr", format="$.2f"),
-                   alt.Tooltip("TCO $/GPU-hr", format="$.2f"), alt.Tooltip("licence $/GPU-hr", format="$.2f"),
+        tooltip = ["configuration", "origin", "sweep", alt.Tooltip("profit $/GPU-hr", format="$,.3r"),
+                   alt.Tooltip("margin", format=".1%"), alt.Tooltip("realised revenue $/GPU-hr", format="$,.3r"),
+                   alt.Tooltip("TCO $/GPU-hr", format="$,.3r"), alt.Tooltip("licence $/GPU-hr", format="$,.3r"),
                    alt.Tooltip("cache hit", format=".1%")]  # fmt: skip
         bars = (
             alt.Chart()
@@ -226,7 +226,7 @@ else:
     zero = alt.Chart().mark_rule(color="grey").encode(y=alt.datum(0))
     chart = charts.chip_curves(
         curve, alt.Y("margin:Q", title="margin (profit / realised revenue)", axis=alt.Axis(format="%")),
-        [alt.Tooltip("margin:Q", format=".1%"), alt.Tooltip("profit $/GPU-hr:Q", format="$.2f")], target, [zero],
+        [alt.Tooltip("margin:Q", format=".1%"), alt.Tooltip("profit $/GPU-hr:Q", format="$,.3r")], target, [zero],
     )  # fmt: skip
     st.altair_chart(chart, width="stretch")
     st.caption(

@@ -135,7 +135,7 @@ else:
     chart_tab, table_tab = st.tabs(["Chart", "Table"])
     with chart_tab:
         cost_column = f"$/M {kind} tokens"
-        tooltip = ["configuration", "origin", "sweep", alt.Tooltip(f"{kind} tok/s/GPU", format=",.1f"),
+        tooltip = ["configuration", "origin", "sweep", alt.Tooltip(f"{kind} tok/s/GPU", format=",.3r"),
                    alt.Tooltip(cost_column, format="$.3r"), alt.Tooltip("$/M, low", format="$.3r"),
                    alt.Tooltip("$/M, high", format="$.3r"), alt.Tooltip("$/GPU-hr", format="$.3r"), "runs"]  # fmt: skip
         base = alt.Chart()

@@ -145,8 +145,8 @@ with chart_tab:
     else:
         tooltip = [
             alt.Tooltip("configuration"), alt.Tooltip("sweep"), alt.Tooltip("finished", format="%Y-%m-%d %H:%M"),
-            alt.Tooltip("output tok/s/GPU", format=",.4~g"), alt.Tooltip("95 % low", format=",.4~g"),
-            alt.Tooltip("95 % high", format=",.4~g"), alt.Tooltip("repeats read"), alt.Tooltip("regressed"),
+            alt.Tooltip("output tok/s/GPU", format=",.3~r"), alt.Tooltip("95 % low", format=",.3~r"),
+            alt.Tooltip("95 % high", format=",.3~r"), alt.Tooltip("repeats read"), alt.Tooltip("regressed"),
         ]  # fmt: skip
         # Many configurations: colour by hardware, shape by engine; each configuration keeps its own line.
         many = charts.is_many(plotted["configuration"].nunique())
