@@ -48,14 +48,15 @@ def point_table(points: pd.DataFrame, x_label: str, y_label: str) -> pd.DataFram
         {
             "configuration": points["series"], "workload": points["workload"], "origin": points["origin"],
             "source": points["source"], "sweep": points["sweep"], "concurrency": points["concurrency"],
-            "repeats": points["repeats"], x_label: points["x"], y_label: points["y"],
-            "95 % low": points["y_low"], "95 % high": points["y_high"], "on frontier": points["frontier"],
+            "repeats": points["repeats"], x_label: points["x"].map(page.sig), y_label: points["y"].map(page.sig),
+            "95 % low": points["y_low"].map(page.sig), "95 % high": points["y_high"].map(page.sig),
+            "on frontier": points["frontier"],
             "tp/ep": points["parallelism"], "offload": points["offload"], "hardware": points["hardware"],
             "engine": points["serving_engine"], "model": points["model"], "precision": points["precision"],
             "$/GPU-hr": points["usd"], "all-in kW/GPU": points["kw"], "validity": points["validity"],
             "validity reasons": points["reasons"], "finished": points["finished"], "run": run_links(points),
             # Energy per token = measured accelerator power per GPU / output tok/s per GPU (where power was sampled).
-            "J per output token": points["power"] / points["throughput"],
+            "J per output token": (points["power"] / points["throughput"]).map(page.sig),
         }
     )  # fmt: skip
 
