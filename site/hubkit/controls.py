@@ -14,6 +14,8 @@ docs/BENCHMARKS.md, "Hub render"). A parameter the URL already holds is kept and
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -67,10 +69,26 @@ def multiselect(label: str, options: Sequence[str], param: str, default: Sequenc
     return chosen
 
 
+LINKED_SHOWN = 80  # characters of a link's value a page repeats back
+
+
+def as_text(value: object) -> str:
+    """A value from a link (anyone can write one), made safe to show inside Markdown: cut to LINKED_SHOWN characters
+    and put in a code span, whose content Markdown never reads as a link, an image or emphasis. Backslash escapes
+    were not enough: GitHub-flavoured Markdown still turned the escaped 'https\\:\\/\\/evil.example' into a live
+    link. The fence is one backtick longer than any run of backticks in the value, so the value cannot close it."""
+    text = " ".join(str(value).split())  # one line: a newline would end the warning's sentence
+    text = text if len(text) <= LINKED_SHOWN else text[:LINKED_SHOWN] + "…"
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _not_in_results(container: Any, label: str, values: Sequence[str], options: Sequence[str], outcome: str) -> None:
     known = ", ".join(list(options)[:8]) + (", ..." if len(options) > 8 else "")
     container.warning(
-        f"The link asks for {label} {', '.join(repr(value) for value in values)}, which these results do not have "
+        f"The link asks for {label} {', '.join(as_text(value) for value in values)}, which these results do not have "
         f"({outcome}). They have: {known or 'nothing yet'}."
     )
 
@@ -118,10 +136,12 @@ def number(label: str, param: str, default: float, min_value: float = 0.0, step:
     key = f"param-{param}"
     try:
         linked = float(st.query_params.get(param, default))
+        if not math.isfinite(linked):  # 'inf' and 'nan' parse as floats, and pages computed on with them
+            raise ValueError(linked)
     except ValueError:
         if key not in st.session_state:
-            st.sidebar.warning(f"The link's {label} {st.query_params.get(param)!r} is not a number: showing "
-                               f"{default:g}.")  # fmt: skip
+            st.sidebar.warning(f"The link's {label} {as_text(st.query_params.get(param))} is not a finite number: "
+                               f"showing {default:g}.")  # fmt: skip
         linked = default
     _seed(key, max(linked, min_value))
     container = st.sidebar if sidebar else st
@@ -140,7 +160,7 @@ def toggle(label: str, param: str, default: bool = False, help: str | None = Non
     linked = st.query_params.get(param)
     state = None if linked is None else TOGGLE_WORDS.get(linked.strip().lower())
     if key not in st.session_state and linked is not None and state is None:
-        st.sidebar.warning(f"The link's {label} {linked!r} is neither on nor off (1/0, true/false): showing "
+        st.sidebar.warning(f"The link's {label} {as_text(linked)} is neither on nor off (1/0, true/false): showing "
                            f"{'on' if default else 'off'}.")  # fmt: skip
     _seed(key, default if state is None else state)
     container = st.sidebar if sidebar else st

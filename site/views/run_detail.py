@@ -72,7 +72,8 @@ if (linked_sweep is not None and linked_sweep not in set(frame["sweep"])) or (
 ):
     # Same words for every reason: an embargo keeps even a result's existence back.
     st.warning(
-        f"There is no public result `{linked_point or '(any point)'}` in sweep `{linked_sweep}`: it does not exist, "
+        f"There is no public result {controls.as_text(linked_point or '(any point)')} in sweep "
+        f"{controls.as_text(linked_sweep)}: it does not exist, "
         "was retracted, is under embargo, or was a dry run. Pick a published result in the sidebar."
     )
 

@@ -371,3 +371,25 @@ def test_the_copy_link_button_copies_the_view_shown(
     assert copied == page.url and "hardware=b200" in copied and "frontier=1" in copied, (copied, page.url)
     _assert_clean(page, observed, "copy link")
     page.close()
+
+
+def test_a_link_cannot_deface_the_page_with_markdown(
+    hub: str, tab: Page, browser_context: tuple[BrowserContext, Observed]
+) -> None:  # fmt: skip
+    """A share link's value is repeated back in the 'not in these results' warning and on the run detail. Rendered
+    as Markdown, `?hardware=[Session expired](https://evil.example/login) ![p](https://evil.example/p.png)` drew a
+    live link and made the browser fetch a third-party image. Now it reads as its characters: no link, no image, no
+    request leaving the machine (the browser context aborts and records any)."""
+    from urllib.parse import quote
+
+    _, observed = browser_context
+    observed.clear()
+    planted = "[Session expired](https://evil.example/login) ![p](https://evil.example/p.png)"
+    for path, title in ((f"pareto?hardware={quote(planted)}", "Pareto explorer"),
+                        (f"run?sweep={quote(planted)}&point={quote(planted)}", "Run detail")):  # fmt: skip
+        tab.goto(f"{hub}/{path}")
+        _settled(tab, title)
+        assert tab.locator('a[href^="https://evil.example"]').count() == 0, path  # not a query value of our own links
+        assert tab.locator('img[src^="https://evil.example"]').count() == 0, path
+        assert "Session expired" in tab.inner_text("body"), path  # shown, as text
+        _assert_clean(tab, observed, path)

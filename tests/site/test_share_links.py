@@ -13,7 +13,7 @@ def warnings_of(app) -> str:  # type: ignore[no-untyped-def]
 def test_an_unknown_filter_value_is_a_warning_and_stays_in_the_link(seeded_hub: str) -> None:
     app = open_page("pareto", {"hardware": ["b200", "tpu-v9"], "view": "Table"})
     text = warnings_of(app)
-    assert "'tpu-v9'" in text and "do not have" in text and "kept in the link" in text, text
+    assert "`tpu-v9`" in text and "do not have" in text and "kept in the link" in text, text
     assert set(app.dataframe[0].value["hardware"]) == {"b200"}
     assert app.query_params["hardware"] == ["b200", "tpu-v9"]
     # The viewer's own choice elsewhere neither raises a new warning nor loses the asked-for value.
@@ -23,14 +23,14 @@ def test_an_unknown_filter_value_is_a_warning_and_stays_in_the_link(seeded_hub: 
 
 def test_only_unknown_values_show_everything_with_the_warning(seeded_hub: str) -> None:
     app = open_page("pareto", {"hardware": "tpu-v9", "view": "Table"})
-    assert "'tpu-v9'" in warnings_of(app) and "every option instead" in warnings_of(app)
+    assert "`tpu-v9`" in warnings_of(app) and "every option instead" in warnings_of(app)
     assert not app.dataframe[0].value.empty
 
 
 def test_an_unknown_model_shows_the_default_comparison_and_stays_in_the_link(seeded_hub: str) -> None:
     app = open_page("pareto", {"model": "deepseek-r1-typo", "view": "Table"})
     text = warnings_of(app)
-    assert "'deepseek-r1-typo'" in text and "kept in the link; showing 'deepseek-r1' instead" in text, text
+    assert "`deepseek-r1-typo`" in text and "kept in the link; showing 'deepseek-r1' instead" in text, text
     assert set(app.dataframe[0].value["model"]) == {"deepseek-r1"}
     assert app.query_params["model"] == "deepseek-r1-typo"
     # Once the viewer picks a model, the link follows the choice.
@@ -41,8 +41,26 @@ def test_an_unknown_model_shows_the_default_comparison_and_stays_in_the_link(see
 def test_unknown_axis_and_words_for_switches(seeded_hub: str) -> None:
     app = open_page("pareto", {"y": "joules per banana", "frontier": "true"})
     text = warnings_of(app)
-    assert "'joules per banana'" in text, text
+    assert "`joules per banana`" in text, text
     assert app.toggle(key="param-frontier").value is True
     app = open_page("pareto", {"frontier": "maybe"})
-    assert "'maybe' is neither on nor off" in warnings_of(app)
+    assert "`maybe` is neither on nor off" in warnings_of(app)
     assert app.toggle(key="param-frontier").value is False
+
+
+def test_numbers_in_a_link_must_be_finite(seeded_hub: str) -> None:
+    """`inf` and `nan` parse as floats: /offload?gpus=inf and /memory-tiers?table=nan&at=inf computed on with them and
+    showed a Python traceback with the server's paths. Now each is a warning, and the page shows its default."""
+    for page, link in (("offload_map", {"gpus": "inf"}), ("memory_tiers", {"table": "nan", "at": "inf"}),
+                       ("tco", {"at": "-inf"})):  # fmt: skip
+        app = open_page(page, link, from_overview=True)
+        assert not app.exception, (page, app.exception)
+        warned = " ".join(warning.value for warning in app.sidebar.warning)
+        assert "is not a finite number" in warned, (page, warned)
+
+
+def test_a_linked_value_is_shown_as_text_never_as_markdown(seeded_hub: str) -> None:
+    planted = "[Session expired](https://evil.example/login) ![p](https://evil.example/p.png)"
+    app = open_page("pareto", {"hardware": planted})
+    (warning,) = [w.value for w in app.sidebar.warning if "Session expired" in w.value]
+    assert f"`{planted}`" in warning  # a code span: Markdown reads no link and no image in it
