@@ -41,6 +41,13 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# What a stored figure may be (the "figures-in-range" rule): every number finite, rates and latencies not negative,
+# and a throughput per accelerator no chip comes near (the fastest public rows: ~30,000 output tok/s per GPU, for
+# gpt-oss-120b on GB200 NVL72), so a mistyped or corrupted figure (1e30 tok/s/GPU) is refused, not published.
+MAX_TOKENS_PER_S_PER_ACCELERATOR = 1e6
+MAX_LATENCY_MS = 86_400_000.0  # a day: no request of a benchmark takes longer
+
+
 def requests_known(completed: int, failed: int) -> bool:
     """True when the result counts its requests, so the request rules could be applied to it."""
     return completed + failed > 0
@@ -68,6 +75,8 @@ def rules_not_applied(completed: int, failed: int) -> tuple[Rule, ...]:
 
 __all__ = [
     "INVALID",
+    "MAX_LATENCY_MS",
+    "MAX_TOKENS_PER_S_PER_ACCELERATOR",
     "NOT_CHECKED",
     "RULES",
     "STATES",

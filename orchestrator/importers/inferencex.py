@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from recipes.errors import MISSING, RecipeError, problem_of
 from recipes.hardware import hardware_key_for, load_hardware_registry
 from recipes.model_registry import load_model_registry, model_key_for
+from recipes.validity import MAX_TOKENS_PER_S_PER_ACCELERATOR as PER_GPU_CEILING
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
 _RUN_NAME = re.compile(r"^run_(\d+)$")  # `run_<id>/agg_bmk.json` or `run_<id>.json`: a GitHub Actions run id
@@ -65,7 +66,9 @@ def _flatten_api_shape(data: Any) -> Any:
 
 
 class InferenceXRow(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)  # external format: read what we use
+    # External format: read what we use. NaN and infinity are refused with their field (pydantic's floats take them,
+    # and a stored NaN made every later read of the results fail).
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -101,9 +104,13 @@ class InferenceXRow(BaseModel):
     num_decode_gpu: int | None = Field(None, ge=0, description="GPUs of all decode workers (D).")
     spec_decoding: str | None = Field(None, description="Speculative decoding method, if any ('mtp', 'none').")
     image: str | None = Field(None, description="Container image.")
-    tput_per_gpu: float = Field(ge=0, description="Total tokens/s per GPU, over all GPUs.")
-    output_tput_per_gpu: float = Field(ge=0, description="Output tokens/s per GPU (per decode GPU when disagg).")
-    input_tput_per_gpu: float | None = Field(None, ge=0, description="Input tokens/s per GPU (per prefill GPU).")
+    tput_per_gpu: float = Field(ge=0, le=PER_GPU_CEILING, description="Total tokens/s per GPU, over all GPUs.")
+    output_tput_per_gpu: float = Field(
+        ge=0, le=PER_GPU_CEILING, description="Output tokens/s per GPU (per decode GPU when disagg)."
+    )
+    input_tput_per_gpu: float | None = Field(
+        None, ge=0, le=PER_GPU_CEILING, description="Input tokens/s per GPU (per prefill GPU)."
+    )
     median_ttft: float = Field(ge=0, description="Median TTFT, seconds.")
     p99_ttft: float | None = Field(None, ge=0, description="p99 TTFT, seconds.")
     median_tpot: float = Field(gt=0, description="Median TPOT, seconds.")

@@ -37,7 +37,7 @@ class PeerModel(BaseModel):
     """A piece of another tool's file format: it grows with each release, so we read the fields we use and ignore
     the rest (our own formats forbid unknown fields)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)  # NaN or infinity: refused, named
 
 
 @dataclass(frozen=True)

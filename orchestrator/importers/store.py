@@ -138,7 +138,13 @@ def import_inferencex(
                     run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
                     source = f"{run}, row {item.index}: {file.resolve()}"
                     when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
-                    if recorder.point_imported(identity, point, to_point_metrics(row), source, when):
+                    metrics = to_point_metrics(row)
+                    unphysical = metrics.out_of_range()
+                    if unphysical:  # refused alone, naming the figure it would have stored
+                        read.refused += [(item.index, f"stored {name}", value, expected)
+                                         for name, value, expected in unphysical]  # fmt: skip
+                        continue
+                    if recorder.point_imported(identity, point, metrics, source, when):
                         imported += 1
                         undated += when is None
                     else:
@@ -243,6 +249,13 @@ def import_peer_results(
                 chosen, refusal = _lengths(level, lengths)
                 if chosen is None:
                     result.refused.append(refusal)  # type: ignore[arg-type]
+                    continue
+                # A figure no load level can have (NaN, infinity, a negative latency, 1e30 tok/s/GPU) refuses the
+                # level: stored, one NaN made every later read of the results fail.
+                unphysical = level.metrics.out_of_range()
+                if unphysical:
+                    result.refused += [Refusal(level.index, f"stored {name}", value, expected)
+                                       for name, value, expected in unphysical]  # fmt: skip
                     continue
                 # One load level of its own: its concurrency and requests, random lengths of exactly L.
                 workload = FixedLengthPoint(

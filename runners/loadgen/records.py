@@ -18,6 +18,7 @@ from pydantic import Field
 from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT, MAX_SECONDS
 from recipes.schema import FixedLengthWorkload, ReplaySettings, SequenceLengths
 from recipes.strict import Strict
+from recipes.validity import MAX_LATENCY_MS, MAX_TOKENS_PER_S_PER_ACCELERATOR
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -322,6 +323,40 @@ class ReplayStats(Strict):
 
 class PointMetrics(Strict):
     """Aggregates of one Point: what the hub plots and the database stores."""
+
+    def out_of_range(self) -> list[tuple[str, object, str]]:
+        """(field, value, what was expected) for each figure no Point can have (recipes/validity.py's
+        "figures-in-range" rule): a number that is not finite anywhere in the metrics, a negative rate or latency,
+        a throughput per accelerator beyond any chip. A non-finite value poisons the store: SQLite keeps NaN in a
+        JSON column that no reader can then parse."""
+        problems: list[tuple[str, object, str]] = []
+
+        def walk(value: object, path: str) -> None:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    walk(item, f"{path}.{key}" if path else str(key))
+            elif isinstance(value, list | tuple):
+                for index, item in enumerate(value):
+                    walk(item, f"{path}[{index}]")
+            elif isinstance(value, float) and not math.isfinite(value):
+                problems.append((path, value, "a finite number"))
+
+        walk(self.model_dump(), "")
+        for name in ("duration_s", "request_throughput", "output_throughput", "total_token_throughput"):
+            value = getattr(self, name)
+            if math.isfinite(value) and value < 0:
+                problems.append((name, value, "a number ≥ 0"))
+        for name in ("output_throughput_per_gpu", "total_token_throughput_per_gpu"):
+            value = getattr(self, name)
+            if math.isfinite(value) and not 0 <= value <= MAX_TOKENS_PER_S_PER_ACCELERATOR:
+                problems.append((name, value, f"between 0 and {MAX_TOKENS_PER_S_PER_ACCELERATOR:g} tokens/s per "
+                                              "accelerator (no chip comes near)"))  # fmt: skip
+        for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
+            for part in ("mean", "p50", "p90", "p99", "p999"):
+                value = getattr(getattr(self, name), part)
+                if value is not None and math.isfinite(value) and not 0 <= value <= MAX_LATENCY_MS:
+                    problems.append((f"{name}.{part}", value, f"between 0 and {MAX_LATENCY_MS:g} ms (a day)"))
+        return problems
 
     schema_version: int = Field(RESULT_SCHEMA_VERSION, description="Version of this result schema.")
     completed: int = Field(description="Measured requests that succeeded.")
