@@ -245,7 +245,8 @@ def _projected(row: Any) -> bool:
 
 
 def _unchecked(row: Any) -> bool:
-    """A row that counts no request: the request rules had nothing to read (rows without the counts: measured)."""
+    """A row that counts no request: the request rules had nothing to read. A row object that carries no counts at
+    all (a hand-built row of a test or a caller) is taken as checked."""
     return not requests_known(int(getattr(row, "completed", 1)), int(getattr(row, "failed", 0)))
 
 
