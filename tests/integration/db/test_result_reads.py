@@ -113,6 +113,8 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "date_known": True, "speculative_decoding": None,  # off: the recipe sets none
         # A single server: no disaggregated split.
         "disaggregated": False, "prefill_gpus": None, "decode_gpus": None, "decode_workers": None, "decode_dp_attention": None,
+        # A measurement, not a projection: no band edge, no source chip.
+        "projection_edge": None, "projection_source": None,
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
     assert views["imported-c8"].engine_image == "lmsysorg/sglang:v0.5.5-rocm700-mi35x"  # an imported row's own
