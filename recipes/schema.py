@@ -390,7 +390,9 @@ class EngineSpec(StrictModel):
     env_from: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
         default_factory=list,
         description="Names of environment variables passed to the engine from the runner's own environment "
-        "(HF_TOKEN, API keys): the value is never written to the recipe, the database, the logs or the hub.",
+        "(HF_TOKEN, API keys, a proxy): the value is never written to the recipe, the database, the logs or the "
+        "hub. The engine inherits nothing else of that environment but the host's own settings (paths, locale, "
+        "devices).",
     )
     simulated: SimulatedEngineSettings | None = Field(
         None, description="Settings of the simulated engine (only for kind 'simulated')."

@@ -49,6 +49,38 @@ def pick_free_port(host: str = "127.0.0.1") -> int:
         return int(probe.getsockname()[1])
 
 
+# What an engine inherits from the runner's environment: where programs, libraries, home and temporary files are;
+# which certificate authorities to trust; locale and time zone; which devices and job the scheduler gave it; how
+# to reach the container runtime. Nothing else: the runner's environment holds the results database's URL and
+# cloud credentials, which no engine needs and /proc/<pid>/environ shows to anyone who can read it. An engine that
+# needs more (a model hub token, a proxy, which may carry a password) names it in `engine.env_from`.
+INHERITED_NAMES = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+        "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
+        "INFERSWEEP_HOME", "INFERSWEEP_CACHE",
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+        "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS",
+        "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "CONTAINER_HOST",
+    }
+)  # fmt: skip
+INHERITED_PREFIXES = ("LC_", "XDG_", "SLURM_")
+# A Slurm REST token is a credential, though its name starts like the scheduler's job variables.
+NEVER_INHERITED = frozenset({"SLURM_JWT"})
+
+
+def inherited(name: str) -> bool:
+    """Whether an engine inherits the runner's variable `name` (see INHERITED_NAMES)."""
+    return name not in NEVER_INHERITED and (name in INHERITED_NAMES or name.startswith(INHERITED_PREFIXES))
+
+
+def engine_environment(launch_env: dict[str, str], run_id: str) -> dict[str, str]:
+    """The whole environment an engine process starts with: the inherited host variables, the launch's own
+    (the adapter's variables and `engine.env_from`'s values), and the run id that marks the process as this run's."""
+    host = {name: value for name, value in os.environ.items() if inherited(name)}
+    return {**host, **launch_env, "INFERSWEEP_RUN_ID": run_id}
+
+
 def passed_environment(names: list[str]) -> dict[str, str]:
     """The values of `names` (a recipe's `engine.env_from`) from this process's environment, for the engine's
     launch only: they are never written anywhere. A name that is not set is an error naming it and the host."""
@@ -326,7 +358,7 @@ class EngineProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, **env, "INFERSWEEP_RUN_ID": self.run_id},
+                env=engine_environment(env, self.run_id),
                 **grouping,
             )
 

@@ -36,6 +36,7 @@ from runners.engines.render import engine_log_names
 from runners.fleet.inventory import SlurmTarget, Target
 from runners.fleet.leases import lease_target
 from runners.host.container_registry import container_runtime
+from runners.host.process import INHERITED_NAMES
 from runners.host.shell import CommandResult, Commands, LocalCommands
 from runners.job import JobEvent, JobSpec, Runner, register_runner
 from runners.protocol import decode_event
@@ -232,12 +233,20 @@ def _batch_script(target: SlurmTarget, spec_path: str, events_path: str) -> str:
     )
 
 
+def exported_names(job: JobSpec) -> list[str]:
+    """The variables the batch job takes from the submitting environment (Slurm adds its own SLURM_* ones): what
+    an engine inherits, plus the recipe's `engine.env_from`. sbatch exports everything by default, the results
+    database's URL and cloud credentials included, and every step and engine of the job would inherit them."""
+    locale = ["LC_ALL", "LC_CTYPE", "LC_MESSAGES", "XDG_RUNTIME_DIR"]
+    return sorted({*INHERITED_NAMES, *locale, *job.recipe.engine.env_from})
+
+
 def _sbatch_argv(job: JobSpec, target: SlurmTarget, job_dir: str, script: str) -> list[str]:
     minutes = math.ceil((job.recipe.runner.job_timeout_s + SLURM_TIME_GRACE_S) / 60)
     argv = [
         "sbatch", "--parsable", f"--job-name={job.job_id}", f"--comment={job_comment(job)}",
         f"--chdir={job_dir}", f"--output={job_dir}/slurm-%j.out", f"--nodes={nodes_for(job.recipe)}",
-        f"--time={minutes}",
+        f"--time={minutes}", f"--export={','.join(exported_names(job))}",
     ]  # fmt: skip
     if EXCLUSIVE:
         argv.append("--exclusive")

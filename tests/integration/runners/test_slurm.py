@@ -481,3 +481,28 @@ def test_pyxis_steps_are_cancelled_by_name(
         assert pyxis_main(["cancel", "--job", job, "infersweep-run-1"]) == 0  # nothing left: idempotent
     finally:
         slurm_cluster.run("scancel", job)
+
+
+def test_the_batch_job_and_its_steps_do_not_inherit_the_runners_credentials(
+    slurm_cluster: SlurmCluster, target: SlurmTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runners.slurm.runner import _sbatch_argv
+
+    secret = uuid.uuid4().hex
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("INFERSWEEP_DB_URL", f"postgresql://postgres:{secret}@127.0.0.1/test")
+    monkeypatch.setenv("INFERSWEEP_TEST_PASSED", "asked-for")
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    job = make_job(target, tmp_path, {"engine": {"env_from": ["INFERSWEEP_TEST_PASSED"]}})
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    script = job_dir / "job.sh"
+    # What the real batch script does: a step (srun) starts the agent, which starts the engine.
+    script.write_text(f"#!/bin/bash\nenv > {job_dir}/batch.env\nsrun --nodes=1 --ntasks=1 env > {job_dir}/step.env\n")
+    sbatch, *flags = _sbatch_argv(job, target, str(job_dir), str(script))
+    submitted = LocalCommands().run([sbatch, "--wait", *flags], timeout_s=120)
+    assert submitted.returncode == 0, submitted.stderr
+    for name in ("batch.env", "step.env"):
+        seen = (job_dir / name).read_text()
+        assert secret not in seen and "AWS_SECRET_ACCESS_KEY" not in seen, name
+        assert "INFERSWEEP_TEST_PASSED=asked-for" in seen and f"PATH={os.environ['PATH']}" in seen, name
