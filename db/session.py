@@ -11,6 +11,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, event, text
+from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -75,11 +76,42 @@ def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _sqlite_transactional_ddl(engine: Engine) -> Engine:
+    """An engine on the same SQLite file whose transactions hold DDL too. Python's sqlite3 driver opens a
+    transaction only before INSERT/UPDATE/DELETE, so CREATE, ALTER and DROP ran one by one in autocommit: a
+    migration killed halfway left tables without the revision that made them, and every later upgrade failed
+    ("table ... already exists"). Here the driver opens none and every transaction is an explicit BEGIN, so an
+    interrupted migration leaves the schema as it was (SQLite discards an unfinished transaction on next open)."""
+    migrating = create_engine(engine.url, poolclass=NullPool)
+
+    def driver_opens_no_transaction(dbapi_connection: object, _record: object) -> None:
+        dbapi_connection.isolation_level = None  # type: ignore[attr-defined]
+
+    event.listen(migrating, "connect", driver_opens_no_transaction)
+    event.listen(migrating, "connect", _sqlite_pragmas)
+    # IMMEDIATE: the write lock at once, not at the first write (a reader's snapshot cannot turn stale midway).
+    event.listen(migrating, "begin", lambda connection: connection.exec_driver_sql("BEGIN IMMEDIATE"))
+    return migrating
+
+
 def migrate(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to `revision` (append-only migrations; safe to call on every start, and from several
-    processes at once: the first migrates, the others wait for it and find the schema at head)."""
+    """Bring the schema to `revision` in one transaction (append-only migrations; safe to call on every start,
+    and from several processes at once: the first migrates, the others wait for it and find the schema at head;
+    interrupted at any statement, it leaves the schema where it was and the next call completes it)."""
     config = alembic_config(engine)
-    lock = _sqlite_migration_lock(engine) if engine.dialect.name == "sqlite" else contextlib.nullcontext()
+    sqlite = engine.dialect.name == "sqlite"
+    lock = _sqlite_migration_lock(engine) if sqlite else contextlib.nullcontext()
+    # An in-memory database is one connection's own: another engine would see another, empty database.
+    on_file = sqlite and engine.url.database not in (None, "", ":memory:")
+    migrating = _sqlite_transactional_ddl(engine) if on_file else engine
+    try:
+        _upgrade(migrating, config, revision, lock)
+    finally:
+        if migrating is not engine:
+            migrating.dispose()
+
+
+def _upgrade(engine: Engine, config: Config, revision: str, lock: contextlib.AbstractContextManager[None]) -> None:
     with lock, engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             # Held until this transaction ends: a second process blocks here, then sees the first's tables.
