@@ -38,6 +38,8 @@ class JobState(StrEnum):
 class PointState(StrEnum):
     MEASURING = "measuring"
     RECORDED = "recorded"
+    # Finished, but its figures cannot be (NaN, infinity, beyond any chip): not stored; the reason says which.
+    REFUSED = "refused"
 
 
 TERMINAL_JOB_STATES = frozenset(

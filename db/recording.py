@@ -341,12 +341,12 @@ def set_provenance_preflight(session: Session, job_id: str, preflight: dict[str,
 
 
 def record_point_transition(
-    session: Session, sweep_id: int, job_id: str, point_key: str, state: str, *, commit: bool = True
+    session: Session, sweep_id: int, job_id: str, point_key: str, state: str, *, commit: bool = True, reason: str = ""
 ) -> None:
     session.connection().execute(
         _INSERT_TRANSITION,
         {"sweep_id": sweep_id, "job_id": job_id, "point_key": point_key, "subject": "point", "state": state,
-         "reason": "", "at": utcnow()},
+         "reason": reason, "at": utcnow()},
     )  # fmt: skip
     if commit:
         session.commit()

@@ -14,6 +14,8 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
 
+from db.finite import finite_json
+
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
@@ -43,7 +45,8 @@ def make_engine(url: str | None = None) -> Engine:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     # A connection that died in the pool (a database restart, a fail-over) is noticed on checkout, not mid-write.
-    engine = create_engine(url, pool_pre_ping=True)
+    # JSON columns refuse NaN and infinity (db/finite.py also refuses them in every column at flush).
+    engine = create_engine(url, pool_pre_ping=True, json_serializer=finite_json)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
@@ -82,7 +85,7 @@ def _sqlite_transactional_ddl(engine: Engine) -> Engine:
     migration killed halfway left tables without the revision that made them, and every later upgrade failed
     ("table ... already exists"). Here the driver opens none and every transaction is an explicit BEGIN, so an
     interrupted migration leaves the schema as it was (SQLite discards an unfinished transaction on next open)."""
-    migrating = create_engine(engine.url, poolclass=NullPool)
+    migrating = create_engine(engine.url, poolclass=NullPool, json_serializer=finite_json)
 
     def driver_opens_no_transaction(dbapi_connection: object, _record: object) -> None:
         dbapi_connection.isolation_level = None  # type: ignore[attr-defined]

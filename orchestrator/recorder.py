@@ -38,7 +38,7 @@ from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRo
 from db.session import open_session
 from orchestrator.artifacts import ArtifactStore, content_key, staging_dir, store_from_environment
 from orchestrator.publish import upload_artifacts
-from recipes.errors import InfrastructureError
+from recipes.errors import InfrastructureError, problem
 from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from recipes.model_registry import attention_summary, kv_bytes_per_token, load_model_registry
@@ -480,6 +480,18 @@ class Recorder:
         self, job_id: str, loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
     ) -> bool:
         metrics = outcome.metrics
+        unphysical = metrics.out_of_range()
+        if unphysical:
+            # Not a result any reader could use, and NaN or infinity would poison the store: the Point is refused,
+            # its transition saying which figure; the sweep goes on, and a re-run measures it again.
+            reason = "figures out of range: " + "; ".join(
+                problem(name, value, f"expected {expected}") for name, value, expected in unphysical
+            )
+            log.warning("point %s of job %s not recorded: %s", outcome.point_key, job_id, reason)
+            recording.record_point_transition(
+                self.session, self.sweep_id, job_id, outcome.point_key, PointState.REFUSED.value, reason=reason[:2000]
+            )
+            return False
         staged = _stage_records(outcome) if outcome.records else None
         # Besides the rows: the request records (Parquet), the result exactly as the runner reported it, and the
         # engine's raw /metrics before and after, so every stored figure can be checked against its evidence.

@@ -72,8 +72,11 @@ def compare(
     osl: Annotated[int | None, typer.Option(min=1, help="Only this output length (tokens).")] = None,
     json_output: Annotated[
         bool,
-        typer.Option("--json", help="Print each chip's answer as JSON (its envelope at the target, as the Overview "
-                     "reads it) instead of the table of configurations."),
+        typer.Option(
+            "--json",
+            help="Print each chip's answer as JSON (its envelope at the target, as the Overview "
+            "reads it) instead of the table of configurations.",
+        ),
     ] = False,
     tier: Annotated[
         str, typer.Option(help="TCO tier: owning_hyperscaler, rental_3yr or neocloud.")
@@ -247,9 +250,15 @@ def regressions(
         compared += trend.verdict is not None
         history = ", ".join(f"{name}={'-' if value is None else f'{value:,.1f}'}" for name, value in trend.points[:-1])
         name, latest = trend.points[-1]
-        verdict = trend.verdict.reason if trend.verdict else (
-            "order unknown: a sweep states neither a date nor a run id, and fewer than two others could be compared"
-            if trend.order_unknown else "fewer than two sweeps read at this interactivity")
+        verdict = (
+            trend.verdict.reason
+            if trend.verdict
+            else (
+                "order unknown: a sweep states neither a date nor a run id, and fewer than two others could be compared"
+                if trend.order_unknown
+                else "fewer than two sweeps read at this interactivity"
+            )
+        )
         if trend.verdict is not None and trend.verdict.regressed:
             regressed += 1
             verdict = f"[red]{verdict}[/]"
@@ -288,6 +297,25 @@ def retract(
     console.print(f"{changed} point(s) of sweep {sweep} retracted")
     if changed == 0:
         raise typer.Exit(1)
+
+
+def repair(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be repaired.")] = False,
+) -> None:
+    """Check every stored result's figures again: a row holding NaN, infinity or a figure no chip can have
+    (stored before such rows were refused) is retracted with a reason naming each field, and its non-finite
+    numbers are replaced, so no reader of the database fails on it."""
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.repair import repair_stored_figures
+
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        found = repair_stored_figures(session, apply=not dry_run)
+    for row in found:
+        console.print(f"point {row.point_key} (row {row.row_id}): " + "; ".join(row.problems), markup=False)
+    verb = "would be retracted and cleaned" if dry_run else "retracted and cleaned"
+    console.print(f"{len(found)} result(s) {verb}" if found else "every stored figure is finite and in range")
 
 
 def embargo(

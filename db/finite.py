@@ -1,0 +1,72 @@
+"""The store never holds a number that is not finite: the last line of defence behind every writer's own checks.
+
+NaN and infinity poison a results database: SQLite keeps `NaN` in a JSON column that none of its JSON functions
+(and no other JSON reader) can then parse, so one such row made `infersweep results`, `export` and every hub page
+fail; PostgreSQL refuses it with a long traceback. Writers check their figures first (the importers and the
+recorder apply `PointMetrics.out_of_range`); this refuses, at flush, any row that still carries one, naming the
+table, the field (a JSON path inside a JSON column) and the value. `non_finite_fields` is the same walk, for the
+repair of rows stored before the guard existed (`infersweep results repair`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sqlalchemy import event, inspect
+from sqlalchemy.orm import Session
+
+from recipes.errors import InferSweepError
+
+
+class NonFiniteValue(InferSweepError):
+    """A row would store NaN or infinity. Not retryable: the figure must change."""
+
+    retryable = False
+
+
+def non_finite_fields(value: object, path: str = "") -> list[tuple[str, float]]:
+    """(path, value) of every NaN or infinite float in `value` (nested dicts and lists walked)."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [(path, value)]
+    if isinstance(value, dict):
+        return [
+            found
+            for key, item in value.items()
+            for found in non_finite_fields(item, f"{path}.{key}" if path else str(key))
+        ]
+    if isinstance(value, list | tuple):
+        return [found for index, item in enumerate(value) for found in non_finite_fields(item, f"{path}[{index}]")]
+    return []
+
+
+def row_non_finite_fields(row: object) -> list[tuple[str, float]]:
+    """(column or column.json.path, value) of every non-finite number a mapped row holds."""
+    mapper = inspect(type(row))
+    return [
+        found for column in mapper.column_attrs for found in non_finite_fields(getattr(row, column.key), column.key)
+    ]
+
+
+def finite_json(value: Any) -> str:
+    """The JSON text of a column value; refuses NaN and infinity (Python's json writes them as bare `NaN`)."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError as error:
+        found = ", ".join(f"{path or '(value)'}={number!r}" for path, number in non_finite_fields(value))
+        raise NonFiniteValue(
+            f"a JSON column would hold {found or 'a non-finite number'}; expected finite numbers"
+        ) from error
+
+
+@event.listens_for(Session, "before_flush")
+def _refuse_non_finite(session: Session, _context: object, _instances: object) -> None:
+    for row in [*session.new, *session.dirty]:
+        found = row_non_finite_fields(row)
+        if found:
+            table = getattr(type(row), "__tablename__", type(row).__name__)
+            fields = ", ".join(f"{table}.{path}={number!r}" for path, number in found)
+            raise NonFiniteValue(
+                f"refused to store {fields}: expected finite numbers (NaN and infinity poison the store)"
+            )

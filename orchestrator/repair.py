@@ -1,0 +1,94 @@
+"""`infersweep repair`: check every stored result's figures again, and take out those no reader can use.
+
+Rows stored before the store refused them (db/finite.py) may hold NaN or infinity, which break every reader of
+a SQLite database (its JSON functions call such a row malformed), or figures no chip can have. Each such row is
+retracted with the reason naming each field and value, marked invalid, and each non-finite number is replaced
+(JSON null, a NULL column, or 0 in a column that cannot be NULL: the reason keeps the value it held). The rest
+is untouched; running it again changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+from sqlalchemy import inspect
+from sqlmodel import Session, select
+
+from db.finite import row_non_finite_fields
+from db.models import PointResultRow, utcnow
+from recipes.errors import problem
+from runners.loadgen.records import PointMetrics
+
+
+@dataclass(frozen=True)
+class RepairedRow:
+    row_id: int | None
+    point_key: str
+    problems: list[str]
+
+
+def _figures_out_of_range(row: PointResultRow) -> list[str]:
+    """Figures of the row's metrics that are finite but impossible (the figures-in-range rule)."""
+    try:
+        metrics = PointMetrics.model_validate(row.metrics)
+    except ValidationError:
+        return []  # an older or foreign shape: its non-finite numbers are still found below
+    return [problem(name, value, f"expected {expected}") for name, value, expected in metrics.out_of_range()
+            if not (isinstance(value, float) and not math.isfinite(value))]  # fmt: skip
+
+
+def _set_path(document: object, path: str, value: object) -> None:
+    """Set `path` (as `non_finite_fields` names it: a.b[2].c) inside a JSON document to `value`."""
+    parts: list[str | int] = []
+    for piece in path.split("."):
+        name, *indexes = piece.replace("]", "").split("[")
+        parts += [name] if name else []
+        parts += [int(index) for index in indexes]
+    target = document
+    for part in parts[:-1]:
+        target = target[part]  # type: ignore[index]
+    target[parts[-1]] = value  # type: ignore[index]
+
+
+def _clean(row: PointResultRow, found: list[tuple[str, float]]) -> None:
+    columns = {column.key: column for column in inspect(PointResultRow).column_attrs}
+    documents: dict[str, object] = {}
+    for path, _value in found:
+        column, _, inner = path.partition(".")
+        if not inner and "[" not in column:
+            nullable = all(part.nullable for part in columns[column].columns)
+            setattr(row, column, None if nullable else 0.0)
+            continue
+        column = column.split("[", 1)[0]
+        document = documents.setdefault(column, copy.deepcopy(getattr(row, column)))
+        _set_path(document, path[len(column) :].lstrip("."), None)
+    for column, document in documents.items():
+        setattr(row, column, document)  # a new object: the change is seen and written
+
+
+def repair_stored_figures(session: Session, *, apply: bool = True) -> list[RepairedRow]:
+    """Every result row whose figures no reader can use, retracted and cleaned (when `apply`); what was found."""
+    repaired = []
+    for row in session.exec(select(PointResultRow).order_by(PointResultRow.id)).all():
+        found = row_non_finite_fields(row)
+        problems = [problem(path, value, "expected a finite number") for path, value in found] + _figures_out_of_range(
+            row
+        )
+        if not problems:
+            continue
+        repaired.append(RepairedRow(row.id, row.point_key, problems))
+        if not apply:
+            continue
+        _clean(row, found)
+        reason = "figures out of range (infersweep repair): " + "; ".join(problems)
+        row.valid = False
+        row.validity_reasons = [*row.validity_reasons, reason]
+        row.retraction_reason = "; ".join(part for part in (row.retraction_reason, reason) if part)
+        row.retracted, row.retracted_at = True, row.retracted_at or utcnow()
+        session.add(row)
+    if apply:
+        session.commit()
+    return repaired
