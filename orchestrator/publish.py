@@ -3,14 +3,16 @@
 A snapshot is a SQLite file with the same schema (migrated to head) holding only what the public
 may see: points neither retracted nor under a running embargo, the rows they refer to (and their
 server-metric deltas), and the registry tables. Provenance rows (hosts, pre-flight checks) stay in the
-production database. A public
-hub reads it with no access to the production database (`INFERSWEEP_DATABASE_URL=sqlite:///snapshot.db`).
+production database, and no path of the publishing machine goes out: a local file's path (`/home/...`,
+`file:///...`) anywhere in a copied row's text becomes the file's name. A public hub reads it with no access to
+the production database (`INFERSWEEP_DATABASE_URL=sqlite:///snapshot.db`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import tempfile
 from pathlib import Path
 
@@ -84,9 +86,26 @@ def publish_pending(engine: Engine, store: ArtifactStore) -> tuple[int, int]:
         return upload_artifacts(session, store, recording.pending_artifacts(session))
 
 
+# A path of this machine: after `file://`, or an absolute path of two parts or more standing on its own (not the
+# tail of a URL or of a registry reference such as `deepseek-ai/DeepSeek-R1`).
+_LOCAL_PATH = re.compile(r"file://(/[^\s,;'\"()\[\]]+)|(?<![\w.:/~@-])(/(?:[^\s/,;'\"()\[\]]+/)+[^\s/,;'\"()\[\]]+)")
+
+
+def without_local_paths(value: object) -> object:
+    """`value` (text, or a JSON document of it) with every local file path replaced by the file's name."""
+    if isinstance(value, str):
+        return _LOCAL_PATH.sub(lambda found: Path(found.group(1) or found.group(2)).name, value)
+    if isinstance(value, dict):
+        return {key: without_local_paths(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without_local_paths(item) for item in value]
+    return value
+
+
 def _copy(source: Session, target: Session, rows: list) -> None:  # type: ignore[type-arg]
     for row in rows:
-        target.add(type(row).model_validate(row.model_dump()))
+        fields = {name: without_local_paths(value) for name, value in row.model_dump().items()}
+        target.add(type(row).model_validate(fields))
     target.commit()
 
 

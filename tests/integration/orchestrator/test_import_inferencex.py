@@ -215,6 +215,26 @@ def test_embargo_hides_from_public_readers_until_the_date(tmp_path: Path) -> Non
         assert len(reads.list_results(session, sweep="launch", public=True)) == 3
 
 
+def test_a_snapshot_holds_no_path_of_the_publishing_machine(tmp_path: Path) -> None:
+    from orchestrator.publish import write_snapshot
+
+    folder = tmp_path / "imports-of-maintainer-alice" / "run_24081234567"
+    folder.mkdir(parents=True)
+    rows_file = folder / "results_bmk.json"
+    rows_file.write_text(json.dumps(ROWS))
+    assert run_cli("import", "inferencex", str(rows_file), "--sweep", "pathless").returncode == 0
+    engine = make_engine()
+    with open_session(engine) as session:  # the maintainer's own database keeps where the file was
+        assert all(str(rows_file) in row.source for row in reads.list_results(session, sweep="pathless"))
+    snapshot = tmp_path / "public.db"
+    write_snapshot(engine, snapshot)
+    assert not any(b"imports-of-maintainer-alice" in part.read_bytes() for part in tmp_path.glob("public.db*"))
+    with open_session(make_engine(f"sqlite:///{snapshot}")) as session:
+        sources = [row.source for row in reads.list_results(session, sweep="pathless")]
+    assert len(sources) == 3 and all("InferenceX run 24081234567" in source and source.endswith(": results_bmk.json")
+                                     for source in sources), sources  # fmt: skip
+
+
 def _rows_scaled(factor: float) -> list[dict]:
     return [dict(row, tput_per_gpu=row["tput_per_gpu"] * factor, output_tput_per_gpu=row["output_tput_per_gpu"] * factor)
             for row in ROWS]  # fmt: skip
