@@ -279,8 +279,10 @@ def snapshot_database(value: str) -> HubDatabase:
 # ---------------------------------------------------------------------------------------------- streamlit
 
 
-def streamlit_argv(port: int, address: str, app: Path = APP) -> list[str]:
-    """`streamlit run site/app.py`, headless, bound to `address`, usage statistics off (also in .streamlit/)."""
+def streamlit_argv(port: int, address: str, app: Path = APP, public: bool = False) -> list[str]:
+    """`streamlit run site/app.py`, headless, bound to `address`, usage statistics off (also in .streamlit/).
+    A public hub shows a reader no error's details (a traceback names the server's files and code): only that
+    the page failed; the details go to the server's log."""
     return [
         sys.executable, "-m", "streamlit", "run", str(app),
         "--server.headless", "true",
@@ -289,6 +291,7 @@ def streamlit_argv(port: int, address: str, app: Path = APP) -> list[str]:
         "--browser.gatherUsageStats", "false",
         "--browser.serverAddress", address,
         "--browser.serverPort", str(port),
+        "--client.showErrorDetails", "none" if public else "full",
     ]  # fmt: skip
 
 
@@ -334,14 +337,15 @@ def listen_address(address: str | None, public: bool) -> str:
     return address
 
 
-def run_hub(database: HubDatabase, port: int, address: str) -> int:
-    """Run Streamlit until it exits or this process is asked to stop; return its exit code."""
+def run_hub(database: HubDatabase, port: int, address: str, public: bool = False) -> int:
+    """Run Streamlit until it exits or this process is asked to stop; return its exit code. `public`: served to
+    other machines (error details hidden)."""
     if not APP.is_file():
         raise ConfigurationError(f"{APP} not found: `infersweep site` runs from a source checkout of InferSweep")
     _check_port(address, port)
     env = {**os.environ, "INFERSWEEP_DATABASE_URL": database.url, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     # The repository root is the working directory so Streamlit also reads its .streamlit/config.toml.
-    hub = subprocess.Popen(streamlit_argv(port, address), cwd=ROOT, env=env)
+    hub = subprocess.Popen(streamlit_argv(port, address, public=public), cwd=ROOT, env=env)
     host = f"[{address}]" if ":" in address else address
     console.print(f"InferSweep hub: http://{host}:{port}  ({database.description})", highlight=False)
     threading.Thread(target=_warm, args=(f"http://{host}:{port}",), name="hub-warm-up", daemon=True).start()
@@ -399,7 +403,7 @@ def site(
             database = given_database(database_url)
         else:
             database = configured_database()
-        code = run_hub(database, port, address)
+        code = run_hub(database, port, address, public)
     except InferSweepError as error:
         fail(error)
     raise typer.Exit(code)

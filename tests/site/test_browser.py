@@ -393,3 +393,42 @@ def test_a_link_cannot_deface_the_page_with_markdown(
         assert tab.locator('img[src^="https://evil.example"]').count() == 0, path
         assert "Session expired" in tab.inner_text("body"), path  # shown, as text
         _assert_clean(tab, observed, path)
+
+
+@pytest.mark.parametrize("public", [False, True], ids=["this-machine", "public"])
+def test_a_public_hub_shows_no_error_details(
+    browser_context: tuple[BrowserContext, Observed], tmp_path: Path, public: bool
+) -> None:
+    """A page that fails on a public hub says that it failed, never the exception, its message or the server's
+    file paths (the traceback goes to the server's log); on this machine the details help whoever runs it."""
+    from orchestrator.cli.site import streamlit_argv
+
+    (tmp_path / "app.py").write_text(
+        "import streamlit as st\nst.title('Failing page')\n"
+        "raise RuntimeError('database at /srv/private-store/results.db refused the query')\n"
+    )
+    port = pick_free_port()
+    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", tmp_path / "app.py", public=public), cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    context, _observed = browser_context
+    page = context.new_page()
+    try:
+        deadline = time.monotonic() + 60
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.25)
+        page.goto(f"http://127.0.0.1:{port}/", timeout=PAGE_TIMEOUT_MS)
+        shown = page.locator('[data-testid="stException"]').first
+        shown.wait_for(timeout=PAGE_TIMEOUT_MS)
+        text = shown.inner_text()
+    finally:
+        page.close()
+        server.terminate()
+        server.wait(timeout=30)
+    if public:
+        assert "private-store" not in text and "RuntimeError" not in text and "app.py" not in text, text
+    else:
+        assert "private-store" in text and "RuntimeError" in text
