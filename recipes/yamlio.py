@@ -1,7 +1,11 @@
-"""Strict YAML reading shared by every data file: duplicate keys and syntax errors name the line."""
+"""Strict, bounded reading of every YAML and JSON input: recipes and data files (`read_yaml`) and result files of
+other tools (`read_document`). Duplicate keys and syntax errors name the line; bytes that are not UTF-8 name their
+offset; a file too large, nested too deeply or expanding past a node budget through YAML aliases is refused
+before it costs memory."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -73,30 +77,44 @@ def _decode(path: Path, raw: bytes, what: str) -> str:
         ) from None
 
 
-def read_yaml(path: Path, what: str = "recipe") -> Any:
-    """Parse a YAML file strictly; syntax errors, undecodable bytes and oversized documents become a
-    RecipeError with the position or the bound."""
+def _read_bytes(path: Path, what: str, max_bytes: int) -> bytes:
     try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise RecipeError(str(path), [("<file>", f"{size:,} bytes", f"expected at most {max_bytes:,} bytes")], what)
         raw = path.read_bytes()
     except OSError as error:
         raise RecipeError(
             str(path), [("<file>", str(path), f"expected a readable file ({error.strerror})")], what
         ) from error
-    if len(raw) > MAX_FILE_BYTES:
+    if len(raw) > max_bytes:  # grew since stat
+        raise RecipeError(str(path), [("<file>", f"{len(raw):,} bytes", f"expected at most {max_bytes:,} bytes")], what)
+    return raw
+
+
+def _too_deep(path: Path, what: str) -> RecipeError:
+    return RecipeError(
+        str(path), [("<document>", "nested too deeply to read", "expected a few levels of nesting")], what
+    )
+
+
+def _parse_yaml(path: Path, text: str, what: str, max_nodes: int) -> Any:
+    try:
+        loader = _UniqueKeyLoader(text)  # reads the first characters already: a NUL is refused here
+    except yaml.YAMLError as error:
         raise RecipeError(
-            str(path), [("<file>", f"{len(raw):,} bytes", f"expected at most {MAX_FILE_BYTES:,} bytes")], what
-        )
-    loader = _UniqueKeyLoader(_decode(path, raw, what))
+            str(path), [("<document>", str(error).splitlines()[0], "expected valid YAML")], what
+        ) from None
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        nodes = _expanded_nodes(node, {}, MAX_EXPANDED_NODES)
-        if nodes > MAX_EXPANDED_NODES:
+        nodes = _expanded_nodes(node, {}, max_nodes)
+        if nodes > max_nodes:
             raise RecipeError(
                 str(path),
-                [("<document>", f"over {MAX_EXPANDED_NODES:,} nodes once its aliases are expanded",
-                  f"expected at most {MAX_EXPANDED_NODES:,} (write the values out, or use fewer nested aliases)")],
+                [("<document>", f"over {max_nodes:,} nodes once its aliases are expanded",
+                  f"expected at most {max_nodes:,} (write the values out, or use fewer nested aliases)")],
                 what,
             )  # fmt: skip
         return loader.construct_document(node)
@@ -106,11 +124,43 @@ def read_yaml(path: Path, what: str = "recipe") -> Any:
         problem = getattr(error, "problem", None) or str(error)
         raise RecipeError(str(path), [(where, problem, "expected valid YAML")], what) from error
     except RecursionError:
-        raise RecipeError(
-            str(path), [("<document>", "nested too deeply to read", "expected a few levels of nesting")], what
-        ) from None
+        raise _too_deep(path, what) from None
     finally:
         loader.dispose()
+
+
+def read_yaml(path: Path, what: str = "recipe") -> Any:
+    """Parse a YAML file strictly; syntax errors, undecodable bytes and oversized documents become a
+    RecipeError with the position or the bound."""
+    raw = _read_bytes(path, what, MAX_FILE_BYTES)
+    return _parse_yaml(path, _decode(path, raw, what), what, MAX_EXPANDED_NODES)
+
+
+# A result file of another tool (AIPerf, GuideLLM, vllm bench, llm-d, InferenceX) holds per-request data and can
+# be tens of MB; the bounds stop what no such file is: a YAML alias bomb (an llm-d report of 1 KB reached 4 GB in
+# 60 s through yaml.safe_load), JSON nested 200,000 deep, a file of gigabytes.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+MAX_DOCUMENT_NODES = 5_000_000
+
+
+def read_document(path: Path, what: str) -> Any:
+    """A result file's document, JSON or else YAML, read within the bounds above; anything else is a RecipeError
+    naming the file and what was wrong (never a traceback)."""
+    text = _decode(path, _read_bytes(path, what, MAX_DOCUMENT_BYTES), what)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise _too_deep(path, what) from None
+    except json.JSONDecodeError as json_error:
+        try:
+            return _parse_yaml(path, text, what, MAX_DOCUMENT_NODES)
+        except RecipeError as yaml_error:
+            syntax = yaml_error.problems[0][2] == "expected valid YAML"
+            if not (syntax and text.lstrip().startswith(("{", "["))):
+                raise
+            # Meant as JSON: where it breaks as JSON says more than YAML's view of it.
+            where = f"line {json_error.lineno}, column {json_error.colno}"
+            raise RecipeError(str(path), [(where, MISSING, f"expected valid JSON ({json_error.msg})")], what) from None
 
 
 def field_path(loc: tuple[int | str, ...], data: Any, tag_key: str = "kind") -> str:

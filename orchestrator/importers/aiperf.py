@@ -30,12 +30,12 @@ from orchestrator.importers.peers import (
     aggregate_validity,
     level_metrics,
     parse,
-    read_document,
     stats_in_ms,
     utc,
 )
 from recipes.errors import MISSING, RecipeError
 from recipes.schema import ValidityThresholds
+from recipes.yamlio import read_document
 from runners.loadgen.records import Stats
 
 WHAT = "AIPerf profile export"

@@ -30,11 +30,11 @@ from orchestrator.importers.peers import (
     aggregate_validity,
     level_metrics,
     parse,
-    read_document,
     stats_in_ms,
     validation_problems,
 )
 from recipes.schema import ValidityThresholds
+from recipes.yamlio import read_document
 from runners.loadgen.records import Stats
 
 WHAT = "GuideLLM benchmark report"

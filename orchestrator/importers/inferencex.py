@@ -38,8 +38,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from recipes.errors import MISSING, RecipeError, problem_of
 from recipes.hardware import hardware_key_for, load_hardware_registry
+from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS
 from recipes.model_registry import load_model_registry, model_key_for
 from recipes.validity import MAX_TOKENS_PER_S_PER_ACCELERATOR as PER_GPU_CEILING
+from recipes.yamlio import read_document
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
 _RUN_NAME = re.compile(r"^run_(\d+)$")  # `run_<id>/agg_bmk.json` or `run_<id>.json`: a GitHub Actions run id
@@ -76,13 +78,13 @@ class InferenceXRow(BaseModel):
         return _flatten_api_shape(data)
 
     hw: str = Field(description="InferenceX hardware (runner) label, e.g. 'b200', 'b200-trt', 'mi355x-amd_0'.")
-    conc: int = Field(gt=0, description="Max concurrency.")
+    conc: int = Field(gt=0, le=MAX_CONCURRENCY, description="Max concurrency.")
     model: str = Field(description="Model id or path as the run named it.")
     infmax_model_prefix: str | None = Field(None, description="InferenceX's model family key: 'dsr1', 'gptoss'.")
     framework: str = Field(description="Serving stack, e.g. 'vllm', 'sglang', 'trt', 'dynamo-trt'.")
     precision: str = Field(description="e.g. 'fp8', 'fp4'.")
-    isl: int = Field(gt=0, description="Input length.")
-    osl: int = Field(gt=0, description="Output length.")
+    isl: int = Field(gt=0, le=MAX_INPUT_TOKENS, description="Input length.")
+    osl: int = Field(gt=0, le=MAX_OUTPUT_TOKENS, description="Output length.")
     tp: int = Field(1, ge=1, description="Tensor parallel size (single-node rows).")
     ep: int = Field(1, ge=1, description="Expert parallel size (single-node rows).")
     dp: int = Field(1, ge=1, description="Data-parallel engine replicas (the TPU snapshot states it).")
@@ -222,8 +224,8 @@ class SnapshotContext(BaseModel):
     hardware: str = Field(description="Hardware label (a registry key or alias), e.g. 'tpu-v7'.")
     model: str = Field(description="Model id, e.g. 'Qwen/Qwen3.5-397B-A17B-FP8'.")
     precision: str = Field(description="Weight precision, e.g. 'fp8'.")
-    isl: int = Field(gt=0, description="Input length of the workload.")
-    osl: int = Field(gt=0, description="Output length of the workload.")
+    isl: int = Field(gt=0, le=MAX_INPUT_TOKENS, description="Input length of the workload.")
+    osl: int = Field(gt=0, le=MAX_OUTPUT_TOKENS, description="Output length of the workload.")
     framework: str = Field(description="Serving stack, e.g. 'vllm-tpu'.")
     date: datetime = Field(description="When the snapshot's run measured.")
 
@@ -270,8 +272,8 @@ def _raw_rows(path: Path) -> list[Any]:
             with open(path, newline="") as handle:
                 raw: Any = [{k: v for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(handle)]
         else:
-            raw = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, csv.Error) as error:
+            raw = read_document(path, "InferenceX rows")
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise RecipeError(str(path), [("<file>", MISSING, f"expected InferenceX rows as JSON or CSV ({error})")],
                           what="InferenceX rows") from error  # fmt: skip
     if not isinstance(raw, list):

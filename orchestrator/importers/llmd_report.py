@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from orchestrator.importers.peers import (
     NO_SAMPLES,
@@ -34,12 +34,13 @@ from orchestrator.importers.peers import (
     aggregate_validity,
     level_metrics,
     parse,
-    read_document,
     stats_in_ms,
     utc,
 )
 from recipes.errors import RecipeError
+from recipes.limits import MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT
 from recipes.schema import ValidityThresholds
+from recipes.yamlio import read_document
 from runners.loadgen.records import Stats
 
 WHAT = "llm-d Benchmark Report"
@@ -61,10 +62,18 @@ class Statistic(PeerModel):
 
 
 class Requests(PeerModel):
-    total: int = Field(ge=0, description="Every request sent.")
-    failures: int = Field(0, ge=0, description="Requests that failed.")
+    total: int = Field(ge=0, le=MAX_REQUESTS_PER_POINT, description="Every request sent.")
+    failures: int = Field(0, ge=0, le=MAX_REQUESTS_PER_POINT, description="Requests that failed.")
     input_length: Statistic = Field(description="Prompt tokens per request.")
     output_length: Statistic = Field(description="Output tokens per request.")
+
+    @model_validator(mode="after")
+    def _lengths_a_request_can_have(self) -> Requests:
+        for name, bound in (("input_length", MAX_INPUT_TOKENS), ("output_length", MAX_OUTPUT_TOKENS)):
+            mean = getattr(self, name).mean
+            if mean is not None and not 0 <= mean <= bound:
+                raise ValueError(f"{name}.mean: got {mean!r}; expected between 0 and {bound:,} tokens per request")
+        return self
 
 
 class Aggregate(PeerModel):

@@ -16,17 +16,15 @@ Shared rules, so the four readers agree:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from recipes.errors import MISSING, RecipeError, problem_of
+from recipes.errors import RecipeError, problem_of
 from recipes.schema import ValidityThresholds
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
@@ -83,23 +81,6 @@ class PeerFormat(Protocol):
     description: str
 
     def read(self, path: Path, accelerators: int, thresholds: ValidityThresholds) -> PeerFile: ...
-
-
-def read_document(path: Path, what: str) -> Any:
-    """The file's JSON (or YAML) document; a file that is neither is refused with its path."""
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise RecipeError(str(path), [("<file>", MISSING, f"expected a readable {what} ({error.strerror})")],
-                          what=what) from error  # fmt: skip
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as json_error:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise RecipeError(str(path), [("<file>", MISSING, f"expected a {what} in JSON or YAML ({json_error})")],
-                              what=what) from json_error  # fmt: skip
 
 
 def parse(model: type[Model], raw: Any, path: Path, what: str, prefix: str = "") -> Model:

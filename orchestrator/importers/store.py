@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
 from db import reads
@@ -258,11 +259,16 @@ def import_peer_results(
                                        for name, value, expected in unphysical]  # fmt: skip
                     continue
                 # One load level of its own: its concurrency and requests, random lengths of exactly L.
-                workload = FixedLengthPoint(
-                    isl=chosen.isl, osl=chosen.osl, range_ratio=1.0, concurrency=level.concurrency,
-                    num_prompts=max(level.metrics.completed + level.metrics.failed, 1), num_warmup=0, seed=0,
-                    request_timeout_s=600,
-                )  # fmt: skip
+                try:
+                    workload = FixedLengthPoint(
+                        isl=chosen.isl, osl=chosen.osl, range_ratio=1.0, concurrency=level.concurrency,
+                        num_prompts=max(level.metrics.completed + level.metrics.failed, 1), num_warmup=0, seed=0,
+                        request_timeout_s=600,
+                    )  # fmt: skip
+                except ValidationError as error:  # a count or length beyond what any Point can have
+                    result.refused += [Refusal(level.index, f"stored {'.'.join(map(str, item['loc']))}",
+                                               item.get("input"), item["msg"]) for item in error.errors()]  # fmt: skip
+                    continue
                 point = PointRequest(
                     point_key=f"import-{format_name}-{content}-{level.index}-"
                     + point_key(loaded.fingerprint, workload, 0),

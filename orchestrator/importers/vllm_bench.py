@@ -21,11 +21,11 @@ from orchestrator.importers.peers import (
     aggregate_validity,
     level_metrics,
     parse,
-    read_document,
     utc,
 )
 from recipes.errors import RecipeError
 from recipes.schema import ValidityThresholds
+from recipes.yamlio import read_document
 from runners.loadgen.records import PointMetrics, Stats
 
 WHAT = "vllm bench serve result"

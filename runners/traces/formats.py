@@ -142,6 +142,15 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _loads(text: bytes | str, **options: Any) -> Any:
+    """`json.loads`, with a document nested too deeply to read (JSON 200,000 arrays deep) a ValueError like any
+    other malformed JSON, not a RecursionError that escapes every reader."""
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+
+
 def _detect_weka(content: bytes) -> bool:
     head = content.lstrip()
     return head.startswith(b"{") and b'"requests"' in content and b'"block_size"' in content
@@ -150,7 +159,7 @@ def _detect_weka(content: bytes) -> bool:
 def _json_object(content: bytes, path: str, where: str = "") -> dict[str, Any]:
     prefix = f"{where}, " if where else ""
     try:
-        data = json.loads(content, object_pairs_hook=_reject_duplicate_keys)
+        data = _loads(content, object_pairs_hook=_reject_duplicate_keys)
     except json.JSONDecodeError as error:
         location = (
             f"{prefix}line {error.lineno}, column {error.colno}" if not where else f"{where}, column {error.colno}"
@@ -289,7 +298,7 @@ def _mooncake_line_problems(raw: bytes, error: ValidationError, line: int) -> li
     """Word a line `MooncakeRequest` rejected: bad JSON, not an object, or fields (`line 17.input_length`)."""
     where = f"line {line}"
     try:
-        record = json.loads(raw)
+        record = _loads(raw)
     except ValueError as json_error:
         message = json_error.msg if isinstance(json_error, json.JSONDecodeError) else str(json_error)
         return [(where, MISSING, f"expected one JSON object per line ({message})")]
@@ -302,7 +311,7 @@ def _detect_mooncake(content: bytes) -> bool:
     for raw in content.split(b"\n", 64)[:64]:
         if raw.strip():
             try:
-                first = json.loads(raw)
+                first = _loads(raw)
             except ValueError:
                 return False
             return isinstance(first, dict) and "timestamp" in first
