@@ -9,8 +9,10 @@ read checks the bytes against the row's SHA-256; a stored artifact's staged copy
 
 `INFERSWEEP_ARTIFACTS` picks the store: a directory path (default `~/.infersweep/artifacts`) or
 `s3://bucket/prefix`. For S3, `INFERSWEEP_S3_ENDPOINT_URL`, `INFERSWEEP_S3_REGION` and
-`INFERSWEEP_S3_ADDRESSING` (`path` or `virtual`) configure the client; credentials come from the usual
-AWS environment variables or profiles, never from recipes.
+`INFERSWEEP_S3_ADDRESSING` (`path` or `virtual`) configure the client, and `INFERSWEEP_S3_TIMEOUT_S` (10 by
+default) bounds each connect and each read: with two attempts, an endpoint that accepts and never answers costs
+an upload about 2 x 10 s, after which the recorder leaves uploads pending for a while (orchestrator/recorder.py);
+credentials come from the usual AWS environment variables or profiles, never from recipes.
 """
 
 from __future__ import annotations
@@ -69,11 +71,20 @@ class S3ArtifactStore:
         addressing = os.environ.get("INFERSWEEP_S3_ADDRESSING", "path")
         if addressing not in {"path", "virtual"}:
             raise ConfigurationError(f"INFERSWEEP_S3_ADDRESSING: got {addressing!r}; expected 'path' or 'virtual'")
+        timeout_text = os.environ.get("INFERSWEEP_S3_TIMEOUT_S", "10")
+        try:
+            timeout_s = float(timeout_text)
+        except ValueError:
+            timeout_s = -1.0
+        if not 0 < timeout_s <= 3600:
+            raise ConfigurationError(
+                f"INFERSWEEP_S3_TIMEOUT_S: got {timeout_text!r}; expected seconds, more than 0 and at most 3600"
+            )
         config = Config(
             s3={"addressing_style": addressing},
-            retries={"max_attempts": 3, "mode": "standard"},
-            connect_timeout=5,
-            read_timeout=30,
+            retries={"max_attempts": 2, "mode": "standard"},
+            connect_timeout=timeout_s,
+            read_timeout=timeout_s,
         )
         self.client = boto3.client(
             "s3",

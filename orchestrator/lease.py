@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -58,14 +59,26 @@ def _describe(lease: SweepLeaseRow) -> str:
 
 
 class SweepLease:
-    """The lease of one sweep held by this process: `acquire`, then `renew_if_due` as the sweep runs, `release`."""
+    """The lease of one sweep held by this process: `acquire`, then `renew_if_due` as the sweep runs, `release`.
 
-    def __init__(self, engine: Engine, sweep: str, ttl_s: float = LEASE_TTL_S) -> None:
+    `acquire` also starts a heartbeat thread that renews the lease every `renew_every_s`, whatever the driver's
+    loop is doing: a driver blocked for minutes (an artifact store that accepts connections and never answers
+    held it 4.5 min per Point) kept a live sweep from renewing, and a driver on another host took it over.
+    `renew_if_due` (called by the loop) raises once the heartbeat found the lease taken."""
+
+    def __init__(
+        self, engine: Engine, sweep: str, ttl_s: float = LEASE_TTL_S, renew_every_s: float = RENEW_EVERY_S
+    ) -> None:
         self.engine = engine
         self.sweep = sweep
         self.ttl_s = ttl_s
+        self.renew_every_s = renew_every_s
         self.token = uuid.uuid4().hex
         self._next_renewal = 0.0
+        self._lost: InfrastructureError | None = None
+        self._renewing = threading.Lock()  # the loop and the heartbeat never renew at once
+        self._stopped = threading.Event()
+        self._heartbeat: threading.Thread | None = None
 
     def _row(self, now: datetime) -> SweepLeaseRow:
         return SweepLeaseRow(
@@ -97,7 +110,9 @@ class SweepLease:
         while True:
             held = self._try_acquire(log)
             if held is None:
-                self._next_renewal = time.monotonic() + RENEW_EVERY_S
+                self._next_renewal = time.monotonic() + self.renew_every_s
+                self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{self.sweep}", daemon=True)
+                self._heartbeat.start()
                 return
             if not wait:
                 raise SweepBusyError(
@@ -109,27 +124,45 @@ class SweepLease:
                 announced = True
             time.sleep(WAIT_POLL_S)
 
+    def _beat(self) -> None:
+        while not self._stopped.wait(self.renew_every_s / 3):
+            try:
+                self._renew_if_due()
+            except InfrastructureError as lost:
+                self._lost = lost
+                return
+
     def renew_if_due(self) -> None:
-        """Extend the lease every RENEW_EVERY_S. A database fault is left to the recorder (which stops the sweep
-        if the database stays away); a lease somebody else now holds stops this driver."""
-        if time.monotonic() < self._next_renewal:
-            return
-        self._next_renewal = time.monotonic() + RENEW_EVERY_S
-        now = datetime.now(UTC)
-        try:
-            with open_session(self.engine) as session:
-                still_ours = recording.renew_lease(
-                    session, self.sweep, self.token, now, now + timedelta(seconds=self.ttl_s)
+        """Extend the lease every `renew_every_s` (the heartbeat does so too). A database fault is left to the
+        recorder (which stops the sweep if the database stays away); a lease somebody else now holds stops this
+        driver."""
+        if self._lost is not None:
+            raise self._lost
+        self._renew_if_due()
+
+    def _renew_if_due(self) -> None:
+        with self._renewing:
+            if time.monotonic() < self._next_renewal or self._stopped.is_set():
+                return
+            self._next_renewal = time.monotonic() + self.renew_every_s
+            now = datetime.now(UTC)
+            try:
+                with open_session(self.engine) as session:
+                    still_ours = recording.renew_lease(
+                        session, self.sweep, self.token, now, now + timedelta(seconds=self.ttl_s)
+                    )
+            except SQLAlchemyError:
+                return
+            if not still_ours:
+                raise InfrastructureError(
+                    f"sweep {self.sweep!r} was taken over by another driver after this one stopped renewing its "
+                    "lease; this driver stops (finished points are kept)",
+                    retryable=False,
                 )
-        except SQLAlchemyError:
-            return
-        if not still_ours:
-            raise InfrastructureError(
-                f"sweep {self.sweep!r} was taken over by another driver after this one stopped renewing its "
-                "lease; this driver stops (finished points are kept)",
-                retryable=False,
-            )
 
     def release(self) -> None:
+        self._stopped.set()
+        if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join(timeout=30)
         with contextlib.suppress(SQLAlchemyError), open_session(self.engine) as session:  # else it expires
             recording.release_lease(session, self.sweep, self.token)

@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -40,13 +41,18 @@ log = logging.getLogger(__name__)
 LATEST_SNAPSHOT_KEY = "snapshot/latest.json"
 
 
-def upload_artifacts(session: Session, store: ArtifactStore, artifacts: list[ArtifactRow]) -> tuple[int, int]:
-    """Try to store each artifact; return (stored, still pending). A store fault never propagates.
+def upload_artifacts(
+    session: Session, store: ArtifactStore, artifacts: list[ArtifactRow],
+    on_store_fault: Callable[[InfrastructureError], None] | None = None,
+) -> tuple[int, int]:  # fmt: skip
+    """Try to store each artifact; return (stored, still pending). A store fault never propagates; given
+    `on_store_fault`, the first one is passed to it and the rest stay pending untried (a store that times out
+    would hold the caller once per artifact).
 
     The staged file is checked against the artifact's SHA-256 before it is uploaded: other bytes under its name
     are an error naming the artifact, never an upload. Once stored, its staged copy is removed."""
     stored = failed = 0
-    for artifact in artifacts:
+    for position, artifact in enumerate(artifacts):
         local = Path(artifact.local_path)
         try:
             found = sha256_of(local)
@@ -60,6 +66,9 @@ def upload_artifacts(session: Session, store: ArtifactStore, artifacts: list[Art
             recording.mark_artifact_failed(session, artifact, str(error))
             log.warning("artifact %s stays pending: %s", artifact.key, error)
             failed += 1
+            if on_store_fault is not None and isinstance(error, InfrastructureError):
+                on_store_fault(error)
+                return stored, failed + len(artifacts) - position - 1
             continue
         recording.mark_artifact_stored(session, artifact, uri)
         _unstage(session, local)

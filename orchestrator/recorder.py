@@ -183,6 +183,7 @@ def _engine_identity(recipe: AnyRecipe) -> tuple[str, str, str]:
 
 
 DATABASE_OUTAGE_S = 120.0  # how long a sweep waits for its database to come back before it stops
+UPLOAD_PAUSE_S = 300.0  # after the artifact store failed, how long uploads are left pending before trying again
 _FIRST_RECONNECT_DELAY_S = 0.5
 _LONGEST_RECONNECT_DELAY_S = 5.0
 
@@ -225,6 +226,7 @@ class Recorder:
         self.session = open_session(engine)
         self.outage_s = outage_s
         self._deferred = False
+        self._uploads_paused_until = 0.0  # time.monotonic() until which uploads are not tried (the store failed)
         self._depth = 0  # nesting of guarded calls: only the outermost one recovers
         self._redoing = False  # the current operation is being done again after a lost connection
         self._open_operations: list[Callable[[], object]] = []  # done in the transaction still open
@@ -580,7 +582,16 @@ class Recorder:
 
     @_survives_database_faults
     def upload(self, artifacts: list[ArtifactRow]) -> tuple[int, int]:
-        return upload_artifacts(self.session, self.store, artifacts)
+        """Store the artifacts now, unless the store failed within the last UPLOAD_PAUSE_S: then they stay pending
+        (rows kept, bytes staged) for `infersweep publish`, and the sweep does not wait on a store that is down."""
+        if time.monotonic() < self._uploads_paused_until:
+            return 0, len(artifacts)
+        return upload_artifacts(self.session, self.store, artifacts, on_store_fault=self._pause_uploads)
+
+    def _pause_uploads(self, fault: InfrastructureError) -> None:
+        self._uploads_paused_until = time.monotonic() + UPLOAD_PAUSE_S
+        log.warning("the artifact store failed (%s): uploads pause for %.0f s; artifacts stay pending for "
+                    "`infersweep publish`", fault, UPLOAD_PAUSE_S)  # fmt: skip
 
     def close(self) -> None:
         self.session.close()

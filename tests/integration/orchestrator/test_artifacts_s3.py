@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -117,8 +120,9 @@ def test_endpoint_down_keeps_rows_and_publish_finishes(s3_endpoint: str, write_r
     with open_session(engine) as session:
         assert len(reads.list_results(session, sweep="s3-outage")) == 2
         pending = recording.pending_artifacts(session)
-    # Per Point its records, result and raw /metrics; and the engine log: 2 x 3 + 1.
-    assert len(pending) == 7 and all(item.error and "failed" in item.error for item in pending)
+    # Per Point its records, result and raw /metrics; and the engine log: 2 x 3 + 1. The first upload failed (its
+    # error kept); after it, uploads paused and the rest were left pending untried.
+    assert len(pending) == 7 and any(item.error and "failed" in item.error for item in pending)
     assert all(Path(item.local_path).exists() for item in pending)
 
     still_down = run_cli("publish", env=down)
@@ -127,6 +131,52 @@ def test_endpoint_down_keeps_rows_and_publish_finishes(s3_endpoint: str, write_r
     assert published.returncode == 0, published.stderr
     assert "7 uploaded, 0 still pending" in published.stdout
     assert len(objects(s3_endpoint, "outage/")) == 7
+
+
+@contextlib.contextmanager
+def black_hole() -> Iterator[tuple[str, list[socket.socket]]]:
+    """An endpoint that accepts every connection and never answers; yields its URL and the connections taken."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    taken: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            taken.append(connection)
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", taken
+    finally:
+        listener.close()
+        for connection in taken:
+            connection.close()
+
+
+def test_an_endpoint_that_never_answers_costs_one_upload_not_one_per_artifact(write_recipe) -> None:
+    """Before: each of a Point's artifacts waited 3 attempts x 30 s on such an endpoint (4.5 min per Point, the
+    lease unrenewed). Now an upload is bounded (INFERSWEEP_S3_TIMEOUT_S, two attempts), and after one fails the
+    sweep leaves the rest pending without trying: the endpoint sees the connections of one upload only."""
+    with black_hole() as (endpoint, taken):
+        env = {**s3_env(endpoint, "hole"), "INFERSWEEP_S3_TIMEOUT_S": "1", "AWS_ACCESS_KEY_ID": "testing",
+               "AWS_SECRET_ACCESS_KEY": "testing"}  # fmt: skip
+        started = time.monotonic()
+        result = run_cli("run", str(write_recipe()), "--sweep", "s3-black-hole", env=env)
+        elapsed = time.monotonic() - started
+        connections = len(taken)
+    assert result.returncode == 0, result.stderr
+    engine = make_engine()
+    migrate(engine)
+    with open_session(engine) as session:
+        assert len(reads.list_results(session, sweep="s3-black-hole")) == 2
+        sweep, _ = recording.get_or_create_sweep(session, "s3-black-hole")
+        pending = [item for item in recording.pending_artifacts(session) if item.sweep_id == sweep.id]
+    assert len(pending) == 7 and all(Path(item.local_path).exists() for item in pending)
+    assert 1 <= connections <= 4, f"{connections} connections: uploads were tried after the store failed"
+    assert elapsed < 120, elapsed
 
 
 def test_snapshot_serves_a_hub_without_the_database(

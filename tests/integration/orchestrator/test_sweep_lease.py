@@ -16,6 +16,7 @@ from db import recording
 from db.models import SweepLeaseRow
 from db.session import make_engine, migrate, open_session
 from orchestrator.lease import SweepBusyError, SweepLease
+from recipes.errors import InfrastructureError
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -98,3 +99,27 @@ def test_a_holder_on_another_host_is_waited_for_until_its_lease_expires() -> Non
     lease.acquire(log=lines.append)
     assert "expired" in lines[0]
     lease.release()
+
+
+def test_a_driver_blocked_past_its_lease_keeps_it_and_learns_when_it_is_lost() -> None:
+    """The heartbeat renews while the driver's loop is stuck (an upload that never answers held it minutes): a
+    driver that expires leases of others after 1.5 s still finds this one held after 4 s of blocking."""
+    engine = make_engine()
+    migrate(engine)
+    holder = SweepLease(engine, "lease-blocked", ttl_s=1.5, renew_every_s=0.3)
+    holder.acquire()
+    try:
+        time.sleep(4)  # the driver's loop does nothing: no renew_if_due
+        with pytest.raises(SweepBusyError, match=f"pid {os.getpid()}"):
+            SweepLease(engine, "lease-blocked").acquire()
+        holder.renew_if_due()  # still ours
+        # Taken from under it (as a driver elsewhere would once it expired): the heartbeat notices, the loop stops.
+        with open_session(engine) as session:
+            held = recording.lease_of(session, "lease-blocked")
+            assert held is not None and recording.replace_lease(session, held.token, held.model_copy(
+                update={"token": "usurper", "holder_host": "another-host"}))  # fmt: skip
+        time.sleep(1)
+        with pytest.raises(InfrastructureError, match="taken over by another driver"):
+            holder.renew_if_due()
+    finally:
+        holder.release()
