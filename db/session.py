@@ -10,6 +10,8 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, event, text
 from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
@@ -102,6 +104,8 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     and from several processes at once: the first migrates, the others wait for it and find the schema at head;
     interrupted at any statement, it leaves the schema where it was and the next call completes it)."""
     config = alembic_config(engine)
+    if revision == "head" and _at_head(engine, config):
+        return  # every command's start: no lock taken, nobody waited for
     sqlite = engine.dialect.name == "sqlite"
     lock = _sqlite_migration_lock(engine) if sqlite else contextlib.nullcontext()
     # An in-memory database is one connection's own: another engine would see another, empty database.
@@ -112,6 +116,13 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     finally:
         if migrating is not engine:
             migrating.dispose()
+
+
+def _at_head(engine: Engine, config: Config) -> bool:
+    """The database's schema is at the newest revision (read without a write lock)."""
+    heads = set(ScriptDirectory.from_config(config).get_heads())
+    with engine.connect() as connection:
+        return set(MigrationContext.configure(connection).get_current_heads()) == heads
 
 
 def _upgrade(engine: Engine, config: Config, revision: str, lock: contextlib.AbstractContextManager[None]) -> None:

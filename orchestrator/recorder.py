@@ -188,6 +188,17 @@ _FIRST_RECONNECT_DELAY_S = 0.5
 _LONGEST_RECONNECT_DELAY_S = 5.0
 
 
+def _disk_full(error: SQLAlchemyError) -> bool:
+    """The database's disk is full (SQLite: 'database or disk is full'; PostgreSQL: SQLSTATE 53100): no
+    reconnection helps; waiting the outage out only delays the error."""
+    said = str(getattr(error, "orig", error)).lower()
+    return (
+        "disk is full" in said
+        or "no space left on device" in said
+        or getattr(getattr(error, "orig", None), "sqlstate", None) == "53100"
+    )
+
+
 def _connection_lost(error: SQLAlchemyError) -> bool:
     """A fault of the connection or the server (dropped, restarted, failed over, locked), not of the statement."""
     if isinstance(error, DBAPIError) and error.connection_invalidated:
@@ -259,6 +270,14 @@ class Recorder:
                     result = operation()
                     break
                 except SQLAlchemyError as error:
+                    if _disk_full(error):
+                        with contextlib.suppress(SQLAlchemyError):
+                            self.session.rollback()
+                        raise InfrastructureError(
+                            f"the disk holding the results database is full ({str(error.orig or error).strip()}): "
+                            "free space and run the same command again; every Point recorded before is kept",
+                            retryable=False,
+                        ) from error
                     if not _connection_lost(error):
                         raise
                     waited = time.monotonic() - started

@@ -63,4 +63,17 @@ fleet_app.command("resources")(fleet.resources)
 
 
 def main() -> None:
-    sys.exit(app())
+    """Run the command; a fault of the results database or a full disk, wherever it surfaces, is one error line
+    (what failed, which database without its password, whether a retry can help), never a traceback."""
+    from orchestrator.cli.faults import environment_fault
+    from orchestrator.cli.output import print_error
+
+    try:
+        code = app()
+    except Exception as error:  # only the faults environment_fault knows; anything else is a bug, shown whole
+        known = environment_fault(error)
+        if known is None:
+            raise
+        print_error(known)
+        sys.exit(1)
+    sys.exit(code)

@@ -16,9 +16,14 @@ console = Console(width=None if sys.stdout.isatty() else 180, soft_wrap=True)
 errors = Console(stderr=True, width=None if sys.stderr.isatty() else 180, soft_wrap=True)
 
 
-def fail(error: InferSweepError, code: int = 2) -> NoReturn:
-    """Print `error` with its kind and whether a retry may help, then exit with `code` (2: the user's input)."""
+def print_error(error: InferSweepError) -> None:
+    """Print `error` with its kind and whether a retry may help."""
     retry = "retryable" if error.retryable else "not retryable"
     errors.print(f"[red]error[/] ({error.kind}, {retry}): ", end="", markup=True, highlight=False)
     errors.print(str(error), markup=False, highlight=False)  # values may look like markup
+
+
+def fail(error: InferSweepError, code: int = 2) -> NoReturn:
+    """Print `error` (`print_error`), then exit with `code` (2: the user's input)."""
+    print_error(error)
     raise typer.Exit(code)

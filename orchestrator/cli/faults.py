@@ -1,0 +1,59 @@
+"""Faults of the machine the command runs on, worded for its operator: the results database (locked, corrupt,
+unreachable, out of connections) and a full disk. They surface anywhere (opening the database, a write deep in a
+sweep, Streamlit's reader), so the CLI's entry point words them once (`environment_fault`)."""
+
+from __future__ import annotations
+
+import errno
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from db.session import default_database_url
+from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
+
+# (what the driver says, what it means and what to do, whether a retry can help)
+DATABASE_FAULTS = (
+    ("database is locked", "another process holds its write lock (a sweep, a migration, an open `sqlite3` shell); "
+     "try again once it is done", True),
+    ("file is not a database", "the file is not a SQLite database, or is corrupt: restore it from a backup or point "
+     "INFERSWEEP_DATABASE_URL at another database", False),
+    ("database disk image is malformed", "the file is corrupt: restore it from a backup, or recover what can be "
+     "read with `sqlite3 FILE .recover`", False),
+    ("database or disk is full", "the disk holding it is full: free space and run the command again (finished "
+     "results are kept)", True),
+    ("remaining connection slots", "the server has no connection left for this user: close idle clients or raise "
+     "max_connections, then try again", True),
+    ("too many connections", "the server, or this role, has no connection left: close idle clients or raise the "
+     "limit (max_connections, the role's CONNECTION LIMIT), then try again", True),
+    ("too many clients", "the server has no connection left: close idle clients or raise max_connections, then try "
+     "again", True),
+    ("connection refused", "nothing answers at its address: is the server running?", True),
+    ("could not connect", "the server cannot be reached", True),
+    ("unable to open database file", "its folder does not exist or cannot be written", False),
+    ("readonly database", "the file or its folder is read-only for this user", False),
+)  # fmt: skip
+
+
+def _database_shown() -> str:
+    url = default_database_url()
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(INFERSWEEP_DATABASE_URL, not a database URL)"
+
+
+def environment_fault(error: BaseException) -> InferSweepError | None:
+    """`error` as one worded error when it is a database or disk fault; None for anything else."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        where = f" writing {error.filename}" if error.filename else ""
+        return InfrastructureError(f"the disk is full{where}: free space and run the command again (finished "
+                                   "results are kept; a sweep resumes where it stopped)")  # fmt: skip
+    if not isinstance(error, SQLAlchemyError):
+        return None
+    said = str(getattr(error, "orig", None) or error).strip().splitlines()[0] if str(error).strip() else repr(error)
+    for needle, meaning, retryable in DATABASE_FAULTS:
+        if needle in said.lower():
+            kind = InfrastructureError if retryable else ConfigurationError
+            return kind(f"the results database {_database_shown()}: {said}: {meaning}")
+    return InfrastructureError(f"the results database {_database_shown()} failed: {said}")
