@@ -15,10 +15,12 @@ uploaded to the store. A failed upload leaves the artifact pending (the staged f
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import logging
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -51,8 +53,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _stage(kind: str, suffix: str, write: Callable[[Path], None], what: str) -> Path | None:
-    """Write an artifact into staging under its own content hash (`staging/<kind>/<sha256><suffix>`).
+def _stage(kind: str, suffix: str, write: Callable[[Path], None], what: str, name: str | None = None) -> Path | None:
+    """Write an artifact into staging under its own content hash (`staging/<kind>/<sha256><suffix>`, or
+    `staging/<kind>/<sha256>/<name>` where the file's own name says what it is: engine-prefill-0.log).
 
     A name of its own per content, never per Point: a later sweep of the same recipe writes other bytes to
     another file, so a pending upload can never pick up somebody else's bytes (it once did, under
@@ -60,12 +63,20 @@ def _stage(kind: str, suffix: str, write: Callable[[Path], None], what: str) -> 
     partial = staging_dir() / f".{kind}-{uuid.uuid4().hex}{suffix}.partial"
     try:
         write(partial)
-        target = staging_dir() / kind / f"{sha256_of(partial)}{suffix}"
+        digest = sha256_of(partial)
+        target = staging_dir() / kind / (f"{digest}/{name}" if name else f"{digest}{suffix}")
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(partial, target)
     except OSError as error:
-        log.warning("could not stage the %s of %s: %s", kind, what, error)
         partial.unlink(missing_ok=True)
+        if error.errno == errno.ENOSPC:
+            # Nothing more can be kept: the sweep stops here, named for what it is (a re-run resumes).
+            raise InfrastructureError(
+                f"the disk is full: the {kind} of {what} could not be staged in {staging_dir()}; free space and "
+                "run the same command again (every Point recorded before is kept)",
+                retryable=False,
+            ) from error
+        log.warning("could not stage the %s of %s: %s", kind, what, error)
         return None
     return target
 
@@ -592,10 +603,16 @@ class Recorder:
 
     @_survives_database_faults
     def store_file(self, path: Path, kind: str, job_id: str | None = None) -> ArtifactRow | None:
-        """Register and upload a file that belongs to the sweep (an engine log, say)."""
+        """Register and upload a file that belongs to the sweep (an engine log, say): a copy staged under its hash,
+        since the file itself may still change (an engine that outlived its killed worker writes on into its log,
+        and the registered hash would no longer be the file's)."""
         if not path.is_file():
             return None
-        artifact = recording.add_artifact(self.session, self._artifact(path, kind, job_id, None))
+        copy = functools.partial(shutil.copyfile, path)
+        staged = _stage(kind, "".join(path.suffixes[-1:]), copy, str(path), name=path.name)
+        if staged is None:
+            return None
+        artifact = recording.add_artifact(self.session, self._artifact(staged, kind, job_id, None))
         self.upload([artifact])
         return artifact
 
