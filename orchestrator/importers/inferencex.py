@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from recipes.errors import MISSING, RecipeError, problem_of
 from recipes.hardware import hardware_key_for, load_hardware_registry
-from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS
+from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_TEXT_CHARS
 from recipes.model_registry import load_model_registry, model_key_for
 from recipes.validity import MAX_TOKENS_PER_S_PER_ACCELERATOR as PER_GPU_CEILING
 from recipes.yamlio import read_document
@@ -70,7 +70,7 @@ def _flatten_api_shape(data: Any) -> Any:
 class InferenceXRow(BaseModel):
     # External format: read what we use. NaN and infinity are refused with their field (pydantic's floats take them,
     # and a stored NaN made every later read of the results fail).
-    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False, str_max_length=MAX_TEXT_CHARS)
 
     @model_validator(mode="before")
     @classmethod
@@ -219,7 +219,7 @@ class RowFile:
 class SnapshotContext(BaseModel):
     """What a snapshot-shaped file leaves out, given on the command line (each is required)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_max_length=MAX_TEXT_CHARS)
 
     hardware: str = Field(description="Hardware label (a registry key or alias), e.g. 'tpu-v7'.")
     model: str = Field(description="Model id, e.g. 'Qwen/Qwen3.5-397B-A17B-FP8'.")

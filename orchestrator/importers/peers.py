@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from recipes.errors import RecipeError, problem_of
+from recipes.limits import MAX_TEXT_CHARS
 from recipes.schema import ValidityThresholds
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
@@ -35,7 +36,8 @@ class PeerModel(BaseModel):
     """A piece of another tool's file format: it grows with each release, so we read the fields we use and ignore
     the rest (our own formats forbid unknown fields)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)  # NaN or infinity: refused, named
+    # NaN or infinity, or a text longer than any real one: refused, named.
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False, str_max_length=MAX_TEXT_CHARS)
 
 
 @dataclass(frozen=True)

@@ -75,3 +75,20 @@ def test_the_cli_names_each_refusal_and_the_results_stay_readable(write_recipe, 
     results = run_cli("results")  # every stored row read back: one NaN used to fail this for good
     assert results.returncode == 0, results.stderr
     assert "imported" in results.stdout  # the six rows that were fine
+
+
+def test_a_text_longer_than_any_real_one_refuses_its_row_without_being_stored_or_quoted(tmp_path: Path) -> None:
+    rows = json.loads(SAMPLE.read_text())
+    rows[0]["image"] = "vllm/vllm-openai:" + "x" * 1_000_000  # a 1 MB image reference (100 MB was stored whole)
+    path = tmp_path / "run_20316427102" / "agg_bmk.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(rows))
+    engine = make_engine(f"sqlite:///{tmp_path / 'results.db'}")
+    migrate(engine)
+    (file,) = import_inferencex(engine, [path], None, None).files
+    assert [(index, name) for index, name, _value, _expected in file.refused] == [(0, "image")]
+    (_index, _name, value, expected) = file.refused[0]
+    assert "4096" in expected and str(value).startswith("vllm/vllm-openai:xxx")
+    assert file.imported == 10
+    engine.dispose()
+    assert not any(b"x" * 10_000 in part.read_bytes() for part in tmp_path.glob("results.db*"))  # nothing of it kept
