@@ -4,13 +4,24 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup engine browser hub lint results clean
+.PHONY: demo test setup engine browser hub lint results clean lock
 
-$(STAMP): pyproject.toml
+# Every dependency at the version and with the file hashes of requirements.lock (pip refuses any other bytes); then
+# the project itself, editable, adding nothing. `make lock` refreshes the lock after pyproject.toml changes.
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Resolve pyproject.toml's dependencies (with the dev extra) to exact versions and hashes, in a throwaway venv.
+lock:
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet pip-tools
+	.lock-venv/bin/pip-compile --quiet --generate-hashes --allow-unsafe --extra dev --strip-extras \
+		--no-emit-index-url --no-emit-find-links --no-header -o requirements.lock pyproject.toml
+	rm -rf .lock-venv
 
 setup: $(STAMP)
 

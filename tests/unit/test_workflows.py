@@ -166,6 +166,6 @@ def test_recipe_comment_workflow_posts_without_running_pull_request_code() -> No
     (job,) = workflow["jobs"].values()
     assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
     uses = [step["uses"] for step in job["steps"] if "uses" in step]
-    assert uses == ["actions/download-artifact@v4"]  # no checkout: nothing of the pull request is run
+    assert [use.split("@")[0] for use in uses] == ["actions/download-artifact"]  # no checkout: nothing of the PR runs
     post = job["steps"][-1]["run"]
     assert '"$head" != "$RUN_HEAD_SHA"' in post and "^[0-9]+$" in post
