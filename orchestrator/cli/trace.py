@@ -18,6 +18,7 @@ from rich.table import Table
 
 from orchestrator.cli.output import console, fail
 from recipes.errors import ConfigurationError, InferSweepError
+from recipes.limits import MAX_CONCURRENCY
 
 trace_app = typer.Typer(help="Agentic traces: statistics, synthetic corpora, and the KV capacity planner.",
                         no_args_is_help=True)  # fmt: skip
@@ -76,7 +77,9 @@ def synth(
     output: Annotated[Path, typer.Argument(help="Where to write the corpus (Weka JSON Lines).")],
     profile: Annotated[str, typer.Option(help="Profile: 'agentx' (Claude-Code sizes) or 'ci' (tiny model).")] = "ci",
     seed: Annotated[int, typer.Option(help="Seed: the same profile and seed give the same file.")] = 0,
-    sessions: Annotated[int | None, typer.Option(help="Override the profile's number of sessions.")] = None,
+    sessions: Annotated[
+        int | None, typer.Option(min=1, max=MAX_CONCURRENCY, help="Override the profile's number of sessions.")
+    ] = None,
 ) -> None:
     """Write a synthetic AgentX-like coding-agent corpus: growing contexts, think times, subagents."""
     from runners.traces.synthetic import PROFILES, write_corpus

@@ -37,9 +37,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, NonNegativeInt
+from pydantic import ConfigDict, Field
 
+from recipes.limits import MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS
 from recipes.strict import StrictModel
+
+# A block's hash id: any 64-bit value (a larger one overflowed the arrays the trace statistics are computed in).
+HashId = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 TraceKind = Literal["weka", "weka-jsonl", "mooncake"]  # built-in kinds; formats.register_trace_format may add others
 HashIdScope = Literal["global", "session"]
@@ -62,9 +66,13 @@ class WekaRequest(_StrictFile):
         description='"s" = streaming (fixed proxy), "n" = non-streaming (older proxy, complete metadata).'
     )
     model: str | None = Field(None, description="Model id that served this request.")
-    input_tokens: int = Field(alias="in", ge=1, description="Input (prompt) token count, from the API usage.")
-    output_tokens: int = Field(alias="out", ge=0, description="Output token count, from the API usage.")
-    hash_ids: list[NonNegativeInt] = Field(
+    input_tokens: int = Field(
+        alias="in", ge=1, le=MAX_INPUT_TOKENS, description="Input (prompt) token count, from the API usage."
+    )
+    output_tokens: int = Field(
+        alias="out", ge=0, le=MAX_OUTPUT_TOKENS, description="Output token count, from the API usage."
+    )
+    hash_ids: list[HashId] = Field(
         description="Chained hash ids of the prompt's full `block_size`-token blocks, in order (partial tail "
         "block discarded); equal ids at the same position = reusable prefix."
     )
@@ -155,9 +163,9 @@ class MooncakeRequest(_StrictFile):
     """One line of a Mooncake trace (JSON Lines)."""
 
     timestamp: float = Field(ge=0, description="Arrival time in milliseconds from the trace start.")
-    input_length: int = Field(ge=1, description="Input (prompt) token count.")
-    output_length: int = Field(ge=0, description="Output token count.")
-    hash_ids: list[NonNegativeInt] = Field(
+    input_length: int = Field(ge=1, le=MAX_INPUT_TOKENS, description="Input (prompt) token count.")
+    output_length: int = Field(ge=0, le=MAX_OUTPUT_TOKENS, description="Output token count.")
+    hash_ids: list[HashId] = Field(
         description="Prefix hash ids of the prompt's 512-token blocks (the last one may be partial); equal ids = "
         "reusable prefix, ids are global across the trace."
     )

@@ -321,3 +321,18 @@ def test_broken_copy_of_the_real_mooncake_trace(tmp_path: Path) -> None:
     lines[11999] = json.dumps(record)
     path = write(tmp_path, "conversation_trace.jsonl", "\n".join(lines))
     assert [(f, v) for f, v, _ in problems_of(path)] == [("line 12000.hash_ids[1]", 2.5)]
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ({"timestamp": 0, "input_length": 10**30, "output_length": 1, "hash_ids": [1]}, "line 1.input_length"),
+        ({"timestamp": 0, "input_length": 10, "output_length": 10**30, "hash_ids": [1]}, "line 1.output_length"),
+        ({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [10**30]}, "line 1.hash_ids[0]"),
+    ],
+)
+def test_a_number_beyond_any_trace_is_refused_naming_it(line: dict[str, Any], field: str) -> None:
+    """A length or hash id of 1e30 overflowed the statistics' arrays (OverflowError, a traceback)."""
+    with pytest.raises(RecipeError) as refused:
+        parse_trace((json.dumps(line) + "\n").encode(), "huge.jsonl")
+    assert refused.value.problems[0][0] == field
