@@ -160,7 +160,9 @@ def read_document(path: Path, what: str) -> Any:
                 raise
             # Meant as JSON: where it breaks as JSON says more than YAML's view of it.
             where = f"line {json_error.lineno}, column {json_error.colno}"
-            raise RecipeError(str(path), [(where, MISSING, f"expected valid JSON ({json_error.msg})")], what) from None
+            raise RecipeError(
+                str(path), [(where, MISSING, f"expected a {what} in JSON or YAML ({json_error.msg})")], what
+            ) from None
 
 
 def field_path(loc: tuple[int | str, ...], data: Any, tag_key: str = "kind") -> str:

@@ -65,8 +65,11 @@ INHERITED_NAMES = frozenset(
     }
 )  # fmt: skip
 INHERITED_PREFIXES = ("LC_", "XDG_", "SLURM_")
-# A Slurm REST token is a credential, though its name starts like the scheduler's job variables.
-NEVER_INHERITED = frozenset({"SLURM_JWT"})
+# A Slurm REST token is a credential, though its name starts like the scheduler's job variables. SLURM_EXPORT_ENV is
+# the batch job's `--export` list: an engine step started with srun would export only those names and lose the
+# launch's own variables (a Dynamo worker its discovery store); without it srun passes the engine's whole (already
+# allow-listed) environment.
+NEVER_INHERITED = frozenset({"SLURM_JWT", "SLURM_EXPORT_ENV"})
 
 
 def inherited(name: str) -> bool:

@@ -8,12 +8,11 @@ engine refused vLLM's SimpleCPUOffloadConnector, which its DRAM tier stands in f
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from sqlmodel import select
 
 from db import reads
+from db.artifacts import local_copy
 from db.models import ArtifactRow
 from db.session import make_engine, migrate, open_session
 from orchestrator.dry_run import prepare_dry_run
@@ -79,5 +78,8 @@ def test_dry_run_of_every_catalogue_recipe() -> None:
     assert {row.origin for row in rows} == {"dry-run"} and all(row.valid for row in rows)
     assert public == [], "dry runs are never public"
     assert len(commands) == len(catalogue)
-    texts = [Path(artifact.local_path).read_text() for artifact in commands]
+    # Through the stored copy: a registered file is staged under its hash and unstaged once stored.
+    copies = [local_copy(artifact) for artifact in commands]
+    texts = [copy.read_text() for copy in copies if copy is not None]
+    assert len(texts) == len(commands), "a command's artifact is not on this machine with its bytes"
     assert any("vllm/vllm-tpu" in text for text in texts)
