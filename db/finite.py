@@ -41,6 +41,17 @@ def non_finite_fields(value: object, path: str = "") -> list[tuple[str, float]]:
     return []
 
 
+def without_non_finite(value: object) -> object:
+    """`value` with every NaN or infinite float replaced by None (JSON null), nested dicts and lists rebuilt."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: without_non_finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_non_finite(item) for item in value]
+    return value
+
+
 def row_non_finite_fields(row: object) -> list[tuple[str, float]]:
     """(column or column.json.path, value) of every non-finite number a mapped row holds."""
     mapper = inspect(type(row))

@@ -9,7 +9,6 @@ is untouched; running it again changes nothing.
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ from pydantic import ValidationError
 from sqlalchemy import inspect
 from sqlmodel import Session, select
 
-from db.finite import row_non_finite_fields
+from db.finite import non_finite_fields, row_non_finite_fields, without_non_finite
 from db.models import PointResultRow, utcnow
 from recipes.errors import problem
 from runners.loadgen.records import PointMetrics
@@ -40,33 +39,15 @@ def _figures_out_of_range(row: PointResultRow) -> list[str]:
             if not (isinstance(value, float) and not math.isfinite(value))]  # fmt: skip
 
 
-def _set_path(document: object, path: str, value: object) -> None:
-    """Set `path` (as `non_finite_fields` names it: a.b[2].c) inside a JSON document to `value`."""
-    parts: list[str | int] = []
-    for piece in path.split("."):
-        name, *indexes = piece.replace("]", "").split("[")
-        parts += [name] if name else []
-        parts += [int(index) for index in indexes]
-    target = document
-    for part in parts[:-1]:
-        target = target[part]  # type: ignore[index]
-    target[parts[-1]] = value  # type: ignore[index]
-
-
-def _clean(row: PointResultRow, found: list[tuple[str, float]]) -> None:
-    columns = {column.key: column for column in inspect(PointResultRow).column_attrs}
-    documents: dict[str, object] = {}
-    for path, _value in found:
-        column, _, inner = path.partition(".")
-        if not inner and "[" not in column:
-            nullable = all(part.nullable for part in columns[column].columns)
-            setattr(row, column, None if nullable else 0.0)
-            continue
-        column = column.split("[", 1)[0]
-        document = documents.setdefault(column, copy.deepcopy(getattr(row, column)))
-        _set_path(document, path[len(column) :].lstrip("."), None)
-    for column, document in documents.items():
-        setattr(row, column, document)  # a new object: the change is seen and written
+def _clean(row: PointResultRow) -> None:
+    """Each non-finite number of the row replaced: NULL in a column that may be NULL, else 0 (the reason keeps
+    the value it held); inside a JSON column, null."""
+    for column in inspect(PointResultRow).column_attrs:
+        value = getattr(row, column.key)
+        if isinstance(value, float) and not math.isfinite(value):
+            setattr(row, column.key, None if all(part.nullable for part in column.columns) else 0.0)
+        elif isinstance(value, dict | list) and non_finite_fields(value):
+            setattr(row, column.key, without_non_finite(value))  # a new object: the change is seen and written
 
 
 def repair_stored_figures(session: Session, *, apply: bool = True) -> list[RepairedRow]:
@@ -82,7 +63,7 @@ def repair_stored_figures(session: Session, *, apply: bool = True) -> list[Repai
         repaired.append(RepairedRow(row.id, row.point_key, problems))
         if not apply:
             continue
-        _clean(row, found)
+        _clean(row)
         reason = "figures out of range (infersweep repair): " + "; ".join(problems)
         row.valid = False
         row.validity_reasons = [*row.validity_reasons, reason]
