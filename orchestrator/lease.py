@@ -59,12 +59,12 @@ def _describe(lease: SweepLeaseRow) -> str:
 
 
 class SweepLease:
-    """The lease of one sweep held by this process: `acquire`, then `renew_if_due` as the sweep runs, `release`.
+    """The lease of one sweep held by this process: `acquire`, then `raise_if_lost` as the sweep runs, `release`.
 
     `acquire` also starts a heartbeat thread that renews the lease every `renew_every_s`, whatever the driver's
     loop is doing: a driver blocked for minutes (an artifact store that accepts connections and never answers
     held it 4.5 min per Point) kept a live sweep from renewing, and a driver on another host took it over.
-    `renew_if_due` (called by the loop) raises once the heartbeat found the lease taken."""
+    `raise_if_lost` (called by the loop) raises once the heartbeat found the lease taken."""
 
     def __init__(
         self, engine: Engine, sweep: str, ttl_s: float = LEASE_TTL_S, renew_every_s: float = RENEW_EVERY_S
@@ -74,9 +74,7 @@ class SweepLease:
         self.ttl_s = ttl_s
         self.renew_every_s = renew_every_s
         self.token = uuid.uuid4().hex
-        self._next_renewal = 0.0
         self._lost: InfrastructureError | None = None
-        self._renewing = threading.Lock()  # the loop and the heartbeat never renew at once
         self._stopped = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
@@ -110,7 +108,6 @@ class SweepLease:
         while True:
             held = self._try_acquire(log)
             if held is None:
-                self._next_renewal = time.monotonic() + self.renew_every_s
                 self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{self.sweep}", daemon=True)
                 self._heartbeat.start()
                 return
@@ -125,26 +122,9 @@ class SweepLease:
             time.sleep(WAIT_POLL_S)
 
     def _beat(self) -> None:
-        while not self._stopped.wait(self.renew_every_s / 3):
-            try:
-                self._renew_if_due()
-            except InfrastructureError as lost:
-                self._lost = lost
-                return
-
-    def renew_if_due(self) -> None:
-        """Extend the lease every `renew_every_s` (the heartbeat does so too). A database fault is left to the
-        recorder (which stops the sweep if the database stays away); a lease somebody else now holds stops this
-        driver."""
-        if self._lost is not None:
-            raise self._lost
-        self._renew_if_due()
-
-    def _renew_if_due(self) -> None:
-        with self._renewing:
-            if time.monotonic() < self._next_renewal or self._stopped.is_set():
-                return
-            self._next_renewal = time.monotonic() + self.renew_every_s
+        """Renew every `renew_every_s` until released. A database fault is left to the recorder (which stops the
+        sweep if the database stays away); a lease somebody else now holds is kept for `raise_if_lost`."""
+        while not self._stopped.wait(self.renew_every_s):
             now = datetime.now(UTC)
             try:
                 with open_session(self.engine) as session:
@@ -152,13 +132,19 @@ class SweepLease:
                         session, self.sweep, self.token, now, now + timedelta(seconds=self.ttl_s)
                     )
             except SQLAlchemyError:
-                return
+                continue
             if not still_ours:
-                raise InfrastructureError(
+                self._lost = InfrastructureError(
                     f"sweep {self.sweep!r} was taken over by another driver after this one stopped renewing its "
                     "lease; this driver stops (finished points are kept)",
                     retryable=False,
                 )
+                return
+
+    def raise_if_lost(self) -> None:
+        """Stop this driver (raise) once the heartbeat found its lease held by another."""
+        if self._lost is not None:
+            raise self._lost
 
     def release(self) -> None:
         self._stopped.set()

@@ -335,7 +335,7 @@ class SweepRunner:
 
     def _drain(self, progress: SweepProgress, summary: SweepSummary) -> None:
         while self._unfinished > 0:
-            self.lease.renew_if_due()
+            self.lease.raise_if_lost()
             self._submit_ready(progress)
             self._check_deadlines()
             if self._cancel_requested():

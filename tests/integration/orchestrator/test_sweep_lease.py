@@ -109,10 +109,10 @@ def test_a_driver_blocked_past_its_lease_keeps_it_and_learns_when_it_is_lost() -
     holder = SweepLease(engine, "lease-blocked", ttl_s=1.5, renew_every_s=0.3)
     holder.acquire()
     try:
-        time.sleep(4)  # the driver's loop does nothing: no renew_if_due
+        time.sleep(4)  # the driver's loop does nothing
         with pytest.raises(SweepBusyError, match=f"pid {os.getpid()}"):
             SweepLease(engine, "lease-blocked").acquire()
-        holder.renew_if_due()  # still ours
+        holder.raise_if_lost()  # still ours
         # Taken from under it (as a driver elsewhere would once it expired): the heartbeat notices, the loop stops.
         with open_session(engine) as session:
             held = recording.lease_of(session, "lease-blocked")
@@ -120,6 +120,6 @@ def test_a_driver_blocked_past_its_lease_keeps_it_and_learns_when_it_is_lost() -
                 update={"token": "usurper", "holder_host": "another-host"}))  # fmt: skip
         time.sleep(1)
         with pytest.raises(InfrastructureError, match="taken over by another driver"):
-            holder.renew_if_due()
+            holder.raise_if_lost()
     finally:
         holder.release()
