@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup engine browser hub lint results clean lock
+.PHONY: demo test test-fast setup engine browser hub lint results clean lock
 
 # Every dependency at the version and with the file hashes of requirements.lock (pip refuses any other bytes); then
 # the project itself, editable, adding nothing. `make lock` refreshes the lock after pyproject.toml changes.
@@ -39,9 +39,13 @@ results: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: the browser test will be skipped"
 
-test: engine browser
-	$(BIN)/ruff check .
+# Lint, format and types first (seconds), then every tier of tests (tests/README.md).
+test: engine browser lint
 	$(BIN)/python -m pytest
+
+# The unit tier alone: no process, socket, service or sleep (tests/unit/conftest.py refuses them).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
 
 # The hub on the results database (read-only, this machine only): http://127.0.0.1:8501
 hub: $(STAMP)
@@ -50,6 +54,7 @@ hub: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

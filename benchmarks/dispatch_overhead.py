@@ -43,6 +43,7 @@ def ours(jobs: int, slots: int) -> tuple[float, int]:
     from rich.console import Console
 
     from db import reads
+    from db.models import stored_id
     from db.session import make_engine, open_session
     from orchestrator.sweep import SweepOptions, SweepRunner
 
@@ -63,7 +64,7 @@ def ours(jobs: int, slots: int) -> tuple[float, int]:
     with open_session(make_engine()) as session:
         sweep = reads.sweep_by_name(session, "dispatch-overhead")
         assert sweep is not None
-        transitions = len(reads.transitions_of_sweep(session, sweep.id))
+        transitions = len(reads.transitions_of_sweep(session, stored_id(sweep)))
     return elapsed, transitions
 
 

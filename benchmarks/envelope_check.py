@@ -110,8 +110,10 @@ def main() -> None:
         bracket = hand_chip_bracket(curves.get((cell.model, cell.precision, cell.workload, cell.hardware), [[]]),
                                     cell.interactivity)  # fmt: skip
         figure = cell.best.read.output.mean if cell.best is not None and cell.best.read.output else None
+        # A bracket exists exactly when a figure does: the second half only runs with both present.
         ok = (figure is None) == (bracket is None) and (
-            figure is None or bracket[0] * (1 - 1e-9) <= figure <= bracket[1] * (1 + 1e-9))  # type: ignore[index]
+            figure is None or bracket is None or bracket[0] * (1 - 1e-9) <= figure <= bracket[1] * (1 + 1e-9)
+        )
         checked += 1
         if not ok:
             wrong += 1
@@ -123,12 +125,12 @@ def main() -> None:
         if not priced:
             continue
         answers += 1
-        best = min(priced, key=lambda c: c.best.output.usd_per_million)  # type: ignore[union-attr]
+        best = min(priced, key=lambda c: c.best.output.usd_per_million)
         # By hand: the chip named cheapest can cost no more than any other chip's dearest end of its bracket.
         costs = {}
         for cell in priced:
             bracket = hand_chip_bracket(curves[(model, precision, workload, cell.hardware)], tier)
-            usd = cell.best.usd_per_gpu_hour  # type: ignore[union-attr]
+            usd = cell.best.usd_per_gpu_hour
             if bracket is not None and usd:
                 costs[cell.hardware] = (usd / (bracket[1] * 0.0036), usd / (bracket[0] * 0.0036))
         if best.hardware in costs and any(costs[best.hardware][0] > high for _low, high in costs.values()):
@@ -139,7 +141,7 @@ def main() -> None:
         old_best = min(old.values(), key=lambda c: c.output.usd_per_million, default=None)  # type: ignore[union-attr]
         old_text = "no chip" if old_best is None else (
             f"{old_best.read.hardware} ${old_best.output.usd_per_million:.3g}")  # type: ignore[union-attr]  # fmt: skip
-        new_text = f"{best.hardware} ${best.best.output.usd_per_million:.3g}"  # type: ignore[union-attr]
+        new_text = f"{best.hardware} ${best.best.output.usd_per_million:.3g}"
         differs = old_best is None or old_best.read.hardware != best.hardware
         changed += differs
         mark = "   <- changed" if differs else ""

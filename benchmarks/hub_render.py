@@ -109,7 +109,7 @@ def seed(url: str, points: int, configurations: int) -> None:
     import numpy as np
     from sqlalchemy import insert
 
-    from db.models import JobRow, PointResultRow, RecipeRow, SweepRow
+    from db.models import JobRow, PointResultRow, RecipeRow, SweepRow, table_of
     from db.session import make_engine, migrate
 
     engine = make_engine(url)
@@ -120,19 +120,19 @@ def seed(url: str, points: int, configurations: int) -> None:
     rng = np.random.default_rng(0)
     with engine.begin() as connection:
         sweep = {"name": "bench-sweep", "status": "succeeded", "created_at": finished, "updated_at": finished}
-        sweep_id = connection.execute(insert(SweepRow.__table__).values(**sweep)).inserted_primary_key[0]
-        connection.execute(insert(RecipeRow.__table__), [
+        (sweep_id,) = connection.execute(insert(table_of(SweepRow)).values(**sweep)).inserted_primary_key or (None,)
+        connection.execute(insert(table_of(RecipeRow)), [
             {"id": index + 1, "fingerprint": f"fp-{snapshot['name']}", "name": snapshot["name"],
              "path": f"{snapshot['name']}.yaml", "schema_version": 1, "hardware_key": snapshot["hardware"],
              "engine_kind": snapshot["engine"]["kind"], "snapshot": snapshot, "created_at": finished}
             for index, snapshot in enumerate(snapshots)
         ])  # fmt: skip
-        connection.execute(insert(JobRow.__table__), [
+        connection.execute(insert(table_of(JobRow)), [
             {"id": f"bench-job-{index}", "sweep_id": sweep_id, "recipe_id": index + 1, "attempt": 1,
              "status": "succeeded", "points_planned": levels, "log_dir": "", "created_at": finished}
             for index in range(configurations)
         ])  # fmt: skip
-        rows = []
+        rows: list[dict[str, Any]] = []
         for index in range(points):
             config, level = divmod(index, levels)
             concurrency = level + 1
@@ -153,7 +153,7 @@ def seed(url: str, points: int, configurations: int) -> None:
                 "interactivity_p90": interactivity * 0.9, "metrics": {}, "retracted": False,
                 "started_at": finished - timedelta(minutes=1), "finished_at": finished,
             })  # fmt: skip
-        connection.execute(insert(PointResultRow.__table__), rows)
+        connection.execute(insert(table_of(PointResultRow)), rows)
     engine.dispose()
 
 
@@ -264,7 +264,7 @@ def floor_view(browser: Any, home: Path) -> float:
             context.close()
         return seconds[-1]
     finally:
-        stop_hub(server)  # type: ignore[arg-type]
+        stop_hub(server)
 
 
 def overview_on_the_sample(browser: Any, home: Path, runs: int) -> None:

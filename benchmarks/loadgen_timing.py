@@ -55,6 +55,8 @@ def main() -> None:
                         peer = run_vllm_client(url, ISL, OSL, concurrency, prompts)
                         ttft, tpot = peer["median_ttft_ms"], peer["median_tpot_ms"]
                 server_ttft, server_tpot = server_medians(record)
+            if ttft is None or tpot is None:
+                raise SystemExit(f"{client} at concurrency {concurrency}: no TTFT or TPOT median (no request finished)")
             errors[client] = (ttft - server_ttft, tpot - server_tpot)
             table.add_row(str(concurrency), client, f"{server_ttft:.2f}", f"{ttft - server_ttft:+.3f}",
                           f"{server_tpot:.3f}", f"{tpot - server_tpot:+.3f}")  # fmt: skip

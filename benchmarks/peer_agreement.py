@@ -207,9 +207,10 @@ def measure(client: str, runner: Client, server_for: ServerFor, shape: tuple[int
     if itl_before and itl_after and itl_after[1] > itl_before[1]:
         engine_itl = (itl_after[0] - itl_before[0]) / (itl_after[1] - itl_before[1]) * 1000
     # The server is idle while the client starts up: its share is over the client's measured duration.
+    ttft, tpot = metrics.ttft_ms.p50, metrics.tpot_ms.p50
     return Run(client, requests, metrics, client_cpu, server_cpu / metrics.duration_s,
-               metrics.ttft_ms.p50 - truth[0] if truth else None, metrics.tpot_ms.p50 - truth[1] if truth else None,
-               engine_itl)  # fmt: skip
+               ttft - truth[0] if truth and ttft is not None else None,
+               tpot - truth[1] if truth and tpot is not None else None, engine_itl)  # fmt: skip
 
 
 def interleaved(clients: dict[str, Client], server_for: ServerFor, shape: tuple[int, int], args: argparse.Namespace,
@@ -277,11 +278,13 @@ def print_summary(title: str, summary: dict[str, dict[str, float | None]], conso
     for name, figures in summary.items():
         ratio = f"{mine['rps'] / figures['rps']:.2f}" if mine["rps"] and figures["rps"] else "server saturated"
         if truth:
-            timing = (_signed(figures["ttft_error"], 2), _signed(figures["tpot_error"], 3))
+            timing: tuple[str, ...] = (_signed(figures["ttft_error"], 2), _signed(figures["tpot_error"], 3))
         else:
             timing = (_plain(figures["ttft"], 2), _plain(figures["tpot"], 3), _plain(figures["engine_itl"], 2))
-        table.add_row(name, *timing, _plain(figures["rps"], 1), f"{figures['cpu']:.2f}", f"{figures['server']:.0%}",
-                      ratio, f"{mine['cpu'] / figures['cpu']:.2f}")  # fmt: skip
+        cpu, server = figures["cpu"], figures["server"]
+        cpu_ratio = f"{mine['cpu'] / cpu:.2f}" if mine["cpu"] is not None and cpu else "–"
+        table.add_row(name, *timing, _plain(figures["rps"], 1), _plain(cpu, 2),
+                      "–" if server is None else f"{server:.0%}", ratio, cpu_ratio)  # fmt: skip
     console.print(table)
     if truth:
         smallest = min(summary, key=lambda name: abs(summary[name]["ttft_error"] or 0.0))

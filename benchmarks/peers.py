@@ -145,6 +145,8 @@ def vllm_cpu_server(pin: set[int] | None = None) -> Iterator[Server]:
         engine = EngineProcess(argv, env, port, Path(directory) / "engine.log", f"bench-{os.getpid()}-{port}")
         with engine:
             engine.wait_healthy(recipe.engine.startup_timeout_s)
+            if engine.process is None:  # wait_healthy returned: the engine was started
+                raise RuntimeError("the engine process was not started")
             pgid = engine.process.pid  # a session (and process group) of its own
             yield Server(
                 engine.base_url,

@@ -63,13 +63,13 @@ def main() -> None:
         os.environ["INFERSWEEP_HOME"] = directory
         engine = make_engine(f"sqlite:///{Path(directory) / 'backtest.db'}")
         migrate(engine)
-        summary = import_inferencex(engine, files, sweep=None, run_date=None)
+        imported = import_inferencex(engine, files, sweep=None, run_date=None)
         with open_session(engine) as session:
             rows = reads.list_results(session)
         engine.dispose()
     registry = load_hardware_registry()
     result = backtest(rows, registry, load_model_registry(), with_diagnostics=True)
-    print(f"{summary.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
+    print(f"{imported.total('imported')} rows from {len(files)} files; {len(result.rows)} (pair, level) rows compared")
     for name, members in groups(result.rows, registry).items():
         group = medians(members)
         projected = group.projection
@@ -99,7 +99,7 @@ def main() -> None:
     print_step_changes(rows, registry)
 
 
-def print_overheads(rows: list) -> None:  # type: ignore[type-arg]
+def print_overheads(rows: list) -> None:
     """The overhead the model fits per chip and family: it keeps it as measured on the source, so chips whose
     overheads differ are where it misses."""
     for fitted in fitted_overheads(rows, load_model_registry()):
@@ -107,11 +107,11 @@ def print_overheads(rows: list) -> None:  # type: ignore[type-arg]
               f"{fitted.fits} curve(s) of 4+ points (range {fitted.low_ms:.1f}-{fitted.high_ms:.1f} ms)")  # fmt: skip
 
 
-def print_step_changes(rows: list, registry: dict) -> None:  # type: ignore[type-arg]
+def print_step_changes(rows: list, registry: dict) -> None:
     """Model-free: each same-vendor pair's step at few users (the floor) and its growth to many, target over source,
     over the curves (workloads, configurations, releases) both measured, beside the datasheet ratios: what a
     projection has to reproduce."""
-    changes: dict[tuple[str, str, str], list] = defaultdict(list)  # type: ignore[type-arg]
+    changes: dict[tuple[str, str, str], list] = defaultdict(list)
     for change in step_changes(rows, registry):
         key = change.curve
         family = f"{key.model} {key.precision} · {key.engine}" + (f" · {key.speculative}" if key.speculative else "")

@@ -178,6 +178,7 @@ def main() -> None:
                 print(f"{lanes} lanes, {window:g} s, ours: {mine[window]}", flush=True)
             theirs: dict[float, dict[str, Any]] = {}
             for window in (args.duration / 4, args.duration) if venv is not None else ():
+                assert venv is not None  # the loop runs only with a peer venv
                 with simulated_server_process(*server, pin=SERVER_CORES) as (url, pid):
                     started, before = time.perf_counter(), process_cpu(pid)
                     theirs[window] = aiperf(venv, traces, url, lanes, window, work / f"{window:g}", args.aiperf_timeout)
@@ -189,17 +190,17 @@ def main() -> None:
     print("| live sessions | our lag p50 / p99 ms | lag target | our CPU µs/prompt token | AIPerf's | ratio "
           "(target <= 0.5) | load |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
-    for lanes, mine, own, peer, load in rows:
-        if mine is None:
+    for lanes, measured, own, peer, load in rows:
+        if measured is None:
             print(f"| {lanes} | – | – | – | {'–' if peer is None else f'{peer:.3f}'} | – | {load:.2f} |")
             continue
-        target = ("met" if mine["lag_p99"] < LAG_TARGET_MS else "not met") if lanes == LAG_TARGET_LANES else "–"
+        target = ("met" if measured["lag_p99"] < LAG_TARGET_MS else "not met") if lanes == LAG_TARGET_LANES else "–"
         ratio = own / peer if own and peer else None
         verdict = "–" if ratio is None else f"{ratio:.2f} ({'met' if ratio <= CPU_RATIO_TARGET else 'not met'})"
         own_text = "–" if own is None else f"{own:.3f}"
         peer_text = "–" if peer is None else f"{peer:.3f}"
-        print(f"| {lanes} | {mine['lag_p50']:.1f} / {mine['lag_p99']:.1f} | {target} | {own_text} | {peer_text} | "
-              f"{verdict} | {load:.2f} |")  # fmt: skip
+        lag = f"{measured['lag_p50']:.1f} / {measured['lag_p99']:.1f}"
+        print(f"| {lanes} | {lag} | {target} | {own_text} | {peer_text} | {verdict} | {load:.2f} |")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ FILES = [ROOT / "traces" / "mooncake" / name for name in ("conversation_trace.js
 TARGET_S = 1.0
 
 
-def best_of(runs: int, work) -> float:  # type: ignore[no-untyped-def]
+def best_of(runs: int, work) -> float:
     times = []
     for _ in range(runs):
         started = time.perf_counter()

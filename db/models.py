@@ -8,12 +8,28 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, Table, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The Core table of a table model, for statements prepared once (SQLModel leaves `__table__` untyped)."""
+    table = getattr(model, "__table__", None)
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not a table model")
+    return table
+
+
+def stored_id(row: SQLModel) -> int:
+    """The primary key of a row read from or flushed to the database (None only before its first flush)."""
+    row_id = getattr(row, "id", None)
+    if not isinstance(row_id, int):  # a bug in the caller: the row was never stored
+        raise RuntimeError(f"{type(row).__name__} has no id yet: it was not flushed")
+    return row_id
 
 
 class HardwareRow(SQLModel, table=True):

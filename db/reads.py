@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Text, cast, func, not_, or_
+from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from db.models import (
@@ -23,6 +24,7 @@ from db.models import (
     RecipeRow,
     SweepRow,
     TransitionRow,
+    table_of,
     utcnow,
 )
 from recipes.model_registry import load_model_registry
@@ -195,10 +197,10 @@ _RESULT_COLUMNS = (
     "tpot_p90_ms", "date_known",
 )  # fmt: skip
 
-_POINT = PointResultRow.__table__  # type: ignore[attr-defined]
-_RECIPE = RecipeRow.__table__  # type: ignore[attr-defined]
+_POINT = table_of(PointResultRow)
+_RECIPE = table_of(RecipeRow)
 
-_SWEEP = SweepRow.__table__  # type: ignore[attr-defined]
+_SWEEP = table_of(SweepRow)
 
 
 def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
@@ -229,9 +231,9 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     if offload.get("backend", "none") != "none":
         size = offload.get("dram_gib")
         offload_label = f"{offload['backend']} {size:g} GiB" if size else str(offload["backend"])
-    workload = snapshot.get("workload") if isinstance(snapshot.get("workload"), dict) else {}
-    engine = snapshot.get("engine") if isinstance(snapshot.get("engine"), dict) else {}
-    environment = engine.get("environment") if isinstance(engine.get("environment"), dict) else {}
+    workload: dict[str, Any] = snapshot["workload"] if isinstance(snapshot.get("workload"), dict) else {}
+    engine: dict[str, Any] = snapshot["engine"] if isinstance(snapshot.get("engine"), dict) else {}
+    environment: dict[str, Any] = engine["environment"] if isinstance(engine.get("environment"), dict) else {}
     image = snapshot.get("image") or environment.get("image")
     replayed = workload.get("kind") == "agentic-replay"
     # Ours: methodology.speculative_decoding.method; an imported InferenceX row: its spec_decoding ('none' is off).
@@ -291,7 +293,7 @@ def result_columns(
     conditions = _result_conditions(sweep, include_retracted, public)
     joined = _POINT.join(_SWEEP, _SWEEP.c.id == _POINT.c.sweep_id).join(_RECIPE, _RECIPE.c.id == _POINT.c.recipe_id)
     query = (
-        select(
+        core_select(  # sqlmodel's select is typed for at most four columns
             _SWEEP.c.name.label("sweep"), _RECIPE.c.name.label("recipe"), _RECIPE.c.fingerprint,
             _RECIPE.c.hardware_key.label("hardware"), _RECIPE.c.engine_kind.label("engine"), _POINT.c.recipe_id,
             *(_POINT.c[name] for name in _RESULT_COLUMNS if name != "validity_reasons"),

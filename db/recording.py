@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, update
+from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -29,6 +30,8 @@ from db.models import (
     SweepLeaseRow,
     SweepRow,
     TransitionRow,
+    stored_id,
+    table_of,
     utcnow,
 )
 
@@ -52,7 +55,7 @@ def upsert_models(session: Session, rows: Iterable[ModelRow]) -> None:
     session.commit()
 
 
-_ENGINE = EngineRow.__table__  # type: ignore[attr-defined]
+_ENGINE = table_of(EngineRow)
 
 _SELECT_ENGINE = select(_ENGINE.c.id).where(
     _ENGINE.c.name == bindparam("name"), _ENGINE.c.version == bindparam("version"),
@@ -104,7 +107,7 @@ def set_sweep_status(session: Session, sweep: SweepRow, status: SweepState, reas
     if status is not SweepState.CANCELLING and status is not SweepState.RUNNING:
         sweep.cancel_requested_at = None  # a request is spent once the sweep ends
     session.add(sweep)
-    session.add(TransitionRow(sweep_id=sweep.id, subject="sweep", state=status.value, reason=reason))
+    session.add(TransitionRow(sweep_id=stored_id(sweep), subject="sweep", state=status.value, reason=reason))
     session.commit()
 
 
@@ -121,7 +124,7 @@ def request_cancel(session: Session, name: str) -> SweepRow | None:
         return None
     sweep.cancel_requested_at = utcnow()
     session.add(sweep)
-    session.add(TransitionRow(sweep_id=sweep.id, subject="sweep", state=SweepState.CANCELLING.value,
+    session.add(TransitionRow(sweep_id=stored_id(sweep), subject="sweep", state=SweepState.CANCELLING.value,
                               reason="infersweep cancel"))  # fmt: skip
     session.commit()
     return sweep
@@ -149,12 +152,12 @@ def upsert_recipe(
     existing = connection.execute(_SELECT_RECIPE, {"fingerprint": fingerprint}).first()
     if existing is not None:
         return RecipeRow(**existing._mapping)
-    values = {
+    values: dict[str, Any] = {
         "fingerprint": fingerprint, "name": name, "path": path,
         "schema_version": int(snapshot.get("schema_version", 1)), "hardware_key": hardware_key,
         "engine_kind": engine_kind, "snapshot": snapshot, "created_at": utcnow(),
     }  # fmt: skip
-    (recipe_id,) = connection.execute(_INSERT_RECIPE, values).inserted_primary_key
+    (recipe_id,) = connection.execute(_INSERT_RECIPE, values).inserted_primary_key or (None,)
     if commit:
         session.commit()
     return RecipeRow(id=recipe_id, **values)
@@ -163,21 +166,23 @@ def upsert_recipe(
 # The driver writes a few of these per job; at thousands of jobs the ORM's unit of work and the
 # building of statements cost more than SQLite itself, so they are prepared once, as Core statements on
 # the tables, and executed with parameters (benchmarks/dispatch_overhead.py measures it).
-_JOB = JobRow.__table__  # type: ignore[attr-defined]
+_JOB = table_of(JobRow)
 
-_RECIPE = RecipeRow.__table__  # type: ignore[attr-defined]
+_RECIPE = table_of(RecipeRow)
 
-_SELECT_RECIPE = select(_RECIPE).where(_RECIPE.c.fingerprint == bindparam("fingerprint"))
+_SELECT_RECIPE = core_select(_RECIPE).where(_RECIPE.c.fingerprint == bindparam("fingerprint"))
 
 _INSERT_RECIPE = insert(_RECIPE)
 
-_TRANSITION = TransitionRow.__table__  # type: ignore[attr-defined]
+_TRANSITION = table_of(TransitionRow)
 
 _INSERT_JOB = insert(_JOB)
 
 _INSERT_TRANSITION = insert(_TRANSITION)
 
-_KEEP_HOST = func.coalesce(bindparam("new_host"), _JOB.c.host)
+_KEEP_HOST: Any = func.coalesce(  # the host column's type; SQLAlchemy cannot infer it here
+    bindparam("new_host"), _JOB.c.host
+)
 
 _SET_STATUS = (
     update(_JOB).where(_JOB.c.id == bindparam("job_id")).values(status=bindparam("new_status"), host=_KEEP_HOST)
@@ -257,7 +262,7 @@ def update_job(
         session.commit()
 
 
-_PROVENANCE = ProvenanceRow.__table__  # type: ignore[attr-defined]
+_PROVENANCE = table_of(ProvenanceRow)
 
 _INSERT_PROVENANCE = insert(_PROVENANCE)
 
@@ -494,7 +499,7 @@ def retract_superseded(session: Session, sweep: str, recipe_name: str, fingerpri
 
 # --- sweep leases: one driver per sweep (orchestrator/lease.py) ------------------------------------
 
-_LEASE = SweepLeaseRow.__table__  # type: ignore[attr-defined]
+_LEASE = table_of(SweepLeaseRow)
 
 
 def try_insert_lease(session: Session, lease: SweepLeaseRow) -> bool:
@@ -509,7 +514,7 @@ def try_insert_lease(session: Session, lease: SweepLeaseRow) -> bool:
 
 
 def lease_of(session: Session, sweep: str) -> SweepLeaseRow | None:
-    row = session.execute(select(_LEASE).where(_LEASE.c.sweep == sweep)).mappings().first()
+    row = session.execute(core_select(_LEASE).where(_LEASE.c.sweep == sweep)).mappings().first()
     session.commit()  # a read of its own: the next one sees the latest holder
     return SweepLeaseRow.model_validate(dict(row)) if row is not None else None
 

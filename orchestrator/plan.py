@@ -141,8 +141,8 @@ def _launches(loaded: LoadedRecipe, points: list[PointRequest]) -> list[PlannedJ
         return [PlannedJob(recipe=loaded, points=points)]
     groups: dict[int | None, list[PointRequest]] = {}
     for point in points:
-        level = point.workload.concurrency
-        groups.setdefault(level if level in engine.per_concurrency else None, []).append(point)
+        concurrency = point.workload.concurrency
+        groups.setdefault(concurrency if concurrency in engine.per_concurrency else None, []).append(point)
     jobs = []
     for level, members in groups.items():
         recipe = loaded.recipe.model_copy(update={"engine": engine.at_concurrency(level)}) if level else loaded.recipe

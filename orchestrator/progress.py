@@ -6,7 +6,15 @@ sweep is better served by counts (`infersweep status SWEEP --watch` shows every 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 # Up to this many jobs every job has its row; beyond it the summary row counts them.
 ROWS_FOR_EVERY_JOB = 20
@@ -19,7 +27,7 @@ class SweepProgress:
             console=console,
         )  # fmt: skip
         self.every_job = total_jobs <= ROWS_FOR_EVERY_JOB
-        self.rows: dict[str, int] = {}  # job id -> row
+        self.rows: dict[str, TaskID] = {}  # job id -> row
         self.points: dict[str, int] = {}  # job id -> points planned
         self.counts = {"queued": 0, "running": 0, "done": 0, "failed": 0}
         self.summary = None if self.every_job else self.progress.add_task("", total=total_jobs)

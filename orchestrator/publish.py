@@ -111,7 +111,7 @@ def without_local_paths(value: object) -> object:
     return value
 
 
-def _copy(source: Session, target: Session, rows: list) -> None:  # type: ignore[type-arg]
+def _copy(source: Session, target: Session, rows: list) -> None:
     for row in rows:
         fields = {name: without_local_paths(value) for name, value in row.model_dump().items()}
         target.add(type(row).model_validate(fields))

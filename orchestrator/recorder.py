@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _stage(kind: str, suffix: str, write: Callable[[Path], None], what: str, name: str | None = None) -> Path | None:
+def _stage(kind: str, suffix: str, write: Callable[[Path], object], what: str, name: str | None = None) -> Path | None:
     """Write an artifact into staging under its own content hash (`staging/<kind>/<sha256><suffix>`, or
     `staging/<kind>/<sha256>/<name>` where the file's own name says what it is: engine-prefill-0.log).
 
@@ -185,12 +185,12 @@ def _engine_identity(recipe: AnyRecipe) -> tuple[str, str, str]:
         engine = recipe.recipe.engine
         image = engine.environment.image if isinstance(engine.environment, ContainerEnvironment) else ""
         return engine.kind, engine.version or "", image
-    engine = recipe.snapshot.get("engine")
-    engine = engine if isinstance(engine, dict) else {}
-    environment = engine.get("environment")
+    stated = recipe.snapshot.get("engine")
+    snapshot_engine: dict[str, Any] = stated if isinstance(stated, dict) else {}
+    environment = snapshot_engine.get("environment")
     environment = environment if isinstance(environment, dict) else {}
-    image = environment.get("image") if environment.get("kind") == "container" else None
-    return recipe.engine_kind, str(engine.get("version") or ""), str(image or "")
+    stated_image = environment.get("image") if environment.get("kind") == "container" else None
+    return recipe.engine_kind, str(snapshot_engine.get("version") or ""), str(stated_image or "")
 
 
 DATABASE_OUTAGE_S = 120.0  # how long a sweep waits for its database to come back before it stops
@@ -284,8 +284,9 @@ class Recorder:
                     if _disk_full(error):
                         with contextlib.suppress(SQLAlchemyError):
                             self.session.rollback()
+                        cause = str(getattr(error, "orig", None) or error).strip()
                         raise InfrastructureError(
-                            f"the disk holding the results database is full ({str(error.orig or error).strip()}): "
+                            f"the disk holding the results database is full ({cause}): "
                             "free space and run the same command again; every Point recorded before is kept",
                             retryable=False,
                         ) from error

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 from sqlalchemy import inspect
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from db.finite import non_finite_fields, row_non_finite_fields, without_non_finite
 from db.models import PointResultRow, utcnow
@@ -53,7 +53,7 @@ def _clean(row: PointResultRow) -> None:
 def repair_stored_figures(session: Session, *, apply: bool = True) -> list[RepairedRow]:
     """Every result row whose figures no reader can use, retracted and cleaned (when `apply`); what was found."""
     repaired = []
-    for row in session.exec(select(PointResultRow).order_by(PointResultRow.id)).all():
+    for row in session.exec(select(PointResultRow).order_by(col(PointResultRow.id))).all():
         found = row_non_finite_fields(row)
         problems = [problem(path, value, "expected a finite number") for path, value in found] + _figures_out_of_range(
             row

@@ -192,11 +192,11 @@ def load_schedule_file(path: Path) -> Schedules:
     try:
         parsed = ScheduleFile.model_validate(data)
     except ValidationError as error:
-        problems = [
+        invalid = [
             (field, value, _UNKNOWN_KEY if expected.startswith("unknown key") else expected)
             for field, value, expected in validation_problems(error, data)
         ]
-        raise RecipeError(str(path), problems, what=WHAT) from error
+        raise RecipeError(str(path), invalid, what=WHAT) from error
 
     problems: list[tuple[str, Any, str]] = []
     first_index: dict[str, int] = {}

@@ -183,12 +183,12 @@ class SweepRunner:
             )
         budget = self.options.gpu_hour_budget
         if budget is not None and work:
-            planned = sum(estimate_job(loaded, points).accelerator_hours for loaded, points in work)
+            estimated = sum(estimate_job(loaded, points).accelerator_hours for loaded, points in work)
             self.recorder.set_budget(budget)
-            if planned > budget:
+            if estimated > budget:
                 error = BudgetError(
                     f"--gpu-hour-budget: got {budget:g}; the {len(work)} job(s) left are estimated at "
-                    f"{planned:.2f} accelerator-hours (orchestrator/estimate.py states the assumptions); "
+                    f"{estimated:.2f} accelerator-hours (orchestrator/estimate.py states the assumptions); "
                     "raise the budget or run fewer recipes"
                 )
                 self.recorder.sweep_status(SweepState.FAILED, str(error))
@@ -441,7 +441,7 @@ class SweepRunner:
         done = self.recorder.finished_points()
         remaining = [point for key, point in job.points.items() if key not in done]
         plan = job.plan
-        if retryable and remaining and plan.attempt < self.options.max_attempts:
+        if error is not None and retryable and remaining and plan.attempt < self.options.max_attempts:
             delay = self.options.retry_backoff_s * 2 ** (plan.attempt - 1)
             progress.ended(job_id, f"{job.label}: [yellow]retrying in {delay:g} s ({error.kind})", ok=False)
             retry = _Attempt(

@@ -56,13 +56,18 @@ class KeyedFile(Generic[EntryT]):
                 raise ValueError(f"keys must be {key_rule}: {bad}")
             return value
 
+        # The file's fields, named at run time (the section's name), so built as a mapping for create_model.
+        fields: dict[str, Any] = {
+            "schema_version": (Literal[1], Field(..., description="Version of this file's schema; only 1 exists.")),
+            section: (dict[str, spec], Field(..., min_length=1, description=f"Entries by key ({key_rule}).")),  # type: ignore[valid-type]  # a type built at run time
+        }
+        validators: dict[str, Any] = {"_keys": field_validator(section)(classmethod(keys_follow_the_rule))}
         self.file_model = create_model(
             f"{section.title()}File",
             __base__=StrictModel,
             __doc__=f"The whole of `{default_path.name}`.",
-            __validators__={"_keys": field_validator(section)(classmethod(keys_follow_the_rule))},
-            schema_version=(Literal[1], Field(..., description="Version of this file's schema; only 1 exists.")),
-            **{section: (dict[str, spec], Field(..., min_length=1, description=f"Entries by key ({key_rule})."))},  # type: ignore[valid-type]
+            __validators__=validators,
+            **fields,
         )
         self._default = functools.lru_cache(maxsize=1)(lambda: self._read(self.default_path))
 

@@ -40,7 +40,7 @@ class Registry(dict[str, T]):
         self[name] = plugin
         return plugin
 
-    def copy(self) -> Registry[T]:  # type: ignore[override]
+    def copy(self) -> Registry[T]:
         """A registry of the same plugins (a test registers more without touching the process's)."""
         copied: Registry[T] = Registry(self.what)
         dict.update(copied, self)

@@ -18,7 +18,10 @@ def run_migrations() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:  # db.session always sets it: only a hand-run alembic without it gets here
+        raise RuntimeError("alembic: no sqlalchemy.url to migrate (run `infersweep db upgrade`)")
+    engine = create_engine(url)
     with engine.connect() as new_connection:
         context.configure(connection=new_connection, target_metadata=target_metadata, render_as_batch=True)
         with context.begin_transaction():

@@ -10,7 +10,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -53,7 +53,7 @@ class FittedOverhead:
 
 
 def fitted_overheads(
-    rows: Iterable[Any], models: dict[str, RegistryModelSpec], min_points: int = 4
+    rows: Iterable[Any], models: Mapping[str, RegistryModelSpec], min_points: int = 4
 ) -> list[FittedOverhead]:  # fmt: skip
     """`OverheadRoofline.overhead_s` per chip and family over every configuration of `min_points` or more points
     (three coefficients: a fourth point tests the fit), by family and chip. Chips whose overheads differ are where
@@ -336,16 +336,16 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
                     candidates.append((_restricted(source, kind), _restricted(target, kind)))
     chosen = []
     for disaggregated in (False, True):  # each kind: its same-image pairs, else its fullest pair
-        kind = [pair for pair in candidates if is_disaggregated_curve(pair[0]) == disaggregated]
-        same = [(source, target) for source, target in kind if _same_image(source, target)]
+        of_kind = [pair for pair in candidates if is_disaggregated_curve(pair[0]) == disaggregated]
+        same = [(source, target) for source, target in of_kind if _same_image(source, target)]
         # Where a curve names no image, runs measured within one day stand in for one image (an assumption: the
         # dashboard's history ran its chips on the same days, as one scheduled sweep would); one pair of them
         # would be as arbitrary as the day picked.
-        same = same or [(a, b) for a, b in kind if _images_unknown(a, b) and _release_of(a) == _release_of(b)]
+        same = same or [(a, b) for a, b in of_kind if _images_unknown(a, b) and _release_of(a) == _release_of(b)]
         if same:
             chosen += same
-        elif kind:
-            chosen.append(max(kind, key=lambda pair: (
+        elif of_kind:
+            chosen.append(max(of_kind, key=lambda pair: (
                 len(pair[0].points) + len(pair[1].points), -_days_apart(pair), _older_of(pair), sorted(pair[0].images),
                 sorted(pair[1].images),
             )))  # fmt: skip
@@ -353,7 +353,7 @@ def _chosen_curves(sources: list[Curve], targets: list[Curve]) -> list[tuple[Cur
 
 
 def _pairs(
-    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec], skipped: list[str],
+    rows: Iterable[Any], registry: dict[str, Hardware], models: Mapping[str, RegistryModelSpec], skipped: list[str],
     with_diagnostics: bool, only_groups: Collection[str] | None = None,
 ) -> list[_Pair]:  # fmt: skip
     pairs: list[_Pair] = []
@@ -402,7 +402,7 @@ def _pairs(
 
 
 def backtest(
-    rows: Iterable[Any], registry: dict[str, Hardware], models: dict[str, RegistryModelSpec],
+    rows: Iterable[Any], registry: dict[str, Hardware], models: Mapping[str, RegistryModelSpec],
     levels: Sequence[float] = DEFAULT_LEVELS, with_diagnostics: bool = False,
     only_groups: Collection[str] | None = None,
 ) -> Backtest:  # fmt: skip

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,16 +64,18 @@ def workload_of(row: Any) -> str:
     return f"{getattr(row, 'isl', None)}/{getattr(row, 'osl', None)}"
 
 
-def configuration_of(row: Any) -> Hashable:
+def configuration_of(row: Any) -> tuple[Any, ...]:
     """A configuration: a recipe fingerprint at one workload. A recipe may measure several sequence lengths (and an
     imported InferenceX configuration has one fingerprint for all of them): each is a curve of its own, and pooling
     them put 1k/8k points on the 1k/1k frontier (found on the real InferenceX sample)."""
     return (row.fingerprint, workload_of(row))
 
 
-def valid_groups(rows: Sequence[Any], key: Callable[[Any], Hashable] = configuration_of) -> dict[Hashable, list[Any]]:
+def valid_groups(
+    rows: Sequence[Any], key: Callable[[Any], tuple[Any, ...]] = configuration_of
+) -> dict[tuple[Any, ...], list[Any]]:
     """The valid rows of each configuration (by default its fingerprint and workload), in order of first appearance."""
-    groups: dict[Hashable, list[Any]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for row in rows:
         if row.valid:
             groups[key(row)].append(row)
@@ -108,7 +110,7 @@ def read_frontiers(
     return interval_of_interpolated(curves, target)
 
 
-def configuration_and_sweep(row: Any) -> Hashable:
+def configuration_and_sweep(row: Any) -> tuple[Any, ...]:
     return (row.fingerprint, workload_of(row), row.sweep)
 
 

@@ -277,8 +277,10 @@ def _below_source(reads: list[ConfigurationRead]) -> list[ConfigurationRead]:
             origin = by_chip.get((read.model, read.precision, read.workload, source))
             if origin is None or origin.output is None or read.output is None or read.output.mean >= origin.output.mean:
                 continue
-            why = (f"below {source}'s {origin.output.mean:.3g} tok/s/GPU here: projected from {source}'s curve of "
-                   "one software generation (the median of its runs at each concurrency), not from the runs shown")
+            why = (
+                f"below {source}'s {origin.output.mean:.3g} tok/s/GPU here: projected from {source}'s curve of "
+                "one software generation (the median of its runs at each concurrency), not from the runs shown"
+            )
             read = dataclasses.replace(read, reason=_join(read.reason, why), below_source=source)
         checked.append(read)
     return checked
@@ -297,7 +299,7 @@ def _with_band(members: Sequence[Any], target: float, history: Sequence[Any] | N
     envelope over both would read the optimistic edge as the chip's figure. The figure is read on the central edge,
     or on the low edge (the conservative one) where the target's figures are ranges and no central edge was
     projected; each edge's envelope (with the chip's other rows) gives one end of the band."""
-    edges = {_edge(row) for row in members} - {None}
+    edges = {edge for row in members if (edge := _edge(row)) is not None}
     if not edges:
         return read_chip_envelope(members, target, history)
     figure_edge = "central" if "central" in edges else "low" if "low" in edges else sorted(edges)[0]
@@ -582,6 +584,7 @@ def profits_at(
     table = []
     reads = read_chips(rows, target) if per_chip else read_configurations(rows, target, per_sweep)
     for read in reads:
+        prices: TokenPrices | None
         if custom_prices is not None:
             prices, source = custom_prices, "custom"
         else:

@@ -111,8 +111,9 @@ def what_if(table: EngramTable, point: OperatingPoint, hardware: Hardware, model
     ssd = hardware.local_ssd
     if ssd is not None:
         bandwidth, latency, iops = ssd.read_gbps.value, ssd.latency_us.value, ssd.read_iops.value
-        known = bandwidth and iops
-        time = fetch_us(rows, table.bytes_per_embedding, bandwidth, latency or 0.0, iops) if known else None
+        time = None
+        if bandwidth and iops:  # a tier without both figures is not timed
+            time = fetch_us(rows, table.bytes_per_embedding, bandwidth, latency or 0.0, iops)
         verdicts.append(TierVerdict("local-ssd", bandwidth, latency, time, budget,
                                     None if time is None else time <= budget, table.table_gb, freed_sequences,
                                     (ssd.read_gbps.source, ssd.read_iops.source, ssd.latency_us.source)))  # fmt: skip

@@ -103,13 +103,24 @@ def _mean_rows(rows: Sequence[Any]) -> list[Any]:
     means = []
     for members in groups.values():
         first = members[0]
-        fields = {name: getattr(first, name, None) for name in ("fingerprint", "sweep", "recipe", "configuration",
-                                                                 "hardware", "engine", "origin", "concurrency")}
+        fields = {
+            name: getattr(first, name, None)
+            for name in (
+                "fingerprint",
+                "sweep",
+                "recipe",
+                "configuration",
+                "hardware",
+                "engine",
+                "origin",
+                "concurrency",
+            )
+        }
         for name in ("interactivity_p50", "output_throughput_per_gpu", "total_token_throughput_per_gpu"):
             fields[name] = sum(float(getattr(row, name)) for row in members) / len(members)
         hits = [getattr(row, "realized_hit_rate", None) for row in members]
-        fields["realized_hit_rate"] = (sum(hits) / len(hits)
-                                       if all(isinstance(h, int | float) and math.isfinite(h) for h in hits) else None)
+        finite = [float(h) for h in hits if isinstance(h, int | float) and math.isfinite(h)]
+        fields["realized_hit_rate"] = sum(finite) / len(finite) if len(finite) == len(hits) else None
         fields["repeat_index"] = 0
         means.append(SimpleNamespace(**fields))
     return means

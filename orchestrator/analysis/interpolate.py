@@ -34,7 +34,7 @@ class InterpolatedValue(BaseModel):
     reason: str = Field(description="How the value was obtained, or why there is none.")
 
 
-def _prepare(xs: Sequence[float], ys: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _prepare(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
@@ -82,7 +82,9 @@ def pchip_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return slopes
 
 
-def pchip_evaluate(xs: Sequence[float], ys: Sequence[float], targets: Sequence[float] | np.ndarray) -> np.ndarray:
+def pchip_evaluate(
+    xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray, targets: Sequence[float] | np.ndarray
+) -> np.ndarray:
     """The monotone cubic through (xs, ys) at each target; NaN where a target is outside [min x, max x]."""
     x, y = _prepare(xs, ys)
     t = np.atleast_1d(np.asarray(targets, dtype=float))

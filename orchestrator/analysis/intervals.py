@@ -146,7 +146,7 @@ def student_t_quantile(p: float, df: float) -> float:
 # --- intervals ------------------------------------------------------------------------------------
 
 
-def _as_samples(samples: Sequence[float]) -> np.ndarray:
+def _as_samples(samples: Sequence[float] | np.ndarray) -> np.ndarray:
     values = np.asarray(samples, dtype=float)
     if values.ndim != 1 or values.size == 0:
         raise ValueError("samples must be a non-empty 1-D sequence of numbers")
@@ -160,7 +160,7 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
 
 
-def student_t_interval(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def student_t_interval(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """(low, high) of mean ± t_{(1+c)/2, n-1} · s / √n; needs n >= 2."""
     _check_confidence(confidence)
     values = _as_samples(samples)
@@ -173,7 +173,7 @@ def student_t_interval(samples: Sequence[float], confidence: float = 0.95) -> tu
 
 
 def bca_interval(
-    samples: Sequence[float],
+    samples: Sequence[float] | np.ndarray,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -194,7 +194,7 @@ def bca_interval(
         return mean, mean
     rng = np.random.default_rng(seed)
     boot = values[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
-    below = (np.count_nonzero(boot < mean) + 0.5 * np.count_nonzero(boot == mean)) / resamples
+    below = float(np.count_nonzero(boot < mean) + 0.5 * np.count_nonzero(boot == mean)) / resamples
     # Keep z0 finite when every resample lies on one side (tiny or degenerate samples).
     below = min(max(below, 0.5 / resamples), 1.0 - 0.5 / resamples)
     z0 = _NORMAL.inv_cdf(below)

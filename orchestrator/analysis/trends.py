@@ -72,13 +72,13 @@ def trends_at(rows: Sequence[Any], target: float, min_relative_drop: float = 0.0
     trends = []
     for (fingerprint, workload), sweeps in groups.items():
         keys = sweep_keys(row for members in sweeps.values() for row in members)
-        ordered = sorted(sweeps.items(), key=lambda item: keys[(fingerprint, item[0])])
+        by_order = sorted(sweeps.items(), key=lambda item: keys[(fingerprint, item[0])])
         reads = tuple(
             SweepRead(
                 sweep=name, finished_at=max(r.finished_at for r in members), read=read_sweep(members, target),
                 dated=keys[(fingerprint, name)][0] == DATED,
             )
-            for name, members in ordered
+            for name, members in by_order
         )  # fmt: skip
         # A sweep of unknown order (neither a date nor a run id) may be older or newer than any other: it stays in
         # the history, listed first, and out of the verdict, which compares the newest ordered sweep with the rest.

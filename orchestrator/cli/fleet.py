@@ -35,6 +35,7 @@ def _age(moment: datetime | None) -> str:
 
 def _sweeps_table() -> Table:
     from db import reads, recording
+    from db.models import stored_id
     from db.session import make_engine, migrate, open_session
 
     engine = make_engine()
@@ -42,8 +43,8 @@ def _sweeps_table() -> Table:
     table = Table("sweep", "state", "jobs", "points", "updated", title="Sweeps")
     with open_session(engine) as session:
         for sweep in reads.list_sweeps(session):
-            jobs = reads.jobs_of_sweep(session, sweep.id)
-            points = len(recording.finished_point_keys(session, sweep.id))
+            jobs = reads.jobs_of_sweep(session, stored_id(sweep))
+            points = len(recording.finished_point_keys(session, stored_id(sweep)))
             table.add_row(sweep.name, sweep.status, str(len(jobs)), str(points), _age(sweep.updated_at))
     return table
 
@@ -52,6 +53,7 @@ def _sweep_view(name: str) -> tuple[Group, bool]:
     """The sweep's jobs and latest transitions, and whether the sweep has ended."""
     from db import reads
     from db.lifecycle import TERMINAL_SWEEP_STATES, SweepState
+    from db.models import stored_id
     from db.session import make_engine, migrate, open_session
 
     engine = make_engine()
@@ -60,14 +62,14 @@ def _sweep_view(name: str) -> tuple[Group, bool]:
         sweep = reads.sweep_by_name(session, name)
         if sweep is None:
             raise LookupError(name)
-        recorded_by_job = reads.points_per_job(session, sweep.id)
+        recorded_by_job = reads.points_per_job(session, stored_id(sweep))
         jobs = Table(
             "job", "attempt", "state", "host", "points", "since", "reason", title=f"Sweep {name}: {sweep.status}"
         )
         latest: dict[str, tuple[str, datetime]] = {}
-        for transition in reads.transitions_of_sweep(session, sweep.id, subject="job"):
+        for transition in reads.transitions_of_sweep(session, stored_id(sweep), subject="job"):
             latest[transition.job_id or ""] = (transition.reason, transition.at)
-        for job in reads.jobs_of_sweep(session, sweep.id):
+        for job in reads.jobs_of_sweep(session, stored_id(sweep)):
             reason, at = latest.get(job.id, ("", job.created_at))
             first_line = reason.splitlines()[0][:80] if reason else ""
             points = f"{recorded_by_job.get(job.id, 0)}/{job.points_planned}"

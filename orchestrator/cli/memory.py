@@ -14,7 +14,7 @@ memory_app = typer.Typer(help="Memory tiers: what placing data off the accelerat
                          no_args_is_help=True)  # fmt: skip
 
 
-def _registries(hardware: str, model: str) -> tuple[dict, dict, str]:  # type: ignore[type-arg]
+def _registries(hardware: str, model: str) -> tuple[dict, dict, str]:
     """The hardware and model registries, and `hardware`'s key; a name neither knows is a usage error."""
     from recipes.hardware import hardware_key_for, load_hardware_registry
     from recipes.model_registry import load_model_registry
@@ -90,7 +90,7 @@ def engram(
         console.print(f"  - {source}", markup=False, highlight=False)
 
 
-def _stored_points(hardware: str, model: str, levels: list[float]) -> list:  # type: ignore[type-arg]
+def _stored_points(hardware: str, model: str, levels: list[float]) -> list:
     """Per level, the stored frontier point of `hardware` and `model` nearest it (fast_tokens.operating_points)."""
     from db import reads
     from db.session import make_engine, migrate, open_session
@@ -114,8 +114,11 @@ def offload(
     model: Annotated[str, typer.Option(help="Model registry key, e.g. deepseek-r1.")],
     dram_gib: Annotated[
         float | None,
-        typer.Option(min=0, help="Host DRAM offered to the KV cache, GiB (default: InferenceX's rule on the "
-                     "registry's host DRAM: min(DRAM, 3 TB) x 0.8 x GPUs / GPUs per node)."),
+        typer.Option(
+            min=0,
+            help="Host DRAM offered to the KV cache, GiB (default: InferenceX's rule on the "
+            "registry's host DRAM: min(DRAM, 3 TB) x 0.8 x GPUs / GPUs per node).",
+        ),
     ] = None,
     gpus: Annotated[int, typer.Option(min=1, help="Accelerators serving one engine instance.")] = 8,
     precision: Annotated[str, typer.Option(help="Weight precision: fp4, fp8, bf16...")] = "fp8",
@@ -138,7 +141,7 @@ def offload(
     from runners.traces.planner import kv_capacity
 
     registry, models, key = _registries(hardware, model)
-    price = registry[key].tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
+    price = registry[key].tco_usd_per_gpu_hour.get(tier)
     usd = price.value if price is not None else None
     if from_results:
         levels = [rates_at(point, usd) for point in _stored_points(key, model, interactivity)]

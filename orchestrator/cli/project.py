@@ -18,7 +18,7 @@ project_app = typer.Typer(
 LEVELS_HELP = "Interactivity levels (tok/s/user) to compare at; repeat the option (default 30, 50 and 100)."
 
 
-def _rows() -> list:  # type: ignore[type-arg]
+def _rows() -> list:
     from db import reads
     from db.session import make_engine, migrate, open_session
 
@@ -28,7 +28,7 @@ def _rows() -> list:  # type: ignore[type-arg]
         return reads.list_results(session)
 
 
-def _hardware_keys(registry: dict, labels: dict[str, str]) -> dict[str, str]:  # type: ignore[type-arg]
+def _hardware_keys(registry: dict, labels: dict[str, str]) -> dict[str, str]:
     """Each flag's hardware label as a registry key; an unknown one is a usage error naming the flag."""
     from recipes.hardware import hardware_key_for
 
@@ -42,7 +42,7 @@ def _hardware_keys(registry: dict, labels: dict[str, str]) -> dict[str, str]:  #
     return keys
 
 
-def _source_curves(rows: list, chip: str, **wanted: str | None) -> list:  # type: ignore[type-arg]
+def _source_curves(rows: list, chip: str, **wanted: str | None) -> list:
     """The chip's measured or imported curves matching the filters; none is an error (exit 1)."""
     from orchestrator.analysis.curves import curves_of
 
@@ -58,7 +58,7 @@ def _source_curves(rows: list, chip: str, **wanted: str | None) -> list:  # type
     return curves
 
 
-def _print_how_wrong(rows: list, registry: dict, source: str, targets: list[str], curves: list) -> None:  # type: ignore[type-arg]
+def _print_how_wrong(rows: list, registry: dict, source: str, targets: list[str], curves: list) -> None:
     """How wrong projections like these have been: the backtest's group for each (source, target, kind of
     deployment) projected, on this database's measured and imported results."""
     from orchestrator.analysis.backtest import backtest, group_of, how_wrong
@@ -116,8 +116,16 @@ def project(
     database = make_engine()
     models = load_model_registry()
     table = Table(title=f"Projected {keys['--from']} -> {keys['--to']}")
-    for column in ("curve", "edge", "bandwidth x", "compute x", "stored", "present", "superseded",
-                   "dropped (KV, scale-up)"):
+    for column in (
+        "curve",
+        "edge",
+        "bandwidth x",
+        "compute x",
+        "stored",
+        "present",
+        "superseded",
+        "dropped (KV, scale-up)",
+    ):
         table.add_column(column)
     for curve in curves:
         try:

@@ -58,7 +58,7 @@ class HubDatabase:
 # ---------------------------------------------------------------------------------------------- databases
 
 
-def _parse(url: str):  # type: ignore[no-untyped-def]
+def _parse(url: str):
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -134,7 +134,7 @@ def _check_schema(url: str, what: str, upgrade_hint: str) -> None:
                 )
             current = MigrationContext.configure(connection).get_current_revision()
     except SQLAlchemyError as error:
-        reason = str(error.orig if getattr(error, "orig", None) else error).strip().splitlines()[0]
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
         raise ConfigurationError(f"{what} cannot be read: {reason}") from None
     finally:
         engine.dispose()
@@ -164,7 +164,7 @@ def configured_database() -> HubDatabase:
     try:
         migrate(engine)
     except SQLAlchemyError as error:
-        reason = str(error.orig if getattr(error, "orig", None) else error).strip().splitlines()[0]
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
         raise ConfigurationError(
             f"database {_shown(url)!r} could not be brought to the current schema: {reason}. "
             "For a database this user may only read, use `infersweep site --database-url URL`."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -37,7 +37,7 @@ def stats(
     from runners.traces.formats import load_trace
     from runners.traces.hit_rate import theoretical_hit_rate
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for path in traces:
         try:
             trace = load_trace(path)

@@ -24,6 +24,7 @@ import sys
 import time
 import urllib.request
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -312,7 +313,7 @@ class SimulatedEngine:
         return response
 
 
-def _usage(base: dict[str, object], completion_tokens: int) -> dict[str, object]:
+def _usage(base: Mapping[str, object], completion_tokens: int) -> dict[str, object]:
     prompt_tokens = int(base["prompt_tokens"])  # type: ignore[call-overload]
     return {**base, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
 

@@ -75,6 +75,8 @@ def vllm_offload_args(recipe: Recipe) -> list[str]:
     """vLLM's DRAM tier of `kv_offload.dram_gib` (the whole server's): its built-in offloading, or the
     SimpleCPUOffloadConnector sized per rank (each rank keeps its own CPU cache), eager as InferenceX runs it."""
     offload = recipe.methodology.kv_offload
+    if offload.dram_gib is None:  # no DRAM tier (the schema requires dram_gib with backend 'dram')
+        return []
     if offload.connector == "native":
         return ["--kv-offloading-backend", "native", "--kv-offloading-size", f"{offload.dram_gib:g}"]
     parallel = recipe.parallelism

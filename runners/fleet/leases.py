@@ -17,7 +17,7 @@ from recipes.errors import InfrastructureError
 from runners.fleet.inventory import SlurmTarget, SshTarget, TpuVmTarget
 from runners.host.paths import data_dir
 
-T = TypeVar("T", SshTarget, TpuVmTarget, SlurmTarget)
+T = TypeVar("T", bound=SshTarget | TpuVmTarget | SlurmTarget)
 
 
 def _slots(target: SshTarget | TpuVmTarget | SlurmTarget) -> int:

@@ -109,12 +109,18 @@ def _tiny_llama_config(vocab_size: int, bos_id: int, eos_id: int, max_positions:
     }
 
 
+def _special_token_id(tokenizer: Tokenizer, token: str) -> int:
+    token_id = tokenizer.token_to_id(token)
+    if token_id is None:  # build_tiny_tokenizer adds both special tokens: this is a bug, not a user error
+        raise RuntimeError(f"the generated tokenizer has no {token!r} token")
+    return token_id
+
+
 def generate_tiny_llama(target: Path, max_positions: int = 32768) -> Path:
     """Write config, tokenizer and tokenizer config into `target` (atomically: all or nothing)."""
     tokenizer = build_tiny_tokenizer()
     vocab_size = tokenizer.get_vocab_size()
-    bos_id = tokenizer.token_to_id(BOS_TOKEN)
-    eos_id = tokenizer.token_to_id(EOS_TOKEN)
+    bos_id, eos_id = (_special_token_id(tokenizer, token) for token in (BOS_TOKEN, EOS_TOKEN))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     tokenizer.save(str(staging / "tokenizer.json"))

@@ -11,7 +11,7 @@ T = TypeVar("T")
 try:
     import uvloop
 except ImportError:  # e.g. Windows: the standard loop measures correctly, only with more overhead
-    uvloop = None
+    uvloop = None  # type: ignore[assignment]  # the module or None: run() checks which
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -242,7 +242,7 @@ def _plan(
         length = request.input_tokens
         if block_size is None:
             ids: list[Hashable] = list(request.hash_ids)
-            keys = ids if single_scope else [(scope, k) for k in ids]
+            keys: list[Hashable] = ids if single_scope else [(scope, k) for k in ids]
             plan.append(_Access(keys, len(keys), length))
             continue
         big = block_size

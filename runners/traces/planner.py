@@ -53,7 +53,6 @@ GIB = 2**30
 class ReplayShape(StrictModel):
     """What of a replay's settings shapes its cache traffic (the same names as ReplaySettings)."""
 
-
     concurrency: int = Field(ge=1, description="Live session trees.")
     seed: int = Field(0, description="Seed of warm-start turns and copy salts.")
     warmup: bool = Field(True, description="Each lane starts at a random 25-75 % turn with its history primed.")
@@ -108,7 +107,8 @@ def _trees(trace: Trace, shape: ReplayShape, rng: random.Random, copies: Iterato
         copy = next(copies)
         root = copy % len(trace.sessions)
         session = trace.sessions[root]
-        start, primers = 0, ()
+        start = 0
+        primers: tuple[int, ...] = ()
         if first and shape.warmup and len(session.requests) > 1:
             low = max(1, int(0.25 * len(session.requests)))
             high = max(low, int(0.75 * len(session.requests)))
@@ -235,7 +235,6 @@ def predict_replay_hit_rate(
 
 class KvCapacity(StrictModel):
     """Cache capacity of one deployment, in blocks, and how it was derived."""
-
 
     hbm_blocks: int = Field(ge=0, description="Blocks the accelerators' memory holds after the weights.")
     dram_blocks: int = Field(ge=0, description="Blocks the host-DRAM offload budget holds.")

@@ -40,7 +40,6 @@ from recipes.strict import StrictModel
 class SyntheticProfile(StrictModel):
     """The statistics of a synthetic agentic corpus (token counts in tokens, times in seconds)."""
 
-
     sessions: int = Field(ge=1, description="Root sessions (conversations) in the corpus.")
     turns: tuple[int, int] = Field(description="Range [min, max] of requests per root session (uniform).")
     block_size: int = Field(64, ge=1, description="Tokens per hash block (Weka's 64).")

@@ -208,8 +208,13 @@ def _projection_report(url: str, version: tuple[int, ...]) -> ProjectionReport:
         ]
     )  # fmt: skip
     return ProjectionReport(
-        table, overheads, result.median_abs_error(), result.median_abs_error(True), result.median_abs_error(False),
-        result.median_abs_error(of="unchanged"), summary,
+        table,
+        overheads,
+        result.median_abs_error(),
+        result.median_abs_error(True),
+        result.median_abs_error(False),
+        result.median_abs_error(of="unchanged"),
+        summary,
     )
 
 

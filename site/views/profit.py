@@ -79,7 +79,8 @@ def price_caption(models: list[str]) -> str:
             lines.append(
                 f"{name} ({entry.model}): ${entry.input_usd_per_m:g} input, ${entry.cached_input_usd_per_m:g} cached "
                 f"input, ${entry.output_usd_per_m:g} output per M tokens — {entry.source}"
-                + (f", {entry.url}" if entry.url else "") + f", as of {entry.as_of}"
+                + (f", {entry.url}" if entry.url else "")
+                + f", as of {entry.as_of}"
                 + (f" ({entry.note})" if entry.note else "")
             )
     return dollars("Token prices: " + "; ".join(lines) + ".")

@@ -134,8 +134,11 @@ with chart_tab:
     undated = readable["finished"].astype(str).isin(["date unknown", ORDER_UNKNOWN])
     unordered = int((readable["finished"].astype(str) == ORDER_UNKNOWN).sum())
     if undated.any():
-        st.caption(f"{int(undated.sum())} sweep(s) without a date are in the table only, ordered by run id"
-                   + (f"; {unordered} with no run id either, in no known order" if unordered else "") + ".")
+        st.caption(
+            f"{int(undated.sum())} sweep(s) without a date are in the table only, ordered by run id"
+            + (f"; {unordered} with no run id either, in no known order" if unordered else "")
+            + "."
+        )
     plotted = readable[~undated].assign(finished=lambda f: pd.to_datetime(f["finished"], utc=True))
     if plotted.empty and undated.any():
         st.info("Every sweep that reaches this speed has 'date unknown' (its source states no date), so there is "

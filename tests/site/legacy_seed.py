@@ -22,7 +22,9 @@ def _seed(url: str, agentic: bool = False, first_only: bool = False) -> None:
     now = datetime.now(UTC)
     with open_session(engine) as session:
         sweep, _ = recording.get_or_create_sweep(session, "nightly")
-        recipe = recording.upsert_recipe(session, "fp1", "tiny", "tiny.yaml", "cpu-local", "vllm", {"schema_version": 1})
+        recipe = recording.upsert_recipe(
+            session, "fp1", "tiny", "tiny.yaml", "cpu-local", "vllm", {"schema_version": 1}
+        )
         recording.create_job(session, "job-1", sweep.id, recipe.id, 1, 3, "")
         rows = [
             ("a", "measured", 1, True), ("b", "measured", 2, False), ("c", "simulated", 4, True),

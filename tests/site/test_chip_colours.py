@@ -40,9 +40,7 @@ def chip_colours(app: AppTest) -> dict[str, str]:
 def test_a_chip_has_the_same_colour_on_every_page(seeded_hub: str) -> None:
     # The Overview draws its chart when its tab is open.
     links: dict[str, dict[str, str | list[str]]] = {"overview": {"tab": "Chart"}}
-    by_page = {
-        page: chip_colours(open_page(page, links.get(page), from_overview=page != "overview")) for page in PAGES
-    }
+    by_page = {page: chip_colours(open_page(page, links.get(page), from_overview=page != "overview")) for page in PAGES}
     for page, colours in by_page.items():
         assert {"b200", "h200"} <= set(colours), (page, colours)
     for chip in ("b200", "h200"):

@@ -38,8 +38,9 @@ def test_a_later_first_layer_hides_the_ssd_fetch(hub_database: str) -> None:
 
 
 def test_stored_points_are_each_chips_nearest_and_labelled_by_origin(seeded_hub: str) -> None:
-    app = open_page("memory_tiers", {"stored": "1", "chips": ["b200", "mi355x", "h100"], "at": "50"},
-                    from_overview=True)
+    app = open_page(
+        "memory_tiers", {"stored": "1", "chips": ["b200", "mi355x", "h100"], "at": "50"}, from_overview=True
+    )
     table = _table(app)
     b200, mi355x = _row(table, "b200", "host-dram"), _row(table, "mi355x", "host-dram")
     # The chips' frontier points (fast_tokens.operating_points), labelled as everywhere: origin named unless measured.

@@ -83,7 +83,9 @@ def test_scorecard_costs_and_change_vs_reference(seeded_hub: str) -> None:
     # Figures to three significant figures: $0.320370 is 0.320; the interval's ends likewise.
     assert b200["$/M output tokens"] == 0.320
     assert (b200["$/M output, low"], b200["$/M output, high"]) == (
-        float(f"{cost(1.73, 1549.683):.3g}"), float(f"{cost(1.73, 1450.317):.3g}"))
+        float(f"{cost(1.73, 1549.683):.3g}"),
+        float(f"{cost(1.73, 1450.317):.3g}"),
+    )
     assert b200["runs"] == 3 and (b200["runs' lowest tok/s/GPU"], b200["runs' highest tok/s/GPU"]) == (1500, 1510)
     assert b200["sweep"] == "nightly-3"  # the latest sweep (nightly-2 read 1510)
     h200_row = table[(table["hardware"] == "h200") & (table["tok/s/user"] == 50)].iloc[0]

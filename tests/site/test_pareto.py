@@ -169,7 +169,9 @@ def test_one_model_precision_and_workload_at_a_time_by_default(seeded_hub: str) 
     app = open_pareto({"view": "Table"})
     # The comparison with the most configurations placed on the x axis: DeepSeek-R1 FP8 8k/1k (B200, H200, MI355X).
     assert {name: app.selectbox(key=f"param-{name}").value for name in ("model", "precision", "workload")} == {
-        "model": "deepseek-r1", "precision": "fp8", "workload": "8k/1k"
+        "model": "deepseek-r1",
+        "precision": "fp8",
+        "workload": "8k/1k",
     }
     frame = table(app)
     assert set(frame["workload"]) == {"8k/1k"} and set(frame["hardware"]) == {"b200", "h200", "mi355x"}

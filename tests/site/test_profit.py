@@ -66,7 +66,9 @@ def test_profit_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
         revenue, earned, margin = profit(output, OWNING[hardware])
         row = shown.loc[("8k/1k", hardware)]
         assert row["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(revenue, rel=5e-3)
-        assert row["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and row["margin"] == pytest.approx(margin, rel=5e-3)
+        assert row["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and row["margin"] == pytest.approx(
+            margin, rel=5e-3
+        )
     # H200: 2.04 M output, 16.32 M input per hour: 8.16 + 4.386 = $12.546; × 60 % = 7.5276, − 1.22 − 2.25828.
     assert shown.loc[("8k/1k", "h200")]["profit $/GPU-hr"] == pytest.approx(4.04932, rel=5e-3)
     assert shown.loc[("8k/1k", "mi355x")]["origin"] == "imported"
@@ -93,11 +95,17 @@ def test_measured_cache_hits_are_billed_at_the_cached_price(seeded_hub: str) -> 
     # output 820 − 2/14 × 500 = 748.571, hits 0.90 + 2/14 × 0.02 = 0.902857 (the HBM-only arm earns less).
     output, hit = 820 - 2 / 14 * 500, 0.90 + 2 / 14 * 0.02
     assert "offload dram" in arm["configuration"]
-    assert arm["output tok/s/GPU"] == pytest.approx(output, rel=5e-3) and arm["cache hit"] == pytest.approx(hit, rel=5e-3)
+    assert arm["output tok/s/GPU"] == pytest.approx(output, rel=5e-3) and arm["cache hit"] == pytest.approx(
+        hit, rel=5e-3
+    )
     assert arm["cache hit measured"]
     revenue, earned, margin = profit(output, OWNING["b200"], hit=hit, prices=(0.5, 0.125, 2.0))
-    assert arm["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(revenue, rel=5e-3)  # $8.870 (vs $14.82 without hits)
-    assert arm["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and arm["margin"] == pytest.approx(margin, rel=5e-3)
+    assert arm["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(
+        revenue, rel=5e-3
+    )  # $8.870 (vs $14.82 without hits)
+    assert arm["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and arm["margin"] == pytest.approx(
+        margin, rel=5e-3
+    )
     assert earned == pytest.approx(1.99537, abs=1e-5)
 
 
@@ -109,13 +117,17 @@ def test_share_link_with_custom_prices_utilisation_fee_and_rate(seeded_hub: str)
     b200 = table(app).loc[("8k/1k", "b200")]
     # 43.2 M input × $1 + 5.4 M output × $4 = $64.80; fully used, no fee, $2/GPU-hr: profit $62.80.
     assert b200["revenue $/GPU-hr (100 % utilised)"] == pytest.approx(64.80, rel=5e-3)
-    assert b200["profit $/GPU-hr"] == pytest.approx(62.80, rel=5e-3) and b200["margin"] == pytest.approx(62.80 / 64.80, rel=5e-3)
+    assert b200["profit $/GPU-hr"] == pytest.approx(62.80, rel=5e-3) and b200["margin"] == pytest.approx(
+        62.80 / 64.80, rel=5e-3
+    )
     assert b200["prices from"] == "custom"
 
     halved = table(open_page("profit", {"util": "50", "fee": "20", "tier": "rental_3yr"})).loc[("8k/1k", "b200")]
     rent = load_hardware_registry()["b200"].tco("rental_3yr")
     _, earned, margin = profit(1500, rent, utilisation=0.5, fee=0.2)
-    assert halved["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and halved["margin"] == pytest.approx(margin, rel=5e-3)
+    assert halved["profit $/GPU-hr"] == pytest.approx(earned, rel=5e-3) and halved["margin"] == pytest.approx(
+        margin, rel=5e-3
+    )
 
     refused = open_page("profit", {"util": "150"})
     assert "at most 100 %" in refused.error[0].value and not refused.dataframe

@@ -132,8 +132,18 @@ def test_undated_imports_are_date_unknown_in_run_order_and_off_the_time_axis(hub
     for run, factor in (("300", 1.2), ("200", 1.0)):  # the newer run imported first
         path = tmp_path / f"run_{run}" / "agg_bmk.json"
         path.parent.mkdir()
-        path.write_text(json.dumps([dict(row, tput_per_gpu=row["tput_per_gpu"] * factor,
-                                         output_tput_per_gpu=row["output_tput_per_gpu"] * factor) for row in rows]))
+        path.write_text(
+            json.dumps(
+                [
+                    dict(
+                        row,
+                        tput_per_gpu=row["tput_per_gpu"] * factor,
+                        output_tput_per_gpu=row["output_tput_per_gpu"] * factor,
+                    )
+                    for row in rows
+                ]
+            )
+        )
         assert run_cli("import", "inferencex", str(path)).returncode == 0
     app = open_page("trends")
     table = history(app)

@@ -182,7 +182,11 @@ def test_an_upward_import_inside_a_function_is_found() -> None:
         ("from runners.host import process", "runners.local", "runners.host.process"),
         ("from . import runner", "runners.local", "runners.local.runner"),
         ("from ..job import JobSpec", "runners.local", "runners.job"),
-        ("if TYPE_CHECKING:\n    from runners.loadgen.client import Endpoint", "runners.loadgen", "runners.loadgen.client"),
+        (
+            "if TYPE_CHECKING:\n    from runners.loadgen.client import Endpoint",
+            "runners.loadgen",
+            "runners.loadgen.client",
+        ),
     ],
 )
 def test_every_spelling_of_an_import_is_resolved(source: str, package: str, expected: str) -> None:
@@ -196,5 +200,7 @@ def test_records_are_layered_below_the_rest_of_loadgen() -> None:
 
 
 def test_no_cli_module_is_loose_in_orchestrator() -> None:
-    loose = [path.name for path in (ROOT / "orchestrator").glob("*.py") if path.stem == "cli" or path.stem.endswith("_cli")]
+    loose = [
+        path.name for path in (ROOT / "orchestrator").glob("*.py") if path.stem == "cli" or path.stem.endswith("_cli")
+    ]
     assert loose == []

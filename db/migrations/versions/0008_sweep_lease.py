@@ -8,7 +8,7 @@ Create Date: 2026-12-01 10:05:00.000000
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision = "0008"

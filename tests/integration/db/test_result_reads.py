@@ -26,8 +26,12 @@ FIXED_SNAPSHOT = {
     "methodology": {"prefix_caching": False, "kv_offload": {"backend": "dram", "dram_gib": 512}},
 }  # fmt: skip
 # An imported result keeps the source tool's flat configuration: the model as a hub id, tp at the top level.
-IMPORTED_SNAPSHOT = {"model": "deepseek-ai/DeepSeek-R1-0528", "tp": 4, "precision": "fp4",
-                     "image": "lmsysorg/sglang:v0.5.5-rocm700-mi35x"}
+IMPORTED_SNAPSHOT = {
+    "model": "deepseek-ai/DeepSeek-R1-0528",
+    "tp": 4,
+    "precision": "fp4",
+    "image": "lmsysorg/sglang:v0.5.5-rocm700-mi35x",
+}
 AGENTIC_METRICS = {
     "replay": {"prompt_tokens": 1000, "cached_tokens": 250, "realized_hit_rate": 0.25, "theoretical_hit_rate": 0.5,
                "e2e_interactivity_p90": 20.0, "planner": {"hbm_hit_rate": 0.2, "dram_hit_rate": 0.1},

@@ -203,8 +203,10 @@ def test_our_replay_sends_what_aiperf_sends_when_aiperf_sends_it(tmp_path: Path)
         our_error = max(our_error, abs(mine.gap - (cap if capped else expected)))
         if not _within(peer.gap, mine.gap):
             beyond.append((where, peer.gap - mine.gap))
-    print(f"ours at most {our_error * 1000:.1f} ms off the rule; AIPerf beyond the tolerance of ours on "
-          f"{len(beyond)} of {len(ours)}: {[(where, round(late * 1000, 1)) for where, late in beyond]}")
+    print(
+        f"ours at most {our_error * 1000:.1f} ms off the rule; AIPerf beyond the tolerance of ours on "
+        f"{len(beyond)} of {len(ours)}: {[(where, round(late * 1000, 1)) for where, late in beyond]}"
+    )
     # AIPerf agrees with us within the tolerance on most requests; where it does not, it sent later than the rule asks
     # (its own lag under load: a 2-core machine runs its seven processes, the engine and ours), never earlier, and by
     # less than a second, less than a different rule would put between the two (a join or a spawn anchored elsewhere

@@ -199,7 +199,9 @@ def test_simulated_prefix_cache_reports_hits() -> None:
 
 @pytest.mark.parametrize("rate", [math.inf, 30.0], ids=["closed-loop", "open-loop"])
 def test_worker_processes_share_one_schedule(server: str, rate: float) -> None:
-    result, records = run_bench(settings(server, concurrency=4, num_prompts=24, num_warmup=4, workers=2, request_rate=rate))
+    result, records = run_bench(
+        settings(server, concurrency=4, num_prompts=24, num_warmup=4, workers=2, request_rate=rate)
+    )
     assert result.completed == 24 and result.failed == 0 and len(records) == 28
     assert sorted(r.index for r in records) == list(range(28))
     assert TTFT_MS <= result.ttft_ms.p50 < TTFT_MS + 60

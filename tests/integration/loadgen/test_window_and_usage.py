@@ -31,7 +31,9 @@ def test_request_and_token_throughput_agree_on_short_and_long_closed_loop_runs(r
 def test_a_server_claiming_more_tokens_than_it_streams_is_invalid() -> None:
     process, url = spawn("--ttft-ms", "5", "--itl-ms", "1", "--inject", "over-report:1")
     try:
-        result, records = run_bench(BenchSettings(base_url=url, model="sim", isl=32, osl=8, concurrency=2, num_prompts=12))
+        result, records = run_bench(
+            BenchSettings(base_url=url, model="sim", isl=32, osl=8, concurrency=2, num_prompts=12)
+        )
     finally:
         process.terminate()
         process.wait(timeout=10)

@@ -250,7 +250,9 @@ def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> Non
                        "--run-date", f"2026-01-0{night + 1}").returncode == 0  # fmt: skip
     steady = tmp_path / "steady.json"
     steady.write_text(json.dumps(_rows_scaled(0.995)))
-    assert run_cli("import", "inferencex", str(steady), "--sweep", "nightly-4", "--run-date", "2026-01-05").returncode == 0
+    assert (
+        run_cli("import", "inferencex", str(steady), "--sweep", "nightly-4", "--run-date", "2026-01-05").returncode == 0
+    )
     quiet = run_cli("regressions", "--at-interactivity", "50")
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "nightly-4=1,492.5" in quiet.stdout
@@ -261,7 +263,9 @@ def test_nightly_regressions_are_flagged_and_noise_is_not(tmp_path: Path) -> Non
 
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(_rows_scaled(0.8)))
-    assert run_cli("import", "inferencex", str(slow), "--sweep", "nightly-5", "--run-date", "2026-01-06").returncode == 0
+    assert (
+        run_cli("import", "inferencex", str(slow), "--sweep", "nightly-5", "--run-date", "2026-01-06").returncode == 0
+    )
     flagged = run_cli("regressions", "--at-interactivity", "50")
     assert flagged.returncode == 1
     assert "nightly-5=1,200.0" in flagged.stdout and "regression" in flagged.stdout
@@ -314,7 +318,6 @@ def test_the_dashboard_api_shape_imports_with_its_dates_and_runs(tmp_path: Path)
     assert {view.recipe for view in first} == {view.recipe for view in sample_views()["inferencex-run-20316427102"]}
 
 
-
 def test_one_dashboard_file_of_more_runs_than_database_connections_imports_whole(tmp_path: Path) -> None:
     """Found importing the dashboard API's captured response (InferenceX-app's cypress fixture: 435 rows of 73
     runs in one file): the fix above closed Recorders after each *file*, so one file's 73 sweeps stayed open
@@ -331,6 +334,7 @@ def test_one_dashboard_file_of_more_runs_than_database_connections_imports_whole
     with open_session(make_engine(database["INFERSWEEP_DATABASE_URL"])) as session:
         sweeps = session.exec(select(SweepRow)).all()
     assert len(sweeps) == 20 and {sweep.status for sweep in sweeps} == {"finished"}
+
 
 SNAPSHOT = ROOT / "tests" / "data" / "inferencex-snapshot" / "tpu-shaped.json"
 SNAPSHOT_FLAGS = ("--hardware", "tpu-v7", "--model", "Qwen/Qwen3.5-397B-A17B-FP8", "--precision", "fp8",

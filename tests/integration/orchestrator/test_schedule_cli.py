@@ -17,6 +17,7 @@ from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.integration
 
+
 def run_schedule(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli("schedule", *args)
 

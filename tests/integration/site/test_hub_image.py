@@ -41,8 +41,8 @@ def docker(*args: str, timeout: float = 600, check: bool = True, **kwargs: objec
     completed = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False,
                                **kwargs)  # type: ignore[call-overload]  # fmt: skip
     if check:
-        assert completed.returncode == 0, f"docker {' '.join(args[:3])}...: {completed.stdout[-3000:]}" + (
-            completed.stderr[-3000:]
+        assert completed.returncode == 0, (
+            f"docker {' '.join(args[:3])}...: {completed.stdout[-3000:]}" + (completed.stderr[-3000:])
         )
     return completed
 

@@ -248,7 +248,9 @@ def test_scorecard_cells_and_change_vs_reference_only_where_comparable() -> None
     assert table[("fp4", "b200", 50.0)].vs_reference is None and table[("fp4", "b200", 50.0)].reference is None
     assert table[("fp8", "b200", 100.0)].vs_reference is None
     missing = table[("fp8", "h200", 100.0)]
-    assert missing.best is None and "target 100 tok/s/user is faster than every configuration measured" in missing.reason
+    assert (
+        missing.best is None and "target 100 tok/s/user is faster than every configuration measured" in missing.reason
+    )
 
 
 def test_default_reference_is_the_most_widely_measured_hardware() -> None:

@@ -52,7 +52,9 @@ def test_with_the_models_tokenizer_a_chat_prompt_counts_its_tokens_not_its_words
     text = "def f(x):\n    return {'a': x[0], 'b': x[1:]}  # indexing"
     body = {"model": "sim", "messages": [{"role": "user", "content": text}], "stream": True, "max_tokens": 1,
             "stream_options": {"include_usage": True}}  # fmt: skip
-    expected = len(Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).encode(text, add_special_tokens=False).ids)
+    expected = len(
+        Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).encode(text, add_special_tokens=False).ids
+    )
     assert expected > len(text.split())
     assert asyncio.run(_usage(body, "--tokenizer", str(tokenizer_dir)))["prompt_tokens"] == expected
     assert asyncio.run(_usage(body))["prompt_tokens"] == len(text.split())
