@@ -95,6 +95,9 @@ class Dispatcher:
                 name = pool_resource_name(hardware)
                 resources[name] = resources.get(name, 0.0) + slots
             ray.init(
+                # "local": a new instance even where `ray start` left a cluster running on this machine (Ray
+                # would otherwise join the latest one it finds, and refuse our resources there).
+                address="local",
                 resources=resources,
                 include_dashboard=False,
                 configure_logging=False,

@@ -28,11 +28,38 @@ ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "traces"
 POSTGRES_ADMIN_URL = os.environ.get("INFERSWEEP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
+# --- Tiers (tests/README.md) ----------------------------------------------------------------------------------
+UNIT_ROOT = ROOT / "tests" / "unit"
+# A test using one of these is a system test whatever its folder: they start machine-wide services.
+SYSTEM_FIXTURES = frozenset({"sshd", "docker_daemon", "docker_host", "slurm_cluster", "slurm_two_nodes"})
+# System tests share machine-wide services (one sshd, one Slurm, one Docker daemon, the real vLLM launches):
+# under pytest-xdist they run in one worker, one after another, while the other workers take the rest.
+SYSTEM_GROUP = "system"
+
+
+def tier_of(item: pytest.Item) -> str:
+    if item.path.is_relative_to(UNIT_ROOT):
+        return "unit"
+    uses = set(getattr(item, "fixturenames", ()))
+    if item.get_closest_marker("system") or item.get_closest_marker("vllm") or uses & SYSTEM_FIXTURES:
+        return "system"
+    return "integration"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test gets exactly one tier marker (`-m unit`, `-m "not system"`), and system tests one xdist group."""
+    for item in items:
+        tier = tier_of(item)
+        item.add_marker(tier)
+        if tier == "system":
+            item.add_marker(pytest.mark.xdist_group(SYSTEM_GROUP))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Results, logs and pidfiles of the test session live in a temp dir; engine venvs stay cached."""
     home = tmp_path_factory.mktemp("infersweep-home")
+    _SESSION_TEMP[:] = [tmp_path_factory.getbasetemp()]
     previous = os.environ.get("INFERSWEEP_HOME")
     os.environ["INFERSWEEP_HOME"] = str(home)
     os.environ.pop("INFERSWEEP_DATABASE_URL", None)
@@ -146,16 +173,29 @@ def write_recipe(tmp_path: Path):
 
 
 def processes_of_runs(job_prefix: str) -> list[int]:
-    """Pids of live processes started for jobs whose run id starts with `job_prefix` (engines carry it)."""
+    """Pids of live processes started for jobs whose run id starts with `job_prefix` (engines carry it), by this
+    test session: an engine whose INFERSWEEP_HOME lies outside the session's temp tree is another pytest-xdist
+    worker's (they run sweeps of the same recipe names at the same time)."""
     marker = f"INFERSWEEP_RUN_ID={job_prefix}".encode()
     pids = []
     for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
-            if any(entry.startswith(marker) for entry in environ.read_bytes().split(b"\0")):
+            entries = environ.read_bytes().split(b"\0")
+            if any(entry.startswith(marker) for entry in entries) and _of_this_session(entries):
                 pids.append(int(environ.parent.name))
         except OSError:
             continue  # the process ended while we looked, or is not ours to read
     return pids
+
+
+_SESSION_TEMP: list[Path] = []  # this session's pytest temp root, once the session starts
+
+
+def _of_this_session(environ: list[bytes]) -> bool:
+    homes = [entry.partition(b"=")[2] for entry in environ if entry.startswith(b"INFERSWEEP_HOME=")]
+    if not homes or not _SESSION_TEMP:
+        return True
+    return Path(os.fsdecode(homes[0])).is_relative_to(_SESSION_TEMP[0])
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,6 @@ from runners.traces.formats import load_trace
 from runners.traces.hit_rate import HitRate, replayed_hit_rate
 from tests.conftest import ROOT, processes_of_runs, records_of, run_cli
 
-pytestmark = pytest.mark.integration
 TRACE = ROOT / "traces" / "claude-code-weka" / "sample_trace_with_subagent.json"
 
 

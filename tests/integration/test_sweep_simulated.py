@@ -18,8 +18,6 @@ from db.session import make_engine, migrate, open_session
 from runners.host.process import pick_free_port, running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
 
-pytestmark = pytest.mark.integration
-
 
 def results_of(sweep: str) -> list[reads.ResultView]:
     engine = make_engine()

@@ -19,7 +19,7 @@ from db.session import make_engine, migrate, open_session
 from runners.host.process import running_engines
 from tests.conftest import processes_of_runs, records_of, run_cli
 
-pytestmark = [pytest.mark.integration, pytest.mark.vllm]
+pytestmark = [pytest.mark.system, pytest.mark.vllm]
 
 REAL_RECIPE = {
     "name": "tiny-llama-cpu-test",

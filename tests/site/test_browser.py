@@ -37,9 +37,12 @@ from tests.conftest import ROOT, run_cli
 from tests.site.hub_fixture import seed_hub
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None and os.environ.get("CI") != "true", reason="Chromium not installed (make test installs it)"
-)
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        CHROMIUM is None and os.environ.get("CI") != "true", reason="Chromium not installed (make test installs it)"
+    ),
+]
 APP = ROOT / "site" / "app.py"
 PAGE_TIMEOUT_MS = 60_000  # a cold first run imports pandas, Altair and the analysis library on 2 busy cores
 SETTLE_S = 0.5  # how long the app must stay idle to count as drawn

@@ -142,7 +142,6 @@ def test_the_hub_url_refuses_writes_to_sqlite(tmp_path: Path) -> None:
             connection.execute(text("DELETE FROM point_result"))
 
 
-@pytest.mark.integration
 def test_a_postgres_url_is_read_without_migrating_and_refuses_writes(empty_postgres_url: str) -> None:
     postgres_url = empty_postgres_url  # the session's shared database already has tables by the time this runs
     with pytest.raises(ConfigurationError, match="has no InferSweep tables"):

@@ -18,8 +18,6 @@ from db.models import EngineRow, JobRow, PointResultRow, ProvenanceRow, SQLModel
 from db.session import alembic_config, make_engine, migrate, open_session
 from tests.integration.db.conftest import empty_postgres
 
-pytestmark = pytest.mark.integration
-
 
 def test_migrations_create_exactly_the_models(database: Engine) -> None:
     tables = set(inspect(database).get_table_names())

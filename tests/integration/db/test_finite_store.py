@@ -28,8 +28,6 @@ from runners.job import PointOutcome
 from tests.conftest import run_cli
 from tests.integration.db.test_provenance import RECIPE, _metrics, _point, _records
 
-pytestmark = pytest.mark.integration
-
 
 def recorded_sweep(database: Engine, tmp_path: Path, points: dict[str, dict[str, float]]) -> Recorder:
     """A sweep whose job finished one Point per entry of `points` (metric field -> value, changed from a real

@@ -21,8 +21,6 @@ from sqlalchemy import Engine, event, inspect
 from db.models import SQLModel
 from db.session import make_engine, migrate
 
-pytestmark = pytest.mark.integration
-
 
 def statements_of_upgrade(url: str) -> int:
     """How many statements an uninterrupted upgrade of `url` runs (the database is left at head)."""

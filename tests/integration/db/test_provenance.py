@@ -27,8 +27,6 @@ from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, HostReport, PointMetrics, Preflight, RequestRecord, ServerCounters
 from tests.conftest import ROOT, run_cli
 
-pytestmark = pytest.mark.integration
-
 DIGEST = "sha256:" + "ab" * 32
 SECRET = "hf_secret_value_never_stored"
 RECIPE = {

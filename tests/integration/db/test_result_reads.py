@@ -7,15 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
 
 from db import reads, recording
 from db.models import PointResultRow
 from db.session import open_session
-
-pytestmark = pytest.mark.integration
 
 AT = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 FIXED_SNAPSHOT = {

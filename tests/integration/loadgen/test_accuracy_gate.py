@@ -31,7 +31,7 @@ from runners.loadgen.client import Endpoint
 from runners.local import LocalRunner
 from tests.conftest import SIMULATED_RECIPE, deep_update
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.timeout(120)]
 
 REAL = PathModelSource(kind="path", path="/models/pretend-real")
 GENERATED = GeneratedModelSource(kind="generated")

@@ -35,8 +35,6 @@ from runners.host.generated_model import ensure_generated_model
 from runners.traces.formats import load_trace
 from runners.traces.models import Session
 
-pytestmark = [pytest.mark.integration]
-
 ROOT = Path(__file__).resolve().parents[3]
 TRACE = ROOT / "traces" / "claude-code-weka" / "sample_trace_with_subagent.json"
 TIME_SCALE = 0.1

@@ -22,8 +22,6 @@ from runners.host.generated_model import ensure_generated_model
 from runners.loadgen.bench import BenchResult, BenchSettings, parse_goodput, run_bench
 from tests.conftest import ROOT, run_cli
 
-pytestmark = pytest.mark.integration
-
 TTFT_MS, ITL_MS = 40.0, 5.0
 
 

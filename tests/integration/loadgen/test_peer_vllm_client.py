@@ -6,12 +6,8 @@ machine); how close each gets is measured by benchmarks/loadgen_timing.py, not a
 
 from __future__ import annotations
 
-import pytest
-
 from benchmarks.peers import run_vllm_client, simulated_server
 from runners.loadgen.bench import BenchSettings, run_bench
-
-pytestmark = [pytest.mark.integration]
 
 TTFT_MS, ITL_MS = 60.0, 8.0
 

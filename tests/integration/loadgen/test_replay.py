@@ -24,7 +24,6 @@ from tests.agentx_example import agentx_example_corpus
 from tests.conftest import TRACES, run_cli
 from tests.integration.loadgen.test_bench import start_simulated
 
-pytestmark = pytest.mark.integration
 WEKA = TRACES / "claude-code-weka" / "sample_trace_with_subagent.json"
 MOONCAKE = TRACES / "mooncake" / "conversation_trace.jsonl"
 BLOCK = 16  # the simulated engine's cache block

@@ -8,7 +8,6 @@ import pytest
 from runners.engines.simulated_server import spawn
 from runners.loadgen.bench import BenchSettings, run_bench
 
-pytestmark = pytest.mark.integration
 OSL = 64
 
 

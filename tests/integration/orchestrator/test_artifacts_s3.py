@@ -24,7 +24,6 @@ from orchestrator.publish import fetch_latest_snapshot
 from runners.host.process import pick_free_port
 from tests.conftest import run_cli
 
-pytestmark = pytest.mark.integration
 BUCKET = "infersweep-artifacts"
 
 

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from recipes.hardware import load_hardware_registry
 from recipes.prices import load_price_table
 from tests.conftest import run_cli
 from tests.site.hub_fixture import seed_hub
-
-pytestmark = pytest.mark.integration
 
 
 def _row(stdout: str, recipe: str) -> list[str]:

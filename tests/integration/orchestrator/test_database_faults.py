@@ -9,12 +9,9 @@ import sys
 import time
 
 import psycopg
-import pytest
 from psycopg import sql
 
 from tests.conftest import POSTGRES_ADMIN_URL, ROOT, run_cli
-
-pytestmark = pytest.mark.integration
 
 SLOW_POINTS = {"engine": {"simulated": {"ttft_ms": 10, "itl_ms": 15}}, "workload": {"concurrency": [1, 2, 4, 8]}}
 

@@ -8,7 +8,6 @@ engine refused vLLM's SimpleCPUOffloadConnector, which its DRAM tier stands in f
 
 from __future__ import annotations
 
-import pytest
 from sqlmodel import select
 
 from db import reads
@@ -18,8 +17,6 @@ from db.session import make_engine, migrate, open_session
 from orchestrator.dry_run import prepare_dry_run
 from recipes.loader import load_recipe
 from tests.conftest import ROOT, run_cli
-
-pytestmark = pytest.mark.integration
 
 CATALOGUE = ROOT / "recipes" / "catalogue"
 RECIPES = [

@@ -20,8 +20,6 @@ from orchestrator.publish import publish_pending
 from orchestrator.recorder import Recorder
 from recipes.errors import InfrastructureError
 
-pytestmark = pytest.mark.integration
-
 
 class StoreDown:
     """An artifact store that is unreachable (uploads stay pending)."""

@@ -19,8 +19,6 @@ from psycopg import sql
 
 from tests.conftest import SIMULATED_RECIPE, run_cli
 
-pytestmark = pytest.mark.integration
-
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 1, result.stdout + result.stderr

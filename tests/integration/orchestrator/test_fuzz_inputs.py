@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from sqlmodel import select
 
@@ -33,8 +32,6 @@ from recipes.errors import InferSweepError
 from recipes.loader import load_recipe
 from runners.traces.formats import load_trace
 from tests.conftest import ROOT, SIMULATED_RECIPE
-
-pytestmark = pytest.mark.integration
 
 SEED = 46
 CASES_PER_FILE = 24

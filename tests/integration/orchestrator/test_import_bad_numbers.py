@@ -9,14 +9,10 @@ import json
 import math
 from pathlib import Path
 
-import pytest
-
 from db import reads
 from db.session import make_engine, migrate, open_session
 from orchestrator.importers.store import import_inferencex
 from tests.conftest import ROOT, run_cli
-
-pytestmark = pytest.mark.integration
 
 SAMPLE = ROOT / "tests" / "data" / "inferencex" / "run_20316427102" / "agg_bmk.json"  # gpt-oss, 11 real rows
 AIPERF = ROOT / "tests" / "data" / "peers" / "aiperf" / "aiperf-c4.json"

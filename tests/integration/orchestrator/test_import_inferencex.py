@@ -18,8 +18,6 @@ from recipes.errors import RecipeError
 from recipes.hardware import load_hardware_registry
 from tests.conftest import ROOT, run_cli
 
-pytestmark = pytest.mark.integration
-
 # b200 at three concurrencies: TPOT 10/20/40 ms -> 100/50/25 tok/s/user.
 ROWS = [
     {"hw": "b200", "conc": conc, "model": "deepseek-ai/DeepSeek-R1-0528", "framework": "sglang", "precision": "fp8",

@@ -6,13 +6,9 @@ converter against one simulated engine (TTFT 30 ms, ITL 4 ms) at the same settin
 
 from __future__ import annotations
 
-import pytest
-
 from db import reads
 from db.session import make_engine, migrate, open_session
 from tests.conftest import ROOT, run_cli
-
-pytestmark = pytest.mark.integration
 
 PEERS = ROOT / "tests" / "data" / "peers"
 

@@ -14,8 +14,6 @@ from recipes.errors import RecipeError
 from recipes.schema import ValidityThresholds
 from tests.conftest import ROOT, run_cli
 
-pytestmark = pytest.mark.integration
-
 # Written by vLLM 0.32.0's own client (`vllm bench serve --save-result`, via benchmarks/vllm_client_driver.py)
 # against the simulated engine; regenerate with the command in tests/data/README.md.
 SAMPLE = ROOT / "tests" / "data" / "vllm_bench_result.json"

@@ -18,8 +18,6 @@ from db.session import make_engine, migrate, open_session
 from runners.host.process import process_identity, running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
 
-pytestmark = pytest.mark.integration
-
 
 def sweep_state(name: str) -> tuple[str, list[tuple[int, str, str | None]], dict[str, list[str]]]:
     """(sweep state, [(attempt, job state, error kind)], {job id: [job states in order]})."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from sqlmodel import select
 
 from db import reads
@@ -16,8 +15,6 @@ from orchestrator.analysis.projection import DISAGG_MODEL, project_between
 from orchestrator.projections import store_projection
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
-
-pytestmark = pytest.mark.integration
 
 
 def h200_curve(speed: float, workload: str = "1k/1k", isl: int = 1024) -> Curve:

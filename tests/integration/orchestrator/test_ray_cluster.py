@@ -33,8 +33,6 @@ from db.session import make_engine, migrate, open_session
 from runners.host.process import pick_free_port, running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
 
-pytestmark = pytest.mark.integration
-
 RAY = Path(sys.executable).parent / "ray"
 POOL_A, POOL_B = "h100", "b200"
 # The GCS declares a node dead after ~initial delay + threshold x period; the defaults take ~30 s.

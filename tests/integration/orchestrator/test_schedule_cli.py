@@ -8,14 +8,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from db import reads
 from db.session import make_engine, migrate, open_session
 from runners.host.paths import data_dir
 from tests.conftest import ROOT, run_cli
-
-pytestmark = pytest.mark.integration
 
 
 def run_schedule(*args: str) -> subprocess.CompletedProcess[str]:

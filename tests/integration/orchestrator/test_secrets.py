@@ -8,13 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from db import reads
 from db.session import make_engine, open_session
 from tests.conftest import run_cli
-
-pytestmark = pytest.mark.integration
 
 
 def test_a_token_in_env_is_refused_without_echoing_it(write_recipe) -> None:

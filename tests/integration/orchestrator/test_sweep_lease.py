@@ -19,8 +19,6 @@ from orchestrator.lease import SweepBusyError, SweepLease
 from recipes.errors import InfrastructureError
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.integration
-
 SLOW = {"engine": {"simulated": {"ttft_ms": 10, "itl_ms": 20}}, "workload": {"concurrency": [1, 2]}}
 
 

@@ -17,7 +17,7 @@ from runners.job import JobSpec
 from runners.protocol import decode_event
 from tests.conftest import ROOT, SIMULATED_RECIPE, deep_update
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")

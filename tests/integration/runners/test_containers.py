@@ -29,7 +29,7 @@ from runners.ssh.runner import SshRunner
 from tests.conftest import SIMULATED_RECIPE, deep_update, processes_of_runs
 from tests.integration.runners.conftest import PROJECT, DockerHost, Sshd
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.timeout(90)]
 
 DOCKER = ContainerRuntime("docker")
 

@@ -17,7 +17,7 @@ from runners.host.paths import data_dir
 from runners.host.process import running_engines
 from tests.conftest import ROOT, processes_of_runs, run_cli
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system  # the real Dynamo frontend and mocker workers
 
 RECIPE = ROOT / "recipes" / "local" / "dynamo-mocker-disagg-cpu.yaml"
 

@@ -13,8 +13,6 @@ import pytest
 
 from runners.host.process import EngineProcess, pick_free_port
 
-pytestmark = pytest.mark.integration
-
 CREDENTIALS = ("INFERSWEEP_DB_URL", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "SLURM_JWT", "HTTPS_PROXY")
 
 

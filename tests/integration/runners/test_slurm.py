@@ -25,7 +25,7 @@ from tests.integration.runners.slurm_cluster import SlurmCluster, slurm_cluster,
 
 __all__ = ["slurm_cluster", "slurm_two_nodes"]  # the fixtures, imported so pytest finds them
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.timeout(180)]
 
 NEVER_HEALTHY = {"engine": {"startup_timeout_s": 600, "simulated": {"fault": "never-healthy"}}}
 REPO = str(Path(__file__).resolve().parents[3])

@@ -20,7 +20,7 @@ from runners.ssh.transport import SshSession
 from tests.conftest import SIMULATED_RECIPE, deep_update, processes_of_runs
 from tests.integration.runners.conftest import Sshd
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 def make_job(tmp_path: Path, targets: list, changes: dict | None = None, runner: str = "ssh") -> JobSpec:

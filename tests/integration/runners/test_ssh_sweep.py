@@ -18,7 +18,7 @@ from db.session import make_engine, migrate, open_session
 from tests.conftest import ROOT, SIMULATED_RECIPE, deep_update, processes_of_runs
 from tests.integration.runners.conftest import Sshd
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.timeout(240)]
 
 
 def write_inventory(sshd: Sshd, tmp_path: Path, names: list[str]) -> Path:

@@ -19,7 +19,7 @@ VLLM = {
     "runner": {"kind": "tpu-vm"},
 }
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 def test_tpu_vm_limitations(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from runners.engines.registry import engine_adapter
 from runners.host.environments import setup_environment
 from tests.unit.runners.engines.test_commands import make
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.system, pytest.mark.vllm]  # vLLM's own argument parser, in the engine's venv
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"

@@ -27,7 +27,7 @@ from runners.host.process import pick_free_port
 from tests.conftest import ROOT, run_cli
 from tests.integration.services import ensure_package
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system  # Docker builds and runs the hub image
 
 DEBOOTSTRAP = Path("/usr/sbin/debootstrap")
 BASE_IMAGE = "infersweep-test/bookworm-python:1"

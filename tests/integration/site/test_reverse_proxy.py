@@ -23,7 +23,7 @@ from runners.host.process import pick_free_port
 from tests.conftest import ROOT
 from tests.integration.services import ensure_package
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system  # a real nginx in front of a real hub
 
 NGINX = Path("/usr/sbin/nginx")
 RECIPE = ROOT / "packaging" / "hub" / "nginx.conf"

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import signal
 import sys
-import threading
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,7 +25,6 @@ from orchestrator.schedule import (
     apply_decisions,
     check_recipes,
     decide,
-    launch_subprocess,
     load_schedule_file,
     plan_due,
     run_now,
@@ -436,32 +431,6 @@ def test_run_now_of_an_unknown_schedule_names_it(home: Path, tmp_path: Path, wri
     assert str(caught.value) == (
         f"{file}: invalid schedule file\n  field 'schedules[].name': got 'nighly'; expected one of: hourly"
     )
-
-
-def test_launch_forwards_ctrl_c_to_the_sweep_and_waits_for_it(tmp_path: Path) -> None:
-    assert launch_subprocess([sys.executable, "-c", "raise SystemExit(3)"]) == 3
-
-    ready = tmp_path / "ready"
-    child = (
-        "import pathlib, signal, sys, time\n"
-        "signal.signal(signal.SIGINT, lambda *_: sys.exit(42))\n"
-        f"pathlib.Path({str(ready)!r}).touch()\n"
-        "time.sleep(30)\n"
-        "sys.exit(1)\n"
-    )
-
-    def press_ctrl_c_when_child_is_ready() -> None:
-        deadline = time.monotonic() + 20
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    threading.Thread(target=press_ctrl_c_when_child_is_ready, daemon=True).start()
-    started = time.monotonic()
-    with pytest.raises(SweepInterrupted) as caught:
-        launch_subprocess([sys.executable, "-c", child])
-    assert caught.value.exit_code == 42  # the child got exactly the forwarded SIGINT and exited by itself
-    assert time.monotonic() - started < 20
 
 
 # --- The typer command -----------------------------------------------------------------------------
