@@ -51,11 +51,11 @@ def ours(jobs: int, slots: int) -> tuple[float, int]:
     ray.init(resources={"pool:cpu-local": slots}, include_dashboard=False, configure_logging=False, log_to_driver=False)
     try:
         # Warm up: Ray starts a worker process per slot on first use (about a second each here).
-        SweepRunner(SweepOptions(name="dispatch-warmup"), quiet).run(_recipes(4 * slots, "warmup"))  # type: ignore[arg-type]
+        SweepRunner(SweepOptions(name="dispatch-warmup"), quiet).run(_recipes(4 * slots, "warmup"))  # type: ignore[arg-type]  # LoadedRecipe stand-ins built for the benchmark
         runner = SweepRunner(SweepOptions(name="dispatch-overhead"), quiet)
         recipes = _recipes(jobs)
         started = time.perf_counter()
-        summary = runner.run(recipes)  # type: ignore[arg-type]
+        summary = runner.run(recipes)  # type: ignore[arg-type]  # LoadedRecipe stand-ins built for the benchmark
         elapsed = time.perf_counter() - started
     finally:
         ray.shutdown()

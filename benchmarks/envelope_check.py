@@ -138,9 +138,9 @@ def main() -> None:
             print(f"  MISMATCH {model} {precision} {workload} @ {tier:g}: {best.hardware} named cheapest, {costs}")
         group = [r for r in rows if _row_key(r) == (model, precision, workload)]
         old, _ = best_per([cost_of(read, registry, rate) for read in read_configurations(group, tier)])
-        old_best = min(old.values(), key=lambda c: c.output.usd_per_million, default=None)  # type: ignore[union-attr]
+        old_best = min(old.values(), key=lambda c: c.output.usd_per_million, default=None)  # type: ignore[union-attr]  # cost_of prices every read it is given a rate for
         old_text = "no chip" if old_best is None else (
-            f"{old_best.read.hardware} ${old_best.output.usd_per_million:.3g}")  # type: ignore[union-attr]  # fmt: skip
+            f"{old_best.read.hardware} ${old_best.output.usd_per_million:.3g}")  # type: ignore[union-attr]  # cost_of prices every read it is given a rate for  # fmt: skip
         new_text = f"{best.hardware} ${best.best.output.usd_per_million:.3g}"
         differs = old_best is None or old_best.read.hardware != best.hardware
         changed += differs

@@ -387,7 +387,7 @@ def record_point_with_artifacts(
         if server_metrics:
             session.flush()  # the Point's id, which its deltas refer to
             for delta in server_metrics:
-                delta.point_result_id = row.id  # type: ignore[assignment]
+                delta.point_result_id = stored_id(row)
                 session.add(delta)
         session.commit()
     except IntegrityError:
@@ -527,7 +527,7 @@ def replace_lease(session: Session, previous_token: str, lease: SweepLeaseRow) -
         .values(**lease.model_dump(exclude={"sweep"}))
     )
     session.commit()
-    return changed.rowcount == 1  # type: ignore[attr-defined]
+    return changed.rowcount == 1  # type: ignore[attr-defined]  # an UPDATE's result has a row count
 
 
 def renew_lease(session: Session, sweep: str, token: str, now: datetime, expires_at: datetime) -> bool:
@@ -538,7 +538,7 @@ def renew_lease(session: Session, sweep: str, token: str, now: datetime, expires
         .values(heartbeat_at=now, expires_at=expires_at)
     )
     session.commit()
-    return changed.rowcount == 1  # type: ignore[attr-defined]
+    return changed.rowcount == 1  # type: ignore[attr-defined]  # an UPDATE's result has a row count
 
 
 def release_lease(session: Session, sweep: str, token: str) -> None:

@@ -31,7 +31,7 @@ def default_database_url() -> str:
 
 
 def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
-    cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
+    cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]  # SQLAlchemy's hook passes the untyped DBAPI connection
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")  # readers (the hub) never block the single writer
     # In WAL mode, NORMAL keeps every committed transaction through a crash or kill of the process
@@ -90,7 +90,7 @@ def _sqlite_transactional_ddl(engine: Engine) -> Engine:
     migrating = create_engine(engine.url, poolclass=NullPool, json_serializer=finite_json)
 
     def driver_opens_no_transaction(dbapi_connection: object, _record: object) -> None:
-        dbapi_connection.isolation_level = None  # type: ignore[attr-defined]
+        dbapi_connection.isolation_level = None  # type: ignore[attr-defined]  # SQLAlchemy's hook passes the untyped DBAPI connection
 
     event.listen(migrating, "connect", driver_opens_no_transaction)
     event.listen(migrating, "connect", _sqlite_pragmas)

@@ -38,7 +38,7 @@ class SweepProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)  # type: ignore[arg-type]
+        self.progress.__exit__(*exc)  # type: ignore[arg-type]  # our __exit__ takes the exception triple untyped
 
     def _describe_summary(self) -> None:
         if self.summary is not None:

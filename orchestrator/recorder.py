@@ -142,7 +142,7 @@ def server_metric_rows(counters: ServerCounters | None) -> list[ServerMetricDelt
             continue
         # A field without a series is still stored, under its field name, rather than dropped.
         metric, labels = SERVER_COUNTER_SERIES.get(field, (field, {}))
-        rows.append(ServerMetricDeltaRow(metric=metric, labels=dict(labels), delta=float(value)))  # type: ignore[call-arg]
+        rows.append(ServerMetricDeltaRow(metric=metric, labels=dict(labels), delta=float(value)))  # type: ignore[call-arg]  # point_result_id is set when the Point is flushed (db.recording)
     return rows
 
 

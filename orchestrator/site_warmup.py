@@ -48,7 +48,7 @@ async def open_page(base_url: str, page: str, timeout_s: float) -> None:
 
     stream = base_url.replace("http", "ws", 1) + "/_stcore/stream"
     async with asyncio.timeout(timeout_s):
-        async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as socket:  # type: ignore[list-item]
+        async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as socket:  # type: ignore[list-item]  # websockets types subprotocols as its Subprotocol NewType
             request = BackMsg()
             request.rerun_script.page_name = page
             request.rerun_script.query_string = ""

@@ -214,7 +214,7 @@ class Hardware(HardwareSpec):
         """TCO in USD per unit-hour for `tier`; None when the registry has no number for that tier."""
         if tier not in TCO_TIERS:
             raise ValueError(f"unknown TCO tier {tier!r}; expected one of {', '.join(TCO_TIERS)}")
-        figure = self.tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]
+        figure = self.tco_usd_per_gpu_hour.get(tier)  # type: ignore[call-overload]  # tier was checked to be a TCO tier above
         return None if figure is None else figure.value
 
 

@@ -511,7 +511,7 @@ class EngineSpec(StrictModel):
     def for_role(self, role: str) -> EngineSpec:
         """The engine one role's workers run: the recipe's settings with the role's over them (env merged, extra_args
         appended), and no per-role table. An aggregated worker ('worker') runs the recipe's own."""
-        settings = self.per_role.get(role)  # type: ignore[call-overload]
+        settings = self.per_role.get(role)  # type: ignore[call-overload]  # role is one of the table's literal keys
         if settings is None:
             return self
         merged = {

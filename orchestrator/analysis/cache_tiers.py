@@ -55,9 +55,9 @@ def prompt_tier_shares(
     """
     if not (_known(local_cache_hit) and _known(local_compute)):
         return None
-    hbm = float(local_cache_hit)  # type: ignore[arg-type]
-    recomputed = float(local_compute)  # type: ignore[arg-type]
-    offload = float(external) if _known(external) else 0.0  # type: ignore[arg-type]
+    hbm = float(local_cache_hit)  # type: ignore[arg-type]  # _known() checked it is a finite number
+    recomputed = float(local_compute)  # type: ignore[arg-type]  # _known() checked it is a finite number
+    offload = float(external) if _known(external) else 0.0  # type: ignore[arg-type]  # _known() checked it is a finite number
     for name, count in (("local_cache_hit", hbm), ("external", offload), ("local_compute", recomputed)):
         if count < 0:
             raise ValueError(f"{name}: got {count}; prompt-token counter deltas cannot be negative")

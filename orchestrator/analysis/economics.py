@@ -233,7 +233,7 @@ def read_chip_envelope(
         configurations_in_envelope=read.configurations,
         origins_in_envelope=tuple(sorted({str(row.origin) for row in members})),
         runs=spread.runs if spread is not None else 0,
-        run_spread=(spread.low, spread.high) if spread is not None and spread.low is not None else None,  # type: ignore[arg-type]
+        run_spread=(spread.low, spread.high) if spread is not None and spread.low is not None else None,  # type: ignore[arg-type]  # low and high are None together
         validity=NOT_CHECKED if any(_unchecked(row) for row in basis) else VALID,
         projected_from=tuple(sorted({str(row.projection_source) for row in basis if _projected(row)})),
         disaggregated=any(bool(getattr(row, "disaggregated", False)) for row in basis),
@@ -454,9 +454,9 @@ def cost_of(read: ConfigurationRead, registry: Mapping[str, Hardware], rate: Gpu
         read=read,
         rate_label=rate.label,
         usd_per_gpu_hour=usd,
-        output=cost_figure(usd, read.output) if priced else None,  # type: ignore[arg-type]
-        total=cost_figure(usd, read.total) if priced else None,  # type: ignore[arg-type]
-        input=cost_figure(usd, read.input) if priced else None,  # type: ignore[arg-type]
+        output=cost_figure(usd, read.output) if priced else None,  # type: ignore[arg-type]  # priced means usd is not None
+        total=cost_figure(usd, read.total) if priced else None,  # type: ignore[arg-type]  # priced means usd is not None
+        input=cost_figure(usd, read.input) if priced else None,  # type: ignore[arg-type]  # priced means usd is not None
         output_tokens_per_all_in_mw=per_mw(read.output),
         total_tokens_per_all_in_mw=per_mw(read.total),
         reason=_join(read.reason, missing),
@@ -506,7 +506,7 @@ def best_per(
             continue
         group = _group_of(item.read, key)
         current = best.get(group)
-        if current is None or figure.usd_per_million < current.per_million(kind).usd_per_million:  # type: ignore[union-attr]
+        if current is None or figure.usd_per_million < current.per_million(kind).usd_per_million:  # type: ignore[union-attr]  # items in `best` were priced for kind
             best[group] = item
     return best, unpriced
 
@@ -552,7 +552,7 @@ def profit_of(
         reasons.append(f"no token prices for model {read.model or '?'}: add it to recipes/prices.yaml or use custom")
     result = None
     if read.covered and usd is not None and prices is not None:
-        output, total, input_ = read.output.mean, read.total.mean, read.input.mean  # type: ignore[union-attr]
+        output, total, input_ = read.output.mean, read.total.mean, read.input.mean  # type: ignore[union-attr]  # a covered read has all three figures
         if total > 0 and output >= 0 and input_ >= 0:
             mix = TokenMix(input_tokens=input_, cached_input_tokens=read.cache_hit * input_, output_tokens=output)
             result = profit(
@@ -607,7 +607,7 @@ def best_profit_per(
             continue
         group = _group_of(item.read, key)
         current = best.get(group)
-        if current is None or item.profit.profit_usd_per_gpu_hour > current.profit.profit_usd_per_gpu_hour:  # type: ignore[union-attr]
+        if current is None or item.profit.profit_usd_per_gpu_hour > current.profit.profit_usd_per_gpu_hour:  # type: ignore[union-attr]  # only items with a profit are ranked
             best[group] = item
     return best, without
 
@@ -681,7 +681,7 @@ def scorecard(
             reference_cell = chips.get((model, precision, workload, reference)) if reference else None
             change = None
             if chosen is not None and reference_cell is not None and reference_cell.output is not None:
-                change = chosen.output.usd_per_million / reference_cell.output.usd_per_million - 1.0  # type: ignore[union-attr]
+                change = chosen.output.usd_per_million / reference_cell.output.usd_per_million - 1.0  # type: ignore[union-attr]  # a chosen cell is a priced one
             cells.append(
                 ScorecardCell(
                     model=model, precision=precision, workload=workload, hardware=hardware, interactivity=target,

@@ -100,7 +100,7 @@ def frontier_mask(
         members.setdefault(group, []).append(index)
     mask = [False] * len(xs)
     for indices in members.values():
-        points = [(float(xs[i]), float(ys[i])) for i in indices]  # type: ignore[arg-type]
+        points = [(float(xs[i]), float(ys[i])) for i in indices]  # type: ignore[arg-type]  # indices are those whose x and y were checked finite
         for kept in pareto_frontier(points, maximize):
             mask[indices[kept]] = True
     return mask

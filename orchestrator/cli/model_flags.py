@@ -54,7 +54,7 @@ def settings_flags(
             )
             for name, info in fields.items()
         ]
-        wrapper.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]
+        wrapper.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]  # typer reads the signature a wrapper declares
         wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *added]}
         del wrapper.__wrapped__  # typer must read the signature above, not the command's
         return wrapper

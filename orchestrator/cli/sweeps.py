@@ -122,7 +122,7 @@ def _prepare_dry_runs(loaded: list, engine: str) -> tuple[list, dict[str, dict[s
     stand_ins, attachments = [], {}
     for item in loaded:
         try:
-            prepared = prepare_dry_run(item, engine)  # type: ignore[arg-type]
+            prepared = prepare_dry_run(item, engine)  # type: ignore[arg-type]  # engine was checked against the two literals above
         except InferSweepError as error:
             fail(error)
         console.print(f"[bold]{item.name}[/] ({item.path}) would run on {item.recipe.hardware}:")

@@ -249,7 +249,7 @@ def import_peer_results(
             for level in read.levels:
                 chosen, refusal = _lengths(level, lengths)
                 if chosen is None:
-                    result.refused.append(refusal)  # type: ignore[arg-type]
+                    result.refused.append(refusal)  # type: ignore[arg-type]  # _lengths returns a refusal exactly when chosen is None
                     continue
                 # A figure no load level can have (NaN, infinity, a negative latency, 1e30 tok/s/GPU) refuses the
                 # level: stored, one NaN made every later read of the results fail.

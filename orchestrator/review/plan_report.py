@@ -245,7 +245,7 @@ def plan_document(recipes: list[PlannedRecipe]) -> dict[str, Any]:
     totals = totals_of(rows)
 
     def money(costs: dict[str, Decimal | None]) -> dict[str, float | None]:
-        return {tier: None if costs[tier] is None else float(costs[tier]) for tier in TCO_TIERS}  # type: ignore[arg-type]
+        return {tier: None if costs[tier] is None else float(costs[tier]) for tier in TCO_TIERS}  # type: ignore[arg-type]  # mypy cannot narrow costs[tier] by the None test
 
     def total(item: PlanTotals) -> dict[str, Any]:
         return {

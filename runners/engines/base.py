@@ -149,7 +149,7 @@ class EngineAdapter:
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "launch_plan" in cls.__dict__:
-            cls.launch_plan = _guarded(cls.launch_plan)  # type: ignore[method-assign]
+            cls.launch_plan = _guarded(cls.launch_plan)  # type: ignore[method-assign]  # wraps each adapter's own launch_plan once, at class creation
 
     def launch_plan(self, recipe: Recipe, port: int, python: Path, model_dir: Path | None) -> LaunchPlan:
         raise NotImplementedError

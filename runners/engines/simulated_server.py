@@ -252,7 +252,7 @@ class SimulatedEngine:
             self.tokens_by_source["local_compute"] += len(prompt) - cached
             usage_base = {"prompt_tokens": len(prompt)}
             if self.cache is not None:
-                usage_base["prompt_tokens_details"] = {"cached_tokens": cached}  # type: ignore[assignment]
+                usage_base["prompt_tokens_details"] = {"cached_tokens": cached}  # type: ignore[assignment]  # usage values are ints or one nested dict
             if chat:  # a role-only first chunk, as OpenAI-style chat servers send: it is not a token
                 await send(
                     {
@@ -276,7 +276,7 @@ class SimulatedEngine:
                         await response.write_eof()
                         return response
                     if fault.kind == "disconnect":
-                        request.transport.close()  # type: ignore[union-attr]
+                        request.transport.close()  # type: ignore[union-attr]  # an open request has a transport
                         return response
                     if fault.kind == "malformed":
                         await response.write(b"data: {not json\n\n")
@@ -314,7 +314,7 @@ class SimulatedEngine:
 
 
 def _usage(base: Mapping[str, object], completion_tokens: int) -> dict[str, object]:
-    prompt_tokens = int(base["prompt_tokens"])  # type: ignore[call-overload]
+    prompt_tokens = int(base["prompt_tokens"])  # type: ignore[call-overload]  # prompt_tokens is always an int here
     return {**base, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
 
 

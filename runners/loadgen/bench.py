@@ -122,7 +122,7 @@ def prepare_requests(settings: BenchSettings) -> list[PreparedRequest]:
                 prompt_token_ids=r.prompt_token_ids,
                 max_tokens=r.max_tokens,
                 warmup=r.warmup,
-                prompt_text=tokenizer.decode(r.prompt_token_ids),  # type: ignore[attr-defined]
+                prompt_text=tokenizer.decode(r.prompt_token_ids),  # type: ignore[attr-defined]  # the tokenizers stub lacks decode on this union
             )
             for r in requests
         ]
