@@ -39,9 +39,11 @@ results: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: the browser test will be skipped"
 
-# Lint, format and types first (seconds), then every tier of tests (tests/README.md).
+# Lint, format and types first (seconds), then every tier of tests in parallel workers (tests/README.md): system
+# tests together in one worker, each integration module in one worker, unit tests spread.
+PYTEST_WORKERS ?= 3
 test: engine browser lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The unit tier alone: no process, socket, service or sleep (tests/unit/conftest.py refuses them).
 test-fast: $(STAMP)
