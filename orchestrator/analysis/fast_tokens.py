@@ -26,7 +26,17 @@ from orchestrator.analysis.pareto import frontier_by_group
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Trace, TraceRequest
 from runners.traces.planner import scaled_lengths
-from runners.traces.workflow import AGENTX_TREE_IDLE_CAP_S, Latency, TreeTime, model_share, saving, trace_times
+from runners.traces.workflow import (
+    AGENTX_TREE_IDLE_CAP_S,
+    Latency,
+    TreeTime,
+    decode_speedup,
+    model_share,
+    saving,
+    trace_times,
+)
+
+IDLE_CAP_S = AGENTX_TREE_IDLE_CAP_S  # one trajectory tree's idle cap, AgentX's: what the hub quotes
 
 
 @dataclass(frozen=True)
@@ -179,3 +189,22 @@ def takeaway(row: ChipSessionTime, speedup: float) -> str:
         f"{row.point.hardware} at {row.point.interactivity:.0f} tok/s/user (concurrency {row.point.concurrency}, "
         f"{row.point.engine}{'' if row.point.origin == 'measured' else ', ' + row.point.origin})."
     )
+
+
+def recorded_split(trace: Trace, idle_cap_s: float = IDLE_CAP_S) -> list[dict[str, object]]:
+    """Each root session's model, tool/user and wall time from the trace's own records, as recorded and with the
+    idle cap applied (one row per session and view)."""
+    rows: list[dict[str, object]] = []
+    for view, times in (
+        ("as recorded", trace_times(trace)),
+        (f"idle capped at {idle_cap_s:g} s", trace_times(trace, idle_cap_s=idle_cap_s)),
+    ):
+        for tree in times:
+            rows.append({"view": view, "session": tree.session, "requests": tree.requests, "model_s": tree.model_s,
+                         "tool_s": tree.tool_s, "wall_s": tree.wall_s, "model_share": tree.model_share})  # fmt: skip
+    return rows
+
+
+def recorded_decode_saving(trace: Trace, speedup: float) -> float:
+    """The share of the trace's recorded wall time that `speedup`-times faster decode would save."""
+    return saving(trace_times(trace), trace_times(trace, decode_speedup(speedup)))

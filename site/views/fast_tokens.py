@@ -17,40 +17,31 @@ import streamlit as st
 
 from hubkit import controls, data, page
 from hubkit.charts import chip_colour, colour
+from orchestrator.analysis.corpora import Trace, load_corpus, shipped_trace_names
 from orchestrator.analysis.fast_tokens import (
+    IDLE_CAP_S,
     chip_session_times,
     nearest_per_chip,
     operating_points,
+    recorded_decode_saving,
+    recorded_split,
     replay_estimate,
     takeaway,
 )
 from recipes.errors import InferSweepError
-from runners.traces.formats import load_trace
-from runners.traces.models import Trace
-from runners.traces.workflow import AGENTX_TREE_IDLE_CAP_S, decode_speedup, saving, trace_times
 
-TRACES = Path(__file__).resolve().parents[2] / "traces" / "claude-code-weka"
 SYSTEM_IDLE_CAP_S = 10.0  # AgentX's whole-system idle cap
 
 
 @st.cache_resource(show_spinner=False)
-def shipped_trace(path: str) -> Trace:
+def shipped_trace(name: str) -> Trace:
     """A shipped trace, parsed once per hub process (a Trace never changes)."""
-    return load_trace(path)
+    return load_corpus(name)
 
 
 @st.cache_data(show_spinner=False)
-def session_split(path: str, cap: float) -> pd.DataFrame:
-    trace = shipped_trace(path)
-    rows = []
-    for view, times in (
-        ("as recorded", trace_times(trace)),
-        (f"idle capped at {cap:g} s", trace_times(trace, idle_cap_s=cap)),
-    ):
-        for tree in times:
-            rows.append({"view": view, "session": tree.session, "requests": tree.requests, "model_s": tree.model_s,
-                         "tool_s": tree.tool_s, "wall_s": tree.wall_s, "model_share": tree.model_share})  # fmt: skip
-    return pd.DataFrame(rows)
+def session_split(name: str, cap: float) -> pd.DataFrame:
+    return pd.DataFrame(recorded_split(shipped_trace(name), cap))
 
 
 st.title("Fast tokens")
@@ -60,15 +51,13 @@ st.markdown(
     "and **tool/user time** (tools running, the user reading), and shows what the same session takes on each chip "
     "and what faster decode would save of it."
 )
-traces = sorted(str(path) for path in TRACES.glob("*.json"))
-chosen = controls.selectbox("Session trace", [Path(name).name for name in traces], "trace")
+chosen = controls.selectbox("Session trace", shipped_trace_names(), "trace")
 speedup = controls.number("Decode speedup K (what-if)", "k", default=2.0, min_value=1.0, step=0.5,
                           help="How many times faster decode is in the what-if; prefill is unchanged.")  # fmt: skip
-cap = AGENTX_TREE_IDLE_CAP_S
-path = str(TRACES / str(chosen))
+cap = IDLE_CAP_S
 try:
-    trace = shipped_trace(path)
-    split = session_split(path, cap)
+    trace = shipped_trace(str(chosen))
+    split = session_split(str(chosen), cap)
 except InferSweepError as error:
     st.warning(f"The trace {chosen} cannot be split into model and tool time: {error}")
     st.stop()
@@ -92,7 +81,7 @@ st.altair_chart(
     ).properties(height=120),
     width="stretch",
 )  # fmt: skip
-saved = saving(trace_times(trace), trace_times(trace, decode_speedup(speedup)))
+saved = recorded_decode_saving(trace, speedup)
 st.markdown(
     f"As recorded, {speedup:g}× faster decode would save **{saved:.1%}** of this "
     f"session's time (model-time share {share:.1%}). The recorded time to first token is "

@@ -9,7 +9,6 @@ prediction.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import altair as alt
@@ -18,6 +17,14 @@ import streamlit as st
 
 from hubkit import controls, data
 from hubkit.charts import PALETTE
+from orchestrator.analysis.corpora import (
+    WEIGHT_PRECISIONS,
+    Trace,
+    corpus_file_name,
+    corpus_names,
+    kv_capacity,
+    load_corpus,
+)
 from orchestrator.analysis.fast_tokens import nearest_point, operating_points
 from orchestrator.analysis.offload import (
     DEFAULT_THRESHOLD,
@@ -28,32 +35,21 @@ from orchestrator.analysis.offload import (
     rates_at,
 )
 from recipes.hardware import TCO_TIERS, offload_budget_gib
-from runners.traces.formats import load_trace
-from runners.traces.planner import BYTES_PER_PARAMETER, kv_capacity
-from runners.traces.synthetic import PROFILES, write_corpus
 
-TRACES = Path(__file__).resolve().parents[2] / "traces" / "claude-code-weka"
 CONCURRENCIES = [4, 8, 16, 32, 64, 128, 256]
 LEVELS = [20.0, 30.0, 50.0, 70.0, 100.0]
 BLOCK_SIZE = 64
 
 
-SYNTHETIC = "synthetic: "  # a corpus generated from runners/traces/synthetic.py's profile, seed 0
-
-
-@st.cache_resource(show_spinner="Generating the synthetic corpus...")
-def corpus_path(name: str) -> str:
-    """A shipped trace's path, or a synthetic profile's corpus written once per hub process to a temporary file."""
-    if not name.startswith(SYNTHETIC):
-        return str(TRACES / name)
-    profile = name.removeprefix(SYNTHETIC)
-    folder = Path(tempfile.mkdtemp(prefix="infersweep-corpus-"))
-    return str(write_corpus(PROFILES[profile], folder / f"{profile}.jsonl", seed=0))
+@st.cache_resource(show_spinner="Reading or generating the corpus...")
+def corpus(name: str) -> Trace:
+    """A shipped trace, or a synthetic profile's corpus generated in memory, once per hub process."""
+    return load_corpus(name)
 
 
 @st.cache_data(show_spinner="Running the capacity planner...")
-def hits_of(corpus: str, concurrencies: tuple[int, ...], hbm_blocks: int, dram_blocks: int) -> list[HitRates]:
-    return planned_hits(load_trace(corpus_path(corpus)), concurrencies, BLOCK_SIZE, hbm_blocks, dram_blocks,
+def hits_of(name: str, concurrencies: tuple[int, ...], hbm_blocks: int, dram_blocks: int) -> list[HitRates]:
+    return planned_hits(corpus(name), concurrencies, BLOCK_SIZE, hbm_blocks, dram_blocks,
                         requests_per_lane=20)  # fmt: skip
 
 
@@ -66,13 +62,13 @@ st.info(
     "the saving is an upper bound."
 )
 hardware, models = data.hardware_registry(), data.model_registry()
-traces = sorted(path.name for path in TRACES.glob("*.json")) + [SYNTHETIC + name for name in PROFILES]
+traces = corpus_names()
 trace_name = controls.selectbox("Agent corpus", traces, "trace",
                                 help="A shipped Claude Code session, or a synthetic corpus: 'agentx' has AgentX's "
                                 "sizes (~20k shared prefix, contexts past 100k tokens, 32 sessions).")  # fmt: skip
 chip = controls.selectbox("Hardware", [key for key in hardware if key != "cpu-local"], "chip", default="b200")
 model_key = controls.selectbox("Model", sorted(models), "llm", default="deepseek-r1")
-precision = controls.selectbox("Precision", sorted(BYTES_PER_PARAMETER), "weights", default="fp8")
+precision = controls.selectbox("Precision", list(WEIGHT_PRECISIONS), "weights", default="fp8")
 gpus = int(controls.number("Accelerators per engine", "gpus", default=8, min_value=1, step=1))
 budget = offload_budget_gib(hardware[str(chip)], gpus)
 dram_gib = controls.number(
@@ -173,7 +169,7 @@ predicted = pd.DataFrame([{"concurrency": row.concurrency, "hit %": 100 * rate, 
 measured = frame if frame.empty else frame[(frame["hardware"] == chip) & (frame["workload_kind"] == "agentic-replay")]
 if not measured.empty:
     same_corpus = measured["replay_trace"].map(
-        lambda trace: Path(str(trace)).name == Path(corpus_path(str(trace_name))).name
+        lambda trace: Path(str(trace)).name == corpus_file_name(str(trace_name))
     )
     measured = measured[same_corpus & measured["realized_hit_rate"].notna()]
 points = pd.DataFrame({

@@ -1,4 +1,5 @@
-"""The project's import graph: no circles anywhere, and runners/ imports only downward.
+"""The project's import graph: no circles anywhere, each folder imports only what its README's "May import:" line
+allows, and runners/ imports only downward.
 
 Every import is counted: module level, inside functions, and under `if TYPE_CHECKING:` (a type is a
 dependency too). `from package import name` counts as importing `package.name` when that is a module.
@@ -7,6 +8,7 @@ dependency too). `from package import name` counts as importing `package.name` w
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
@@ -137,6 +139,45 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     return problems
 
 
+FOLDERS = (*PACKAGES, "site")
+SITE_MODULES = ("hubkit", "views", "app")  # site/'s own modules, by the names they import each other as
+
+
+def folder_of(module: str) -> str:
+    top = module.split(".")[0]
+    return "site" if top in SITE_MODULES else top
+
+
+def allowed_imports(readme: str) -> tuple[str, ...]:
+    """The module prefixes a folder README's "May import:" line names (in backticks); none for "nothing"."""
+    lines = [line for line in readme.splitlines() if line.startswith("May import:")]
+    if len(lines) != 1:
+        raise ValueError(f"expected one 'May import:' line, found {len(lines)}")
+    return tuple(re.findall(r"`([a-z_.]+)`", lines[0]))
+
+
+def forbidden_imports(graph: dict[str, set[str]], allowed: dict[str, tuple[str, ...]]) -> list[str]:
+    """Every import of another folder's module that the importing folder's README does not allow."""
+    problems = []
+    for source, targets in sorted(graph.items()):
+        folder = folder_of(source)
+        for target in sorted(targets):
+            other = folder_of(target)
+            if other == folder:
+                continue
+            if not any(target == prefix or target.startswith(prefix + ".") for prefix in allowed[folder]):
+                problems.append(f"{source} imports {target}: {folder}/README.md allows {list(allowed[folder])}")
+    return problems
+
+
+def readme_tables() -> dict[str, tuple[str, ...]]:
+    return {folder: allowed_imports((ROOT / folder / "README.md").read_text()) for folder in FOLDERS}
+
+
+def test_every_folder_imports_only_what_its_readme_allows() -> None:
+    assert forbidden_imports(import_graph(), readme_tables()) == []
+
+
 def test_the_project_has_no_import_circle() -> None:
     assert circles(import_graph()) == []
 
@@ -191,6 +232,16 @@ def test_an_upward_import_inside_a_function_is_found() -> None:
 )
 def test_every_spelling_of_an_import_is_resolved(source: str, package: str, expected: str) -> None:
     assert expected in imported_modules(ast.parse(source), package)
+
+
+def test_a_planted_import_of_runners_in_the_hub_is_found() -> None:
+    tree = ast.parse("from runners.traces.formats import load_trace\n")
+    graph = {"views.offload_map": imported_modules(tree, "views"), "runners.traces.formats": set()}
+    assert forbidden_imports(graph, readme_tables()) == [
+        "views.offload_map imports runners.traces.formats: site/README.md allows "
+        "['db', 'orchestrator.analysis', 'recipes']"
+    ]
+    assert allowed_imports("May import: nothing from the project.") == ()
 
 
 def test_records_are_layered_below_the_rest_of_loadgen() -> None:
