@@ -21,6 +21,12 @@ from pydantic import (
     model_validator,
 )
 
+from recipes.agentx import (
+    AGENTX_SYSTEM_IDLE_CAP_S,
+    AGENTX_TREE_IDLE_CAP_S,
+    AGENTX_WARMUP_REQUESTS_PER_LANE,
+    AGENTX_WINDOW_S,
+)
 from recipes.limits import (
     MAX_CONCURRENCY,
     MAX_INPUT_TOKENS,
@@ -637,12 +643,11 @@ class FixedLengthWorkload(StrictModel):
         return self
 
 
-# AgentX, as InferenceX runs it (benchmarks/benchmark_lib.sh, build_replay_cmd, at 843c6254): a 3,600 s window,
-# 10 one-token warm-up turns per lane, 10 s system and 300 s per-tree idle caps, recorded time and lengths.
-AGENTX_WINDOW_S = 3600.0
+# AgentX's replay settings (recipes/agentx.py): its window, warm-up and idle caps, recorded time and lengths.
 AGENTX_REPLAY: dict[str, Any] = {
-    "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": 10.0, "think_cap_s": 300.0,
-    "warmup": True, "warmup_requests_per_lane": 10, "api": "chat",
+    "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": AGENTX_SYSTEM_IDLE_CAP_S,
+    "think_cap_s": AGENTX_TREE_IDLE_CAP_S, "warmup": True, "warmup_requests_per_lane": AGENTX_WARMUP_REQUESTS_PER_LANE,
+    "api": "chat",
 }  # fmt: skip
 
 
@@ -693,14 +698,14 @@ class ReplaySettings(StrictModel):
         1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies recorded think times and timestamps."
     )
     think_cap_s: float = Field(
-        300.0,
+        AGENTX_TREE_IDLE_CAP_S,
         gt=0,
         le=MAX_SECONDS,
         description="AgentX's per-trajectory-tree idle cap, recorded seconds: when a tree (a root session copy with "
         "its subagents) has had nothing in flight this long, its pending think and spawn timers advance together.",
     )
     idle_cap_s: float = Field(
-        10.0,
+        AGENTX_SYSTEM_IDLE_CAP_S,
         gt=0,
         le=MAX_SECONDS,
         description="AgentX's whole-system idle cap, recorded seconds: when nothing at all has been in flight this "

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orchestrator.analysis.cost import SECONDS_PER_HOUR, TOKENS_PER_MILLION
+from orchestrator.analysis.cost import TOKENS_PER_MILLION, millions_of_tokens_per_hour
 from orchestrator.analysis.intervals import BCA_MIN_SAMPLES, Interval, mean_interval, student_t_quantile
 
 ArrayLike = Sequence[float] | np.ndarray | float | None
@@ -96,10 +96,11 @@ def y_values(
     with np.errstate(divide="ignore", invalid="ignore"):
         if metric in (COST, TOKENS_PER_DOLLAR):
             usd = _array(usd_per_gpu_hour, tokens.shape)
-            millions_per_hour = tokens * SECONDS_PER_HOUR / TOKENS_PER_MILLION
+            # The cost formula's own conversion (orchestrator/analysis/cost.py), applied to every point at once.
+            millions_per_hour = millions_of_tokens_per_hour(tokens)
             # A free GPU-hour costs nothing per token but buys unboundedly many: no tokens-per-$ figure.
             defined = (tokens > 0) & ((usd >= 0) if metric == COST else (usd > 0))
-            value = usd / millions_per_hour if metric == COST else tokens * SECONDS_PER_HOUR / usd
+            value = usd / millions_per_hour if metric == COST else millions_per_hour * TOKENS_PER_MILLION / usd
             return np.where(defined, value, np.nan)
         if metric == TOKENS_PER_MW:
             kw = _array(all_in_kw, tokens.shape)

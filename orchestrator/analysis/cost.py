@@ -21,6 +21,7 @@ price registries come from `recipes`.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -28,8 +29,12 @@ from recipes.hardware import Hardware
 from recipes.prices import ModelPrice
 from recipes.strict import StrictModel
 
+if TYPE_CHECKING:
+    import numpy as np
+
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MILLION = 1e6
+Rate = TypeVar("Rate", float, "np.ndarray")  # one figure, or one per point (orchestrator/analysis/axes.py)
 DEFAULT_LICENCE_FEE = 0.30  # InferenceX default: 30 % of revenue goes to the model's licensor.
 
 
@@ -122,7 +127,7 @@ def _non_negative(name: str, value: float) -> float:
     return value
 
 
-def millions_of_tokens_per_hour(tokens_per_s: float) -> float:
+def millions_of_tokens_per_hour(tokens_per_s: Rate) -> Rate:
     """tok/s × 3600 / 10⁶."""
     return tokens_per_s * SECONDS_PER_HOUR / TOKENS_PER_MILLION
 

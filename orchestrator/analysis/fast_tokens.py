@@ -23,11 +23,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.analysis.pareto import frontier_by_group
+from recipes.agentx import AGENTX_TREE_IDLE_CAP_S
 from runners.traces.hit_rate import theoretical_hit_rate
 from runners.traces.models import Trace, TraceRequest
 from runners.traces.planner import scaled_lengths
 from runners.traces.workflow import (
-    AGENTX_TREE_IDLE_CAP_S,
     Latency,
     TreeTime,
     decode_speedup,

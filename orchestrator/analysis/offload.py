@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator.analysis.cost import cost_per_million_tokens
 from orchestrator.analysis.fast_tokens import OperatingPoint
 from runners.traces.models import Trace
 from runners.traces.planner import ReplayShape, ReplayTraffic
@@ -92,7 +93,10 @@ class OffloadCell:
         if price is None or self.hits.output_tokens <= 0:
             return None
         seconds = self.seconds_dram if with_dram else self.seconds_hbm
-        return price / 3600 * seconds / self.hits.output_tokens * 1e6
+        if seconds <= 0:
+            return None
+        # One request's output tokens over the accelerator time it takes: the rate the cost formula prices.
+        return cost_per_million_tokens(price, self.hits.output_tokens / seconds)
 
 
 def seconds_per_request(prompt_tokens: float, output_tokens: float, hit: float, rates: ServingRates) -> float:

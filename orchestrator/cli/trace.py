@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 
 from orchestrator.cli.output import console, fail
+from recipes.agentx import AGENTX_TREE_IDLE_CAP_S
 from recipes.errors import ConfigurationError, InferSweepError
 from recipes.limits import MAX_CONCURRENCY
 
@@ -189,8 +190,9 @@ def workflow(
         list[float], typer.Option("--decode-speedup", min=1.0, help="What-if decode speedups K (repeatable).")
     ] = [2.0],  # noqa: B006 - typer reads the default, it is never mutated
     idle_cap_s: Annotated[
-        float, typer.Option(min=0.0, help="The capped view's per-tree idle cap (AgentX: 300 s).")
-    ] = 300.0,
+        float,
+        typer.Option(min=0.0, help=f"The capped view's per-tree idle cap (AgentX: {AGENTX_TREE_IDLE_CAP_S:g} s)."),
+    ] = AGENTX_TREE_IDLE_CAP_S,
     chips: Annotated[
         bool, typer.Option(help="Also serve the corpus at each chip's frontier points from the results database.")
     ] = True,

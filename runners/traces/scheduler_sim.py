@@ -36,6 +36,7 @@ from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
+from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
 from runners.traces.hit_rate import _Access
 from runners.traces.models import Session, Trace
 from runners.traces.planner import ReplayShape, _Step, access_of, lane_trees
@@ -380,7 +381,8 @@ class _Scheduler:
 
 def scheduled_hit_rate(
     trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming, duration_s: float,
-    *, time_scale: float = 1.0, tree_cap_s: float | None = 300.0, system_cap_s: float | None = 10.0,
+    *, time_scale: float = 1.0, tree_cap_s: float | None = AGENTX_TREE_IDLE_CAP_S,
+    system_cap_s: float | None = AGENTX_SYSTEM_IDLE_CAP_S,
     requests: int | None = None,
 ) -> ScheduledHitRate:  # fmt: skip
     """The hit rate of `duration_s` of the replay against `blocks` blocks, under the scheduler model above; with

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from recipes.errors import ConfigurationError
 from runners.traces.models import Session, Trace, TraceRequest
 
-AGENTX_TREE_IDLE_CAP_S = 300.0  # AgentX's per-trajectory-tree idle cap (InferenceX benchmark_lib.sh)
-
 Latency = Callable[[TraceRequest], float]  # seconds one request takes, send to last token
 
 

@@ -28,9 +28,8 @@ from orchestrator.analysis.fast_tokens import (
     replay_estimate,
     takeaway,
 )
+from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S
 from recipes.errors import InferSweepError
-
-SYSTEM_IDLE_CAP_S = 10.0  # AgentX's whole-system idle cap
 
 
 @st.cache_resource(show_spinner=False)
@@ -107,7 +106,7 @@ else:
     measured_rows = []
     for replay in replays.itertuples():
         # One live session: the whole system is that tree, so AgentX's 10 s system idle cap applies; more: 300 s.
-        idle = SYSTEM_IDLE_CAP_S if replay.concurrency == 1 else cap
+        idle = AGENTX_SYSTEM_IDLE_CAP_S if replay.concurrency == 1 else cap
         estimate = replay_estimate(
             trace, replay.ttft_p50_ms, replay.tpot_p50_ms, replay.replay_time_scale, replay.replay_length_scale,
             None if pd.isna(replay.replay_max_output_tokens) else int(replay.replay_max_output_tokens), idle,

@@ -1,0 +1,14 @@
+"""AgentX's replay constants, as InferenceX runs it (benchmarks/benchmark_lib.sh, build_replay_cmd, at 843c6254).
+
+The one home of these numbers: the recipe schema's replay defaults, the live replayer's idle caps
+(runners/loadgen/idle_caps.py), the scheduler simulation (runners/traces/scheduler_sim.py), the analytic session
+timeline (runners/traces/workflow.py) and the hub all read them here. A replay whose settings depart from them is
+labelled "not comparable with AgentX" (recipes.schema.agentx_differences).
+"""
+
+from __future__ import annotations
+
+AGENTX_WINDOW_S = 3600.0  # the measured window
+AGENTX_SYSTEM_IDLE_CAP_S = 10.0  # nothing in flight anywhere this long (recorded s): every pending timer advances
+AGENTX_TREE_IDLE_CAP_S = 300.0  # one trajectory tree idle this long (recorded s): that tree's timers advance
+AGENTX_WARMUP_REQUESTS_PER_LANE = 10  # one-token warm-up turns per lane before the window
