@@ -19,6 +19,12 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
 - `cache_tiers`: an agentic Point's prompt tokens by where they came from (HBM, DRAM, recomputed).
 - `request_latency`: per-request latencies from the stored request records.
 - `thinning`: which of tens of thousands of points a chart draws (every frontier point first).
+- `recency`: which sweep of a configuration is the newer (one rule for the CLI, the hub and trends).
+- `curves`: results as Pareto curves per (model, precision, engine, workload), chip and engine image.
+- `projection`: a measured curve projected to another chip; `backtest`: how wrong projections have been.
+- `fast_tokens`: what faster decode buys an agent's whole session, at each chip's operating points.
+- `offload`: where a host-DRAM KV tier lowers $/M tokens (model-based); `engram`: the Engram placement what-if.
+- `corpora`: the agent corpora the hub's trace pages read (shipped traces, synthetic profiles in memory).
 """
 
 from orchestrator.analysis.cost import (

@@ -8,7 +8,6 @@ fields. Tables are parsed from those documents only to offer them as CSV.
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
@@ -19,12 +18,26 @@ import streamlit as st
 from hubkit import controls, data
 from hubkit.charts import CHIP_COLOURS, PALETTE
 from hubkit.page import table_with_csv
+from orchestrator.analysis import (
+    cache_tiers,
+    compare,
+    cost,
+    economics,
+    fast_tokens,
+    interpolate,
+    intervals,
+    projection,
+    regression,
+    request_latency,
+    trends,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = {"Metric definitions": REPO / "docs" / "METRICS.md", "Methodology rules": REPO / "docs" / "METHODOLOGY.md"}
 # The analysis modules whose documentation states a formula the hub applies (later ones are optional).
-FORMULA_MODULES = ("cost", "interpolate", "intervals", "regression", "trends", "compare", "economics", "cache_tiers",
-                   "request_latency", "fast_tokens")  # fmt: skip
+# Imported by name, so a module renamed or removed fails the page's import here, not silently at run time.
+FORMULA_MODULES = (cost, interpolate, intervals, regression, trends, compare, economics, cache_tiers, request_latency,
+                   fast_tokens)  # fmt: skip
 ORIGINS = {
     "measured": "Measured by InferSweep's load generator against an engine on the named hardware.",
     "imported": "Measured by another tool (e.g. InferenceX) and imported with its source, which is shown with it.",
@@ -160,11 +173,8 @@ with validity:
 with formulas:
     st.caption("Cost, interpolation, intervals and regressions as the hub computes them: the documentation of "
                "each `orchestrator.analysis` module, the code every page calls.")  # fmt: skip
-    for name in FORMULA_MODULES:
-        try:
-            module = importlib.import_module(f"orchestrator.analysis.{name}")
-        except ModuleNotFoundError:
-            continue
+    for module in FORMULA_MODULES:
+        name = module.__name__.rpartition(".")[2]
         if module.__doc__:
             first, _, rest = module.__doc__.strip().partition("\n")
             with st.expander(f"{first}  (`orchestrator/analysis/{name}.py`)", expanded=name == "cost"):
@@ -230,7 +240,7 @@ with origins:
 
 with projections:
     st.subheader("Projections to other chips, and how wrong they have been")
-    st.markdown(importlib.import_module("orchestrator.analysis.projection").__doc__ or "")
+    st.markdown(projection.__doc__ or "")
     report = data.projection_report(url)
     backtest = report.backtest
     if backtest.empty:

@@ -1,6 +1,6 @@
 """InferSweep hub, Runs page: where every sweep and job is in its lifecycle, and why.
 
-Presentation only: reads sweeps, jobs and their transitions through `db.recording`. A sweep with results
+Presentation only: reads sweeps, jobs and their transitions through `db.reads`. A sweep with results
 under a running embargo is not listed (its existence is part of what the embargo keeps back). The chosen
 sweep is the query parameter `sweep`, so a link opens the same sweep.
 """

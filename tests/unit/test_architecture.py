@@ -234,6 +234,12 @@ def test_every_spelling_of_an_import_is_resolved(source: str, package: str, expe
     assert expected in imported_modules(ast.parse(source), package)
 
 
+def test_the_analysis_package_lists_every_module_it_holds() -> None:
+    listed = set(re.findall(r"`([a-z_]+)`", (ROOT / "orchestrator" / "analysis" / "__init__.py").read_text()))
+    modules = {path.stem for path in (ROOT / "orchestrator" / "analysis").glob("*.py") if path.stem != "__init__"}
+    assert modules - listed == set(), "add each module's line to orchestrator/analysis/__init__.py"
+
+
 def test_a_planted_import_of_runners_in_the_hub_is_found() -> None:
     tree = ast.parse("from runners.traces.formats import load_trace\n")
     graph = {"views.offload_map": imported_modules(tree, "views"), "runners.traces.formats": set()}
