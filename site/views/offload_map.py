@@ -168,9 +168,7 @@ predicted = pd.DataFrame([{"concurrency": row.concurrency, "hit %": 100 * rate, 
                                                                ("predicted, with DRAM", row.with_dram))])  # fmt: skip
 measured = frame if frame.empty else frame[(frame["hardware"] == chip) & (frame["workload_kind"] == "agentic-replay")]
 if not measured.empty:
-    same_corpus = measured["replay_trace"].map(
-        lambda trace: Path(str(trace)).name == corpus_file_name(str(trace_name))
-    )
+    same_corpus = measured["replay_trace"].map(lambda trace: Path(str(trace)).name == corpus_file_name(str(trace_name)))
     measured = measured[same_corpus & measured["realized_hit_rate"].notna()]
 points = pd.DataFrame({
     "concurrency": measured["concurrency"] if not measured.empty else [],
