@@ -21,6 +21,8 @@ from orchestrator.analysis.projection import ProjectedPoint, Projection
 from orchestrator.importers.store import close_imported
 from orchestrator.plan import point_key
 from orchestrator.recorder import RecipeIdentity, Recorder
+from recipes.schema import ValidityThresholds
+from recipes.validity import Evidence, judge
 from runners.job import PointRequest
 from runners.loadgen.records import FixedLengthPoint, MeasuredWindow, PointMetrics, Stats, Validity
 
@@ -57,7 +59,8 @@ def _metrics(projected: ProjectedPoint, gpus: int) -> PointMetrics:
         total_token_throughput_per_gpu=point.total_per_gpu, ttft_ms=none, tpot_ms=Stats.reported(tpot), itl_ms=none,
         e2el_ms=none, client_queue_ms=none, interactivity=Stats.reported(point.interactivity),
         token_disagreement=0.0, window=MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=True),
-        validity=Validity(valid=True, reasons=[]),
+        # A model's output, not a measurement: only the figure check applies (its sources were judged).
+        validity=Validity.of(judge("projected", Evidence(), ValidityThresholds())),
         peer_figures={"projection_speedup": projected.speedup,
                       "projection_source_output_tput_per_gpu": projected.source.output_per_gpu,
                       "projection_source_interactivity": projected.source.interactivity},

@@ -38,6 +38,7 @@ from recipes.schema import (
     methodology_knob_of,
     serves_dummy_weights,
 )
+from recipes.validity import checks_markdown
 from recipes.yamlio import load_validated
 
 
@@ -576,6 +577,14 @@ def rules_markdown() -> str:
             lines += [f"#### `{registered.name}`", "", registered.doc, "", "Messages:", ""]
             lines += [_message_line(message) for message in registered.messages]
             lines.append("")
+    lines += [
+        "### Validity checks",
+        "",
+        "After a Point runs, these checks judge it (`recipes/validity.py`): each origin applies the checks it can, and",
+        "lists the rest as not checked with the verdict; any failed check makes the Point invalid, with its reason.",
+        "",
+        checks_markdown(),
+    ]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -142,7 +142,8 @@ class AIPerfFormat:
         if output_tokens is None or input_tokens is None:
             peer.refused.append(Refusal(0, "total_osl", MISSING_VALUE, "token totals (server usage or AIPerf's)"))
             return peer
-        disagreement = abs(own_out - usage_out) / usage_out if usage_out and own_out is not None else 0.0
+        # AIPerf's own count against the server's usage, where it has both; else the check is not applied.
+        disagreement = abs(own_out - usage_out) / usage_out if usage_out and own_out is not None else None
         try:
             ttft = _ms(export.time_to_first_token, "time_to_first_token", completed)
             tpot = _ms(export.inter_token_latency, "inter_token_latency", completed)
@@ -152,13 +153,13 @@ class AIPerfFormat:
         except ValueError as error:
             field, _, rest = str(error).partition(": ")
             raise RecipeError(str(file), [(field, MISSING, rest)], what=WHAT) from error
-        unfinished = [] if export.is_complete and not export.was_cancelled else ["AIPerf did not finish the run"]
-        validity = aggregate_validity(completed, failed, concurrency, thresholds, disagreement, unfinished)
+        finished = export.is_complete and not export.was_cancelled
+        validity = aggregate_validity(completed, failed, concurrency, thresholds, disagreement, finished)
         own = export.output_token_throughput
         metrics = level_metrics(
             completed=completed, failed=failed, duration_s=duration, input_tokens=input_tokens,
             output_tokens=output_tokens, accelerators=accelerators, ttft=ttft, tpot=tpot, itl=itl, e2el=e2el,
-            validity=validity, token_disagreement=disagreement,
+            validity=validity, token_disagreement=disagreement or 0.0,
             peer_figures={"aiperf_output_token_throughput": own.avg} if own and own.avg is not None else None,
         )  # fmt: skip
         isl, osl = _nominal_lengths(config)

@@ -40,7 +40,9 @@ from recipes.errors import MISSING, RecipeError, problem_of
 from recipes.hardware import hardware_key_for, load_hardware_registry
 from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_TEXT_CHARS
 from recipes.model_registry import load_model_registry, model_key_for
+from recipes.schema import ValidityThresholds
 from recipes.validity import MAX_TOKENS_PER_S_PER_ACCELERATOR as PER_GPU_CEILING
+from recipes.validity import Evidence, judge
 from recipes.yamlio import read_document
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
@@ -363,6 +365,7 @@ def to_point_metrics(row: InferenceXRow) -> PointMetrics:
         interactivity=_stats(1000 / tpot_p50, row.p99_intvty),
         token_disagreement=0.0,
         window=MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=True),
-        validity=Validity(valid=True, reasons=[]),
+        # A row states figures, not requests: only the figure check applies (the rest are listed not checked).
+        validity=Validity.of(judge("inferencex-row", Evidence(), ValidityThresholds())),
         peer_figures=peer,
     )  # fmt: skip

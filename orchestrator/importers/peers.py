@@ -16,7 +16,6 @@ Shared rules, so the four readers agree:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from recipes.errors import RecipeError, problem_of
 from recipes.limits import MAX_TEXT_CHARS
 from recipes.schema import ValidityThresholds
+from recipes.validity import Evidence, judge
 from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -104,23 +104,17 @@ def interactivity_of(tpot_ms: Stats) -> Stats:
 
 
 def aggregate_validity(
-    completed: int, failed: int, concurrency: int, thresholds: ValidityThresholds, token_disagreement: float = 0.0,
-    more_reasons: Iterable[str] = (),
+    completed: int, failed: int, concurrency: int, thresholds: ValidityThresholds,
+    token_disagreement: float | None = None, finished: bool | None = None,
 ) -> Validity:  # fmt: skip
-    """The verdict a file's aggregates allow: enough requests, few errors, token counts that agree."""
-    reasons = list(more_reasons)
-    total = completed + failed
-    needed = max(thresholds.min_requests_floor, int(thresholds.min_requests_per_concurrency * concurrency))
-    if total < needed:
-        reasons.append(f"only {total} requests; at least {needed} needed")
-    if total and failed / total > thresholds.max_error_rate:
-        reasons.append(f"error rate {failed / total:.1%} above {thresholds.max_error_rate:.0%}")
-    if token_disagreement > thresholds.max_token_disagreement:
-        reasons.append(
-            f"the tool's own output-token count differs from the server's by {token_disagreement:.1%} "
-            f"(above {thresholds.max_token_disagreement:.0%})"
-        )
-    return Validity(valid=not reasons, reasons=reasons)
+    """The verdict a file's aggregates allow (recipes/validity.py's checks for a peer file): enough requests, few
+    errors, and where the file says so, token counts that agree and a run that finished. What the file cannot
+    say is listed as not checked."""
+    evidence = Evidence(
+        measured_requests=completed + failed, failed_requests=failed, load=concurrency,
+        token_disagreement=token_disagreement, finished=finished,
+    )  # fmt: skip
+    return Validity.of(judge("peer-file", evidence, thresholds))
 
 
 def level_metrics(

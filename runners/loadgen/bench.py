@@ -253,8 +253,7 @@ def run_bench(
         records, settings.concurrency, 1, thresholds or ValidityThresholds(), settings.open_loop, settings.goodput
     )
     if not complete:
-        metrics.validity.valid = False
-        metrics.validity.reasons.append("interrupted before every request finished")
+        metrics.validity = metrics.validity.with_check("finished", "interrupted before every request finished")
     result = BenchResult(
         **metrics.model_dump(),
         complete=complete,

@@ -12,12 +12,15 @@ Definitions (docs/DESIGN.md §4, docs/METRICS.md):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from recipes.schema import ValidityThresholds
+from recipes.validity import Evidence, Origin, judge
 from runners.loadgen.records import GoodputSlo, MeasuredWindow, PointMetrics, RequestRecord, Stats, Validity
 
 
@@ -208,8 +211,13 @@ def compute_point_metrics(
     thresholds: ValidityThresholds,
     open_loop: bool = False,
     slo: GoodputSlo | None = None,
+    *,
+    origin: Origin = "measured",
+    evidence: Mapping[str, Any] | None = None,
 ) -> PointMetrics:
-    """Aggregates of one Point. `concurrency` is the closed-loop target (the cap, for open loop)."""
+    """Aggregates of one Point. `concurrency` is the closed-loop target (the cap, for open loop). The verdict is
+    recipes/validity.py's checks for `origin`, on what the records show plus the caller's `evidence` (a replay's
+    live sessions and schedule lag)."""
     measured = [record for record in records if not record.warmup]
     succeeded = [record for record in measured if record.ok]
     failed = len(measured) - len(succeeded)
@@ -244,27 +252,14 @@ def compute_point_metrics(
     client_tokens = sum(r.client_tokens for r in succeeded if r.completion_tokens is not None)
     disagreement = abs(server_tokens - client_tokens) / server_tokens if server_tokens else 0.0
 
-    reasons: list[str] = []
-    per_concurrency = 0 if open_loop else thresholds.min_requests_per_concurrency * concurrency
-    needed = max(thresholds.min_requests_floor, int(np.ceil(per_concurrency)))
-    if len(measured) < needed:
-        reasons.append(f"only {len(measured)} measured requests; at least {needed} needed")
-    error_rate = failed / len(measured) if measured else 1.0
-    if error_rate > thresholds.max_error_rate:
-        reasons.append(f"error rate {error_rate:.1%} above {thresholds.max_error_rate:.0%} ({failed} failed)")
-    if disagreement > thresholds.max_token_disagreement:
-        reasons.append(
-            f"server and client output-token counts differ by {disagreement:.1%} "
-            f"(server {server_tokens}, client {client_tokens})"
-        )
-    reasons.extend(usage_evidence(succeeded))
-    if not window.reached_target:
-        reasons.append(f"in-flight requests never reached the target concurrency {concurrency}")
-    if duration <= 0:
-        reasons.append("empty measured window")
-    short = sum(1 for r in succeeded if r.output_tokens < r.max_tokens)
-    if short:
-        reasons.append(f"{short} requests returned fewer output tokens than requested (ignore_eos not honoured?)")
+    shown = Evidence(
+        measured_requests=len(measured), failed_requests=failed, load=0 if open_loop else concurrency,
+        token_disagreement=disagreement, token_counts=(server_tokens, client_tokens),
+        usage_problems=tuple(usage_evidence(succeeded)), reached_target=window.reached_target, window_s=duration,
+        short_outputs=sum(1 for r in succeeded if r.output_tokens < r.max_tokens),
+        e2el_p50_ms=summarize(series["e2el"]).p50, finished=True,
+    )  # fmt: skip
+    verdict = judge(origin, dataclasses.replace(shown, **(evidence or {})), thresholds)
 
     good = sum(shares[r.index] for r in succeeded if meets_slo(r, slo)) if slo else None
     output_throughput = rate(output_in_window)
@@ -290,5 +285,5 @@ def compute_point_metrics(
         goodput=rate(good) if good is not None else None,
         token_disagreement=disagreement,
         window=window,
-        validity=Validity(valid=not reasons, reasons=reasons),
+        validity=Validity.of(verdict),
     )

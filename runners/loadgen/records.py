@@ -18,7 +18,7 @@ from pydantic import Field
 from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT, MAX_SECONDS
 from recipes.schema import FixedLengthWorkload, ReplaySettings, SequenceLengths
 from recipes.strict import Strict
-from recipes.validity import MAX_LATENCY_MS, MAX_TOKENS_PER_S_PER_ACCELERATOR
+from recipes.validity import MAX_LATENCY_MS, MAX_TOKENS_PER_S_PER_ACCELERATOR, Verdict
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -220,8 +220,29 @@ class Stats(Strict):
 
 
 class Validity(Strict):
-    valid: bool = Field(description="True when every validity rule holds.")
+    valid: bool = Field(description="True when every validity rule applied to the Point holds.")
     reasons: list[str] = Field(default_factory=list, description="Each rule that failed, with its figures.")
+    checked: list[str] = Field(
+        default_factory=list,
+        description="Ids of the checks applied (recipes/validity.py); empty in results stored before checks had ids.",
+    )
+    not_checked: list[str] = Field(
+        default_factory=list, description="Ids of the checks this origin does not apply or had no evidence for."
+    )
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> Validity:
+        return cls(valid=verdict.valid, reasons=list(verdict.reasons), checked=list(verdict.checked),
+                   not_checked=list(verdict.not_checked))  # fmt: skip
+
+    def with_check(self, check_id: str, failure: str | None) -> Validity:
+        """This verdict with one more check applied, failed with `failure` or held (None): a gate judged after
+        the aggregates, such as the accuracy gate or an interrupted run."""
+        reasons = [*self.reasons, failure] if failure else self.reasons
+        return Validity(
+            valid=not reasons, reasons=reasons, checked=sorted({*self.checked, check_id}),
+            not_checked=[other for other in self.not_checked if other != check_id],
+        )  # fmt: skip
 
 
 class MeasuredWindow(Strict):

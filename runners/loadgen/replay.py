@@ -435,7 +435,15 @@ def run_replay_point(
     decode = vocabulary.decoder() if point.api == "chat" else None
     stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size), window_opened, decode)
     records = [item.record for item in items]
-    metrics = compute_point_metrics(records, point.concurrency, accelerators, thresholds, open_loop=True)
+    # A replay is closed over its sessions: the minimum of measured requests scales with them, as a fixed-length
+    # Point's with its concurrency; the client must have kept to the schedule (recipes/validity.py).
+    evidence = {
+        "load": point.concurrency, "load_label": f"{point.concurrency} live sessions",
+        "schedule_lag_p99_ms": stats.schedule_lag_ms.p99, "max_schedule_lag_p99_ms": point.max_schedule_lag_p99_ms,
+    }  # fmt: skip
+    metrics = compute_point_metrics(
+        records, point.concurrency, accelerators, thresholds, open_loop=True, origin="replayed", evidence=evidence
+    )
     theoretical = replayed_hit_rate(trace, engine_block_size, point.length_scale).rate
     timing = _timing(records, metrics, token_budget)
     metrics.replay = stats.model_copy(
@@ -444,44 +452,7 @@ def run_replay_point(
             "planner": _prediction(trace, point, cache, stats, timing),
         }
     )
-    replay_reasons = window_reasons(
-        len([record for record in records if not record.warmup]), point.concurrency, metrics.duration_s,
-        metrics.e2el_ms.p50, thresholds,
-    )  # fmt: skip
-    if replay_reasons:
-        metrics.validity.valid = False
-        metrics.validity.reasons.extend(replay_reasons)
-    lag = stats.schedule_lag_ms.p99
-    if lag is not None and lag > point.max_schedule_lag_p99_ms:
-        metrics.validity.valid = False
-        metrics.validity.reasons.append(
-            f"schedule lag p99 {lag:.0f} ms above {point.max_schedule_lag_p99_ms:.0f} ms (client or server fell behind)"
-        )
     return metrics, records
-
-
-# A replay window must outlast this many median request lifetimes: a shorter one holds the warm-up's transient
-# rather than the steady state of sessions thinking, sending and waiting.
-MIN_WINDOW_REQUEST_LIFETIMES = 10
-
-
-def window_reasons(
-    measured: int, sessions: int, duration_s: float, e2el_p50_ms: float | None, thresholds: ValidityThresholds
-) -> list[str]:
-    """Why a replay window is too small to publish: fewer measured requests than the fixed-length rule asks of the
-    same number of live sessions (max(floor, per-concurrency x sessions): a replay is closed over its sessions), or
-    a window shorter than `MIN_WINDOW_REQUEST_LIFETIMES` median request lifetimes."""
-    reasons = []
-    needed = max(thresholds.min_requests_floor, math.ceil(thresholds.min_requests_per_concurrency * sessions))
-    # Below the floor the aggregate already says so (`compute_point_metrics`); not twice.
-    if thresholds.min_requests_floor <= measured < needed:
-        reasons.append(f"only {measured} measured requests for {sessions} live sessions; at least {needed} needed")
-    if e2el_p50_ms is not None and duration_s * 1000 < MIN_WINDOW_REQUEST_LIFETIMES * e2el_p50_ms:
-        reasons.append(
-            f"window {duration_s:.1f} s shorter than {MIN_WINDOW_REQUEST_LIFETIMES} median request lifetimes "
-            f"({MIN_WINDOW_REQUEST_LIFETIMES} x {e2el_p50_ms / 1000:.2f} s): too short for a steady state"
-        )
-    return reasons
 
 
 def _timing(records: list[RequestRecord], metrics: PointMetrics, token_budget: int | None) -> StepTiming | None:

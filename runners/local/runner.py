@@ -45,7 +45,6 @@ from runners.loadgen.records import (
     RawScrapes,
     ReplayPoint,
     RequestRecord,
-    Validity,
 )
 from runners.loadgen.replay import run_replay_point
 
@@ -207,9 +206,8 @@ class LocalRunner(Runner):
                 metrics.server = counter_deltas(before, after)
                 metrics.host = HostReport(preflight=preflight, telemetry=sampler.summary())
                 metrics.accuracy = accuracy
-                if accuracy.invalid_reason is not None:
-                    reasons = [*metrics.validity.reasons, accuracy.invalid_reason]
-                    metrics.validity = Validity(valid=False, reasons=reasons)
+                if accuracy.ran:  # the gate judged the engine: its check applies to every Point of the job
+                    metrics.validity = metrics.validity.with_check("accuracy", accuracy.invalid_reason)
                 code = engine.exited()
                 if code is not None:
                     # A dead engine is an infrastructure fault, not a measurement of the configuration.
