@@ -46,18 +46,17 @@ def tier_of(item: pytest.Item) -> str:
     return "integration"
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Each test gets exactly one tier marker (`-m unit`, `-m "not system"`) and, for pytest-xdist's `loadgroup`, a
     group: system tests one together; an integration module's tests one per module, so that its module-scoped
-    fixtures (a moto server, a Ray cluster, a seeded database) start once, in one worker."""
-    for item in items:
-        tier = tier_of(item)
-        item.add_marker(tier)
-        if tier == "system":
-            item.add_marker(pytest.mark.xdist_group(SYSTEM_GROUP))
-        elif tier == "integration":
-            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(ROOT).as_posix()))
+    fixtures (a moto server, a Ray cluster, a seeded database) start once, in one worker. Here, as each test is
+    collected: pytest-xdist reads the groups in its own `pytest_collection_modifyitems`, which runs before ours."""
+    tier = tier_of(item)
+    item.add_marker(tier)
+    if tier == "system":
+        item.add_marker(pytest.mark.xdist_group(SYSTEM_GROUP))
+    elif tier == "integration":
+        item.add_marker(pytest.mark.xdist_group(item.path.relative_to(ROOT).as_posix()))
 
 
 @pytest.fixture(scope="session", autouse=True)
