@@ -31,6 +31,7 @@ from orchestrator.analysis import (
     request_latency,
     trends,
 )
+from recipes.validity import CHECKS, ORIGIN_CHECKS
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = {"Metric definitions": REPO / "docs" / "METRICS.md", "Methodology rules": REPO / "docs" / "METHODOLOGY.md"}
@@ -154,12 +155,17 @@ with definitions:
             st.markdown(public_text(metrics_doc))
 
 with validity:
-    if metrics_doc is not None:
-        st.subheader("Validity verdict of a point")
-        rules = pd.DataFrame({"rule": bullets(section(metrics_doc, "Validity verdict"))})
-        table_with_csv(rules, "validity-rules")
-        st.caption("An invalid point is stored and shown with its reasons (pages hide it unless 'Only valid points' "
-                   "is switched off); the thresholds are set per recipe under `validity:`.")  # fmt: skip
+    st.subheader("Validity verdict of a point")
+    # The checks themselves (recipes/validity.py), with the origins that can apply each.
+    rules = pd.DataFrame([
+        {"check": check.id, "rule": check.text,
+         "applied to": ", ".join(origin for origin, ids in ORIGIN_CHECKS.items() if check.id in ids)}
+        for check in CHECKS.values()
+    ])  # fmt: skip
+    table_with_csv(rules, "validity-rules")
+    st.caption("An invalid point is stored and shown with its reasons (pages hide it unless 'Only valid points' "
+               "is switched off); the thresholds are set per recipe under `validity:`. A check an origin cannot "
+               "apply is listed with the point as not checked.")  # fmt: skip
     if rules_doc is None:
         st.warning(f"docs/METHODOLOGY.md is not readable at `{DOCS['Methodology rules']}`.")
     else:

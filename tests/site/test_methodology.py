@@ -45,8 +45,10 @@ def test_fixture_lists_the_b200_tco_source_and_date(seeded_hub: str) -> None:
 
 def test_validity_rules_origins_and_palette(seeded_hub: str) -> None:
     app = open_page("methodology")
-    rules = list(_table(app, "rule")["rule"])
-    assert "at least max(10, 2 × concurrency) measured requests;" in rules and "error rate ≤ 10 %;" in rules
+    rules = _table(app, "applied to").set_index("check")
+    assert rules.loc["min-requests", "rule"] == "at least max(10, 2 × concurrency) measured requests"
+    assert rules.loc["error-rate", "rule"] == "error rate ≤ 10 %"
+    assert rules.loc["figures-in-range", "applied to"] == "measured, replayed, peer-file, inferencex-row, projected"
     recipe_rules = _table(app, "why").set_index("rule")
     assert recipe_rules.loc["prefix-caching-off-for-random-tokens", "group"] == "Methodology rules"
     assert recipe_rules.loc["hardware-exists", "group"] == "Consistency rules"
