@@ -107,16 +107,6 @@ def section(markdown: str, heading: str) -> str:
     return rest[: end.start()] if end else rest
 
 
-def bullets(markdown: str) -> list[str]:
-    items: list[str] = []
-    for line in markdown.splitlines():
-        if line.startswith("- "):
-            items.append(line[2:].strip())
-        elif items and line.startswith("  ") and line.strip():
-            items[-1] += " " + line.strip()
-    return items
-
-
 def rule_table(markdown: str) -> pd.DataFrame:
     """The recipe rules (`#### \\`rule-id\\`` under a '### … rules' group) with their first paragraph."""
     rows, group = [], ""
