@@ -96,17 +96,6 @@ def public_text(markdown: str) -> str:
     return "\n".join(kept)
 
 
-def section(markdown: str, heading: str) -> str:
-    """The text under `heading` (a '## ' line) up to the next heading of the same or a higher level."""
-    match = re.search(rf"^(#+) {re.escape(heading)}\s*$", markdown, flags=re.MULTILINE)
-    if match is None:
-        return ""
-    level = len(match.group(1))
-    rest = markdown[match.end() :]
-    end = re.search(rf"^#{{1,{level}}} ", rest, flags=re.MULTILINE)
-    return rest[: end.start()] if end else rest
-
-
 def rule_table(markdown: str) -> pd.DataFrame:
     """The recipe rules (`#### \\`rule-id\\`` under a '### … rules' group) with their first paragraph."""
     rows, group = [], ""
