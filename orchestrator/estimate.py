@@ -7,7 +7,7 @@ An estimate, stated with its assumptions so nobody mistakes it for a measurement
   taking `isl / ASSUMED_PREFILL_TOKENS_PER_S + osl / ASSUMED_TOKENS_PER_S_PER_USER` seconds (lengths at
   their upper bound: the estimate errs long);
 - an agentic replay Point: its measured window, plus a quarter for warm starts and drain.
-Accelerator-hours = the job's hours x the accelerators the engine uses (every GPU, docs/DESIGN.md §4).
+Accelerator-hours = the job's hours x the accelerators the engine uses (every GPU, docs/ARCHITECTURE.md §4).
 """
 
 from __future__ import annotations

@@ -463,7 +463,7 @@ EXPERTS_BEYOND_WORKER = Message(
 def per_gpu_normalisation(recipe: Recipe, context: RuleContext) -> list[Problem]:
     """Every per-GPU figure (throughput, cost, power) divides by the accelerators the engine uses:
     tp x pp x dp, or for disaggregated serving the sum over the prefill and decode groups of
-    num_workers x tp x pp x dp (docs/DESIGN.md §4; `Parallelism.accelerators`). The recipe must not be
+    num_workers x tp x pp x dp (docs/ARCHITECTURE.md §4; `Parallelism.accelerators`). The recipe must not be
     able to hide accelerators from that divisor. Checked, because each is clearly wrong: top-level
     tp/pp/dp/ep/dp_attention set beside `disaggregated` (the groups replace them, so the value would be
     silently ignored); and ep larger than its worker's tp x pp x dp (experts on accelerators the divisor

@@ -596,7 +596,7 @@ class Parallelism(StrictModel):
 
     @property
     def accelerators(self) -> int:
-        """Accelerators the engine uses: the divisor of every per-GPU figure (docs/DESIGN.md §4)."""
+        """Accelerators the engine uses: the divisor of every per-GPU figure (docs/ARCHITECTURE.md §4)."""
         if self.disaggregated is not None:
             return self.disaggregated.prefill.accelerators + self.disaggregated.decode.accelerators
         return self.tp * self.pp * self.dp

@@ -6,7 +6,7 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
 - `interpolate`: monotone cubic reads along a frontier at a target interactivity; never extrapolates.
 - `intervals`: the mean of repeats with a 95 % interval (Student-t for n < 50, BCa bootstrap beyond),
   and prediction intervals for one new run.
-- `cost`: $/Mtok, tokens per all-in MW, revenue, profit and margin (docs/DESIGN.md §7).
+- `cost`: $/Mtok, tokens per all-in MW, revenue, profit and margin (docs/ARCHITECTURE.md §7).
 - `regression`: is the latest sweep worse than its history's interval?
 - `compare`: each configuration's per-repeat frontier read at a target interactivity, with its interval.
 - `envelope`: each chip's envelope, the frontier over all its configurations, read at a target interactivity (the

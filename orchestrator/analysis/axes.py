@@ -1,6 +1,6 @@
 """The axes of the Pareto explorer: what each one measures, which direction is better, and its error bars.
 
-Every y metric is derived from one measured figure, output tokens/s per GPU (docs/DESIGN.md §7):
+Every y metric is derived from one measured figure, output tokens/s per GPU (docs/ARCHITECTURE.md §7):
 
 - output tok/s per GPU, as measured (higher is better);
 - cost per million output tokens = ($/GPU/hr) / (tok/s/GPU × 3600 / 10⁶) (lower is better);

@@ -7,7 +7,7 @@ the source of its KV cache (`vllm:prompt_tokens_by_source_total{source=...}`):
 - `external_kv_transfer`: loaded back from outside it, i.e. the DRAM/CPU offload tier (or another KV store);
 - `local_compute`: prefilled again (a miss).
 
-Each share = that source's tokens / the sum of the three. The trace's theoretical hit rate (docs/DESIGN.md §6) is
+Each share = that source's tokens / the sum of the three. The trace's theoretical hit rate (docs/ARCHITECTURE.md §6) is
 the ceiling of the first two together: `headroom` is what a bigger or better cache could still win.
 
 An engine run without an external KV connector may report no `external_kv_transfer` series at all; with

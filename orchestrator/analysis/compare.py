@@ -3,7 +3,7 @@
 Each configuration (recipe fingerprint) contributes one curve per repeat: its valid points'
 (interactivity p50, output tok/s/GPU), reduced to the Pareto frontier. Each repeat's frontier is read
 at the target with monotone interpolation (never extrapolated) and the reads give the mean and 95 %
-interval. Cost per million output tokens is derived from the interpolated throughput (docs/DESIGN.md §7),
+interval. Cost per million output tokens is derived from the interpolated throughput (docs/ARCHITECTURE.md §7),
 never splined itself.
 
 The pieces are public so other reads share them (`economics.py` reads total and input throughput and

@@ -1,4 +1,4 @@
-"""Cost, power efficiency, revenue and profit from measured throughput (docs/DESIGN.md §7).
+"""Cost, power efficiency, revenue and profit from measured throughput (docs/ARCHITECTURE.md §7).
 
 Throughput per GPU only matters to a buyer through what a token costs and earns. These functions
 turn tok/s/GPU into:

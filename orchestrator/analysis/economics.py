@@ -5,7 +5,7 @@ Every figure starts from one read: each configuration's throughput at a target i
 (`compare.read_frontiers`), the mean of the repeats with a 95 % interval. Output, total and input
 tok/s/GPU are read the same way, along the same frontier points (input = total − output per point).
 A configuration whose measured range does not reach the target keeps its reason and gets no numbers:
-dropped, never clamped or extrapolated (docs/DESIGN.md §7).
+dropped, never clamped or extrapolated (docs/ARCHITECTURE.md §7).
 
 From the reads (cost.py's formulas):
 

@@ -8,7 +8,7 @@ measured point, never overshoots between them, and stays monotone where the data
 frontier's throughput falls as interactivity rises), which an ordinary cubic spline does not promise.
 
 It never extrapolates: a target outside the measured range gives value None, `in_range` False and a
-reason quoting the target and the range (docs/DESIGN.md §7: flag and drop out-of-range reads). Reciprocal
+reason quoting the target and the range (docs/ARCHITECTURE.md §7: flag and drop out-of-range reads). Reciprocal
 metrics ($ per million tokens) are derived from the interpolated throughput (see `cost.py`), not
 splined themselves: a reciprocal of a monotone curve is monotone, but a spline through reciprocals
 reads different values between the knots.

@@ -1,4 +1,4 @@
-"""Confidence intervals for repeated measurements (docs/DESIGN.md §4, "Repeats and error bars").
+"""Confidence intervals for repeated measurements (docs/ARCHITECTURE.md §4, "Repeats and error bars").
 
 A recipe runs each point `repeats` times; the published figure is the mean of the repeats with a
 95 % interval, so a reader can tell a real difference from run-to-run noise. Small samples

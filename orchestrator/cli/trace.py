@@ -34,7 +34,7 @@ def stats(
     ] = [128],  # noqa: B006 - typer reads the default, it is never mutated
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Shape of each trace and its theoretical prefix-cache hit rate (docs/DESIGN.md §6), unbounded cache."""
+    """Shape of each trace and its theoretical prefix-cache hit rate (docs/ARCHITECTURE.md §6), unbounded cache."""
     from runners.traces.formats import load_trace
     from runners.traces.hit_rate import theoretical_hit_rate
 

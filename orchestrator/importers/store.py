@@ -40,7 +40,7 @@ from recipes.schema import FixedLengthWorkload, SequenceLengths
 from runners.job import PointRequest
 from runners.loadgen.records import FixedLengthPoint
 
-# The fixed-length methodology InferenceX rows are measured with, as docs/DESIGN.md §4 states it (ours too):
+# The fixed-length methodology InferenceX rows are measured with, as docs/ARCHITECTURE.md §4 states it (ours too):
 # lengths uniform in [0.8 L, L], 10 x concurrency measured prompts after 2 x concurrency warm-up prompts.
 INFERENCEX_METHOD = FixedLengthWorkload(
     kind="fixed-length", sequences=[SequenceLengths(isl=1, osl=1)], concurrency=[1], range_ratio=0.8,

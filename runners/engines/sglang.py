@@ -1,6 +1,6 @@
 """SGLang adapter: `python3 -m sglang.launch_server`, one OpenAI-compatible server (flags of SGLang 0.5.x).
 
-Parallelism. The recipe counts accelerators as tp x pp x dp (docs/DESIGN.md §4). Without data-parallel
+Parallelism. The recipe counts accelerators as tp x pp x dp (docs/ARCHITECTURE.md §4). Without data-parallel
 attention SGLang does the same (`--tp-size T --dp-size D` runs D replicas of T GPUs). With it
 (`parallelism.dp_attention`), SGLang's `--tp-size` is the whole world and `--dp-size` splits attention
 inside it, so the recipe's (tp T, dp D, dp_attention) becomes `--tp-size T*D --dp-size D

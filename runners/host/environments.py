@@ -24,7 +24,7 @@ from runners.host.paths import cache_dir
 class EnvironmentSpec:
     name: str
     requirements: tuple[str, ...]
-    # Packages the main install pulls in that break the engine and are not needed (docs/DESIGN.md §3).
+    # Packages the main install pulls in that break the engine and are not needed (docs/ARCHITECTURE.md §3).
     remove_after: tuple[str, ...] = ()
     # Installed after the requirements without their own dependencies: a package whose declared
     # dependencies cannot be installed from PyPI and are not needed by what the benchmark runs.

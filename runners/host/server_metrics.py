@@ -1,6 +1,6 @@
 """Server-side counters: scrape an engine's Prometheus `/metrics` before and after a Point, keep the deltas.
 
-Realized prefix-cache hits come from the server's own counters over the measured Point (docs/DESIGN.md §6),
+Realized prefix-cache hits come from the server's own counters over the measured Point (docs/ARCHITECTURE.md §6),
 cross-checked with the per-request `cached_tokens` the client saw. Only counters are differenced; a
 counter that is missing (another engine, an older version) stays None rather than being guessed.
 """

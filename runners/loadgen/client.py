@@ -167,7 +167,7 @@ class _SseReader:
             if isinstance(completion_so_far, int) and self.continuous_usage
             else None
         )
-        # A role-only or usage-only chunk is not a token (docs/DESIGN.md §4). A choice whose text is
+        # A role-only or usage-only chunk is not a token (docs/ARCHITECTURE.md §4). A choice whose text is
         # empty while usage grew is one: the server withholds incomplete UTF-8 until it completes.
         if text and self.text_parts is not None:
             self.text_parts.append(text)

@@ -1,6 +1,6 @@
 """From request records to Point aggregates: latencies, measured window, throughput, validity.
 
-Definitions (docs/DESIGN.md §4, docs/METRICS.md):
+Definitions (docs/ARCHITECTURE.md §4, docs/METRICS.md):
 - TTFT = first chunk carrying generated text - sent.
 - TPOT = (last content chunk - first content chunk) / (output tokens - 1), per request.
 - ITL  = gaps between content chunks; a chunk of k tokens contributes k gaps of gap/k.

@@ -4,7 +4,7 @@ the host's report and the accuracy gate's verdict.
 This module imports nothing else from `runners`, so the contract (`runners/job.py`) and every layer can use it.
 
 These are plain pydantic models so they cross process boundaries (Ray) and land in SQL unchanged.
-Definitions of every figure: docs/METRICS.md (and docs/DESIGN.md §4).
+Definitions of every figure: docs/METRICS.md (and docs/ARCHITECTURE.md §4).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class ServerCounters(Strict):
     router_overlap_sum: float | None = Field(
         None,
         description="dynamo_component_router_kv_hit_rate_sum: Dynamo's KV router's PREDICTED prefix overlap of the "
-        "workers it picked, summed over routing decisions (not a realised cache hit; docs/DESIGN.md §4).",
+        "workers it picked, summed over routing decisions (not a realised cache hit; docs/ARCHITECTURE.md §4).",
     )
     router_overlap_count: float | None = Field(
         None, description="dynamo_component_router_kv_hit_rate_count: routing decisions behind router_overlap_sum."

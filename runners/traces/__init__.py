@@ -1,4 +1,4 @@
-"""Agentic trace replay inputs (docs/DESIGN.md §6): trace formats, prompt synthesis, theoretical hit rates.
+"""Agentic trace replay inputs (docs/ARCHITECTURE.md §6): trace formats, prompt synthesis, theoretical hit rates.
 
 - `models`: strict file models (Weka, Mooncake) and the normalized `Trace` / `Session` / `TraceRequest`.
 - `formats`: the format registry and `load_trace(path, kind=None)`.

@@ -1,4 +1,4 @@
-"""Theoretical prefix-cache hit rate of a trace (docs/DESIGN.md §6): unbounded, re-blocked for an engine, and LRU.
+"""Theoretical prefix-cache hit rate of a trace (docs/ARCHITECTURE.md §6): unbounded, re-blocked for an engine, and LRU.
 
 Walk. Requests are visited in `Trace.timeline()` order: recorded send time, Weka subagents placed at their
 spawn offsets (so their requests interleave with the parent's), Mooncake lines by timestamp; file order
@@ -7,7 +7,7 @@ overlap, in-flight blocks are not pinned.
 
 Cache scope. One cache per scope: the whole trace when `hash_id_scope` is global, one per root session
 (with its subagents) when it is session. A subagent shares its root's cache (`subagent_cache="shared"`, the
-content-addressed prefix cache of vLLM/SGLang, and docs/DESIGN.md's "shared with subagents": sibling subagents
+content-addressed prefix cache of vLLM/SGLang, and docs/ARCHITECTURE.md's "shared with subagents": sibling subagents
 re-use each other's tools+system prefix); `"isolated"` gives every subagent a fresh cache of its own, as the
 `simulate_cache` sketch of TRACE_FORMAT.md does.
 

@@ -1,4 +1,4 @@
-"""Deterministic prompt synthesis from hash ids (docs/DESIGN.md §6).
+"""Deterministic prompt synthesis from hash ids (docs/ARCHITECTURE.md §6).
 
 Every (scope key, hash id) maps to one block of `block_size` token ids; a request's prompt is its blocks
 in order, truncated to `input_tokens` when they cover more (Mooncake's last block is partial), then filler

@@ -1,4 +1,4 @@
-"""Cost, power and profit formulas (docs/DESIGN.md §7) against figures worked by hand."""
+"""Cost, power and profit formulas (docs/ARCHITECTURE.md §7) against figures worked by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Point metrics from hand-built request records, checked against the definitions of docs/DESIGN.md §4."""
+"""Point metrics from hand-built request records, checked against the definitions of docs/ARCHITECTURE.md §4."""
 
 from __future__ import annotations
 
