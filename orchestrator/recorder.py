@@ -35,6 +35,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 
 from db import recording
 from db.artifacts import sha256_of
+from db.faults import disk_full
 from db.lifecycle import JobState, PointState, SweepState
 from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRow
 from db.session import open_session
@@ -199,17 +200,6 @@ _FIRST_RECONNECT_DELAY_S = 0.5
 _LONGEST_RECONNECT_DELAY_S = 5.0
 
 
-def _disk_full(error: SQLAlchemyError) -> bool:
-    """The database's disk is full (SQLite: 'database or disk is full'; PostgreSQL: SQLSTATE 53100): no
-    reconnection helps; waiting the outage out only delays the error."""
-    said = str(getattr(error, "orig", error)).lower()
-    return (
-        "disk is full" in said
-        or "no space left on device" in said
-        or getattr(getattr(error, "orig", None), "sqlstate", None) == "53100"
-    )
-
-
 def _connection_lost(error: SQLAlchemyError) -> bool:
     """A fault of the connection or the server (dropped, restarted, failed over, locked), not of the statement."""
     if isinstance(error, DBAPIError) and error.connection_invalidated:
@@ -281,7 +271,7 @@ class Recorder:
                     result = operation()
                     break
                 except SQLAlchemyError as error:
-                    if _disk_full(error):
+                    if disk_full(error):
                         with contextlib.suppress(SQLAlchemyError):
                             self.session.rollback()
                         cause = str(getattr(error, "orig", None) or error).strip()

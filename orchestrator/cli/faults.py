@@ -4,11 +4,10 @@ sweep, Streamlit's reader), so the CLI's entry point words them once (`environme
 
 from __future__ import annotations
 
-import errno
-
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from db.faults import disk_full
 from db.session import default_database_url
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 
@@ -20,8 +19,6 @@ DATABASE_FAULTS = (
      "INFERSWEEP_DATABASE_URL at another database", False),
     ("database disk image is malformed", "the file is corrupt: restore it from a backup, or recover what can be "
      "read with `sqlite3 FILE .recover`", False),
-    ("database or disk is full", "the disk holding it is full: free space and run the command again (finished "
-     "results are kept)", True),
     ("remaining connection slots", "the server has no connection left for this user: close idle clients or raise "
      "max_connections, then try again", True),
     ("too many connections", "the server, or this role, has no connection left: close idle clients or raise the "
@@ -45,13 +42,16 @@ def _database_shown() -> str:
 
 def environment_fault(error: BaseException) -> InferSweepError | None:
     """`error` as one worded error when it is a database or disk fault; None for anything else."""
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+    if isinstance(error, OSError) and disk_full(error):
         where = f" writing {error.filename}" if error.filename else ""
         return InfrastructureError(f"the disk is full{where}: free space and run the command again (finished "
                                    "results are kept; a sweep resumes where it stopped)")  # fmt: skip
     if not isinstance(error, SQLAlchemyError):
         return None
     said = str(getattr(error, "orig", None) or error).strip().splitlines()[0] if str(error).strip() else repr(error)
+    if disk_full(error):  # SQLite's wording and PostgreSQL's (SQLSTATE 53100) alike
+        return InfrastructureError(f"the results database {_database_shown()}: {said}: the disk holding it is full: "
+                                   "free space and run the command again (finished results are kept)")  # fmt: skip
     for needle, meaning, retryable in DATABASE_FAULTS:
         if needle in said.lower():
             kind = InfrastructureError if retryable else ConfigurationError

@@ -63,6 +63,25 @@ def resolve_model_dir(model: ModelSpec) -> Path:
     )
 
 
+# After a Point with failed requests: how long a dying engine may take to report its exit. A container's engine is
+# seen through its runtime's client, which notices the exit a moment after the requests fail; read too early, a
+# dead engine passed for a live one and its Point was recorded as a measurement.
+ENGINE_EXIT_GRACE_S = 10.0
+
+
+def _exit_code_after(engine: EngineProcess, failed_requests: int) -> int | None:
+    """The engine's exit code, or None while it lives. Failed requests may mean it is dying: unless it answers its
+    health check (the failures were its own answers), it gets `ENGINE_EXIT_GRACE_S` to report an exit."""
+    code = engine.exited()
+    if code is not None or not failed_requests:
+        return code
+    try:
+        engine.wait_healthy(timeout_s=ENGINE_EXIT_GRACE_S, poll_s=0.2)
+    except InfrastructureError:
+        return engine.exited()  # exited meanwhile; None: alive but not answering, the Point says what failed
+    return None
+
+
 @dataclass(frozen=True)
 class PointContext:
     """What every workload needs to measure one Point against the running engine."""
@@ -208,7 +227,7 @@ class LocalRunner(Runner):
                 metrics.accuracy = accuracy
                 if accuracy.ran:  # the gate judged the engine: its check applies to every Point of the job
                     metrics.validity = metrics.validity.with_check("accuracy", accuracy.invalid_reason)
-                code = engine.exited()
+                code = _exit_code_after(engine, metrics.failed)
                 if code is not None:
                     # A dead engine is an infrastructure fault, not a measurement of the configuration.
                     raise InfrastructureError(
