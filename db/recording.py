@@ -157,7 +157,10 @@ def upsert_recipe(
         "schema_version": int(snapshot.get("schema_version", 1)), "hardware_key": hardware_key,
         "engine_kind": engine_kind, "snapshot": snapshot, "created_at": utcnow(),
     }  # fmt: skip
-    (recipe_id,) = connection.execute(_INSERT_RECIPE, values).inserted_primary_key or (None,)
+    inserted = connection.execute(_INSERT_RECIPE, values).inserted_primary_key
+    if inserted is None:  # an INSERT of one row always returns its key; a recipe must never be stored without one
+        raise RuntimeError(f"recipe {fingerprint}: the database returned no id for the inserted row")
+    (recipe_id,) = inserted
     if commit:
         session.commit()
     return RecipeRow(id=recipe_id, **values)
