@@ -16,7 +16,8 @@ recognised in each log by its sequence of `max_tokens`, and each request is comp
 the end of the request before it in its stream; for a subagent's first request the end of the parent request it
 follows (AgentX drops the recorded gap from there to the spawn: `Session.spawn_groups`); for a request that joins
 subagents still running, the end of the last of them. Tolerance per request: 50 ms plus 2 % of the gap, and the
-anchor must be of the same kind in both. What remains different is in docs/METRICS.md ("Replay against AIPerf").
+anchor must be of the same kind in both; under load, up to 1 in 10 of ours may be late (never early) by < 0.5 s.
+What remains different is in docs/METRICS.md ("Replay against AIPerf").
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ TIME_SCALE = 0.1
 SYSTEM_IDLE_CAP_S = 10.0  # AgentX's, recorded seconds
 WINDOW_S = 40.0
 TOLERANCE_MS, TOLERANCE_SHARE = 50.0, 0.02
+# A request sent later than its tolerance is counted as the machine's lag while it is rarer than 1 in 10 and later
+# by less than this: a wrong rule (a join or spawn anchored elsewhere, a cap not applied) moves a request by seconds.
+LATE_LIMIT_S = 0.5
 # The engine: 20 ms to the first token, 1 ms per token after it (the root's longest answer, 6,281 tokens, takes 6.3 s).
 ENGINE = ("--ttft-ms", "20", "--itl-ms", "1", "--max-batch", "1000", "--max-model-len", "262144")
 
@@ -189,22 +193,28 @@ def test_our_replay_sends_what_aiperf_sends_when_aiperf_sends_it(tmp_path: Path)
         for mine, peer in zip(ours, theirs, strict=True)
     )
     print(report)
-    beyond, our_error = [], 0.0
+    beyond, our_late, our_error = [], [], 0.0
     for mine, peer in zip(ours, theirs, strict=True):
         where = f"{mine.stream}:{mine.turn}"
         assert mine.kind == peer.kind, f"{where}: ours {mine.kind}, AIPerf {peer.kind}\n{report}"
         # Ours keeps AgentX's rule: the recorded gap, or the system idle cap where nothing else was in flight (the
         # root's long gaps), or at once for a join.
         expected = 0.0 if mine.kind == "join" else rule[mine.stream, mine.turn]
-        capped = expected > cap and _within(mine.gap, cap)
-        assert _within(mine.gap, expected) or capped, f"{where}: ours off AgentX's rule\n{report}"
-        our_error = max(our_error, abs(mine.gap - (cap if capped else expected)))
+        target = min((expected, cap) if expected > cap else (expected,), key=lambda t: abs(mine.gap - t))
+        our_error = max(our_error, abs(mine.gap - target))
+        if not _within(mine.gap, target):
+            # Late is the machine's (a 2-core machine running other tests beside this one held a 250 ms gap to
+            # 346 ms once, 2026-12-04); early, or late by more than a different rule would put, is ours.
+            assert target < mine.gap < target + LATE_LIMIT_S, f"{where}: ours off AgentX's rule\n{report}"
+            our_late.append((where, mine.gap - target))
         if not _within(peer.gap, mine.gap):
             beyond.append((where, peer.gap - mine.gap))
     print(
-        f"ours at most {our_error * 1000:.1f} ms off the rule; AIPerf beyond the tolerance of ours on "
-        f"{len(beyond)} of {len(ours)}: {[(where, round(late * 1000, 1)) for where, late in beyond]}"
+        f"ours at most {our_error * 1000:.1f} ms off the rule, late beyond the tolerance on {len(our_late)}; AIPerf "
+        f"beyond the tolerance of ours on {len(beyond)} of {len(ours)}: "
+        f"{[(where, round(late * 1000, 1)) for where, late in beyond]}"
     )
+    assert len(our_late) <= len(ours) // 10, f"ours late on {our_late}\n{report}"
     # AIPerf agrees with us within the tolerance on most requests; where it does not, it sent later than the rule asks
     # (its own lag under load: a 2-core machine runs its seven processes, the engine and ours), never earlier, and by
     # less than a second, less than a different rule would put between the two (a join or a spawn anchored elsewhere
