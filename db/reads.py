@@ -135,6 +135,10 @@ class ResultView:
     replay_max_output_tokens: int | None = None
     # How the replay's settings depart from AgentX's (recipes.schema.agentx_differences), "; "-joined; "" when none.
     replay_agentx_differences: str | None = None
+    # The trace version a replay Point replayed and the salt its prompts were made with (ReplayStats): readers never
+    # draw Points of two versions, or salted and unsalted ones, as one curve (orchestrator/analysis/comparability.py).
+    replay_trace_version: str | None = None
+    replay_prompt_salt: str | None = None
 
 
 @functools.cache
@@ -171,10 +175,17 @@ _METRIC_PATHS: dict[str, tuple[str, ...]] = {
     "power_w_mean": ("host", "telemetry", "power_w_mean"),
     # Agentic replay (`metrics["server"]`, `metrics["replay"]`): prompt tokens by the source of their KV cache,
     # the engine's prefix-cache counters, the usage-based counts and the KV planner's prediction.
-    **{f"server_{name}": ("server", name) for name in (
-        "prompt_tokens", "prompt_tokens_local_cache_hit", "prompt_tokens_external", "prompt_tokens_local_compute",
-        "prefix_cache_queries", "prefix_cache_hits",
-    )},
+    **{
+        f"server_{name}": ("server", name)
+        for name in (
+            "prompt_tokens",
+            "prompt_tokens_local_cache_hit",
+            "prompt_tokens_external",
+            "prompt_tokens_local_compute",
+            "prefix_cache_queries",
+            "prefix_cache_hits",
+        )
+    },
     "replay_prompt_tokens": ("replay", "prompt_tokens"),
     "replay_cached_tokens": ("replay", "cached_tokens"),
     "e2e_interactivity_p90": ("replay", "e2e_interactivity_p90"),
@@ -183,6 +194,11 @@ _METRIC_PATHS: dict[str, tuple[str, ...]] = {
     # Wall time of the session trees a replay completed inside its window (median), and how many it completed.
     "replay_session_time_p50_s": ("replay", "session_time_s", "p50"),
     "replay_sessions_completed": ("replay", "sessions_completed"),
+}
+# Text figures, read the same way as strings.
+_TEXT_METRIC_PATHS: dict[str, tuple[str, ...]] = {
+    "replay_trace_version": ("replay", "trace_version"),
+    "replay_prompt_salt": ("replay", "prompt_salt"),
 }  # fmt: skip
 
 # Counts (tokens, sessions): read as numbers, kept as int.
@@ -300,6 +316,7 @@ def result_columns(
             # As stored: nearly every Point is valid ('[]'), and decoding 50,000 of those costs more than reading them.
             cast(_POINT.c.validity_reasons, Text).label("validity_reasons"),
             *(_POINT.c.metrics[path].as_float().label(name) for name, path in _METRIC_PATHS.items()),
+            *(_POINT.c.metrics[path].as_string().label(name) for name, path in _TEXT_METRIC_PATHS.items()),
         )
         .select_from(joined)
         .where(*conditions)

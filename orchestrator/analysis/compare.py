@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.analysis.comparability import basis_of, mixed_bases
 from orchestrator.analysis.cost import cost_per_million_tokens
 from orchestrator.analysis.intervals import InterpolatedInterval, Interval, interval_of_interpolated
 from orchestrator.analysis.pareto import pareto_frontier
@@ -123,15 +124,21 @@ def compare_at_interactivity(
     Each sweep of a configuration is read on its own (`per_sweep`): its repeats are the curves behind the
     interval, and repeat 0 of two nightly sweeps is never one curve. `per_sweep=False` pools the sweeps."""
     table = []
-    for key, members in valid_groups(rows, configuration_and_sweep if per_sweep else configuration_of).items():
+    groups = valid_groups(rows, configuration_and_sweep if per_sweep else configuration_of)
+    bases = {basis for members in groups.values() for basis in map(basis_of, members) if basis is not None}
+    for key, members in groups.items():
         fingerprint = key[0]
         first = members[0]
-        read = read_frontiers(repeat_frontiers(members), target)
+        refused = mixed_bases(members)
+        read = read_frontiers([] if refused else repeat_frontiers(members), target)
         spec = hardware.get(first.hardware)
         price = spec.tco(tier) if spec is not None else None
         mean = read.interval.mean if read.interval is not None else None
         cost = cost_per_million_tokens(price, mean) if price and mean else None
-        note = "; ".join(read.reasons) if read.reasons else ""
+        note = f"not read: {refused}" if refused else "; ".join(read.reasons) if read.reasons else ""
+        own = basis_of(first)
+        if len(bases) > 1 and own is not None and not refused:
+            note = (note + "; " if note else "") + f"replayed {own.label}; other rows here replay another"
         if price is None:
             note = (note + "; " if note else "") + f"no {tier} TCO for {first.hardware}"
         table.append(

@@ -119,10 +119,10 @@ def prepare_requests(settings: BenchSettings) -> list[PreparedRequest]:
         requests = [
             PreparedRequest(
                 index=r.index,
-                prompt_token_ids=r.prompt_token_ids,
+                prompt=r.prompt,
                 max_tokens=r.max_tokens,
                 warmup=r.warmup,
-                prompt_text=tokenizer.decode(r.prompt_token_ids),  # type: ignore[attr-defined]  # the tokenizers stub lacks decode on this union
+                prompt_text=tokenizer.decode(r.prompt.ids()),  # type: ignore[attr-defined]  # the tokenizers stub lacks decode on this union
             )
             for r in requests
         ]

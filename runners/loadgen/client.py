@@ -23,16 +23,17 @@ import aiohttp
 
 from recipes.errors import ConfigurationError, InfrastructureError
 from runners.loadgen.records import RequestRecord
+from runners.traces.synthesis import TokenPrompt
 
 ERROR_TEXT_LIMIT = 500
 
 
 @dataclass(frozen=True)
 class PreparedRequest:
-    """A request ready to send: its prompt (token ids, or text for chat) and its output length."""
+    """A request ready to send: its prompt (token ids, and their text for chat) and its output length."""
 
     index: int
-    prompt_token_ids: list[int]
+    prompt: TokenPrompt
     max_tokens: int
     warmup: bool
     prompt_text: str | None = None
@@ -88,14 +89,18 @@ def _body(endpoint: Endpoint, request: PreparedRequest) -> dict[str, object]:
     }
     if endpoint.kind == "chat":
         body["messages"] = [{"role": "user", "content": request.prompt_text or ""}]
-    else:
-        body["prompt"] = request.prompt_token_ids
     return body
 
 
 def encode_body(endpoint: Endpoint, request: PreparedRequest) -> bytes:
-    """The request's JSON body, ready to send (a replayer encodes it ahead of the request's due time)."""
-    return json.dumps(_body(endpoint, request)).encode()
+    """The request's JSON body, ready to send (a replayer encodes it ahead of the request's due time).
+
+    A completions prompt is spliced in as the JSON array its blocks' cached encodings make (TokenPrompt), not
+    re-encoded id by id: the body is the same JSON `json.dumps` would write."""
+    encoded = json.dumps(_body(endpoint, request)).encode()
+    if endpoint.kind == "chat":
+        return encoded
+    return encoded[:-1] + b', "prompt": ' + request.prompt.json_array() + b"}"
 
 
 def _choice_text(choice: object) -> str | None:
@@ -214,7 +219,7 @@ async def send_one(
     record = RequestRecord(
         index=request.index,
         warmup=request.warmup,
-        prompt_tokens_sent=len(request.prompt_token_ids),
+        prompt_tokens_sent=len(request.prompt),
         max_tokens=request.max_tokens,
         scheduled=scheduled,
     )

@@ -15,6 +15,7 @@ from runners.loadgen import loop
 from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop
 from runners.loadgen.metrics import compute_point_metrics
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, RequestRecord
+from runners.traces.synthesis import TokenPrompt
 
 # Without a tokenizer, prompts use ids in [10, 1000): ordinary tokens in every common vocabulary
 # (special tokens sit at the start or far past 1000: Llama 3 at 128000+, Qwen at 151643+).
@@ -68,9 +69,9 @@ def build_requests(point: FixedLengthPoint, vocabulary: Vocabulary) -> list[Prep
     allowed = np.setdiff1d(np.arange(vocabulary.size), np.fromiter(vocabulary.excluded, dtype=int))
     requests = []
     for index, (isl, osl) in enumerate(zip(input_lengths, output_lengths, strict=True)):
-        ids = rng.choice(allowed, size=isl).tolist()
+        ids = rng.choice(allowed, size=isl)
         requests.append(
-            PreparedRequest(index=index, prompt_token_ids=ids, max_tokens=osl, warmup=index < point.num_warmup)
+            PreparedRequest(index=index, prompt=TokenPrompt.of(ids), max_tokens=osl, warmup=index < point.num_warmup)
         )
     return requests
 

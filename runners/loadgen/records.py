@@ -340,6 +340,17 @@ class ReplayStats(Strict):
     planner: PlannerPrediction | None = Field(
         None, description="The KV capacity planner's prediction for this engine's cache (runners/traces/planner.py)."
     )
+    trace_version: str | None = Field(
+        None,
+        description="sha256 of the trace replayed. Points of different versions are never one curve: a trace "
+        "revision alone moved InferenceX's theoretical hit rate from 96.8 % to 85.8 % (their issue 1632).",
+    )
+    prompt_salt: str | None = Field(
+        None,
+        description="How this Point's prompts were kept from hitting what an earlier Point left in the engine's "
+        "cache: the salt its copies' prompts were made with, '<seed>-c<concurrency>' (runners/traces/synthesis.py "
+        "copy_salt). None: not recorded (results stored before it was), which is not known to be salted.",
+    )
 
 
 class PointMetrics(Strict):

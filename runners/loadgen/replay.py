@@ -54,7 +54,7 @@ from runners.traces.hit_rate import replayed_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
 from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scaled_lengths
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
-from runners.traces.synthesis import BlockCache, copy_salt, scope_key, synthesize
+from runners.traces.synthesis import BlockCache, copy_salt, point_salt, scope_key, synthesize_prompt
 
 
 def replay_shape(settings: ReplaySettings, concurrency: int) -> ReplayShape:
@@ -188,10 +188,10 @@ class Replayer:
         # Only the synthesis thread runs this while a replay runs: the block cache has one user.
         request, block = _scaled(session.requests[turn], self.settings, self.trace.block_size)
         scope = scope_key(self.trace, copy_salt(self.settings.seed, self.concurrency, copy), root)
-        prompt = synthesize(request, block, scope, self.vocabulary, cache=self.blocks)
+        prompt = synthesize_prompt(request, block, scope, self.vocabulary, cache=self.blocks)
         prepared = PreparedRequest(
-            index=next(self.index), prompt_token_ids=prompt, max_tokens=max_tokens or request.output_tokens,
-            warmup=warmup or due < self.window_start, prompt_text=self.decode(prompt) if self.decode else None,
+            index=next(self.index), prompt=prompt, max_tokens=max_tokens or request.output_tokens,
+            warmup=warmup or due < self.window_start, prompt_text=self.decode(prompt.ids()) if self.decode else None,
         )  # fmt: skip
         session_id = SessionId(self.settings.seed, self.concurrency, copy, session.path)
         headers = self._session_headers(session_id)
@@ -450,6 +450,8 @@ def run_replay_point(
         update={
             "theoretical_hit_rate": theoretical,
             "planner": _prediction(trace, point, cache, stats, timing),
+            "trace_version": trace.content_hash,
+            "prompt_salt": point_salt(point.seed, point.concurrency),
         }
     )
     return metrics, records

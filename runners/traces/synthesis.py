@@ -36,6 +36,14 @@ The generator: each block's seed is the 64-bit BLAKE2b of (scope key, hash id) (
 counter-based SplitMix64 mix (γ = 0x9E3779B97F4A7C15), computed with numpy uint64 arithmetic for all of a
 request's missing blocks at once. It is deterministic on every platform and ~30× faster than building a
 numpy Philox/PCG generator per block; the modulo bias is below (hi − lo) / 2^64.
+
+A prompt is sent as its blocks' JSON
+------------------------------------
+Each cached block keeps its ids' JSON encoding beside them (`Block.json`), made once when the block is drawn. A
+prompt (`TokenPrompt`) is the blocks it was made of, and its JSON array is a join of their encodings: for a
+95,000-token AgentX prompt that is ~0.05 ms, where `tolist()` + `json.dumps` of the ids took 13.5 ms per request
+(docs/BENCHMARKS.md, "Replay at AgentX scale"). The id list is only built when something asks for it (a chat
+replay decoding the prompt to text).
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,7 +79,12 @@ def copy_salt(seed: int, concurrency: int, copy: int) -> str:
     A job's Points replay one after another on one engine, with the same seed for the same repeat: the concurrency in
     the salt keeps a later Point from hitting the blocks an earlier one left in the engine's cache (AIPerf's AgentX
     cache-bust keys its marker on a fresh benchmark id per run for the same reason)."""
-    return f"{seed}-c{concurrency}-{copy}"
+    return f"{point_salt(seed, concurrency)}-{copy}"
+
+
+def point_salt(seed: int, concurrency: int) -> str:
+    """What every copy's salt in one Point starts with (stored with the Point: ReplayStats.prompt_salt)."""
+    return f"{seed}-c{concurrency}"
 
 
 def _seed(*parts: object) -> int:
@@ -87,21 +102,62 @@ def _draw(seeds: Sequence[int], count: int, lo: int, hi: int) -> np.ndarray:
     return (z % np.uint64(hi - lo)).astype(np.int32) + np.int32(lo)
 
 
+def _json_elements(ids: np.ndarray | Sequence[int]) -> bytes:
+    """The ids as the elements of a JSON array, `1,2,3` (no brackets): what `json.dumps` writes between them."""
+    values = ids.tolist() if isinstance(ids, np.ndarray) else ids
+    return ",".join(map(str, values)).encode()
+
+
+class Block(NamedTuple):
+    """One block of token ids and their JSON encoding (`_json_elements`), made once and joined per prompt."""
+
+    ids: np.ndarray
+    json: bytes
+
+
+@dataclass(frozen=True, eq=False)
+class TokenPrompt:
+    """A prompt's token ids, kept as the blocks they were made of (see the module's docstring)."""
+
+    pieces: tuple[Block, ...]
+
+    def __eq__(self, other: object) -> bool:  # the same ids, however they are split in pieces
+        return isinstance(other, TokenPrompt) and self.json_array() == other.json_array()
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, which a hash of the arrays would not follow
+
+    @classmethod
+    def of(cls, ids: Sequence[int] | np.ndarray) -> TokenPrompt:
+        """A prompt made elsewhere (the fixed-length workload's), as one piece."""
+        return cls((Block(np.asarray(ids, dtype=np.int64), _json_elements(ids)),) if len(ids) else ())
+
+    def __len__(self) -> int:
+        return sum(len(piece.ids) for piece in self.pieces)
+
+    def ids(self) -> list[int]:
+        return np.concatenate([piece.ids for piece in self.pieces]).tolist() if self.pieces else []
+
+    def json_array(self) -> bytes:
+        """The ids as a JSON array, joined from the pieces' encodings."""
+        return b"[" + b",".join(piece.json for piece in self.pieces if piece.json) + b"]"
+
+
 class BlockCache:
-    """LRU of generated blocks, bounded in tokens (int32 each: the default 2^25 tokens is 128 MiB)."""
+    """LRU of generated blocks, bounded in tokens. A cached token costs its int32 and its JSON digits (~10 bytes
+    together with 6-digit ids): the default 2^25 tokens is ~350 MiB."""
 
     def __init__(self, max_tokens: int = 1 << 25) -> None:
         self.max_tokens = max_tokens
         self.tokens = 0
         self.generated = 0  # blocks generated so far (a block generated twice was evicted in between)
-        self._blocks: OrderedDict[tuple[str, int, int, int, int], np.ndarray] = OrderedDict()
+        self._blocks: OrderedDict[tuple[str, int, int, int, int], Block] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._blocks)
 
-    def blocks(self, scope: str, hash_ids: Sequence[int], block_size: int, lo: int, hi: int) -> list[np.ndarray]:
+    def blocks(self, scope: str, hash_ids: Sequence[int], block_size: int, lo: int, hi: int) -> list[Block]:
         """The blocks of `hash_ids` in order, generating the missing ones in one vectorized draw."""
-        found: list[np.ndarray | None] = []
+        found: list[Block | None] = []
         missing: dict[int, list[int]] = {}  # hash id -> positions wanting it
         for position, hash_id in enumerate(hash_ids):
             key = (scope, hash_id, block_size, lo, hi)
@@ -114,7 +170,8 @@ class BlockCache:
         if missing:
             ids = list(missing)
             drawn = _draw([_seed(scope, hash_id) for hash_id in ids], block_size, lo, hi)
-            for hash_id, block in zip(ids, drawn, strict=True):
+            for hash_id, row in zip(ids, drawn, strict=True):
+                block = Block(row, _json_elements(row))
                 self._blocks[(scope, hash_id, block_size, lo, hi)] = block
                 for position in missing[hash_id]:
                     found[position] = block
@@ -122,21 +179,21 @@ class BlockCache:
             self.generated += len(ids)
             while self.tokens > self.max_tokens and len(self._blocks) > len(ids):
                 _, evicted = self._blocks.popitem(last=False)
-                self.tokens -= len(evicted)
+                self.tokens -= len(evicted.ids)
         return [block for block in found if block is not None]
 
 
 _DEFAULT_CACHE = BlockCache()
 
 
-def synthesize(
+def synthesize_prompt(
     request: TraceRequest,
     block_size: int,
     scope_key: str,
     vocabulary_range: VocabularyRange,
     *,
     cache: BlockCache | None = None,
-) -> list[int]:
+) -> TokenPrompt:
     """The request's prompt: exactly `request.input_tokens` token ids in [lo, hi), deterministic.
 
     Blocks come from `cache` (a module-wide cache by default); the filler depends on (scope key, request key).
@@ -151,10 +208,22 @@ def synthesize(
     blocks = _DEFAULT_CACHE if cache is None else cache
     parts = blocks.blocks(scope_key, request.hash_ids[:needed], block_size, lo, hi)
     covered = needed * block_size
-    if covered > length:
-        parts[-1] = parts[-1][: length - (needed - 1) * block_size]  # truncate the partial last block
+    if covered > length:  # truncate the partial last block
+        kept = parts[-1].ids[: length - (needed - 1) * block_size]
+        parts[-1] = Block(kept, _json_elements(kept))
     elif covered < length:
-        parts.append(_draw([_seed(scope_key, "filler", request.key)], length - covered, lo, hi)[0])
-    if not parts:
-        return []
-    return np.concatenate(parts).tolist()
+        filler = _draw([_seed(scope_key, "filler", request.key)], length - covered, lo, hi)[0]
+        parts.append(Block(filler, _json_elements(filler)))
+    return TokenPrompt(tuple(parts))
+
+
+def synthesize(
+    request: TraceRequest,
+    block_size: int,
+    scope_key: str,
+    vocabulary_range: VocabularyRange,
+    *,
+    cache: BlockCache | None = None,
+) -> list[int]:
+    """`synthesize_prompt`'s ids as a list."""
+    return synthesize_prompt(request, block_size, scope_key, vocabulary_range, cache=cache).ids()

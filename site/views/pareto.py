@@ -22,6 +22,7 @@ import streamlit as st
 
 from hubkit import charts, controls, data, page
 from orchestrator.analysis import axes
+from orchestrator.analysis.comparability import split_by_basis
 from orchestrator.analysis.pareto import frontier_mask
 from orchestrator.analysis.thinning import thin_mask
 from recipes.hardware import TCO_TIER_LABELS
@@ -223,10 +224,13 @@ def plotted(
     x, tpot_fallbacks = x_values(_frame, x_metric)
     frame = _frame.assign(x=x, usd=usd, kw=kw)
     frame["series"] = series_names(frame, several_workloads=frame["workload"].nunique() > 1)
+    # Replay Points of two trace versions (or salted beside unsalted) are never one curve: each basis its own.
+    frame["series"], basis_notes = split_by_basis(frame["series"].tolist(), list(frame.itertuples(index=False)))
     unplaced = int(frame["x"].isna().sum())
     frame = frame[frame["x"].notna()]
     view: dict[str, Any] = {"rate_note": rate_note, "tpot_fallbacks": tpot_fallbacks, "unplaced": unplaced,
-                            "unpriced": [], "placed": not frame.empty, "points": frame, "drawn": frame}  # fmt: skip
+                            "unpriced": [], "placed": not frame.empty, "points": frame, "drawn": frame,
+                            "basis_notes": basis_notes}  # fmt: skip
     if frame.empty:
         return view
     points = derive_y(summarise(frame), y_metric)
@@ -387,6 +391,8 @@ st.caption(
     "The frontier of a configuration keeps the points no other point of it beats on both axes. Imported and "
     "simulated results carry their origin in brackets."
 )
+for note in view["basis_notes"]:
+    st.warning(f"Not one curve: {note}.")
 if view["unpriced"]:
     st.caption(page.dollars(f"Left out, no {y_axis.label.lower()} figure for: {', '.join(view['unpriced'])}."))
 if tpot_fallbacks:

@@ -46,6 +46,8 @@ def test_simulated_replay_realizes_the_theoretical_rate(write_recipe) -> None:
     replay = row.metrics["replay"]
     assert row.origin == "simulated" and row.valid and row.isl is None and row.concurrency == 1
     assert replay["requests_measured"] > 50 and replay["theoretical_hit_rate"] > 0.9
+    # What readers need to keep it off another version's curve (orchestrator/analysis/comparability.py).
+    assert replay["trace_version"] == load_trace(TRACE).content_hash and replay["prompt_salt"] == "0-c1"
     # One lane, warm start at one turn of the root session: realized within a few points of theoretical.
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.05)
     assert row.records_path is not None

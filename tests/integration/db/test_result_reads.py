@@ -33,7 +33,7 @@ AGENTIC_METRICS = {
     "replay": {"prompt_tokens": 1000, "cached_tokens": 250, "realized_hit_rate": 0.25, "theoretical_hit_rate": 0.5,
                "e2e_interactivity_p90": 20.0, "planner": {"hbm_hit_rate": 0.2, "dram_hit_rate": 0.1},
                "session_time_s": {"n": 3, "mean": 9.0, "p50": 8.5, "p90": 9.9, "p99": 10.0, "std": 0.5},
-               "sessions_completed": 3},
+               "sessions_completed": 3, "trace_version": "ab" * 32, "prompt_salt": "0-c2"},
     "server": {"prompt_tokens": 1000.0, "prompt_tokens_local_cache_hit": 200.0, "prompt_tokens_external": 50.0,
                "prompt_tokens_local_compute": 750.0, "prefix_cache_queries": 1000.0, "prefix_cache_hits": 250.0},
     "host": {"telemetry": None},  # a host that could not sample power
@@ -110,7 +110,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "replay_cached_tokens": None, "e2e_interactivity_p90": None, "planner_hbm_hit_rate": None,
         "planner_dram_hit_rate": None, "replay_session_time_p50_s": None, "replay_sessions_completed": None,
         "replay_trace": None, "replay_time_scale": None, "replay_length_scale": None, "replay_max_output_tokens": None,
-        "replay_agentx_differences": None, "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
+        "replay_agentx_differences": None, "replay_trace_version": None, "replay_prompt_salt": None, "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
         "date_known": True, "speculative_decoding": None,  # off: the recipe sets none
         # A single server: no disaggregated split.
         "disaggregated": False, "prefill_gpus": None, "decode_gpus": None, "decode_workers": None, "decode_dp_attention": None,
@@ -140,6 +140,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
     assert (agentic.replay_trace, agentic.replay_time_scale, agentic.replay_length_scale) == ("/traces/claude.json",
                                                                                               0.01, 1.0)  # fmt: skip
     assert agentic.replay_max_output_tokens == 16
+    assert (agentic.replay_trace_version, agentic.replay_prompt_salt) == ("ab" * 32, "0-c2")  # read as text
     # How its settings depart from AgentX's (recipes.schema.agentx_differences), from the stored snapshot.
     assert agentic.replay_agentx_differences is not None and "time_scale 0.01 (AgentX: 1.0)" in (
         agentic.replay_agentx_differences

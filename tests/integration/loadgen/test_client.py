@@ -17,6 +17,7 @@ from aiohttp import web
 from runners.engines.simulated_server import build_app, parse_args
 from runners.loadgen.client import Endpoint, PreparedRequest, run_closed_loop
 from runners.loadgen.records import RequestRecord
+from runners.traces.synthesis import TokenPrompt
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -47,7 +48,7 @@ def app_with(handler: Handler) -> web.Application:
 
 def request(index: int = 0, *, prompt_len: int = 3, max_tokens: int = 3, warmup: bool = False) -> PreparedRequest:
     return PreparedRequest(
-        index=index, prompt_token_ids=list(range(10, 10 + prompt_len)), max_tokens=max_tokens, warmup=warmup
+        index=index, prompt=TokenPrompt.of(list(range(10, 10 + prompt_len))), max_tokens=max_tokens, warmup=warmup
     )
 
 
@@ -127,7 +128,7 @@ def test_simulated_server_gives_complete_successful_records() -> None:
         assert record.warmup == prepared.warmup
         assert record.max_tokens == prepared.max_tokens
         assert record.completion_tokens == prepared.max_tokens
-        assert record.prompt_tokens == record.prompt_tokens_sent == len(prepared.prompt_token_ids)
+        assert record.prompt_tokens == record.prompt_tokens_sent == len(prepared.prompt)
         assert record.output_tokens == prepared.max_tokens
         # One token per chunk (continuous usage deltas of 1), one chunk per token.
         assert record.chunk_tokens == [1] * prepared.max_tokens

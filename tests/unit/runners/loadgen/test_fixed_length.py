@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -11,8 +12,10 @@ import pytest
 
 from recipes.errors import ConfigurationError
 from runners.host.generated_model import generate_tiny_llama
+from runners.loadgen.client import Endpoint, PreparedRequest, encode_body
 from runners.loadgen.fixed_length import Vocabulary, build_requests, sample_lengths
 from runners.loadgen.records import FixedLengthPoint
+from runners.traces.synthesis import TokenPrompt
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -79,7 +82,7 @@ def test_build_requests_is_deterministic_for_a_seed() -> None:
     again = build_requests(point(), VOCAB)
     other = build_requests(point(seed=4321), VOCAB)
     assert first == again
-    assert [r.prompt_token_ids for r in first] != [r.prompt_token_ids for r in other]
+    assert [r.prompt.ids() for r in first] != [r.prompt.ids() for r in other]
 
 
 def test_build_requests_lengths_order_and_vocabulary() -> None:
@@ -93,15 +96,15 @@ def test_build_requests_lengths_order_and_vocabulary() -> None:
     rng = np.random.default_rng(p.seed)
     input_lengths = sample_lengths(rng, p.isl, p.range_ratio, len(requests))
     output_lengths = sample_lengths(rng, p.osl, p.range_ratio, len(requests))
-    assert [len(r.prompt_token_ids) for r in requests] == input_lengths
+    assert [len(r.prompt.ids()) for r in requests] == input_lengths
     assert [r.max_tokens for r in requests] == output_lengths
 
     used: set[int] = set()
     for r in requests:
-        assert exact_lower("0.25", p.isl) <= len(r.prompt_token_ids) <= p.isl
+        assert exact_lower("0.25", p.isl) <= len(r.prompt.ids()) <= p.isl
         assert exact_lower("0.25", p.osl) <= r.max_tokens <= p.osl
-        assert all(isinstance(token, int) for token in r.prompt_token_ids)
-        used.update(r.prompt_token_ids)
+        assert all(isinstance(token, int) for token in r.prompt.ids())
+        used.update(r.prompt.ids())
     assert used.isdisjoint(VOCAB.excluded)
     assert used <= set(range(VOCAB.size))
     # Enough tokens were drawn (~1000) that every allowed id of a 45-id vocabulary shows up.
@@ -110,14 +113,14 @@ def test_build_requests_lengths_order_and_vocabulary() -> None:
 
 def test_build_requests_exact_lengths_at_ratio_one() -> None:
     requests = build_requests(point(isl=33, osl=9, range_ratio=1.0, num_warmup=0, num_prompts=5), VOCAB)
-    assert [len(r.prompt_token_ids) for r in requests] == [33] * 5
+    assert [len(r.prompt.ids()) for r in requests] == [33] * 5
     assert [r.max_tokens for r in requests] == [9] * 5
     assert not any(r.warmup for r in requests)
 
 
 def test_build_requests_without_exclusions() -> None:
     requests = build_requests(point(num_prompts=3, num_warmup=0), Vocabulary(size=5, excluded=frozenset()))
-    assert all(0 <= token < 5 for r in requests for token in r.prompt_token_ids)
+    assert all(0 <= token < 5 for r in requests for token in r.prompt.ids())
 
 
 # --- Vocabulary.from_model_dir -----------------------------------------------------------------------
@@ -135,7 +138,7 @@ def test_vocabulary_from_generated_tiny_llama_excludes_special_tokens(tmp_path: 
     assert vocabulary.size == tokenizer.get_vocab_size()
 
     requests = build_requests(point(isl=256, num_prompts=10, num_warmup=0), vocabulary)
-    used = {token for r in requests for token in r.prompt_token_ids}
+    used = {token for r in requests for token in r.prompt.ids()}
     assert used.isdisjoint(special_ids)
     assert max(used) < vocabulary.size
 
@@ -143,3 +146,15 @@ def test_vocabulary_from_generated_tiny_llama_excludes_special_tokens(tmp_path: 
 def test_vocabulary_needs_a_tokenizer(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"tokenizer\.json"):
         Vocabulary.from_model_dir(tmp_path)
+
+
+def test_a_completions_body_is_the_json_its_fields_make() -> None:
+    """The prompt is spliced into the body as bytes (encode_body): the body must still be the JSON of its fields."""
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model='tiny "model"')
+    for ids in ([], [7], list(range(100, 400))):
+        sent = json.loads(encode_body(endpoint, PreparedRequest(0, TokenPrompt.of(ids), max_tokens=3, warmup=False)))
+        assert sent["prompt"] == ids and sent["model"] == 'tiny "model"' and sent["max_tokens"] == 3
+        assert sent["stream"] is True and "messages" not in sent
+    chat = Endpoint(base_url="http://127.0.0.1:1", model="m", kind="chat")
+    sent = json.loads(encode_body(chat, PreparedRequest(0, TokenPrompt.of([1, 2]), 3, False, prompt_text="hi")))
+    assert sent["messages"] == [{"role": "user", "content": "hi"}] and "prompt" not in sent

@@ -10,7 +10,7 @@ import pytest
 
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.models import Trace, TraceRequest
-from runners.traces.synthesis import BlockCache, scope_key, synthesize
+from runners.traces.synthesis import BlockCache, TokenPrompt, scope_key, synthesize, synthesize_prompt
 from tests.conftest import TRACES
 
 pytestmark = pytest.mark.timeout(60)
@@ -158,3 +158,23 @@ def test_rejects_bad_arguments() -> None:
         synthesize(r, 64, "s", (5, 5))
     with pytest.raises(ValueError, match="block_size"):
         synthesize(r, 0, "s", VOCAB)
+
+
+@pytest.mark.parametrize(
+    ("input_tokens", "hash_ids"),
+    [(300, (7, 8, 9)), (130, (7, 8, 9)), (64, (7,)), (10, ()), (0, ()), (200, (7, 7, 8))],
+    ids=["filler", "partial-last-block", "one-block", "filler-only", "empty", "repeated-block"],
+)
+def test_a_prompts_json_array_is_its_ids(input_tokens: int, hash_ids: tuple[int, ...]) -> None:
+    cache = BlockCache()
+    synthesize(request("0:0", 500, (9, 8, 7)), 64, "g|x|0", VOCAB, cache=cache)  # blocks already cached
+    prompt = synthesize_prompt(request("0:3", input_tokens, hash_ids), 64, "g|x|0", VOCAB, cache=cache)
+    ids = synthesize(request("0:3", input_tokens, hash_ids), 64, "g|x|0", VOCAB, cache=BlockCache())
+    assert prompt.ids() == ids and len(prompt) == input_tokens
+    assert json.loads(prompt.json_array()) == ids
+
+
+def test_a_prompt_made_elsewhere_keeps_its_ids() -> None:
+    assert json.loads(TokenPrompt.of([5, 0, 17]).json_array()) == [5, 0, 17]
+    assert TokenPrompt.of(np.array([3, 4])).ids() == [3, 4]
+    assert TokenPrompt.of([]).json_array() == b"[]" and len(TokenPrompt.of([])) == 0
