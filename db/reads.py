@@ -75,6 +75,7 @@ class ResultView:
     accelerators: int = 1
     ttft_p99_ms: float | None = None
     tpot_p90_ms: float | None = None
+    ttft_p90_ms: float | None = None
     model: str = ""
     precision: str = ""
     parallelism: str = ""
@@ -170,6 +171,7 @@ def workload_label(kind: str, isl: float | None, osl: float | None) -> str:
 # (SQLite's json_extract, PostgreSQL's #>>): decoding every Point's whole JSON (a few KB each) in Python
 # cost more than the rest of a 50,000-point read (docs/BENCHMARKS.md, "Hub render"). Absent keys read as None.
 _METRIC_PATHS: dict[str, tuple[str, ...]] = {
+    "ttft_p90_ms": ("ttft_ms", "p90"),  # the SLO tiers' TTFT (recipes/slo_tiers.yaml)
     "realized_hit_rate": ("replay", "realized_hit_rate"),
     "theoretical_hit_rate": ("replay", "theoretical_hit_rate"),
     "power_w_mean": ("host", "telemetry", "power_w_mean"),

@@ -1,6 +1,7 @@
 """The one loader of the registries' shape: a versioned YAML file holding one mapping of entries by key.
 
-`hardware.yaml` (`accelerators:`), `models.yaml` (`models:`) and `prices.yaml` (`models:`) are each
+`hardware.yaml` (`accelerators:`), `models.yaml` (`models:`), `prices.yaml` (`models:`) and `slo_tiers.yaml`
+(`tiers:`) are each
 
     schema_version: 1
     <section>:

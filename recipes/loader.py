@@ -85,7 +85,7 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
 
 
 # Data files that live beside recipes but are not recipes.
-REGISTRY_FILES = frozenset({"hardware.yaml", "models.yaml", "prices.yaml", "CHANGES.yaml"})
+REGISTRY_FILES = frozenset({"hardware.yaml", "models.yaml", "prices.yaml", "slo_tiers.yaml", "CHANGES.yaml"})
 
 
 def recipe_files_in(directory: Path) -> list[Path]:

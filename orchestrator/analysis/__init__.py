@@ -10,6 +10,7 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
 - `regression`: is the latest sweep worse than its history's interval?
 - `compare`: each configuration's per-repeat frontier read at a target interactivity, with its interval.
 - `comparability`: replay Points of different trace versions or salting are never one curve.
+- `capacity`: the live agents a configuration serves at each SLO tier (recipes/slo_tiers.yaml).
 - `envelope`: each chip's envelope, the frontier over all its configurations, read at a target interactivity (the
   best the chip serves at that speed or faster; the Overview, TCO, Profit and `compare` read chips this way).
 - `economics`: at a target interactivity, output/total/input tok/s/GPU with intervals, $/Mtok per TCO tier

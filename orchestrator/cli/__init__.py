@@ -1,8 +1,8 @@
 """The `infersweep` command: the typer app, its command groups, and every command registered in one place.
 
-Each module of this package holds one group's commands as plain functions (`sweeps`, `results`, `measure`,
-`imports`, `recipe`, `prepare`, `fleet`, `schedule`, `site`, `trace`); `output` holds the one console pair and
-the one error printer. Registration order is the order `infersweep --help` lists them in.
+Each module of this package holds one group's commands as plain functions (`sweeps`, `results`, `capacity`,
+`measure`, `imports`, `recipe`, `prepare`, `fleet`, `schedule`, `site`, `trace`); `output` holds the one console
+pair and the one error printer. Registration order is the order `infersweep --help` lists them in.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from orchestrator.cli import fleet, imports, measure, prepare, recipe, results, schedule, site, sweeps, trace
+from orchestrator.cli import capacity, fleet, imports, measure, prepare, recipe, results, schedule, site, sweeps, trace
 from orchestrator.cli.memory import memory_app
 from orchestrator.cli.project import project_app
 from orchestrator.importers.peer_formats import PEER_FORMATS
@@ -41,6 +41,7 @@ app.command()(sweeps.publish)
 import_app.command("inferencex")(imports.import_inferencex)
 import_app.command("inferencex-snapshot")(imports.import_inferencex_snapshot)
 app.command()(results.compare)
+app.command()(capacity.capacity)
 app.command()(results.regressions)
 app.command()(results.retract)
 app.command()(results.embargo)

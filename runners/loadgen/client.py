@@ -195,14 +195,22 @@ async def _request_written(_session: aiohttp.ClientSession, context: SimpleNames
         record.sent = time.perf_counter()
 
 
+async def _request_dispatched(_session: aiohttp.ClientSession, context: SimpleNamespace, _params: object) -> None:
+    record = context.trace_request_ctx
+    if isinstance(record, RequestRecord):
+        record.dispatched = time.perf_counter()
+
+
 def client_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
-    """An HTTP session whose requests take `sent` when their body has been written to the connection.
+    """An HTTP session whose requests take `sent` when their body has been written to the connection (and
+    `dispatched` when the writing began).
 
     So TTFT and E2EL start when the request has left the client: the wait for a pooled connection and the
     writing itself are the client's, not the server's, and count as client queue time (sent − scheduled).
     """
     tracing = aiohttp.TraceConfig()
     tracing.on_request_chunk_sent.append(_request_written)
+    tracing.on_request_headers_sent.append(_request_dispatched)
     return aiohttp.ClientSession(connector=connector, trace_configs=[tracing])
 
 

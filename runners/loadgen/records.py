@@ -157,7 +157,12 @@ class RequestRecord(Strict):
     prompt_tokens_sent: int = Field(description="Prompt length the client sent, in tokens.")
     max_tokens: int = Field(description="Output length requested (with ignore_eos).")
     scheduled: float = Field(description="When the request was due to be sent.")
-    sent: float | None = Field(None, description="When the HTTP request was sent.")
+    sent: float | None = Field(None, description="When the HTTP request was sent (its last bytes written).")
+    dispatched: float | None = Field(
+        None,
+        description="When the client began writing the request (its headers, on a connection it holds). Until "
+        "`sent` the body was being written: milliseconds on loopback, longer when a busy server reads slowly.",
+    )
     first_byte: float | None = Field(None, description="When the first response byte arrived.")
     chunk_times: list[float] = Field(default_factory=list, description="Arrival of each chunk carrying text.")
     chunk_tokens: list[int] = Field(
@@ -328,6 +333,11 @@ class ReplayStats(Strict):
     sessions_completed: int = Field(description="Session trees that started and ended inside the window.")
     session_time_s: Stats = Field(description="Wall time of completed session trees.")
     schedule_lag_ms: Stats = Field(description="How late requests were sent against their schedule.")
+    dispatch_lag_ms: Stats | None = Field(
+        None,
+        description="How late the client began writing requests against their schedule: the schedule lag "
+        "without the time the server took to read the bodies. Where the two differ, the server set the pace.",
+    )
     prompt_tokens: int = Field(description="Prompt tokens of measured requests (server usage).")
     cached_tokens: int = Field(description="Of those, served from the prefix cache (usage cached_tokens).")
     realized_hit_rate: float | None = Field(description="cached / prompt tokens; None without usage details.")

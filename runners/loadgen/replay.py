@@ -164,6 +164,7 @@ class Replayer:
         self.window_end = math.inf
         self.session_times: list[float] = []
         self.lags: list[float] = []
+        self.dispatch_lags: list[float] = []
         self._synthesis: ThreadPoolExecutor | None = None  # one thread: prompts are made off the event loop
 
     # --- one request -----------------------------------------------------------------------------
@@ -212,6 +213,8 @@ class Replayer:
         record.session, record.turn = outgoing.session_id, outgoing.turn  # kept with the Point's records
         if not record.warmup and record.sent is not None:
             self.lags.append((record.sent - due) * 1000)
+        if not record.warmup and record.dispatched is not None:
+            self.dispatch_lags.append((record.dispatched - due) * 1000)
         self.records.append(ReplayRequest(lane, outgoing.session_id, outgoing.turn, record))
         return record
 
@@ -372,6 +375,7 @@ class Replayer:
             sessions_completed=len(self.session_times),
             session_time_s=summarize(self.session_times),
             schedule_lag_ms=summarize(self.lags),
+            dispatch_lag_ms=summarize(self.dispatch_lags),
             prompt_tokens=prompt,
             cached_tokens=cached,
             realized_hit_rate=(cached / sum(r.prompt_tokens or 0 for r in with_details)) if with_details else None,

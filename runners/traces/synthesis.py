@@ -48,6 +48,7 @@ replay decoding the prompt to text).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -102,8 +103,28 @@ def _draw(seeds: Sequence[int], count: int, lo: int, hi: int) -> np.ndarray:
     return (z % np.uint64(hi - lo)).astype(np.int32) + np.int32(lo)
 
 
+# Ids below this are encoded by looking up their padded text (`_padded_ids`); the table costs (digits + 1) bytes
+# an id: 7 MiB at the bound. Larger vocabularies are encoded id by id.
+_PADDED_TABLE_IDS = 1 << 20
+
+
+@functools.cache
+def _padded_ids(count: int) -> np.ndarray:
+    """Row i: the text of id i right-aligned in the width of `count - 1`, then a comma (uint8, one row an id)."""
+    width = len(str(count - 1))
+    text = "".join(f"{value:>{width}}," for value in range(count)).encode()
+    return np.frombuffer(text, dtype=np.uint8).reshape(count, width + 1)
+
+
 def _json_elements(ids: np.ndarray | Sequence[int]) -> bytes:
-    """The ids as the elements of a JSON array, `1,2,3` (no brackets): what `json.dumps` writes between them."""
+    """The ids as the elements of a JSON array, `1,2,3` (no brackets).
+
+    A drawn block's ids are looked up in a table of their padded text (`_padded_ids`: JSON allows the spaces,
+    ` 832,11491`), ~11x faster than formatting them one by one (1.4 against 15.6 ms for 96,000 ids): new blocks
+    are made on the replay's synthesis thread while the event loop waits for the GIL."""
+    if isinstance(ids, np.ndarray) and len(ids) and int(ids.min()) >= 0 and int(ids.max()) < _PADDED_TABLE_IDS:
+        bound = 1 << max(8, int(ids.max()).bit_length())  # one table per power of two, not one per vocabulary
+        return _padded_ids(bound)[ids].tobytes()[:-1]
     values = ids.tolist() if isinstance(ids, np.ndarray) else ids
     return ",".join(map(str, values)).encode()
 
@@ -142,21 +163,53 @@ class TokenPrompt:
         return b"[" + b",".join(piece.json for piece in self.pieces if piece.json) + b"]"
 
 
+# Prompts whose blocks a BlockCache keeps for the next turn of their session (more than any replay's live sessions).
+_REMEMBERED_PROMPTS = 4096
+
+
 class BlockCache:
     """LRU of generated blocks, bounded in tokens. A cached token costs its int32 and its JSON digits (~10 bytes
-    together with 6-digit ids): the default 2^25 tokens is ~350 MiB."""
+    together with 6-digit ids): the default 2^25 tokens is ~350 MiB, and as much again at most for the blocks
+    of the last prompts it remembers beyond the LRU."""
 
     def __init__(self, max_tokens: int = 1 << 25) -> None:
         self.max_tokens = max_tokens
         self.tokens = 0
         self.generated = 0  # blocks generated so far (a block generated twice was evicted in between)
         self._blocks: OrderedDict[tuple[str, int, int, int, int], Block] = OrderedDict()
+        # The last prompt's blocks per (scope, first hash id): an agent's next turn is usually its last prompt plus
+        # new blocks, so its prefix is taken whole, not looked up block by block (~1,500 lookups for a 95k-token
+        # turn). Its blocks stay referenced here even when the LRU evicts them (equal blocks are equal anyway), so
+        # these prompts are bounded in tokens too: at most `max_tokens` more, counting shared blocks once a prompt.
+        self._last: OrderedDict[tuple[str, int, int, int, int], tuple[tuple[int, ...], list[Block]]] = OrderedDict()
+        self._last_tokens = 0
 
     def __len__(self) -> int:
         return len(self._blocks)
 
     def blocks(self, scope: str, hash_ids: Sequence[int], block_size: int, lo: int, hi: int) -> list[Block]:
         """The blocks of `hash_ids` in order, generating the missing ones in one vectorized draw."""
+        wanted = tuple(hash_ids)
+        if not wanted:
+            return []
+        memo = (scope, wanted[0], block_size, lo, hi)
+        last = self._last.get(memo)
+        if last is not None and len(last[0]) <= len(wanted) and wanted[: len(last[0])] == last[0]:
+            reused = last[1]
+        else:
+            reused = []
+        result = reused + self._lookup(scope, wanted[len(reused) :], block_size, lo, hi)
+        if last is not None:
+            self._last_tokens -= len(last[0]) * block_size
+        self._last[memo] = (wanted, result)
+        self._last.move_to_end(memo)
+        self._last_tokens += len(wanted) * block_size
+        while self._last and (len(self._last) > _REMEMBERED_PROMPTS or self._last_tokens > self.max_tokens):
+            (_, size, _, _, _), (forgotten, _) = self._last.popitem(last=False)
+            self._last_tokens -= len(forgotten) * size
+        return list(result)  # the caller's to change (synthesize_prompt truncates the last block), not the memo's
+
+    def _lookup(self, scope: str, hash_ids: Sequence[int], block_size: int, lo: int, hi: int) -> list[Block]:
         found: list[Block | None] = []
         missing: dict[int, list[int]] = {}  # hash id -> positions wanting it
         for position, hash_id in enumerate(hash_ids):

@@ -134,7 +134,8 @@ def test_simulated_server_gives_complete_successful_records() -> None:
         assert record.chunk_tokens == [1] * prepared.max_tokens
         assert len(record.chunk_times) == prepared.max_tokens
         assert all(later >= earlier for earlier, later in pairwise(record.chunk_times))
-        assert record.scheduled <= record.sent < record.first_byte <= record.chunk_times[0]
+        assert record.dispatched is not None and record.scheduled <= record.dispatched <= record.sent
+        assert record.sent < record.first_byte <= record.chunk_times[0]
         assert record.chunk_times[-1] <= record.end
         # The simulated first token comes after ttft_ms.
         assert record.chunk_times[0] - record.sent >= args.ttft_ms / 1000 * 0.9

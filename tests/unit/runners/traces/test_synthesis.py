@@ -178,3 +178,20 @@ def test_a_prompt_made_elsewhere_keeps_its_ids() -> None:
     assert json.loads(TokenPrompt.of([5, 0, 17]).json_array()) == [5, 0, 17]
     assert TokenPrompt.of(np.array([3, 4])).ids() == [3, 4]
     assert TokenPrompt.of([]).json_array() == b"[]" and len(TokenPrompt.of([])) == 0
+
+
+def test_padded_json_of_any_ids_reads_back_as_the_ids() -> None:
+    for ids in (np.array([0, 5, 255, 256, 99_999]), np.array([1 << 21, 3]), np.array([7], dtype=np.int32)):
+        assert json.loads(TokenPrompt.of(ids).json_array()) == ids.tolist()
+
+
+def test_a_growing_session_reuses_its_last_prompt_and_still_sees_a_rewritten_one() -> None:
+    cache = BlockCache()
+    first = synthesize(request("0:0", 128, (1, 2)), 64, "s|x|0", VOCAB, cache=cache)
+    grown = synthesize(request("0:1", 256, (1, 2, 3, 4)), 64, "s|x|0", VOCAB, cache=cache)
+    compacted = synthesize(request("0:2", 192, (1, 5, 6)), 64, "s|x|0", VOCAB, cache=cache)
+    fresh = BlockCache()
+    assert grown[:128] == first and grown == synthesize(request("0:1", 256, (1, 2, 3, 4)), 64, "s|x|0", VOCAB,
+                                                        cache=fresh)  # fmt: skip
+    assert compacted[:64] == first[:64] and compacted[64:128] != grown[64:128]
+    assert compacted == synthesize(request("0:2", 192, (1, 5, 6)), 64, "s|x|0", VOCAB, cache=BlockCache())
