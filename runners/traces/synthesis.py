@@ -116,17 +116,22 @@ def _padded_ids(count: int) -> np.ndarray:
     return np.frombuffer(text, dtype=np.uint8).reshape(count, width + 1)
 
 
-def _json_elements(ids: np.ndarray | Sequence[int]) -> bytes:
-    """The ids as the elements of a JSON array, `1,2,3` (no brackets).
+def _json_rows(rows: np.ndarray) -> list[bytes]:
+    """Each row of ids (a 2-D array) as the elements of a JSON array, `1,2,3` (no brackets).
 
-    A drawn block's ids are looked up in a table of their padded text (`_padded_ids`: JSON allows the spaces,
-    ` 832,11491`), ~11x faster than formatting them one by one (1.4 against 15.6 ms for 96,000 ids): new blocks
+    The ids are looked up in a table of their padded text (`_padded_ids`: JSON allows the spaces, ` 832,11491`),
+    all rows at once: ~11x faster than formatting them one by one (1.4 against 15.6 ms for 96,000 ids). New blocks
     are made on the replay's synthesis thread while the event loop waits for the GIL."""
-    if isinstance(ids, np.ndarray) and len(ids) and int(ids.min()) >= 0 and int(ids.max()) < _PADDED_TABLE_IDS:
-        bound = 1 << max(8, int(ids.max()).bit_length())  # one table per power of two, not one per vocabulary
-        return _padded_ids(bound)[ids].tobytes()[:-1]
-    values = ids.tolist() if isinstance(ids, np.ndarray) else ids
-    return ",".join(map(str, values)).encode()
+    if rows.size and int(rows.min()) >= 0 and int(rows.max()) < _PADDED_TABLE_IDS:
+        bound = 1 << max(8, int(rows.max()).bit_length())  # one table per power of two, not one per vocabulary
+        text = _padded_ids(bound)[rows].reshape(len(rows), -1)
+        return [row.tobytes()[:-1] for row in text]
+    return [",".join(map(str, row)).encode() for row in rows.tolist()]
+
+
+def _json_elements(ids: np.ndarray | Sequence[int]) -> bytes:
+    """The ids as the elements of a JSON array, `1,2,3` (no brackets)."""
+    return _json_rows(np.asarray(ids, dtype=np.int64).reshape(1, -1))[0]
 
 
 class Block(NamedTuple):
@@ -223,8 +228,8 @@ class BlockCache:
         if missing:
             ids = list(missing)
             drawn = _draw([_seed(scope, hash_id) for hash_id in ids], block_size, lo, hi)
-            for hash_id, row in zip(ids, drawn, strict=True):
-                block = Block(row, _json_elements(row))
+            for hash_id, row, text in zip(ids, drawn, _json_rows(drawn), strict=True):
+                block = Block(row, text)
                 self._blocks[(scope, hash_id, block_size, lo, hi)] = block
                 for position in missing[hash_id]:
                     found[position] = block
