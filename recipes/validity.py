@@ -56,6 +56,8 @@ class Evidence:
     e2el_p50_ms: float | None = None  # the median request lifetime (a replay's window must hold many)
     schedule_lag_p99_ms: float | None = None  # how late the client sent, p99 (a replay)
     max_schedule_lag_p99_ms: float | None = None  # the recipe's bound on it
+    dispatch_lag_p99_ms: float | None = None  # how late the client began writing requests, p99 (a replay)
+    client_cpu_share: float | None = None  # the client process's CPU time over the window's wall time
     finished: bool | None = None  # every request ran to its end (False: the run was interrupted)
     accuracy_failure: str | None = None  # the accuracy gate's reason; "" when the gate passed, None when not run
 
@@ -167,7 +169,29 @@ def _schedule_lag(evidence: Evidence, thresholds: ValidityThresholds) -> list[st
     lag, bound = evidence.schedule_lag_p99_ms or 0.0, evidence.max_schedule_lag_p99_ms or 0.0
     if lag <= bound:
         return []
-    return [f"schedule lag p99 {lag:.0f} ms above {bound:.0f} ms (client or server fell behind)"]
+    dispatch = evidence.dispatch_lag_p99_ms
+    if dispatch is None:
+        who = "client or server fell behind"
+    elif dispatch >= lag / 2:  # most of the lag before the client began writing: the client's own
+        who = f"client saturated: it began writing late, dispatch lag p99 {dispatch:.0f} ms"
+    else:  # most of it writing the bodies: the engine read them slowly
+        who = f"the engine took the requests slowly: dispatch lag p99 only {dispatch:.0f} ms"
+    return [f"schedule lag p99 {lag:.0f} ms above {bound:.0f} ms ({who})"]
+
+
+CLIENT_CPU_CEILING = 0.95  # a client process busier than this over a window had no idle core time left to keep time
+
+
+@_check("client-saturated", f"the replay client's process used under {CLIENT_CPU_CEILING:.0%} of a core over the "
+        "window (else it, not the engine, may have set the pace)", "client_cpu_share")  # fmt: skip
+def _client_saturated(evidence: Evidence, thresholds: ValidityThresholds) -> list[str]:
+    share = evidence.client_cpu_share or 0.0
+    if share < CLIENT_CPU_CEILING:
+        return []
+    return [
+        f"client saturated: its process used {share:.0%} of a core over the window (at most "
+        f"{CLIENT_CPU_CEILING:.0%}); give it more processes or a machine of its own"
+    ]
 
 
 @_check("finished", "the run was not interrupted before every request finished", "finished")
@@ -191,7 +215,7 @@ _MEASURED = ("min-requests", "error-rate", "token-agreement", "usage-consistent"
              "figures-in-range", "finished", "accuracy")  # fmt: skip
 ORIGIN_CHECKS: dict[Origin, tuple[str, ...]] = {
     "measured": _MEASURED,
-    "replayed": (*_MEASURED, "window-lifetimes", "schedule-lag"),
+    "replayed": (*_MEASURED, "window-lifetimes", "schedule-lag", "client-saturated"),
     # A peer's file holds aggregates: request counts and, where the tool says so, its own token count and whether
     # the run finished.
     "peer-file": ("min-requests", "error-rate", "token-agreement", "figures-in-range", "finished"),

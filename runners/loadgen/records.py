@@ -338,6 +338,12 @@ class ReplayStats(Strict):
         description="How late the client began writing requests against their schedule: the schedule lag "
         "without the time the server took to read the bodies. Where the two differ, the server set the pace.",
     )
+    client_cpu_share: float | None = Field(
+        None,
+        description="CPU time of the client's process (all its threads) from the window's opening to the replay's "
+        "end, over that wall time: near 1, one core was saturated and the client, not the engine, may have set the "
+        "pace (validity check 'client-saturated').",
+    )
     prompt_tokens: int = Field(description="Prompt tokens of measured requests (server usage).")
     cached_tokens: int = Field(description="Of those, served from the prefix cache (usage cached_tokens).")
     realized_hit_rate: float | None = Field(description="cached / prompt tokens; None without usage details.")

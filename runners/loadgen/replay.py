@@ -162,6 +162,8 @@ class Replayer:
         self.trees = lane_trees(trace, replay_shape(settings, concurrency))
         self.window_start = math.inf
         self.window_end = math.inf
+        self._cpu_at_open = 0.0
+        self.client_cpu_share: float | None = None
         self.session_times: list[float] = []
         self.lags: list[float] = []
         self.dispatch_lags: list[float] = []
@@ -335,8 +337,7 @@ class Replayer:
             await asyncio.gather(*(event.wait() for event in events))
             if self.window_opened is not None:
                 await asyncio.get_running_loop().run_in_executor(None, self.window_opened)
-            self.window_start = time.perf_counter()
-            self.window_end = self.window_start + self.settings.duration_s
+            self._open_window(time.perf_counter())
             self._all_primed.set()
             await asyncio.gather(*tasks)
 
@@ -345,8 +346,8 @@ class Replayer:
     async def run_timeline(self) -> None:
         slots = asyncio.Semaphore(self.concurrency)
         async with self._client() as http:
-            self.window_start = start = time.perf_counter()
-            self.window_end = start + self.settings.duration_s
+            start = time.perf_counter()
+            self._open_window(start)
             tasks = []
             for item in self.trace.timeline():
                 due = start + item.time * self.settings.time_scale
@@ -363,6 +364,17 @@ class Replayer:
                 tasks.append(asyncio.create_task(one()))
             await asyncio.gather(*tasks)
 
+    def _open_window(self, now: float) -> None:
+        self.window_start, self.window_end = now, now + self.settings.duration_s
+        self._cpu_at_open = time.process_time()
+
+    def finished(self) -> None:
+        """Called when the replay's last request has ended: the client's CPU share is read from the window's
+        opening to here (every thread of this process: the event loop and the synthesis thread)."""
+        if math.isfinite(self.window_start):
+            wall = time.perf_counter() - self.window_start
+            self.client_cpu_share = (time.process_time() - self._cpu_at_open) / wall if wall > 0 else None
+
     # --- results -----------------------------------------------------------------------------------
 
     def stats(self) -> ReplayStats:
@@ -376,6 +388,7 @@ class Replayer:
             session_time_s=summarize(self.session_times),
             schedule_lag_ms=summarize(self.lags),
             dispatch_lag_ms=summarize(self.dispatch_lags),
+            client_cpu_share=self.client_cpu_share,
             prompt_tokens=prompt,
             cached_tokens=cached,
             realized_hit_rate=(cached / sum(r.prompt_tokens or 0 for r in with_details)) if with_details else None,
@@ -407,6 +420,7 @@ def replay(
         loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
     finally:
         gc.unfreeze()
+    replayer.finished()
     return replayer.stats(), replayer.records
 
 
@@ -444,6 +458,8 @@ def run_replay_point(
     evidence = {
         "load": point.concurrency, "load_label": f"{point.concurrency} live sessions",
         "schedule_lag_p99_ms": stats.schedule_lag_ms.p99, "max_schedule_lag_p99_ms": point.max_schedule_lag_p99_ms,
+        "dispatch_lag_p99_ms": stats.dispatch_lag_ms.p99 if stats.dispatch_lag_ms else None,
+        "client_cpu_share": stats.client_cpu_share,
     }  # fmt: skip
     metrics = compute_point_metrics(
         records, point.concurrency, accelerators, thresholds, open_loop=True, origin="replayed", evidence=evidence

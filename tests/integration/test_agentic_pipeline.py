@@ -48,6 +48,10 @@ def test_simulated_replay_realizes_the_theoretical_rate(write_recipe) -> None:
     assert replay["requests_measured"] > 50 and replay["theoretical_hit_rate"] > 0.9
     # What readers need to keep it off another version's curve (orchestrator/analysis/comparability.py).
     assert replay["trace_version"] == load_trace(TRACE).content_hash and replay["prompt_salt"] == "0-c1"
+    # The client's own pace: one live session keeps its process far from a whole core, and it began writing its
+    # requests on time (dispatch lag within the schedule lag, which adds the writing).
+    assert 0 < replay["client_cpu_share"] < 0.95 and "client-saturated" in row.metrics["validity"]["checked"]
+    assert replay["dispatch_lag_ms"]["p99"] <= replay["schedule_lag_ms"]["p99"]
     # One lane, warm start at one turn of the root session: realized within a few points of theoretical.
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.05)
     assert row.records_path is not None

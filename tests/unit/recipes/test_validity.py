@@ -65,7 +65,7 @@ def test_a_measured_point_applies_every_request_check() -> None:
     assert metrics.validity.checked == ["min-requests", "error-rate", "token-agreement", "usage-consistent", "window",
                                         "output-length", "finished", "figures-in-range"]  # fmt: skip
     # The accuracy gate is judged by the runner when a recipe has one; the replay's checks are not a fixed load's.
-    assert metrics.validity.not_checked == ["window-lifetimes", "schedule-lag", "accuracy"]
+    assert metrics.validity.not_checked == ["window-lifetimes", "schedule-lag", "client-saturated", "accuracy"]
 
 
 def test_a_replayed_point_adds_its_window_and_schedule_checks() -> None:
@@ -75,6 +75,29 @@ def test_a_replayed_point_adds_its_window_and_schedule_checks() -> None:
     assert verdict.valid and {"window-lifetimes", "schedule-lag"} <= set(verdict.checked)
     late = judge("replayed", Evidence(**{**evidence.__dict__, "schedule_lag_p99_ms": 1500.0}), ValidityThresholds())
     assert late.reasons == ("schedule lag p99 1500 ms above 1000 ms (client or server fell behind)",)
+    assert "client-saturated" in verdict.not_checked  # no CPU share stated: not checked, never passed silently
+
+
+def test_a_late_replay_says_whether_the_client_or_the_engine_set_the_pace() -> None:
+    evidence = Evidence(measured_requests=200, failed_requests=0, load=64, window_s=600.0, e2el_p50_ms=4000.0,
+                        reached_target=True, schedule_lag_p99_ms=1500.0, max_schedule_lag_p99_ms=1000.0,
+                        client_cpu_share=0.5)  # fmt: skip
+
+    def reasons(**change: float) -> tuple[str, ...]:
+        return judge("replayed", Evidence(**{**evidence.__dict__, **change}), ValidityThresholds()).reasons
+
+    assert reasons(dispatch_lag_p99_ms=1400.0) == (
+        "schedule lag p99 1500 ms above 1000 ms (client saturated: it began writing late, dispatch lag p99 1400 ms)",
+    )
+    assert reasons(dispatch_lag_p99_ms=30.0) == (
+        "schedule lag p99 1500 ms above 1000 ms (the engine took the requests slowly: dispatch lag p99 only 30 ms)",
+    )
+    # A client that kept time but had no CPU left is not trusted either.
+    assert reasons(schedule_lag_p99_ms=20.0, client_cpu_share=0.97) == (
+        "client saturated: its process used 97% of a core over the window (at most 95%); give it more processes or "
+        "a machine of its own",
+    )
+    assert judge("replayed", Evidence(**{**evidence.__dict__, "schedule_lag_p99_ms": 20.0}), ValidityThresholds()).valid
 
 
 def test_a_peer_file_checks_what_its_aggregates_say(tmp_path: Path) -> None:
