@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -120,6 +121,11 @@ class ResultView:
     server_prompt_tokens_local_compute: float | None = None
     server_prefix_cache_queries: float | None = None
     server_prefix_cache_hits: float | None = None
+    # Tier traffic over the Point (vLLM's kv_offload_total_bytes/time by direction), where the engine reports it.
+    server_kv_offload_bytes_to_host: float | None = None
+    server_kv_offload_bytes_to_device: float | None = None
+    server_kv_offload_seconds_to_host: float | None = None
+    server_kv_offload_seconds_to_device: float | None = None
     replay_prompt_tokens: int | None = None
     replay_cached_tokens: int | None = None
     e2e_interactivity_p90: float | None = None
@@ -186,6 +192,10 @@ _METRIC_PATHS: dict[str, tuple[str, ...]] = {
             "prompt_tokens_local_compute",
             "prefix_cache_queries",
             "prefix_cache_hits",
+            "kv_offload_bytes_to_host",
+            "kv_offload_bytes_to_device",
+            "kv_offload_seconds_to_host",
+            "kv_offload_seconds_to_device",
         )
     },
     "replay_prompt_tokens": ("replay", "prompt_tokens"),
@@ -472,6 +482,27 @@ def public_point_detail(session: Session, sweep: str, point_key: str) -> PointDe
     provenance = session.get(ProvenanceRow, point.job_id)
     engine_build = session.get(EngineRow, job.engine_id) if job is not None and job.engine_id is not None else None
     return PointDetail(sweep_row, point, recipe, job, list(artifacts), list(transitions), provenance, engine_build)
+
+
+def replay_breakdowns(session: Session, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The by-turn and by-context figures (`metrics.replay.per_turn` / `per_context`) of the public replay Points
+    named by (sweep, point key), by that pair; a Point without them maps to empty lists."""
+    wanted = set(keys)
+    if not wanted:
+        return {}
+    rows = session.exec(
+        select(SweepRow.name, PointResultRow.point_key, PointResultRow.metrics)
+        .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+        .where(col(SweepRow.name).in_({sweep for sweep, _ in wanted}))
+        .where(col(PointResultRow.point_key).in_({key for _, key in wanted}))
+        .where(col(PointResultRow.retracted).is_(False), not_embargoed(), not_dry_run())
+    ).all()
+    found = {}
+    for sweep, point_key, metrics in rows:
+        if (sweep, point_key) in wanted:
+            replay = (metrics or {}).get("replay") or {}
+            found[(sweep, point_key)] = {name: replay.get(name) or [] for name in ("per_turn", "per_context")}
+    return found
 
 
 def artifact_by_key(session: Session, key: str) -> ArtifactRow | None:

@@ -44,6 +44,7 @@ class SimulatedAdapter(EngineAdapter):
             settings = recipe.engine.simulated or SimulatedEngineSettings()
             block_bytes = _kv_bytes_per_token(recipe.model.name) * settings.block_size
             flags += ["--dram-blocks", str(int(offload.dram_gib * 2**30 // block_bytes))]
+            flags += ["--kv-bytes-per-token", str(_kv_bytes_per_token(recipe.model.name))]
         return flags
 
     def launch_plan(self, recipe: Recipe, port: int, python: Path, model_dir: Path | None) -> LaunchPlan:

@@ -86,6 +86,9 @@ class PrefixCache:
         self.dram_capacity = dram_blocks
         self.blocks: OrderedDict[str, None] = OrderedDict()
         self.dram: OrderedDict[str, None] = OrderedDict()
+        # Blocks moved between the tiers, for vLLM's offload counters (kv_offload_total_bytes by transfer_type).
+        self.offloaded_blocks = 0  # HBM -> DRAM (an eviction kept in DRAM)
+        self.loaded_blocks = 0  # DRAM -> HBM (a hit served from DRAM)
 
     def lookup_and_insert(self, tokens: list[int]) -> tuple[int, int]:
         """(tokens hit in HBM, tokens loaded from DRAM) for `tokens`; then caches its blocks.
@@ -117,8 +120,10 @@ class PrefixCache:
                 evicted, _ = self.blocks.popitem(last=False)
                 if self.dram_capacity:
                     self.dram[evicted] = None
+                    self.offloaded_blocks += 1
                     if len(self.dram) > self.dram_capacity:
                         self.dram.popitem(last=False)
+        self.loaded_blocks += run - hbm_run  # the hit run's blocks served from DRAM (the rest is recomputed)
         return hbm_run * self.block_size, (run - hbm_run) * self.block_size
 
 
@@ -169,8 +174,17 @@ class SimulatedEngine:
         lines = [f"{name} {value}" for name, value in self.counters.items()]
         lines += [f'vllm:prompt_tokens_by_source_total{{source="{source}"}} {value}'
                   for source, value in self.tokens_by_source.items()]  # fmt: skip
-        # The cache's shape, under vLLM's name, so capacity planning can read it from any engine alike.
+        # Tier traffic under vLLM's offload counters: bytes each way at the model's KV bytes per token, and the time
+        # the host link (--host-link-gbps) would take to move them.
         args = self.args
+        if self.cache is not None and args.dram_blocks and args.kv_bytes_per_token:
+            block_bytes = args.block_size * args.kv_bytes_per_token
+            for direction, blocks in (("GPU_to_CPU", self.cache.offloaded_blocks),
+                                      ("CPU_to_GPU", self.cache.loaded_blocks)):  # fmt: skip
+                moved, label = blocks * block_bytes, f'{{transfer_type="{direction}"}}'
+                lines.append(f"vllm:kv_offload_total_bytes_total{label} {moved}")
+                lines.append(f"vllm:kv_offload_total_time_total{label} {moved / (args.host_link_gbps * 1e9)}")
+        # The cache's shape, under vLLM's name, so capacity planning can read it from any engine alike.
         lines.append(
             f'vllm:cache_config_info{{block_size="{args.block_size}",enable_prefix_caching="{args.prefix_caching}",'
             f'num_gpu_blocks="{args.cache_blocks}",num_cpu_blocks="{args.dram_blocks}"}} 1.0'
@@ -343,6 +357,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--block-size", type=int, default=16)
     parser.add_argument("--cache-blocks", type=int, default=100_000, help="HBM-tier capacity in blocks.")
     parser.add_argument("--dram-blocks", type=int, default=0, help="DRAM-tier (offload) capacity in blocks.")
+    parser.add_argument("--kv-bytes-per-token", type=float, default=0.0, help="For the tier-traffic counters.")
+    parser.add_argument("--host-link-gbps", type=float, default=64.0, help="Host link GB/s the tier traffic takes.")
     parser.add_argument("--fault", choices=["none", "never-healthy", "exit-after-requests"], default="none")
     parser.add_argument("--fault-after", type=int, default=0)
     parser.add_argument("--fault-once-file", default=None)

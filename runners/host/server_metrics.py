@@ -85,6 +85,11 @@ SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
     "prompt_tokens_local_cache_hit": ("vllm:prompt_tokens_by_source_total", {"source": "local_cache_hit"}),
     "prompt_tokens_external": ("vllm:prompt_tokens_by_source_total", {"source": "external_kv_transfer"}),
     "preemptions": ("vllm:num_preemptions_total", {}),
+    # Tier traffic of vLLM's KV offloading (CPU offload connector): bytes and transfer time per direction.
+    "kv_offload_bytes_to_host": ("vllm:kv_offload_total_bytes_total", {"transfer_type": "GPU_to_CPU"}),
+    "kv_offload_bytes_to_device": ("vllm:kv_offload_total_bytes_total", {"transfer_type": "CPU_to_GPU"}),
+    "kv_offload_seconds_to_host": ("vllm:kv_offload_total_time_total", {"transfer_type": "GPU_to_CPU"}),
+    "kv_offload_seconds_to_device": ("vllm:kv_offload_total_time_total", {"transfer_type": "CPU_to_GPU"}),
     "router_overlap_sum": ("dynamo_component_router_kv_hit_rate_sum", {}),
     "router_overlap_count": ("dynamo_component_router_kv_hit_rate_count", {}),
 }

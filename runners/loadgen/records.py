@@ -46,6 +46,19 @@ class ServerCounters(Strict):
     prompt_tokens_local_cache_hit: float | None = Field(None, description="prompt_tokens_by_source{local_cache_hit}.")
     prompt_tokens_external: float | None = Field(None, description="prompt_tokens_by_source{external_kv_transfer}.")
     preemptions: float | None = Field(None, description="vllm:num_preemptions_total.")
+    kv_offload_bytes_to_host: float | None = Field(
+        None, description="vllm:kv_offload_total_bytes{transfer_type=GPU_to_CPU}: KV bytes offloaded to host memory."
+    )
+    kv_offload_bytes_to_device: float | None = Field(
+        None,
+        description="vllm:kv_offload_total_bytes{transfer_type=CPU_to_GPU}: KV bytes loaded back from host memory.",
+    )
+    kv_offload_seconds_to_host: float | None = Field(
+        None, description="vllm:kv_offload_total_time{transfer_type=GPU_to_CPU}: seconds spent offloading."
+    )
+    kv_offload_seconds_to_device: float | None = Field(
+        None, description="vllm:kv_offload_total_time{transfer_type=CPU_to_GPU}: seconds spent loading back."
+    )
     router_overlap_sum: float | None = Field(
         None,
         description="dynamo_component_router_kv_hit_rate_sum: Dynamo's KV router's PREDICTED prefix overlap of the "
@@ -328,6 +341,23 @@ class PlannerPrediction(Strict):
     preemptions: int | None = Field(None, description="Scheduler model only: requests it preempted.")
 
 
+class ReplayBucket(Strict):
+    """The measured requests of one turn range or context-length range of a replay Point."""
+
+    label: str = Field(description="The range as a reader reads it: 'turn 4-7', '8k-16k tokens'.")
+    low: int = Field(description="Smallest turn index or prompt length in the range.")
+    high: int = Field(description="Largest turn index or prompt length in the range (inclusive).")
+    requests: int = Field(description="Measured requests that succeeded in the range.")
+    ttft_p50_ms: float | None = Field(description="Their median TTFT.")
+    prompt_tokens_p50: float = Field(description="Their median prompt length (tokens sent).")
+    realized_hit_rate: float | None = Field(
+        description="Σ cached_tokens / Σ prompt tokens over those whose usage reports cached tokens."
+    )
+    theoretical_hit_rate: float | None = Field(
+        description="The trace's hit rate for the same requests (their hits in the replayed walk)."
+    )
+
+
 class ReplayStats(Strict):
     requests_measured: int = Field(description="Requests sent inside the measured window.")
     sessions_completed: int = Field(description="Session trees that started and ended inside the window.")
@@ -360,6 +390,12 @@ class ReplayStats(Strict):
         None,
         description="sha256 of the trace replayed. Points of different versions are never one curve: a trace "
         "revision alone moved InferenceX's theoretical hit rate from 96.8 % to 85.8 % (their issue 1632).",
+    )
+    per_turn: list[ReplayBucket] | None = Field(
+        None, description="The measured requests by turn in their session (runners/loadgen/breakdown.py)."
+    )
+    per_context: list[ReplayBucket] | None = Field(
+        None, description="The measured requests by prompt length (runners/loadgen/breakdown.py)."
     )
     prompt_salt: str | None = Field(
         None,

@@ -44,6 +44,7 @@ import numpy as np
 from recipes.errors import ConfigurationError
 from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
+from runners.loadgen.breakdown import by_context, by_turn
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
 from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
 from runners.loadgen.idle_caps import IdleCaps
@@ -464,17 +465,24 @@ def run_replay_point(
     metrics = compute_point_metrics(
         records, point.concurrency, accelerators, thresholds, open_loop=True, origin="replayed", evidence=evidence
     )
-    theoretical = replayed_hit_rate(trace, engine_block_size, point.length_scale).rate
+    walk = replayed_hit_rate(trace, engine_block_size, point.length_scale)
     timing = _timing(records, metrics, token_budget)
     metrics.replay = stats.model_copy(
         update={
-            "theoretical_hit_rate": theoretical,
+            "theoretical_hit_rate": walk.rate,
+            "per_turn": by_turn(records, walk, _trace_path),
+            "per_context": by_context(records, walk, _trace_path),
             "planner": _prediction(trace, point, cache, stats, timing),
             "trace_version": trace.content_hash,
             "prompt_salt": point_salt(point.seed, point.concurrency),
         }
     )
     return metrics, records
+
+
+def _trace_path(session_id: str) -> str:
+    """The trace session a replayed session id stands for (its path, the replayed walk's key prefix)."""
+    return SessionId.parse(session_id).path
 
 
 def _timing(records: list[RequestRecord], metrics: PointMetrics, token_budget: int | None) -> StepTiming | None:

@@ -65,6 +65,19 @@ def results(url: str) -> pd.DataFrame:
     return _results(url, version(url))
 
 
+def replay_breakdowns(url: str, keys: tuple[tuple[str, str], ...]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The by-turn and by-context figures of the replay Points named by (sweep, point key)."""
+    return _replay_breakdowns(url, version(url), keys)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=16, show_spinner=False)
+def _replay_breakdowns(
+    url: str, version: tuple[int, ...], keys: tuple[tuple[str, str], ...]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    with open_session(engine(url)) as session:
+        return reads.replay_breakdowns(session, keys)
+
+
 def version(url: str) -> tuple[int, ...]:
     """Changes whenever the public results may have (`reads.results_version`): a cache key for what pages
     work out from them."""

@@ -10,10 +10,11 @@ of one model and hardware sit side by side (one panel per configuration). The sh
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, page
+from hubkit import controls, data, page
 from hubkit.charts import PALETTE
 from orchestrator.analysis.cache_tiers import prompt_tier_shares
 
@@ -67,6 +68,73 @@ def prediction_text(total: float | None, hbm: float | None, dram: float | None) 
     return f"{percent(total)} % (HBM {percent(hbm) or 0} %, DRAM {percent(dram) or 0} %)"
 
 
+BREAKDOWN_MEASURES = {"realized_hit_rate": "realised (usage cached_tokens)", "theoretical_hit_rate": "theoretical"}
+
+
+def breakdown_frame(rows: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """One line per (configuration, range): the Points' `kind` figures ('per_turn' or 'per_context'), their
+    requests summed and their rates weighted by requests over the repeats shown."""
+    keys = tuple(sorted(zip(rows["sweep"].astype(str), rows["point_key"].astype(str), strict=True)))
+    found = data.replay_breakdowns(data.database_url(), keys)
+    named = zip(rows["label"], rows["sweep"].astype(str), rows["point_key"].astype(str), strict=True)
+    lines = [
+        {**{name: value for name, value in bucket.items() if name != "label"}, "label": label,
+         "label_range": bucket["label"]}
+        for label, sweep, key in named
+        for bucket in found.get((sweep, key), {}).get(kind, [])
+    ]  # fmt: skip
+    if not lines:
+        return pd.DataFrame()
+    frame = pd.DataFrame(lines)
+    for name in ("realized_hit_rate", "theoretical_hit_rate", "ttft_p50_ms"):
+        frame[name] = pd.to_numeric(frame[name], errors="coerce") * frame["requests"]
+    summed = frame.groupby(["label", "label_range", "low"], as_index=False).sum(numeric_only=True)
+    for name in ("realized_hit_rate", "theoretical_hit_rate", "ttft_p50_ms"):
+        summed[name] = summed[name] / summed["requests"]
+    return summed.sort_values(["label", "low"])
+
+
+def breakdown_tab() -> None:
+    """Hit rate and TTFT by turn and by prompt length at one concurrency, each against its trace's ceiling."""
+    levels = sorted(points["concurrency"].unique())
+    level = st.selectbox("Concurrency (live session trees)", levels, index=len(levels) - 1, key="turns_level")
+    labels = points[["configuration", "sweep", "label"]].drop_duplicates()
+    rows = per_repeat[per_repeat["concurrency"] == level].merge(labels, on=["configuration", "sweep"])
+    for kind, title in (("per_turn", "turn in the session"), ("per_context", "prompt length")):
+        frame = breakdown_frame(rows, kind)
+        if frame.empty:
+            st.info(f"No {title} figures stored for these Points (replays recorded before they were).")
+            continue
+        long = frame.melt(id_vars=["label", "label_range", "low", "requests", "ttft_p50_ms"],
+                          value_vars=list(BREAKDOWN_MEASURES), var_name="measure", value_name="rate")  # fmt: skip
+        long["measure"] = long["measure"].map(BREAKDOWN_MEASURES)
+        long["rate"] = long["rate"] * 100
+        order = list(dict.fromkeys(frame.sort_values("low")["label_range"]))
+        x = alt.X("label_range:N", title=title, sort=order, axis=alt.Axis(labelAngle=-30))
+        rate = (
+            alt.Chart(long).mark_line(point=True)
+            .encode(x=x, y=alt.Y("rate:Q", title="hit rate %", scale=alt.Scale(domain=[0, 100])),
+                    color=alt.Color("measure:N", title=None, scale=alt.Scale(range=list(PALETTE))),
+                    strokeDash=alt.StrokeDash("measure:N", title=None),
+                    tooltip=["label", "label_range", "measure", alt.Tooltip("rate:Q", format=".1f"), "requests"])
+            .properties(width=PANEL_WIDTH, height=200).facet(column=PANEL)
+        )  # fmt: skip
+        ttft = (
+            alt.Chart(frame).mark_bar(color=PALETTE[0])
+            .encode(x=x, y=alt.Y("ttft_p50_ms:Q", title="TTFT p50 (ms)"),
+                    tooltip=["label", "label_range", alt.Tooltip("ttft_p50_ms:Q", format=",.0f"), "requests"])
+            .properties(width=PANEL_WIDTH, height=140).facet(column=PANEL)
+        )  # fmt: skip
+        st.markdown(f"**By {title}** at concurrency {level}")
+        st.altair_chart(rate)
+        st.altair_chart(ttft)
+    st.caption(
+        "The measured requests that succeeded, grouped by their turn in their session (0, 1, 2-3, 4-7, ...) and by "
+        "the prompt length they sent; realised = Σ cached_tokens / Σ prompt tokens of the group, theoretical = the "
+        "trace's hits for the very same requests (runners/loadgen/breakdown.py). Repeats are weighted by requests."
+    )
+
+
 st.title("Agentic cache")
 agentic = page.results_or_stop(
     "No agentic results yet. Replay a coding-agent trace against an engine with "
@@ -94,9 +162,17 @@ per_repeat = pd.concat(
 ).rename(columns={"theoretical_hit_rate": "theoretical"})
 keys = ["configuration", "kv_offload", "hardware", "model", "origin", "sweep", "concurrency",
         "replay_agentx_differences"]  # fmt: skip
+# Tier traffic: GB each way over the Point, the rate the host link moved it at, and the traffic over the Point.
+per_repeat["to_dram_gb"] = per_repeat["server_kv_offload_bytes_to_host"] / 1e9
+per_repeat["from_dram_gb"] = per_repeat["server_kv_offload_bytes_to_device"] / 1e9
+per_repeat["link_gbps"] = per_repeat["server_kv_offload_bytes_to_device"] / (
+    per_repeat["server_kv_offload_seconds_to_device"] * 1e9
+)
+per_repeat["traffic_gbps"] = (per_repeat["to_dram_gb"] + per_repeat["from_dram_gb"]) / per_repeat["duration_s"]
 rates = ["hbm", "offload", "recomputed", "counter_hit", "realized_hit_rate", "theoretical", "planner_hit",
-         "planner_hbm_hit_rate", "planner_dram_hit_rate", "e2e_interactivity_p90"]  # fmt: skip
-per_repeat[rates] = per_repeat[rates].apply(pd.to_numeric, errors="coerce")
+         "planner_hbm_hit_rate", "planner_dram_hit_rate", "e2e_interactivity_p90", "to_dram_gb", "from_dram_gb",
+         "link_gbps", "traffic_gbps"]  # fmt: skip
+per_repeat[rates] = per_repeat[rates].apply(pd.to_numeric, errors="coerce").replace([np.inf, -np.inf], np.nan)
 points = (
     per_repeat.groupby(keys, dropna=False)
     .agg(repeats=("repeat_index", "count"), **{name: (name, "mean") for name in rates})
@@ -130,6 +206,10 @@ table = pd.DataFrame(
             for values in zip(points["planner_hit"], points["planner_hbm_hit_rate"], points["planner_dram_hit_rate"],
                               strict=True)
         ],
+        "to DRAM (GB)": points["to_dram_gb"].round(3),
+        "from DRAM (GB)": points["from_dram_gb"].round(3),
+        "host link, from DRAM (GB/s)": points["link_gbps"].round(1),
+        "tier traffic over the Point (GB/s)": points["traffic_gbps"].round(3),
         "E2E interactivity p90 (tok/s/user)": points["e2e_interactivity_p90"],
         "comparable with AgentX": [agentx_label(text) for text in points["replay_agentx_differences"]],
         "sweep": points["sweep"],
@@ -202,7 +282,7 @@ if departing:
         "lengths, through chat completions counted by the server (docs/METRICS.md); the Table tab's column "
         "'comparable with AgentX' says which configuration departs how."
     )
-tiers_tab, rates_tab, table_tab = st.tabs(["Tiers", "Hit rates", "Table"])
+tiers_tab, rates_tab, turns_tab, table_tab = st.tabs(["Tiers", "Hit rates", "By turn and context", "Table"])
 with tiers_tab:
     st.altair_chart(chart)
     st.caption(
@@ -218,6 +298,8 @@ with rates_tab:
         "Realised (counters) = HBM + DRAM shares above; realised (usage) = Σ `cached_tokens` / Σ prompt tokens of "
         "the measured requests. Counter deltas include the Point's warmup requests; usage counts only measured ones."
     )
+with turns_tab:
+    breakdown_tab()
 with table_tab:
     st.dataframe(table, hide_index=True)
     controls.csv_download(table, "agentic-cache")

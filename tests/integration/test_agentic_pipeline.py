@@ -109,6 +109,14 @@ def test_planner_predicts_the_simulated_cache_at_two_capacities_and_with_dram_of
     assert rows["offload"].metrics["replay"]["planner"]["dram_blocks"] == 327
     assert _counter_rates(rows["offload"])[1] > 0.2  # what offload buys: hits loaded back from DRAM
     assert sum(_counter_rates(rows["offload"])) > sum(_counter_rates(rows["small"])) + 0.2
+    # Tier traffic (vLLM's kv_offload_total_bytes/time by direction): what came back from DRAM is the DRAM hits'
+    # tokens at tiny-llama's 1 KiB each, and the host link's 64 GB/s moved it; without a DRAM tier the engine reports
+    # no offload traffic.
+    server = rows["offload"].metrics["server"]
+    loaded, offloaded = server["kv_offload_bytes_to_device"], server["kv_offload_bytes_to_host"]
+    assert loaded == server["prompt_tokens_external"] * 1024
+    assert offloaded > 0 and server["kv_offload_seconds_to_device"] == pytest.approx(loaded / 64e9)
+    assert rows["small"].metrics["server"]["kv_offload_bytes_to_device"] is None
 
 
 def _salted_copies_share_nothing(records: pd.DataFrame) -> None:

@@ -104,14 +104,28 @@ def _succeeded() -> Any:
 
 
 def _agentic(hbm: float, dram: float, theoretical: float) -> dict[str, Any]:
+    """A replay Point's figures. With a DRAM tier its traffic too: 1 kB of KV per token loaded back for each
+    DRAM-hit token, twice that offloaded, at 50 GB/s. By turn: turn 0 (10 requests) hits nothing, turns 1-7
+    (90 requests) hit what the whole Point hits, against ceilings of 0 and the trace's."""
     prompt = 1_000_000.0
     hits = (hbm + dram) * prompt
+    server = {"prompt_tokens": prompt, "prefix_cache_queries": prompt, "prefix_cache_hits": hits,
+              "prompt_tokens_local_cache_hit": hbm * prompt, "prompt_tokens_external": dram * prompt,
+              "prompt_tokens_local_compute": (1 - hbm - dram) * prompt}  # fmt: skip
+    if dram:
+        loaded = dram * prompt * 1000
+        server |= {"kv_offload_bytes_to_device": loaded, "kv_offload_seconds_to_device": loaded / 50e9,
+                   "kv_offload_bytes_to_host": 2 * loaded, "kv_offload_seconds_to_host": 2 * loaded / 50e9}  # fmt: skip
+    turns = [
+        {"label": "turn 0", "low": 0, "high": 0, "requests": 10, "ttft_p50_ms": 900.0, "prompt_tokens_p50": 20000.0,
+         "realized_hit_rate": 0.0, "theoretical_hit_rate": 0.0},
+        {"label": "turn 1-7", "low": 1, "high": 7, "requests": 90, "ttft_p50_ms": 300.0, "prompt_tokens_p50": 60000.0,
+         "realized_hit_rate": hbm + dram, "theoretical_hit_rate": theoretical},
+    ]  # fmt: skip
     return {
         "replay": {"realized_hit_rate": hbm + dram, "theoretical_hit_rate": theoretical, "prompt_tokens": prompt,
-                   "cached_tokens": hits, "e2e_interactivity_p90": 20.0},
-        "server": {"prompt_tokens": prompt, "prefix_cache_queries": prompt, "prefix_cache_hits": hits,
-                   "prompt_tokens_local_cache_hit": hbm * prompt, "prompt_tokens_external": dram * prompt,
-                   "prompt_tokens_local_compute": (1 - hbm - dram) * prompt},
+                   "cached_tokens": hits, "e2e_interactivity_p90": 20.0, "per_turn": turns, "per_context": []},
+        "server": server,
     }  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.site.conftest import open_page
@@ -65,7 +66,7 @@ def test_tier_shares_against_the_ceiling_offload_on_and_off(seeded_hub: str) -> 
     assert set(table["planner prediction"]) == {"no prediction stored for this point"}
     assert any("no prediction stored for this point" in caption.value for caption in app.caption)
     # Side by side: one panel per arm in the charts, and the table can be downloaded.
-    assert len(app.get("vega_lite_chart")) == 2
+    assert len(app.get("vega_lite_chart")) == 4  # tiers, hit rates, and by turn: hit rate and TTFT
     assert any(button.label == "Download CSV" for button in app.get("download_button"))
 
 
@@ -152,3 +153,20 @@ def test_each_configuration_says_whether_it_is_comparable_with_agentx(seeded_hub
     b200 = table[table["configuration"] == "b200 · sglang · deepseek-r1 fp8 · tp8"]["comparable with AgentX"]
     assert set(b200) == {"no: warmup_requests_per_lane 0 (AgentX: 10); api completions (AgentX: chat)"}
     assert any("Not comparable with InferenceX's AgentX results" in info.value for info in app.info)
+
+
+def test_tier_traffic_and_figures_by_turn(seeded_hub: str) -> None:
+    app = open_page("agentic")
+    assert not app.exception
+    table = _table(app)
+    # 35 % of 1 M prompt tokens came back from DRAM at 1 kB each: 0.35 GB, 0.70 GB went out, at 50 GB/s; over the
+    # Point's 60 s that is 1.05 GB / 60 s.
+    dram_16 = _row(table, "dram 1024 GiB", 16)
+    assert (dram_16["from DRAM (GB)"], dram_16["to DRAM (GB)"], dram_16["host link, from DRAM (GB/s)"]) == (
+        0.35, 0.7, 50.0)  # fmt: skip
+    assert dram_16["tier traffic over the Point (GB/s)"] == pytest.approx(1.05 / 60, abs=0.001)
+    assert pd.isna(_row(table, "none", 16)["from DRAM (GB)"])  # no DRAM tier, no traffic reported
+    # The tab by turn: both arms drawn at the largest concurrency; their contexts were not stored, which it says.
+    headings = [markdown.value for markdown in app.markdown]
+    assert "**By turn in the session** at concurrency 16" in headings
+    assert any("No prompt length figures stored" in info.value for info in app.info)

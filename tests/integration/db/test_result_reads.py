@@ -110,7 +110,9 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "replay_cached_tokens": None, "e2e_interactivity_p90": None, "planner_hbm_hit_rate": None,
         "planner_dram_hit_rate": None, "replay_session_time_p50_s": None, "replay_sessions_completed": None,
         "replay_trace": None, "replay_time_scale": None, "replay_length_scale": None, "replay_max_output_tokens": None,
-        "replay_agentx_differences": None, "replay_trace_version": None, "replay_prompt_salt": None, "ttft_p90_ms": None, "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
+        "replay_agentx_differences": None, "replay_trace_version": None, "replay_prompt_salt": None, "ttft_p90_ms": None,
+        "server_kv_offload_bytes_to_host": None, "server_kv_offload_bytes_to_device": None,
+        "server_kv_offload_seconds_to_host": None, "server_kv_offload_seconds_to_device": None, "engine_image": "vllm/vllm-openai:v0.30.0",  # the recipe's container image
         "date_known": True, "speculative_decoding": None,  # off: the recipe sets none
         # A single server: no disaggregated split.
         "disaggregated": False, "prefill_gpus": None, "decode_gpus": None, "decode_workers": None, "decode_dp_attention": None,
