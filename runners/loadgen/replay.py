@@ -35,7 +35,6 @@ import itertools
 import math
 import time
 from collections.abc import AsyncIterator, Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import aiohttp
@@ -46,6 +45,7 @@ from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
 from runners.loadgen.breakdown import by_context, by_turn
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
+from runners.loadgen.due_order import DueOrderedThread
 from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
 from runners.loadgen.idle_caps import IdleCaps
 from runners.loadgen.metrics import compute_point_metrics, summarize
@@ -168,7 +168,7 @@ class Replayer:
         self.session_times: list[float] = []
         self.lags: list[float] = []
         self.dispatch_lags: list[float] = []
-        self._synthesis: ThreadPoolExecutor | None = None  # one thread: prompts are made off the event loop
+        self._synthesis: DueOrderedThread | None = None  # one thread: prompts are made off the event loop
 
     # --- one request -----------------------------------------------------------------------------
 
@@ -176,15 +176,16 @@ class Replayer:
         self, copy: int, root: int, session: Session, turn: int, due: float,
         max_tokens: int | None = None, warmup: bool = False,
     ) -> _Outgoing:  # fmt: skip
-        """Synthesise and encode a request ahead of `due`, on the synthesis thread.
+        """Synthesise and encode a request ahead of `due`, on the synthesis thread, soonest due first.
 
         Off the event loop: when many lanes recycle at once, each new session's blocks are all new, and
-        making them in the loop would hold back every other session's due request behind them.
+        making them in the loop would hold back every other session's due request behind them
+        (runners/loadgen/due_order.py).
         """
         make = functools.partial(self._make, copy, root, session, turn, due, max_tokens, warmup)
         if self._synthesis is None:
             return make()
-        return await asyncio.get_running_loop().run_in_executor(self._synthesis, make)
+        return await self._synthesis.run(due, make)
 
     def _make(
         self, copy: int, root: int, session: Session, turn: int, due: float, max_tokens: int | None, warmup: bool
@@ -325,7 +326,7 @@ class Replayer:
     async def _client(self) -> AsyncIterator[aiohttp.ClientSession]:
         """The replay's HTTP session (no connection limit: every live session has its own) and its synthesis
         thread, for as long as the replay runs."""
-        with ThreadPoolExecutor(1, thread_name_prefix="replay-synthesis") as self._synthesis:
+        with DueOrderedThread("replay-synthesis") as self._synthesis:
             async with client_session(aiohttp.TCPConnector(limit=0)) as http:
                 yield http
 
