@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import gc
 import itertools
 import math
 import time
@@ -415,13 +414,9 @@ def replay(
 
     endpoint = replace(endpoint, kind=settings.api)
     replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, window_opened, decode)
-    # The trace's many small objects never die during a replay: frozen out of the collector, a full
-    # collection does not stop the event loop for tens of milliseconds to walk them again and again.
-    gc.freeze()
-    try:
-        loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
-    finally:
-        gc.unfreeze()
+    # The trace's many small objects never die during a replay: loop.run freezes them out of the collector and
+    # holds full collections until the replay has ended.
+    loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
     replayer.finished()
     return replayer.stats(), replayer.records
 
