@@ -110,11 +110,12 @@ def breakdown_tab() -> None:
         long["measure"] = long["measure"].map(BREAKDOWN_MEASURES)
         long["rate"] = long["rate"] * 100
         order = list(dict.fromkeys(frame.sort_values("low")["label_range"]))
-        x = alt.X("label_range:N", title=title, sort=order, axis=alt.Axis(labelAngle=-30))
+        x = alt.X("label_range:N", title=title, sort=order, axis=alt.Axis(labelAngle=-30, labelOverlap=False))
         rate = (
             alt.Chart(long).mark_line(point=True)
             .encode(x=x, y=alt.Y("rate:Q", title="hit rate %", scale=alt.Scale(domain=[0, 100])),
-                    color=alt.Color("measure:N", title=None, scale=alt.Scale(range=list(PALETTE))),
+                    color=alt.Color("measure:N", title=None, scale=alt.Scale(range=list(PALETTE)),
+                                    legend=alt.Legend(labelLimit=0, orient="bottom")),
                     strokeDash=alt.StrokeDash("measure:N", title=None),
                     tooltip=["label", "label_range", "measure", alt.Tooltip("rate:Q", format=".1f"), "requests"])
             .properties(width=PANEL_WIDTH, height=200).facet(column=PANEL)
