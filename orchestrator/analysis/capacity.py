@@ -57,6 +57,7 @@ class Capacity:
     hardware: str
     sweep: str
     tier: str
+    fingerprint: str
     agents: int
     basis: Basis
     explanation: str
@@ -144,7 +145,7 @@ def capacities(
     for row in rows:
         groups[(row.fingerprint, row.sweep)].append(row)
     result = []
-    for (_, sweep), members in groups.items():
+    for (fingerprint, sweep), members in groups.items():
         levels = load_levels(members)
         first = members[0]
         spec = hardware.get(first.hardware)
@@ -159,6 +160,7 @@ def capacities(
                     hardware=first.hardware,
                     sweep=str(sweep),
                     tier=tier.name,
+                    fingerprint=str(fingerprint),
                     agents=agents,
                     basis=basis,
                     explanation=why,

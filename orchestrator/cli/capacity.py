@@ -31,7 +31,7 @@ def capacity(
     extrapolated), per accelerator, per all-in kW and per TCO dollar-hour. Tiers: recipes/slo_tiers.yaml."""
     from db import reads
     from db.session import make_engine, migrate, open_session
-    from orchestrator.analysis.capacity import capacities
+    from orchestrator.analysis.capacity import Capacity, capacities
     from recipes.hardware import TCO_TIERS, load_hardware_registry
     from recipes.slo import load_slo_tiers
 
@@ -54,6 +54,15 @@ def capacity(
         hint = " (add --include-simulated)" if "simulated" in origins else ""
         fail(ConfigurationError(f"--sweep: {sweep!r} has no measured results (its origins: {origins}){hint}"))
     read = capacities(kept, chosen, load_hardware_registry(), tco_tier)
+    # A recipe changed between runs of one sweep (another concurrency list, say) is another configuration under the
+    # same name: its fingerprint tells them apart.
+    fingerprints: dict[str, set[str]] = {}
+    for item in read:
+        fingerprints.setdefault(item.recipe, set()).add(item.fingerprint)
+
+    def name(item: Capacity) -> str:
+        return item.recipe if len(fingerprints[item.recipe]) == 1 else f"{item.recipe} ({item.fingerprint[:8]})"
+
     table = Table(title=f"Live agents served at each SLO tier, sweep {sweep} ({tco_tier} TCO)")
     for column in ("recipe", "hw", "tier", "TTFT p90 ≤", "tok/s/user ≥", "agents", "read", "per accelerator",
                    "per all-in kW", "per $/hr"):  # fmt: skip
@@ -61,25 +70,25 @@ def capacity(
     for item in read:
         spec = next(candidate for candidate in chosen if candidate.name == item.tier)
         table.add_row(
-            item.recipe, item.hardware, item.tier, f"{spec.ttft_p90_ms:,.0f} ms", f"{spec.interactivity_p50:g}",
+            name(item), item.hardware, item.tier, f"{spec.ttft_p90_ms:,.0f} ms", f"{spec.interactivity_p50:g}",
             f"{'≥ ' if item.basis == 'at least' else ''}{item.agents}", item.basis, f"{item.per_accelerator:.2f}",
             "-" if item.per_all_in_kw is None else f"{item.per_all_in_kw:.2f}",
             "-" if item.per_usd_hour is None else f"{item.per_usd_hour:.2f}",
         )  # fmt: skip
     console.print(table)
     for item in read:
-        console.print(f"  {item.recipe} at {item.tier}: {item.explanation}")
+        console.print(f"  {name(item)} at {item.tier}: {item.explanation}")
     inputs = Table(title="The Points it rests on (median of valid repeats per concurrency)")
     for column in ("recipe", "concurrency", "repeats", "TTFT p90 ms", "tok/s/user p50", *[t.name for t in chosen]):
         inputs.add_column(column, justify="left" if column == "recipe" else "right")
     seen = set()
     for item in read:
-        if item.recipe in seen:
+        if (item.fingerprint, item.sweep) in seen:
             continue
-        seen.add(item.recipe)
+        seen.add((item.fingerprint, item.sweep))
         for level in item.levels:
             inputs.add_row(
-                item.recipe, str(level.concurrency), str(level.repeats),
+                name(item), str(level.concurrency), str(level.repeats),
                 "-" if level.ttft_p90_ms is None else f"{level.ttft_p90_ms:,.1f}",
                 "-" if level.interactivity_p50 is None else f"{level.interactivity_p50:,.1f}",
                 *["yes" if level.serves(spec) else "no" for spec in chosen],
