@@ -82,7 +82,11 @@ for trend in trends:
         history_rows.append({
             "configuration": labels[(trend.fingerprint, trend.workload)], "hardware": trend.hardware,
             "engine": engines[(trend.fingerprint, trend.workload)], "sweep": read.sweep, "order": position,
-            "finished": read.finished_at if read.dated else "date unknown" if run_id_of(read.sweep) else ORDER_UNKNOWN,
+            # Text in the table (one type per column: Arrow refuses a column of dates and words, and the page
+            # logged its traceback on every visit); the time itself in `at`, for the chart only.
+            "finished": (f"{read.finished_at:%Y-%m-%d %H:%M} UTC" if read.dated
+                         else "date unknown" if run_id_of(read.sweep) else ORDER_UNKNOWN),
+            "at": read.finished_at if read.dated else None,
             "output tok/s/GPU": read.value, "95 % low": interval.low if interval else None,
             "95 % high": interval.high if interval else None, "repeats read": read.read.used,
             "repeats dropped": read.read.dropped,
@@ -106,8 +110,13 @@ for trend in trends:
     })  # fmt: skip
 # Each configuration's sweeps oldest first, in trends' order (orchestrator/analysis/recency.py).
 history = pd.DataFrame(history_rows).sort_values(["configuration", "order"], kind="stable").drop(columns="order")
+# Figures as numbers, one type per column (Arrow draws them; a missing one is NaN, not an object None).
+for column in ("output tok/s/GPU", "95 % low", "95 % high"):
+    history[column] = pd.to_numeric(history[column], errors="coerce")
 # Regressions first, then by name.
 verdicts = pd.DataFrame(verdict_rows)
+for column in ("latest", "history mean", "prediction low", "prediction high"):
+    verdicts[column] = pd.to_numeric(verdicts[column], errors="coerce")
 verdicts = (
     verdicts.assign(rank=(verdicts["verdict"] != "regressed").astype(int))
     .sort_values(["rank", "configuration"], kind="stable")
@@ -131,15 +140,15 @@ with chart_tab:
     readable = history[history["output tok/s/GPU"].notna()]
     # A sweep whose source stated no date has no place on a time axis: the table lists it, in run-id order, or
     # says 'order unknown' where its name holds no run id either (never a hash order called run order).
-    undated = readable["finished"].astype(str).isin(["date unknown", ORDER_UNKNOWN])
-    unordered = int((readable["finished"].astype(str) == ORDER_UNKNOWN).sum())
+    undated = readable["at"].isna()
+    unordered = int((readable["finished"] == ORDER_UNKNOWN).sum())
     if undated.any():
         st.caption(
             f"{int(undated.sum())} sweep(s) without a date are in the table only, ordered by run id"
             + (f"; {unordered} with no run id either, in no known order" if unordered else "")
             + "."
         )
-    plotted = readable[~undated].assign(finished=lambda f: pd.to_datetime(f["finished"], utc=True))
+    plotted = readable[~undated].assign(finished=lambda f: pd.to_datetime(f["at"], utc=True))
     if plotted.empty and undated.any():
         st.info("Every sweep that reaches this speed has 'date unknown' (its source states no date), so there is "
                 "no time axis to draw: the Table tab lists them (by run id, where the run names one).")  # fmt: skip
@@ -177,8 +186,8 @@ with chart_tab:
         chart = alt.layer(line, marks, words).properties(height=420)
         st.altair_chart(chart.configure_legend(**charts.legend_of(many)), width="stretch")
 with table_tab:
-    st.dataframe(history, hide_index=True, width="stretch")
-    controls.csv_download(history, "trends-history")
+    st.dataframe(history.drop(columns="at"), hide_index=True, width="stretch")
+    controls.csv_download(history.drop(columns="at"), "trends-history")
 
 st.subheader("Verdicts")
 st.dataframe(verdicts, hide_index=True, width="stretch")

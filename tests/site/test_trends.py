@@ -60,6 +60,11 @@ def test_h200_drop_is_a_regression_and_b200_is_not(seeded_hub: str) -> None:
     assert latest["repeats read"] == 3 and latest["95 % low"] == pytest.approx(1450.32, abs=0.01)
     assert list(rows.loc[rows["configuration"].str.startswith("h200"), "regressed"]) == [False, False, True]
     assert not b200_rows["regressed"].any()
+    # One type per column, so Arrow draws the table (a column of dates and words made it log a traceback on every
+    # visit): the finish time as text, every figure a number.
+    assert all(isinstance(value, str) and value.endswith(" UTC") for value in rows["finished"])
+    assert rows["95 % low"].dtype == float and rows["95 % low"].isna().any()  # the single-repeat sweeps have none
+    assert "at" not in rows.columns
 
 
 def test_measured_point_target_from_a_link(seeded_hub: str) -> None:
