@@ -172,6 +172,10 @@ def _schedule_lag(evidence: Evidence, thresholds: ValidityThresholds) -> list[st
     dispatch = evidence.dispatch_lag_p99_ms
     if dispatch is None:
         who = "client or server fell behind"
+    elif dispatch >= lag / 2 and (evidence.client_cpu_share or 1.0) < CLIENT_CPU_CEILING:
+        # Late to begin writing with CPU to spare: the process was not given a core (vLLM on CPU beside it did so).
+        who = (f"the client began writing late, dispatch lag p99 {dispatch:.0f} ms, using only "
+               f"{evidence.client_cpu_share:.0%} of a core: starved of CPU by what shares its cores")  # fmt: skip
     elif dispatch >= lag / 2:  # most of the lag before the client began writing: the client's own
         who = f"client saturated: it began writing late, dispatch lag p99 {dispatch:.0f} ms"
     else:  # most of it writing the bodies: the engine read them slowly

@@ -83,11 +83,15 @@ def test_a_late_replay_says_whether_the_client_or_the_engine_set_the_pace() -> N
                         reached_target=True, schedule_lag_p99_ms=1500.0, max_schedule_lag_p99_ms=1000.0,
                         client_cpu_share=0.5)  # fmt: skip
 
-    def reasons(**change: float) -> tuple[str, ...]:
+    def reasons(**change: float | None) -> tuple[str, ...]:
         return judge("replayed", Evidence(**{**evidence.__dict__, **change}), ValidityThresholds()).reasons
 
-    assert reasons(dispatch_lag_p99_ms=1400.0) == (
+    assert reasons(dispatch_lag_p99_ms=1400.0, client_cpu_share=None) == (
         "schedule lag p99 1500 ms above 1000 ms (client saturated: it began writing late, dispatch lag p99 1400 ms)",
+    )
+    assert reasons(dispatch_lag_p99_ms=1400.0) == (
+        "schedule lag p99 1500 ms above 1000 ms (the client began writing late, dispatch lag p99 1400 ms, using only "
+        "50% of a core: starved of CPU by what shares its cores)",
     )
     assert reasons(dispatch_lag_p99_ms=30.0) == (
         "schedule lag p99 1500 ms above 1000 ms (the engine took the requests slowly: dispatch lag p99 only 30 ms)",
