@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from orchestrator.cli.output import console, fail
-from orchestrator.cli.results import check_sweep_exists
+from orchestrator.cli.results import check_sweep_exists, check_tco_tier, shown_origins
 from recipes.errors import ConfigurationError
 
 
@@ -32,11 +32,10 @@ def capacity(
     from db import reads
     from db.session import make_engine, migrate, open_session
     from orchestrator.analysis.capacity import Capacity, capacities
-    from recipes.hardware import TCO_TIERS, load_hardware_registry
+    from recipes.hardware import load_hardware_registry
     from recipes.slo import load_slo_tiers
 
-    if tco_tier not in TCO_TIERS:
-        raise typer.BadParameter(f"expected one of {', '.join(TCO_TIERS)}, got {tco_tier!r}", param_hint="--tco-tier")
+    check_tco_tier(tco_tier, "--tco-tier")
     available = load_slo_tiers(tiers)
     unknown = [name for name in tier or [] if name not in available]
     if unknown:
@@ -47,7 +46,7 @@ def capacity(
     with open_session(engine) as session:
         check_sweep_exists(session, sweep)
         rows = reads.list_results(session, sweep=sweep)
-    shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
+    shown = shown_origins(include_simulated)
     kept = [row for row in rows if row.origin in shown]
     if not kept:
         origins = sorted({row.origin for row in rows})

@@ -25,6 +25,23 @@ def check_sweep_exists(session: Session, sweep: str, flag: str = "--sweep") -> N
         fail(ConfigurationError(f"{flag}: got {sweep!r}; no sweep of that name (latest sweeps: {shown})"))
 
 
+def check_tco_tier(tier: str, flag: str) -> None:
+    """A usage error naming `flag` unless `tier` is a TCO tier of the hardware registry."""
+    from recipes.hardware import TCO_TIERS
+
+    if tier not in TCO_TIERS:
+        raise typer.BadParameter(f"expected one of {', '.join(TCO_TIERS)}, got {tier!r}", param_hint=flag)
+
+
+def shown_origins(include_simulated: bool, include_projected: bool = False) -> set[str]:
+    """The origins a reading command shows: measurements and imports, and what the flags add (never as measured)."""
+    return (
+        {"measured", "imported"}
+        | ({"simulated"} if include_simulated else set())
+        | ({"projected"} if include_projected else set())
+    )
+
+
 def print_results(sweep: str | None) -> int:
     from db import reads
     from db.session import make_engine, migrate, open_session
@@ -109,20 +126,18 @@ def compare(
     from db.session import make_engine, migrate, open_session
     from orchestrator.analysis.compare import compare_at_interactivity
     from orchestrator.analysis.economics import GpuHourRate, profits_at
-    from recipes.hardware import TCO_TIERS, load_hardware_registry
+    from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
     from recipes.prices import load_price_table
 
-    if tier not in TCO_TIERS:
-        raise typer.BadParameter(f"expected one of {', '.join(TCO_TIERS)}, got {tier!r}", param_hint="--tier")
+    check_tco_tier(tier, "--tier")
     engine = make_engine()
     migrate(engine)
     with open_session(engine) as session:
         if sweep is not None:
             check_sweep_exists(session, sweep)
         rows = reads.list_results(session, sweep=sweep)
-    shown = {"measured", "imported"} | ({"simulated"} if include_simulated else set())
-    shown |= {"projected"} if include_projected else set()
+    shown = shown_origins(include_simulated, include_projected)
     rows = [row for row in rows if row.origin in shown]
     filters = (("--model", model), ("--workload", workload), ("--precision", precision), ("--isl", isl),
                ("--osl", osl))  # fmt: skip
