@@ -11,18 +11,23 @@ import altair as alt
 import pandas as pd
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+# Okabe & Ito's eight, with their black as a mid grey: black marks vanish on the dark theme.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#888888")
+# Reference marks (targets, ceilings, error bars, a zero line, labels on bars): a grey that reads on the light and the
+# dark theme alike (L* 57; black vanished on the dark theme's #0E1117).
+INK = "#888888"
 
 
-# One colour per chip, the same on every page (a chip's colour used to depend on which chips a chart held). Vendor
-# families sit close in hue: NVIDIA in blues and greens (Hopper light, Blackwell mid, rack-scale and Rubin dark),
-# AMD in yellow to vermillion, Google in reddish purple, the local CPU in grey. The Okabe & Ito colours anchor each
-# family; the darker variants are theirs darkened. Points and bars also differ in shape or position and label, so no
-# chart relies on colour alone.
+# One colour per chip, the same on every page (a chip's colour used to depend on which chips a chart held). Chosen
+# from Okabe & Ito's and Paul Tol's colour-blind-safe sets for distance, not vendor family (the family palette drew
+# gb200/vr200 and b200/gb300 nearly alike): every two chips differ by at least 20 CIELAB units, and by 12 under a
+# simulated deuteranopia, protanopia or tritanopia; every colour's lightness reads on the light and the dark theme
+# (tests/site/test_chip_colours.py checks all three). Points and bars also differ in shape or position and label, so
+# no chart relies on colour alone.
 CHIP_COLOURS: dict[str, str] = {
-    "h100": "#56B4E9", "h200": "#0072B2", "b200": "#009E73", "b300": "#00664B", "gb200-nvl72": "#1B4F8A",
-    "gb300-nvl72": "#2A9D8F", "vr200-nvl72": "#0B2E4F", "mi300x": "#F0E442", "mi325x": "#E69F00",
-    "mi355x": "#D55E00", "tpu-v7": "#CC79A7", "cpu-local": "#7F7F7F",
+    "h100": "#33BBEE", "h200": "#882255", "b200": "#228833", "b300": "#999933", "gb200-nvl72": "#AA4499",
+    "gb300-nvl72": "#225522", "vr200-nvl72": "#EE3377", "mi300x": "#DDCC77", "mi325x": "#E69F00",
+    "mi355x": "#CC3311", "tpu-v7": "#CC79A7", "cpu-local": "#7F7F7F",
 }  # fmt: skip
 UNKNOWN_CHIP = "#BBBBBB"
 
@@ -122,5 +127,5 @@ def chip_curves(curve: pd.DataFrame, y: alt.Y, tooltip: Sequence[str | alt.Toolt
         strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0])
     )
     points = base.mark_point(filled=True, size=30)
-    target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(target))
+    target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color=INK).encode(x=alt.datum(target))
     return alt.layer(lines, points, *rules, target_rule).properties(height=380)

@@ -8,7 +8,7 @@ only: nothing here computes a figure (that is `orchestrator.analysis`) or writes
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import altair as alt
@@ -225,9 +225,18 @@ def run_link(sweep: str, point_key: str) -> str:
     return "/run?" + urlencode({"sweep": sweep, "point": point_key})
 
 
-def table_with_csv(table: pd.DataFrame, name: str) -> None:
-    st.dataframe(table, hide_index=True)
-    controls.csv_download(table, name)
+# A missing figure in a table is a dash: Streamlit would write a grey "None" in the cell, which reads as a value.
+MISSING_TEXT = "—"
+
+
+def table(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = None) -> None:
+    """Every table of the hub: the page's width, no index column, a dash where a figure is missing."""
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=column_config, placeholder=MISSING_TEXT)
+
+
+def table_with_csv(frame: pd.DataFrame, name: str) -> None:
+    table(frame)
+    controls.csv_download(frame, name)
 
 
 def time_format(times: pd.Series) -> str:
@@ -303,8 +312,8 @@ def price_sources(hardware: Iterable[str], rate: GpuHourRate) -> None:
              "as of": "–" if figure is None else figure.as_of, "note": "" if figure is None else figure.note or ""}
         )  # fmt: skip
     with st.expander(dollars(f"Where each $/GPU-hr comes from ({rate.label})")):
-        st.dataframe(pd.DataFrame.from_records(rows), hide_index=True, width="stretch",
-                     column_config={"$/GPU-hr": st.column_config.NumberColumn(format="$%.2f")})  # fmt: skip
+        dollar_format = st.column_config.NumberColumn(format="$%.2f")
+        table(pd.DataFrame.from_records(rows), column_config={"$/GPU-hr": dollar_format})
 
 
 CURVE_LEVELS = 16

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, data, page
+from hubkit import charts, controls, data, page
 from hubkit.charts import PALETTE
 from orchestrator.analysis.cache_tiers import prompt_tier_shares
 
@@ -240,12 +240,12 @@ bars = (
 )
 ceiling = (
     alt.Chart()
-    .mark_tick(color="black", thickness=3)
+    .mark_tick(color=charts.INK, thickness=3)
     .encode(x=x, y="theoretical:Q", tooltip=[alt.Tooltip("theoretical:Q", title="theoretical ceiling %", format=".1f")])
 )
 prediction = (
     alt.Chart()
-    .mark_point(shape="diamond", size=120, color="black", filled=False)
+    .mark_point(shape="diamond", size=120, color=charts.INK, filled=False)
     .encode(x=x, y="planner_hit:Q", tooltip=[alt.Tooltip("planner_hit:Q", title="planner prediction %", format=".1f")])
 )
 chart = alt.layer(bars, ceiling, prediction, data=long).properties(width=PANEL_WIDTH).facet(column=PANEL)
@@ -302,7 +302,7 @@ with rates_tab:
 with turns_tab:
     breakdown_tab()
 with table_tab:
-    st.dataframe(table, hide_index=True)
+    page.table(table)
     controls.csv_download(table, "agentic-cache")
 if points["planner_hit"].isna().all():
     st.caption(f"Capacity planner: {NO_PREDICTION} (none of the shown points carries one).")

@@ -129,8 +129,7 @@ with chart_tab:
     st.caption(f"Dashed line: the target interactivity, {target:g} tok/s/user. Click a point for its run detail.")
 with table_tab:
     curve_table = levels.assign(configuration=levels["configuration"].map(labels))
-    st.dataframe(curve_table, hide_index=True, width="stretch",
-                 column_config={"run": st.column_config.LinkColumn("run", display_text="open run detail")})  # fmt: skip
+    page.table(curve_table, column_config={"run": st.column_config.LinkColumn("run", display_text="open run detail")})
     controls.csv_download(curve_table, "compare-curves")
 
 st.subheader(f"At {target:g} tok/s/user")
@@ -169,7 +168,7 @@ target_table["vs first"] = [
     f"{value / first - 1:+.1%}" if value is not None and pd.notna(value) and first and pd.notna(first) else ""
     for value in target_table["output tok/s/GPU"]
 ]
-st.dataframe(target_table, hide_index=True, width="stretch")
+page.table(target_table)
 controls.csv_download(target_table, "compare-at-target")
 st.caption(
     page.dollars(

@@ -119,8 +119,8 @@ else:
             "measured session s (p50)": replay.replay_session_time_p50_s, "model's session s": modelled,
             "model / measured": modelled / replay.replay_session_time_p50_s,
         })  # fmt: skip
-    st.dataframe(
-        pd.DataFrame(measured_rows), hide_index=True, width="stretch",
+    page.table(
+        pd.DataFrame(measured_rows),
         column_config={
             "measured session s (p50)": st.column_config.NumberColumn(format="%.2f"),
             "model's session s": st.column_config.NumberColumn(format="%.2f"),
@@ -173,8 +173,8 @@ st.altair_chart(
     ).properties(height=420),
     width="stretch",
 )  # fmt: skip
-st.dataframe(
-    table, hide_index=True,
+page.table(
+    table,
     column_config={
         "tok/s/user": st.column_config.NumberColumn(format="%.1f"),
         "prefill tok/s": st.column_config.NumberColumn(format="%.0f"),

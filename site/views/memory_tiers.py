@@ -11,7 +11,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, data
+from hubkit import charts, controls, data, page
 from hubkit.charts import PALETTE
 from orchestrator.analysis.engram import EngramTable, OperatingPoint, what_if
 from orchestrator.analysis.fast_tokens import nearest_point, operating_points
@@ -107,12 +107,12 @@ bars = alt.Chart(drawn).mark_bar().encode(
 )  # fmt: skip
 ticks = (
     alt.Chart(drawn)
-    .mark_tick(color="black", thickness=2, size=18)
+    .mark_tick(color=charts.INK, thickness=2, size=18)
     .encode(x="budget µs:Q", y=alt.Y("place:N", sort=None), tooltip=tooltip)
 )
 words = (
     alt.Chart(drawn).mark_text(align="left", dx=4).encode(x="shown:Q", y=alt.Y("place:N", sort=None), text="verdict:N")
 )
 st.altair_chart(alt.layer(bars, ticks, words).properties(height=max(160, 28 * len(drawn))), width="stretch")
-st.dataframe(result, hide_index=True, width="stretch")
+page.table(result)
 controls.csv_download(result, "engram-what-if.csv")

@@ -47,7 +47,7 @@ ORIGINS = {
     "projected": "Projected to a chip from another chip's measured curve by a roofline model (`infersweep project`); "
     "labelled 'projected from <chip>', never counted as a measurement. Its backtest error is in docs/BENCHMARKS.md.",
 }
-PALETTE_NAMES = ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "yellow", "black")
+PALETTE_NAMES = ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "yellow", "grey")
 
 
 def read_doc(path: Path) -> str | None:
@@ -287,8 +287,9 @@ with colours:
     table_with_csv(swatches[["order", "name", "colour"]], "palette")
     st.caption(
         "Series are coloured in order with the Okabe & Ito palette (2008, 'Color Universal Design'), which stays "
-        "distinguishable with every common colour-vision deficiency; points also vary in shape, so charts read in "
-        "greyscale too. Every chart has a table alternative."
+        "distinguishable with every common colour-vision deficiency, its black drawn grey so that it reads on the "
+        "dark theme too; points also vary in shape, so charts read in greyscale too. Every chart has a table "
+        "alternative."
     )
     st.subheader("Chips")
     chips = pd.DataFrame({"hardware": list(CHIP_COLOURS), "colour": list(CHIP_COLOURS.values())})
@@ -305,7 +306,8 @@ with colours:
     )
     table_with_csv(chips, "chip-colours")
     st.caption(
-        "A chip has one colour on every page, whatever else a chart holds: NVIDIA in blues and greens, AMD in yellow "
-        "to vermillion, Google in reddish purple, the local CPU in grey (the Okabe & Ito colours and darker shades "
-        "of them)."
+        "A chip has one colour on every page, whatever else a chart holds, chosen from Okabe & Ito's and Paul Tol's "
+        "colour-blind-safe sets so that no two chips look alike: at least 20 CIELAB units apart in normal vision and "
+        "12 under simulated deuteranopia, protanopia and tritanopia, and light enough for the dark theme. The local "
+        "CPU is grey."
     )

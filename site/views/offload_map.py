@@ -15,7 +15,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, data
+from hubkit import controls, data, page
 from hubkit.charts import PALETTE
 from orchestrator.analysis.corpora import (
     WEIGHT_PRECISIONS,
@@ -159,7 +159,7 @@ text = (
     .encode(x="tok/s/user:O", y=alt.Y("concurrency:O", sort="descending"), text="label:N")
 )
 st.altair_chart(alt.layer(heat, text).properties(height=60 * len(concurrencies) + 60), width="stretch")
-st.dataframe(table.drop(columns="label"), hide_index=True, width="stretch")
+page.table(table.drop(columns="label"))
 controls.csv_download(table.drop(columns="label"), "offload-map.csv")
 
 st.subheader("Hit rates: the planner's prediction, and measured replays of this corpus on this chip")
@@ -203,4 +203,4 @@ if measured.empty:
 else:
     shown = measured[["configuration", "origin", "concurrency", "kv_offload", "realized_hit_rate",
                       "planner_hbm_hit_rate", "planner_dram_hit_rate"]]  # fmt: skip
-    st.dataframe(shown.sort_values(["kv_offload", "concurrency"]), hide_index=True, width="stretch")
+    page.table(shown.sort_values(["kv_offload", "concurrency"]))

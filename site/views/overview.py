@@ -145,7 +145,7 @@ def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
     )
     errors = (
         alt.Chart()
-        .mark_errorbar(ticks=True, color="black")
+        .mark_errorbar(ticks=True, color=charts.INK)
         .encode(x="label:N", y=alt.Y("$/M output, low:Q", title="$ per million output tokens"), y2="$/M output, high:Q")
     )
     # A fixed step per bar keeps every panel readable however many chips it holds.
@@ -217,7 +217,7 @@ page.illustrative_prices(frame["hardware"], rate)
 scorecard_tab, chart_tab, table_tab = st.tabs(["Scorecard", "Chart", "All figures"], key="tab", bind="query-params",
                                               on_change="rerun")  # fmt: skip
 with scorecard_tab:
-    st.dataframe(grid, hide_index=True, width="stretch")
+    page.table(grid)
     controls.csv_download(table, "scorecard")  # the figures as numbers, not the cells' text
     st.caption(
         f"**cheapest**: the chip with the lowest cost in the row. Each chip's cell: the chip's envelope (the best of "
@@ -237,8 +237,8 @@ if chart_tab.open:
             st.info("No configuration has a cost at these tiers: see the notes in All figures.")
 if table_tab.open:
     with table_tab:
-        st.dataframe(
-            table, hide_index=True, width="stretch",
+        page.table(
+            table,
             column_config={"vs reference": st.column_config.NumberColumn(format="percent")},
         )  # fmt: skip
         controls.csv_download(table, "scorecard-figures")

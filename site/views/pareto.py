@@ -259,6 +259,11 @@ def plotted(
             # Provenance in the hover: when it finished, the image it ran and where it came from.
             "date": drawn["finished"].astype(str).str[:10].where(drawn["dated"], "date unknown"),
             "image": drawn["image"].fillna("–"),
+            # As text: a point measured once has no interval, and a hover would write "null" for its bounds.
+            "interval": [
+                "one run: no interval" if pd.isna(low) or pd.isna(high) else f"{page.sig(low):,g} – {page.sig(high):,g}"
+                for low, high in zip(drawn["y_low"], drawn["y_high"], strict=True)
+            ],
             "source": drawn["source"].fillna("measured here"),
             "validity": drawn["validity"],  # valid, invalid, or not checked (an imported aggregate row)
             "run": run_links(drawn),
@@ -292,8 +297,10 @@ page.validity_counts(frame)
 frame = controls.only_valid(frame)
 frontier_only = controls.toggle("Frontier only", "frontier", help="Hide the points another point of the same "
                                 "configuration beats on both axes (its frontier line is always drawn).")  # fmt: skip
-log_y = controls.toggle("Log scale (y)", "logy", help="A log y axis, so one fast chip does not flatten the rest; "
-                        "points at or below 0 cannot be drawn on it.")  # fmt: skip
+# Log by default: every y axis is a throughput or a cost, whose chips differ by factors (one fast chip on a linear axis
+# flattens the rest).
+log_y = controls.toggle("Log scale (y)", "logy", default=True, help="A log y axis, so one fast chip does not flatten "
+                        "the rest; points at or below 0 cannot be drawn on it.")  # fmt: skip
 if frame.empty:
     st.warning("No results match these filters.")
     st.stop()
@@ -326,10 +333,11 @@ if not as_table:
     # offload and origin.
     tooltip = [
         alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("sweep"),
-        alt.Tooltip("origin"), alt.Tooltip("date", title="finished"), alt.Tooltip("image"), alt.Tooltip("source"),
+        alt.Tooltip("origin"), alt.Tooltip("date", title="finished"), alt.Tooltip("image", title="engine image"),
+        alt.Tooltip("source"),
         alt.Tooltip("repeats"), alt.Tooltip("validity"), alt.Tooltip("x", title=x_axis.label, format=",.3~r"),
-        alt.Tooltip("y", title=y_axis.label, format=",.3~r"), alt.Tooltip("y_low", title="95 % low", format=",.3~r"),
-        alt.Tooltip("y_high", title="95 % high", format=",.3~r"), alt.Tooltip("run", title="run detail (click)"),
+        alt.Tooltip("y", title=y_axis.label, format=",.3~r"), alt.Tooltip("interval", title="95 % interval"),
+        alt.Tooltip("run", title="run detail (click)"),
     ]  # fmt: skip
     if log_y and (drawn["y"] <= 0).any():
         st.caption(f"{int((drawn['y'] <= 0).sum())} points at or below 0 are left out of the log scale.")
@@ -373,8 +381,8 @@ if as_table:
     if len(points) > TABLE_ROWS:
         listed = points.sort_values("frontier", ascending=False, kind="stable").head(TABLE_ROWS)
         st.caption(f"The first {TABLE_ROWS:,} of {len(points):,} points, frontier points first; the CSV has all.")
-    st.dataframe(
-        point_table(listed, x_axis.label, y_axis.label).drop(columns=dropped), hide_index=True, width="stretch",
+    page.table(
+        point_table(listed, x_axis.label, y_axis.label).drop(columns=dropped),
         column_config={"run": st.column_config.LinkColumn("run", display_text="open run detail")},
     )  # fmt: skip
 # Built only when someone downloads it: at 50,000 points the CSV takes longer than the page.

@@ -197,19 +197,19 @@ else:
                 tooltip=tooltip,
             )
         )
-        zero = alt.Chart().mark_rule(color="black").encode(y=alt.datum(0))
+        zero = alt.Chart().mark_rule(color=charts.INK).encode(y=alt.datum(0))
         # The margin on each bar, so it is read without opening the table.
         # Made from the bars themselves: a layer with its own x encoding would undo the bars' sort.
         margins = bars.mark_text(dy=-8, fontSize=12).encode(
-            text=alt.Text("margin:Q", format=".0%"), color=alt.value("black")
+            text=alt.Text("margin:Q", format=".0%"), color=alt.value(charts.INK)
         )
         st.altair_chart(page.per_chip_bars([bars, zero, margins], table), width="content")
         st.caption("Each bar: the chip's envelope (the best of its configurations at this speed or faster) for that "
                    "model, precision and workload; above it, its margin (profit / realised revenue).")  # fmt: skip
     with table_tab:
         shown = table.drop(columns=["label"])
-        st.dataframe(
-            shown, hide_index=True, width="stretch",
+        page.table(
+            shown,
             column_config={"margin": st.column_config.NumberColumn(format="percent"),
                            "cache hit": st.column_config.NumberColumn(format="percent")},
         )  # fmt: skip

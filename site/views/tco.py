@@ -150,7 +150,7 @@ else:
             color=charts.chip_colour(table["hardware"]),
             tooltip=tooltip,
         )
-        errors = base.mark_errorbar(ticks=True, color="black").encode(
+        errors = base.mark_errorbar(ticks=True, color=charts.INK).encode(
             x=alt.X("label:N", sort=alt.EncodingSortField(cost_column, order="ascending")),
             y=alt.Y("$/M, low:Q", title=f"$ per million {kind} tokens"), y2="$/M, high:Q",
         )  # fmt: skip
@@ -168,7 +168,7 @@ else:
                    "its central edge, or its low edge where no central figure exists).")  # fmt: skip
     with table_tab:
         shown = table.drop(columns=["label"])
-        st.dataframe(shown, hide_index=True, width="stretch")
+        page.table(shown)
         controls.csv_download(shown, "tco")
 page.dropped_warning(chips, best, "Not shown (dropped, never extrapolated or clamped)")
 
@@ -190,7 +190,7 @@ if len(shown_chips) >= 2:
         ]  # fmt: skip
         if records:
             ratio_table = pd.DataFrame.from_records(records)
-            st.dataframe(ratio_table, hide_index=True, width="stretch")
+            page.table(ratio_table)
             controls.csv_download(ratio_table, "tco-ratio")
             st.caption(f"Each chip read along its envelope at {target:g} tok/s/user and at peak (its slowest point, "
                        "its most tokens per GPU). A projected chip's band gives the ratio's range, its worst case "
@@ -216,7 +216,7 @@ else:
                        "above."))  # fmt: skip
 with st.expander("Every configuration at this interactivity"):
     everything = every_configuration(costs, kind)
-    st.dataframe(everything, hide_index=True, width="stretch")
+    page.table(everything)
     controls.csv_download(everything, "tco-configurations")
 
 st.caption(

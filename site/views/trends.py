@@ -186,11 +186,11 @@ with chart_tab:
         chart = alt.layer(line, marks, words).properties(height=420)
         st.altair_chart(chart.configure_legend(**charts.legend_of(many)), width="stretch")
 with table_tab:
-    st.dataframe(history.drop(columns="at"), hide_index=True, width="stretch")
+    page.table(history.drop(columns="at"))
     controls.csv_download(history.drop(columns="at"), "trends-history")
 
 st.subheader("Verdicts")
-st.dataframe(verdicts, hide_index=True, width="stretch")
+page.table(verdicts)
 controls.csv_download(verdicts, "trends-verdicts")
 st.caption(
     f"Each sweep's value is its frontier of (interactivity p50, output tok/s/GPU) read at {target:g} tok/s/user "

@@ -74,10 +74,16 @@ def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -
     app = open_page("pareto", {"model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k", "hardware": "b200"})
     chart = (app.get("arrow_vega_lite_chart") + app.get("vega_lite_chart"))[0]
     spec = json.loads(chart.proto.spec)
-    tooltips = {item["field"] for layer in spec["layer"] for item in layer["encoding"].get("tooltip", [])}
-    assert {"origin", "date", "image", "source", "concurrency", "series"} <= tooltips
+    items = [item for layer in spec["layer"] for item in layer["encoding"].get("tooltip", [])]
+    tooltips = {item["field"] for item in items}
+    assert {"origin", "date", "image", "source", "concurrency", "series", "interval"} <= tooltips
+    # Vega's tooltip draws an entry titled "image" as a picture (a broken one for an image tag); and a bound that
+    # a single run does not have would read "null": the interval is text ("one run: no interval").
+    titles = {item.get("title", item["field"]) for item in items}
+    assert "image" not in titles and "engine image" in titles and not {"y_low", "y_high"} & tooltips
     data = chart.proto.spec + "".join(str(dataset) for dataset in chart.proto.datasets)
     assert "lmsysorg/sglang:v0.5.6-cu129-amd64" in data and "InferenceX run 20286929996" in data
+    assert "one run: no interval" in data
     # The source run links to where it ran: the folder's GitHub Actions run (the rows carry no run_url).
     assert "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20286929996" in data
     detail = open_page("run_detail", {"sweep": "inferencex-run-20286929996"}, from_overview=True)

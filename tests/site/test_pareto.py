@@ -290,7 +290,7 @@ def test_real_inferencex_rows_put_b200_and_mi355x_on_one_deepseek_fp4_chart(hub_
     assert set(frame["workload"]) == {"1k/1k"} and set(frame["precision"]) == {"fp4"}
 
 
-def test_frontier_lines_are_drawn_by_default_with_y_from_zero_and_a_log_option(seeded_hub: str) -> None:
+def test_frontier_lines_are_drawn_by_default_on_a_log_y_and_a_linear_option_from_zero(seeded_hub: str) -> None:
     import json
 
     def spec(app: AppTest) -> dict:
@@ -301,7 +301,8 @@ def test_frontier_lines_are_drawn_by_default_with_y_from_zero_and_a_log_option(s
     layers = spec(open_pareto())["layer"]
     lines = [layer for layer in layers if layer["mark"]["type"] == "line"]
     assert len(lines) == 1 and lines[0]["transform"] == [{"filter": "datum.frontier"}]
+    # Every y axis is a throughput or a cost: log by default (issue 42), linear from 0 on request.
     points = next(layer for layer in layers if layer["mark"]["type"] == "point")
-    assert points["encoding"]["y"]["scale"]["zero"] is True
-    logged = next(layer for layer in spec(open_pareto({"logy": "1"}))["layer"] if layer["mark"]["type"] == "point")
-    assert logged["encoding"]["y"]["scale"]["type"] == "log"
+    assert points["encoding"]["y"]["scale"]["type"] == "log"
+    linear = next(layer for layer in spec(open_pareto({"logy": "0"}))["layer"] if layer["mark"]["type"] == "point")
+    assert linear["encoding"]["y"]["scale"]["zero"] is True and "type" not in linear["encoding"]["y"]["scale"]
