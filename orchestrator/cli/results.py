@@ -262,7 +262,7 @@ def regressions(
         table.add_column(column)
     regressed = compared = 0
     for trend in trends_at(rows, at_interactivity, min_drop):
-        compared += trend.verdict is not None
+        compared += trend.verdict is not None and (trend.verdict.regressed or trend.verdict.conclusive)
         history = ", ".join(f"{name}={'-' if value is None else f'{value:,.1f}'}" for name, value in trend.points[:-1])
         name, latest = trend.points[-1]
         verdict = (

@@ -21,11 +21,14 @@ DEFAULT_MIN_DROP_PERCENT = 5.0  # the CLI's `infersweep regressions` default
 
 
 ORDER_UNKNOWN = "order unknown"
+TOO_SPREAD = "too spread to tell"  # the history's interval would hide a halving: no all-clear (analysis/regression.py)
 
 
 def verdict_of(trend: Trend, target: float) -> str:
     if trend.verdict is not None:
-        return "regressed" if trend.verdict.regressed else "ok"
+        if trend.verdict.regressed:
+            return "regressed"
+        return "ok" if trend.verdict.conclusive else TOO_SPREAD
     if trend.order_unknown:
         return ORDER_UNKNOWN
     if trend.reads and trend.reads[-1].value is None:
@@ -125,12 +128,16 @@ verdicts = (
 
 regressed = verdicts[verdicts["verdict"] == "regressed"]
 compared = int(verdicts["verdict"].isin(["regressed", "ok"]).sum())
+spread = int((verdicts["verdict"] == TOO_SPREAD).sum())
 if compared == 0:
-    # Nothing could be compared (one sweep each, or no figure at this speed): not a green "all clear".
+    # Nothing could be compared (one sweep each, no figure at this speed, or a history too spread to clear anything):
+    # not a green "all clear".
     st.info(f"No configuration could be compared at {target:g} tok/s/user: each needs at least two sweeps with a "
-            "figure at that speed (see the reasons in the table).")  # fmt: skip
+            "figure at that speed" + (f", and {spread} had sweeps too far apart to tell a drop from noise"
+            if spread else "") + " (see the reasons in the table).")  # fmt: skip
 elif regressed.empty:
-    st.success(f"None of the {compared} configuration(s) compared regressed at {target:g} tok/s/user.")
+    st.success(f"None of the {compared} configuration(s) compared regressed at {target:g} tok/s/user"
+               + (f" ({spread} more too spread to tell)." if spread else "."))  # fmt: skip
 else:
     st.error(f"{len(regressed)} configuration(s) regressed at {target:g} tok/s/user: "
              + "; ".join(regressed["configuration"]))  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from orchestrator.analysis.regression import detect_regression
 
@@ -53,10 +54,23 @@ def test_prediction_interval_is_calibrated_without_the_floor() -> None:
     assert abs(flagged / trials - 0.025) <= tolerance, flagged
 
 
-def test_large_drop_inside_a_wide_interval_is_not_flagged() -> None:
-    # Mean 1000, s ≈ 432, interval ≈ 1000 ± 688: a 10 % drop to 900 is within the noise.
+def test_large_drop_inside_a_wide_interval_is_not_flagged_nor_cleared() -> None:
+    # Mean 1000, s ≈ 432, interval ≈ 1000 ± 688: a 10 % drop to 900 is within the noise, and so would a halving be:
+    # not a regression, and no all-clear either.
     result = detect_regression([500.0, 1500.0, 800.0, 1200.0], 900.0)
-    assert not result.regressed and "not below" in result.reason
+    assert not result.regressed and not result.conclusive and "too spread to tell" in result.reason
+
+
+def test_a_history_clears_a_sweep_only_when_it_could_have_seen_a_halving() -> None:
+    # Two sweeps 10 % apart: t(1) = 12.71 makes the interval [-150.39, 2050.39] (mean 950); nothing is cleared.
+    spread = detect_regression([1000.0, 900.0], 950.0)
+    assert not spread.regressed and not spread.conclusive
+    assert spread.baseline is not None and spread.baseline.low == pytest.approx(-150.39, abs=0.01)
+    # Two sweeps 0.5 % apart: [947.48, 1057.52], a half-width of 5.5 % of the mean: 990 is cleared.
+    close = detect_regression([1000.0, 1005.0], 990.0)
+    assert not close.regressed and close.conclusive and "not below" in close.reason
+    # Lower is better: the bad side is above the mean.
+    assert not detect_regression([1.0, 0.9], 0.95, higher_is_better=False).conclusive
 
 
 def test_lower_is_better_metric() -> None:
@@ -73,5 +87,5 @@ def test_long_history_and_too_little_history() -> None:
     long = detect_regression(_history(rng, n=30), 900.0)
     assert long.regressed and long.baseline is not None and long.baseline.method == "prediction"
     one = detect_regression([1000.0], 500.0)
-    assert not one.regressed and "at least 2" in one.reason
+    assert not one.regressed and not one.conclusive and "at least 2" in one.reason
     assert not detect_regression([], 500.0).regressed
