@@ -190,7 +190,8 @@ def _engine_identity(recipe: AnyRecipe) -> tuple[str, str, str]:
     snapshot_engine: dict[str, Any] = stated if isinstance(stated, dict) else {}
     environment = snapshot_engine.get("environment")
     environment = environment if isinstance(environment, dict) else {}
-    stated_image = environment.get("image") if environment.get("kind") == "container" else None
+    # An imported row names its image at the top of its snapshot (InferenceX's `image`).
+    stated_image = environment.get("image") if environment.get("kind") == "container" else recipe.snapshot.get("image")
     return recipe.engine_kind, str(snapshot_engine.get("version") or ""), str(stated_image or "")
 
 

@@ -432,6 +432,25 @@ def image_pin_problem(image: str) -> str | None:
     return None
 
 
+# A release at the start of a tag, after an optional engine name: "v0.5.6-cu129-amd64" -> 0.5.6, "1.2.0rc2",
+# "v0.5.6.post1-rocm700-mi35x" -> 0.5.6.post1, "sglang-0.5.6.post1-rocm700-mi35x-mori-1224" -> 0.5.6.post1.
+_TAG_RELEASE = re.compile(r"(?:[a-z][a-z-]*-)?v?(\d+(?:\.\d+)+(?:\.?(?:rc|post|a|b)\d+)?)(?:[-_+].*)?")
+# NGC's monthly containers (tritonserver:25.08-trtllm-python-py3) name the container's month, not the engine's release.
+_CONTAINER_MONTH = re.compile(r"(?:2\d)\.(?:0[1-9]|1[0-2])")
+
+
+def image_tag_version(image: str) -> str | None:
+    """The engine release an image's tag names ('lmsysorg/sglang:v0.5.6-cu129-amd64' -> '0.5.6'), or None (no tag, a
+    digest alone, a moving tag such as 'latest', or a container month such as NGC's '25.08')."""
+    last = image.partition("@")[0].rsplit("/", 1)[-1]
+    if ":" not in last:
+        return None
+    match = _TAG_RELEASE.fullmatch(last.split(":", 1)[1])
+    if match is None or _CONTAINER_MONTH.fullmatch(match.group(1)):
+        return None
+    return match.group(1)
+
+
 @rule("images-pinned", IMAGE_UNPINNED)
 def images_pinned(recipe: Recipe, context: RuleContext) -> list[Problem]:
     """A result must say exactly which software produced it, and a rerun must get the same software. A

@@ -153,7 +153,9 @@ def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
         alt.layer(bars, errors, data=shown)
         .properties(width=alt.Step(page.BAR_STEP))
         .facet(column=alt.Column("tok/s/user:O", title="tok/s/user"), row=alt.Row("row:N", title=None))
-        .resolve_scale(x="independent")
+        # One y scale per panel: costs at 100 tok/s/user are many times those at 20, and a shared axis flattened the
+        # cheaper panels' bars to slivers.
+        .resolve_scale(x="independent", y="independent")
     )
 
 

@@ -26,6 +26,7 @@ from hubkit import controls, data, page
 from hubkit.charts import PALETTE
 from hubkit.page import table_with_csv
 from orchestrator.analysis.request_latency import request_latencies
+from recipes.rules import image_tag_version
 from recipes.validity import requests_known, rules_applied, rules_not_applied
 
 LOG_TAIL_LINES = 200
@@ -201,7 +202,9 @@ if build is not None:
     image = (
         f", image `{build.image}`" + (f" ({build.image_digest})" if build.image_digest else "") if build.image else ""
     )
-    st.markdown(f"Engine build: `{build.name}` {build.version or '(version not stated)'}{image}.")
+    tagged = image_tag_version(build.image) if build.image else None
+    version = build.version or (f"{tagged} (read from the image tag)" if tagged else "(version not stated)")
+    st.markdown(f"Engine build: `{build.name}` {version}{image}.")
 if stored is not None and stored.engine_argv:
     st.code(command_line(stored.engine_argv), language="bash")
     names = ", ".join(f"`{name}`" for name in stored.env_names or []) or "none"

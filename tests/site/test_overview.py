@@ -6,6 +6,8 @@ figures of recipes/hardware.yaml: cost per million output tokens = $/GPU-hr / (t
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -93,6 +95,9 @@ def test_scorecard_costs_and_change_vs_reference(seeded_hub: str) -> None:
     assert not app.get("vega_lite_chart")  # drawn only when its tab is opened
     open_tab(app, "Chart")
     assert len(app.get("vega_lite_chart")) == 1 and len(app.get("download_button")) == 1
+    # One y scale per panel (a shared one flattened the cheaper tiers' bars).
+    spec = json.loads(app.get("vega_lite_chart")[0].proto.spec)
+    assert spec["resolve"]["scale"] == {"x": "independent", "y": "independent"}
 
 
 def test_share_link_reproduces_tier_reference_and_speeds(seeded_hub: str) -> None:

@@ -198,6 +198,9 @@ def test_an_imported_aggregate_row_is_not_checked_never_valid(hub_database: str)
     said = " ".join(block.value for block in [*detail.info, *detail.success])
     assert "Not checked" in said and "Valid:" not in said
     assert "at least max(10, 2 × concurrency) measured requests" in said  # a rule that could not be applied
+    # The row states no engine version, its image tag does (b200 SGLang: lmsysorg/sglang:v0.5.6-cu129-amd64).
+    build = next(block.value for block in detail.markdown if block.value.startswith("Engine build:"))
+    assert "0.5.6 (read from the image tag)" in build and "not stated" not in build, build
 
 
 def test_compare_json_gives_each_chip_the_figures_the_overview_shows(hub_database: str) -> None:

@@ -10,7 +10,15 @@ import pytest
 from recipes.errors import RecipeError
 from recipes.hardware import load_hardware_registry
 from recipes.loader import load_recipes, parse_recipe
-from recipes.rules import RULES, RuleContext, image_pin_problem, replace_rules_section, rules_markdown, run_rules
+from recipes.rules import (
+    RULES,
+    RuleContext,
+    image_pin_problem,
+    image_tag_version,
+    replace_rules_section,
+    rules_markdown,
+    run_rules,
+)
 from tests.conftest import ROOT, SIMULATED_RECIPE, deep_update
 
 TRACE = str(ROOT / "traces/claude-code-weka/sample_trace_with_subagent.json")
@@ -385,6 +393,26 @@ def test_pinned_speculative_decoding_passes() -> None:
 )
 def test_image_pinning(image: str, why: str | None) -> None:
     assert image_pin_problem(image) == why
+
+
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [  # the images of the real InferenceX rows (../shared/reference/inferencex-rows), then the cases without one
+        ("lmsysorg/sglang:v0.5.6-cu129-amd64", "0.5.6"),
+        ("lmsysorg/sglang:v0.5.6.post1-rocm700-mi35x", "0.5.6.post1"),
+        ("vllm/vllm-openai:v0.11.2", "0.11.2"),
+        ("nvcr.io#nvidia/ai-dynamo/tensorrtllm-runtime:0.7.0.post2", "0.7.0.post2"),
+        ("nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc2", "1.2.0rc2"),
+        ("rocm/sgl-dev:sglang-0.5.6.post1-rocm700-mi35x-mori-1224", "0.5.6.post1"),
+        (f"localhost:5000/engine:1.2@{DIGEST}", "1.2"),
+        ("nvcr.io/nvidia/tritonserver:25.08-trtllm-python-py3", None),  # the container's month, not trtllm's release
+        ("localhost:5000/engine", None),
+        ("rocm/vllm:nightly", None),
+        (f"vllm/vllm-openai@{DIGEST}", None),
+    ],
+)
+def test_the_release_an_image_tag_names(image: str, version: str | None) -> None:
+    assert image_tag_version(image) == version
 
 
 def test_pinned_container_image_passes() -> None:
