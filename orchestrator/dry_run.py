@@ -41,7 +41,9 @@ MAX_ISL = 1024
 MAX_OSL = 64
 MAX_LEVELS = 2  # load levels (concurrencies) kept, the lowest ones
 MAX_CONCURRENCY = 8
-REPLAY_SECONDS = 5.0
+# A replay's window: at 8 lanes on the simulated engine, 2 s is about 600 requests, hundreds more than a valid verdict
+# needs (5 s made the catalogue's 17 agentic recipes 2 1/2 minutes of a 3-minute dry run).
+REPLAY_SECONDS = 2.0
 REPLAY_LENGTH_SCALE = 0.05
 TINY_MODEL_CONTEXT = 4096
 # The local vLLM-CPU recipe (`make demo`): its engine is the vllm-cpu stand-in's.

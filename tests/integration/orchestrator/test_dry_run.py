@@ -1,6 +1,6 @@
 """`infersweep run --dry-run-local`: every catalogue recipe scaled down onto the simulated engine (in one sweep:
-about 2 minutes here); results stored with origin `dry-run`, never public; the target engine's command lines
-printed and stored with the job.
+1 min 44 s here, idle; 3 min before a replay's window was cut from 5 to 2 s); results stored with origin `dry-run`,
+never public; the target engine's command lines printed and stored with the job.
 
 Running the whole catalogue found two recipes a sample of three had hidden: an agentic recipe's longest prompt
 (88,834 tokens at the stand-in's 0.05 length scale) did not fit the tiny model's context, and the simulated
