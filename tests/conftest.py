@@ -32,9 +32,14 @@ POSTGRES_ADMIN_URL = os.environ.get("INFERSWEEP_TEST_POSTGRES", "postgresql://po
 UNIT_ROOT = ROOT / "tests" / "unit"
 # A test using one of these is a system test whatever its folder: they start machine-wide services.
 SYSTEM_FIXTURES = frozenset({"sshd", "docker_daemon", "docker_host", "slurm_cluster", "slurm_two_nodes"})
-# System tests share machine-wide services (one sshd, one Slurm, one Docker daemon, the real vLLM launches):
-# under pytest-xdist they run in one worker, one after another, while the other workers take the rest.
+# System tests share machine-wide services (one Slurm, the real vLLM launches, one Docker daemon): under pytest-xdist
+# they run in one worker, one after another, while the other workers take the rest. The Docker daemon's tests (the
+# container runner, the hub image's build) share only the daemon, which one of them starts where none answers: they
+# are a group of their own, so that a Docker build and the vLLM launches run side by side in two workers (the one
+# serial group was the suite's critical path). An sshd is per test session, on a free port: both groups may start one.
 SYSTEM_GROUP = "system"
+DOCKER_FIXTURES = frozenset({"docker_daemon", "docker_host"})
+DOCKER_GROUP = "system-docker"
 
 
 def tier_of(item: pytest.Item) -> str:
@@ -48,15 +53,29 @@ def tier_of(item: pytest.Item) -> str:
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Each test gets exactly one tier marker (`-m unit`, `-m "not system"`) and, for pytest-xdist's `loadgroup`, a
-    group: system tests one together; an integration module's tests one per module, so that its module-scoped
+    group: system tests in two (`SYSTEM_GROUP`, `DOCKER_GROUP`); an integration module's tests one per module, so that its module-scoped
     fixtures (a moto server, a Ray cluster, a seeded database) start once, in one worker. Here, as each test is
     collected: pytest-xdist reads the groups in its own `pytest_collection_modifyitems`, which runs before ours."""
     tier = tier_of(item)
     item.add_marker(tier)
     if tier == "system":
-        item.add_marker(pytest.mark.xdist_group(SYSTEM_GROUP))
+        uses_docker = bool(set(getattr(item, "fixturenames", ())) & DOCKER_FIXTURES)
+        item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP if uses_docker else SYSTEM_GROUP))
     elif tier == "integration":
         item.add_marker(pytest.mark.xdist_group(item.path.relative_to(ROOT).as_posix()))
+
+
+# Where the suite's time goes, per worker: with INFERSWEEP_TEST_TIMINGS=FILE each test phase appends a line
+# "worker<TAB>seconds<TAB>phase<TAB>test id" (pytest's --durations lists the slowest, not which worker carried them:
+# the critical path is the busiest worker, `python -m tests.timings FILE` sums them).
+TIMINGS = os.environ.get("INFERSWEEP_TEST_TIMINGS")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if TIMINGS:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(TIMINGS, "a") as timings:
+            timings.write(f"{worker}\t{report.duration:.3f}\t{report.when}\t{report.nodeid}\n")
 
 
 @pytest.fixture(scope="session", autouse=True)

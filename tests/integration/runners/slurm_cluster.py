@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.services import one_install_at_a_time
+
 READY_TIMEOUT_S = 60.0
 
 
@@ -72,13 +74,14 @@ def _ensure_installed() -> None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         _unavailable("slurm-wlm and munge are not installed, and apt-get (as root) is not available to install them")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "slurm-wlm", "munge"]):
-        try:
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
-        except subprocess.TimeoutExpired:
-            _unavailable(f"{' '.join(argv)} did not finish within 600 s")
-        if done.returncode != 0:
-            _unavailable(f"{' '.join(argv)} failed:\n{(done.stdout + done.stderr)[-2000:]}")
+    with one_install_at_a_time():  # the Docker group's worker may be installing at the same time
+        for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "slurm-wlm", "munge"]):
+            try:
+                done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
+            except subprocess.TimeoutExpired:
+                _unavailable(f"{' '.join(argv)} did not finish within 600 s")
+            if done.returncode != 0:
+                _unavailable(f"{' '.join(argv)} failed:\n{(done.stdout + done.stderr)[-2000:]}")
     if not (shutil.which("slurmctld") and shutil.which("munged")):
         _unavailable("apt-get installed slurm-wlm and munge, but slurmctld/munged are still not on PATH")
 
