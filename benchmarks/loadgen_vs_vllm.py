@@ -8,20 +8,26 @@ vLLM's: both fixed):
 The clients run back to back, each against a fresh simulated server with no injected delay, in an order that
 alternates between rounds; the figures are the median over the rounds.
 
-Run: .venv/bin/python -m benchmarks.loadgen_vs_vllm [--concurrency 128] [--rounds 3] [--shapes short long]
+Each row also gives the server's CPU share over the run (its CPU-seconds / wall seconds): a server near 1.0 is the
+bound, and then neither client can go faster. `--workers N` splits our client's lanes over N processes (`infersweep
+bench --workers`), for when one process is the bound.
+
+Run: .venv/bin/python -m benchmarks.loadgen_vs_vllm [--concurrency 128] [--rounds 3] [--shapes short long] [--workers 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.peers import run_vllm_client, simulated_server
+from benchmarks.peers import process_cpu, run_vllm_client, simulated_server_process
 from runners.loadgen.bench import BenchSettings, run_bench
 
 SHAPES = {"short": (128, 32, 1280), "long": (128, 256, 2000)}  # isl, osl, requests
@@ -36,23 +42,32 @@ class Run:
     failed: int
     requests_per_s: float
     cpu_per_request_s: float
+    server_cpu_share: float  # the server's CPU-seconds per wall second over the client's run (1.0 = one core)
 
 
-def ours(isl: int, osl: int, concurrency: int, requests: int) -> Run:
-    with simulated_server(*SERVER_ARGS) as url:
+def ours(isl: int, osl: int, concurrency: int, requests: int, workers: int) -> Run:
+    with simulated_server_process(*SERVER_ARGS) as (url, pid):
         settings = BenchSettings(base_url=url, model="sim", isl=isl, osl=osl, concurrency=concurrency,
-                                 num_prompts=requests)  # fmt: skip
+                                 num_prompts=requests, workers=workers)  # fmt: skip
+        server_before = process_cpu(pid)
         result, records = run_bench(settings)
+        server_cpu = process_cpu(pid) - server_before
     span = max(r.end for r in records if r.end) - min(r.sent for r in records if r.sent)
-    return Run(result.completed, result.failed, result.completed / span, result.client.cpu_seconds_per_request)
+    # Over the requests' span, as vLLM's duration: the server idles while our processes start (about 3 s).
+    server_share = server_cpu / span
+    return Run(result.completed, result.failed, result.completed / span, result.client.cpu_seconds_per_request,
+               server_share)  # fmt: skip
 
 
 def vllms(isl: int, osl: int, concurrency: int, requests: int) -> Run:
-    with simulated_server(*SERVER_ARGS) as url:
+    with simulated_server_process(*SERVER_ARGS) as (url, pid):
+        server_before = process_cpu(pid)
         peer = run_vllm_client(url, isl, osl, concurrency, requests, extra=["--report-cpu"])
+        # vLLM's wall time includes importing vLLM (the server idles then): its share is over the requests' duration.
+        server_share = (process_cpu(pid) - server_before) / float(peer["duration"])
     completed = int(peer["completed"])
     cpu = peer["infersweep_client_cpu_seconds"] / max(completed, 1)
-    return Run(completed, int(peer.get("failed", 0)), float(peer["request_throughput"]), cpu)
+    return Run(completed, int(peer.get("failed", 0)), float(peer["request_throughput"]), cpu, server_share)
 
 
 def main() -> None:
@@ -60,6 +75,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["short", "long"])
+    parser.add_argument("--workers", type=int, default=1, help="our client's processes (vLLM's client has one)")
     args = parser.parse_args()
     console = Console()
     console.print(f"load average at start: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
@@ -67,17 +83,21 @@ def main() -> None:
         isl, osl, requests = SHAPES[shape]
         runs: dict[str, list[Run]] = {"ours": [], "vllm": []}
         for round_index in range(args.rounds):
-            order = [("ours", ours), ("vllm", vllms)]
+            order: list[tuple[str, Callable[[], Run]]] = [
+                ("ours", functools.partial(ours, isl, osl, args.concurrency, requests, args.workers)),
+                ("vllm", functools.partial(vllms, isl, osl, args.concurrency, requests)),
+            ]
             for name, client in order if round_index % 2 == 0 else reversed(order):
-                runs[name].append(client(isl, osl, args.concurrency, requests))
+                runs[name].append(client())
         table = Table(title=f"{shape}: concurrency {args.concurrency}, {requests} requests {isl}/{osl}, "
                       f"{args.rounds} rounds")  # fmt: skip
-        for column in ("client", "round", "completed", "failed", "requests/s", "CPU-s per request"):
+        for column in ("client", "round", "completed", "failed", "requests/s", "CPU-s per request", "server CPU"):
             table.add_column(column, justify="right")
-        for name, label in (("ours", "infersweep bench"), ("vllm", "vllm bench serve")):
+        for name, label in (("ours", f"infersweep bench ({args.workers} process{'es' if args.workers > 1 else ''})"),
+                            ("vllm", "vllm bench serve (1 process)")):  # fmt: skip
             for index, run in enumerate(runs[name], 1):
                 table.add_row(label, str(index), str(run.completed), str(run.failed), f"{run.requests_per_s:.1f}",
-                              f"{run.cpu_per_request_s * 1000:.3f} ms")  # fmt: skip
+                              f"{run.cpu_per_request_s * 1000:.3f} ms", f"{run.server_cpu_share:.2f}")  # fmt: skip
         console.print(table)
         throughput = statistics.median(r.requests_per_s for r in runs["ours"]) / statistics.median(
             r.requests_per_s for r in runs["vllm"]
