@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from hubkit import data
 from hubkit.data import NOT_MEASUREMENTS, SHOWN_BY_DEFAULT
 
 
@@ -170,7 +171,8 @@ def toggle(label: str, param: str, default: bool = False, help: str | None = Non
 
 
 def origins(frame: pd.DataFrame) -> pd.DataFrame:
-    """Keep the origins the viewer shows: measured and imported by default; others only on request, labelled."""
+    """Keep the origins the viewer shows: measured and imported by default; others only on request, labelled. Then
+    the local host's results (`local_hosts`)."""
     available = sorted(frame["origin"].unique())
     default = [origin for origin in available if origin in SHOWN_BY_DEFAULT] or available
     chosen = multiselect(
@@ -181,7 +183,25 @@ def origins(frame: pd.DataFrame) -> pd.DataFrame:
     shown = [origin for origin in chosen if origin in NOT_MEASUREMENTS]
     if shown:
         st.sidebar.warning(f"Showing {', '.join(shown)} results: these are not measurements and are labelled so.")
-    return frame[frame["origin"].isin(chosen)]
+    return local_hosts(frame[frame["origin"].isin(chosen)])
+
+
+def local_hosts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Beside accelerators' results, a local host's (the laptop demo's tiny model on its CPU, hardware of vendor
+    'local') are shown only on request: they topped the public Overview as the cheapest "chip". Where they are all
+    there is (`make demo`), they are shown."""
+    local_keys = {key for key, spec in data.hardware_registry().items() if spec.vendor == "local"}
+    # Simulated results (always on a local host) follow the origin choice alone.
+    local = frame["hardware"].isin(local_keys) & frame["origin"].isin(SHOWN_BY_DEFAULT)
+    if not local.any() or local.all():
+        return frame
+    if toggle("Local-host results", "local", help="Results of a local CPU host (the demo's tiny model): not an "
+              "accelerator, and its cost is an illustrative figure."):  # fmt: skip
+        st.sidebar.warning("Showing local-host results: a CPU host running a tiny model, not an accelerator.")
+        return frame
+    st.sidebar.caption(f"{int(local.sum())} local-host result(s) hidden (a CPU host, not an accelerator): "
+                       "'Local-host results' shows them.")  # fmt: skip
+    return frame[~local]
 
 
 FILTERS = (

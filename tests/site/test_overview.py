@@ -181,3 +181,24 @@ def test_the_local_demo_shows_a_cost_on_the_first_page(hub_database: str) -> Non
     read = table.loc[450.0, "output tok/s/GPU"]
     assert 600 < read < 1500  # between the 1-sequence (645 tok/s/user) and 4-sequence (420) points
     assert table.loc[450.0, "$/M output tokens"] == pytest.approx(0.10 / (read * 3600 / 1e6), rel=5e-3)
+
+
+def test_a_local_hosts_results_are_hidden_beside_accelerators_and_shown_on_request(seeded_hub: str) -> None:
+    # The demo's tiny model measured on the local CPU host (hardware of vendor 'local'), beside the chips: it has an
+    # illustrative $0.10 per host-hour, so it would top the scorecard as the "cheapest" of its own model.
+    from datetime import timedelta
+
+    from tests.site.hub_fixture import DAY0, FIXED, _Seeder, _snapshot
+
+    seeder = _Seeder(seeded_hub)
+    seeder.jobs = 100  # job ids after the fixture's
+    demo = seeder.recipe(_snapshot("tiny-llama-cpu", "cpu-local", "vllm", "tiny-llama", "bf16", {}, FIXED))
+    seeder.points(seeder.sweep("local-demo"), demo, DAY0 + timedelta(days=14), [(4, 50.0, 80.0)], accelerators=1)
+    seeder.engine.dispose()
+
+    hidden = open_page("overview")
+    assert "cpu-local" not in set(figures(hidden)["hardware"])
+    assert any("1 local-host result(s) hidden" in caption.value for caption in hidden.sidebar.caption)
+    shown = open_page("overview", {"local": "1"})
+    assert "cpu-local" in set(figures(shown)["hardware"])
+    assert any("not an accelerator" in warning.value for warning in shown.sidebar.warning)
