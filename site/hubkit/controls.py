@@ -57,12 +57,16 @@ def multiselect(label: str, options: Sequence[str], param: str, default: Sequenc
     if key not in st.session_state:
         st.session_state[f"unknown-{param}"] = [value for value in asked if value not in options]
     unknown = [value for value in st.session_state.get(f"unknown-{param}", []) if value not in options]
-    _seed(key, linked or list(default if default is not None else options))
+    # A link that asks only for values the results do not have (/?hardware=tpu-v7 before TPU v7 is measured) selects
+    # nothing: the page's empty state, never every other option as if they were what was asked for.
+    _seed(key, linked if asked else list(default if default is not None else options))
     st.session_state[key] = [value for value in st.session_state[key] if value in options]
     container = st.sidebar if sidebar else st
-    if unknown:
-        _not_in_results(container, label, unknown, options, "kept in the link; showing " + ("the rest" if linked
-                        else "every option instead"))  # fmt: skip
+    if unknown and linked:
+        _not_in_results(container, label, unknown, options, "kept in the link; showing the rest")
+    elif unknown:
+        # In the page itself, where the chart would be: nothing else is shown.
+        _not_in_results(st, label, unknown, options, "kept in the link; nothing else is shown")
     chosen = container.multiselect(label, options, key=key, help=help)
     # Values the results do not have stay in the link, so a link shared before a result was retracted (or before
     # one is measured) keeps asking for it.
