@@ -31,6 +31,7 @@ PAGES = {
         st.Page(HERE / "views" / "memory_tiers.py", title="Memory tiers", url_path="memory-tiers"),
         st.Page(HERE / "views" / "trends.py", title="Trends", url_path="trends"),
         st.Page(HERE / "views" / "compare.py", title="Compare", url_path="compare"),
+        st.Page(HERE / "views" / "coverage.py", title="Coverage", url_path="coverage"),
     ],
     "Runs": [
         st.Page(HERE / "views" / "run_detail.py", title="Run detail", url_path="run"),
