@@ -198,12 +198,21 @@ else:
             )
         )
         zero = alt.Chart().mark_rule(color=charts.INK).encode(y=alt.datum(0))
-        # The margin on each bar, so it is read without opening the table.
-        # Made from the bars themselves: a layer with its own x encoding would undo the bars' sort.
-        margins = bars.mark_text(dy=-8, fontSize=12).encode(
-            text=alt.Text("margin:Q", format=".0%"), color=alt.value(charts.INK)
+        # The margin at each bar's end, outside it, so it is read without opening the table: above a profit, below a
+        # loss (one text layer above every bar drew a loss's "-112%" over the bar itself). Made from the bars
+        # themselves: a layer with its own x encoding would undo the bars' sort.
+        margin_text = {"text": alt.Text("margin:Q", format=".0%"), "color": alt.value(charts.INK)}
+        profit_labels = (
+            bars.transform_filter("datum['profit $/GPU-hr'] >= 0")
+            .mark_text(dy=-4, baseline="bottom", fontSize=12)
+            .encode(**margin_text)
         )
-        st.altair_chart(page.per_chip_bars([bars, zero, margins], table), width="content")
+        loss_labels = (
+            bars.transform_filter("datum['profit $/GPU-hr'] < 0")
+            .mark_text(dy=4, baseline="top", fontSize=12)
+            .encode(**margin_text)
+        )
+        st.altair_chart(page.per_chip_bars([bars, zero, profit_labels, loss_labels], table), width="content")
         st.caption("Each bar: the chip's envelope (the best of its configurations at this speed or faster) for that "
                    "model, precision and workload; above it, its margin (profit / realised revenue).")  # fmt: skip
     with table_tab:

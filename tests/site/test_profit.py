@@ -83,6 +83,25 @@ def test_profit_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     assert "as of 2026-12" in source
     # The bars, and the margin over interactivity (test_the_margin_curve_...).
     assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 1
+    # Each bar's margin outside its end: above a profit, below a loss (a loss's label was drawn over its bar).
+    labels = dict(_text_layers(json.loads(app.get("vega_lite_chart")[0].proto.spec)))
+    assert labels == {"datum['profit $/GPU-hr'] >= 0": "bottom", "datum['profit $/GPU-hr'] < 0": "top"}, labels
+
+
+def _text_layers(node: object) -> list[tuple[str, str]]:
+    """(filter, baseline) of every text layer of a Vega-Lite spec."""
+    found = []
+    if isinstance(node, dict):
+        mark = node.get("mark")
+        if isinstance(mark, dict) and mark.get("type") == "text":
+            filters = [step["filter"] for step in node.get("transform", []) if "filter" in step]
+            found.append((" and ".join(filters), mark.get("baseline", "")))
+        for value in node.values():
+            found += _text_layers(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _text_layers(value)
+    return found
 
 
 def test_measured_cache_hits_are_billed_at_the_cached_price(seeded_hub: str) -> None:
