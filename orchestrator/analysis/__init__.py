@@ -27,6 +27,7 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
 - `fast_tokens`: what faster decode buys an agent's whole session, at each chip's operating points.
 - `offload`: where a host-DRAM KV tier lowers $/M tokens (model-based); `engram`: the Engram placement what-if.
 - `corpora`: the agent corpora the hub's trace pages read (shipped traces, synthetic profiles in memory).
+- `coverage`: which chip has measured, imported or projected results for which model and workload, and which none.
 """
 
 from orchestrator.analysis.cost import (

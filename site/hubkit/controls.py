@@ -196,8 +196,9 @@ def local_hosts(frame: pd.DataFrame) -> pd.DataFrame:
     there is (`make demo`), they are shown."""
     local_keys = {key for key, spec in data.hardware_registry().items() if spec.vendor == "local"}
     # Simulated results (always on a local host) follow the origin choice alone.
-    local = frame["hardware"].isin(local_keys) & frame["origin"].isin(SHOWN_BY_DEFAULT)
-    if not local.any() or local.all():
+    on_local_host = frame["hardware"].isin(local_keys)
+    local = on_local_host & frame["origin"].isin(SHOWN_BY_DEFAULT)
+    if not local.any() or on_local_host.all():  # nothing to hide, or nothing but a local host to show
         return frame
     if toggle("Local-host results", "local", help="Results of a local CPU host (the demo's tiny model): not an "
               "accelerator, and its cost is an illustrative figure."):  # fmt: skip
