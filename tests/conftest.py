@@ -72,7 +72,8 @@ TIMINGS = os.environ.get("INFERSWEEP_TEST_TIMINGS")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if TIMINGS:
+    # Under pytest-xdist the controller receives each worker's reports again (with `node` set): only workers write.
+    if TIMINGS and not hasattr(report, "node"):
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(TIMINGS, "a") as timings:
             timings.write(f"{worker}\t{report.duration:.3f}\t{report.when}\t{report.nodeid}\n")
