@@ -124,7 +124,10 @@ def chip_curves(curve: pd.DataFrame, y: alt.Y, tooltip: Sequence[str | alt.Toolt
     # Lines and their points are two layers: the dash legend then draws each dash as a line (a line with points
     # gets point symbols in its legend, which hide the dash).
     lines = base.mark_line().encode(
-        strokeDash=alt.StrokeDash("row:N", title="model · workload") if several else alt.value([1, 0])
+        # labelLimit 0: a model · workload label is long, and the default 160 px cut it to "deepseek-r1 fp8 · 8…".
+        strokeDash=alt.StrokeDash("row:N", title="model · workload", legend=alt.Legend(labelLimit=0))
+        if several
+        else alt.value([1, 0])
     )
     points = base.mark_point(filled=True, size=30)
     target_rule = alt.Chart().mark_rule(strokeDash=[4, 4], color=INK).encode(x=alt.datum(target))

@@ -163,16 +163,22 @@ table = pd.DataFrame([{
 } for row in rows])  # fmt: skip
 for row in nearest_per_chip(rows, target):
     st.markdown(f"- {takeaway(row, speedup)}")
+session_curves = alt.Chart(table).encode(
+    x=alt.X("tok/s/user:Q", title="interactivity (tokens/s/user)", scale=alt.Scale(zero=True)),
+    y=alt.Y("session wall s:Q", title="session wall time (s)", scale=alt.Scale(zero=True)),
+    color=chip_colour(table["hardware"]),
+    tooltip=["hardware", "engine", "origin", "concurrency", alt.Tooltip("tok/s/user:Q", format=".0f"),
+             alt.Tooltip("session wall s:Q", format=",.1f"), alt.Tooltip("model share:Q", format=".1%")],
+)  # fmt: skip
+# Lines and their points as two layers: a line drawn with points gets point symbols in its legend, so the engine
+# legend showed identical black dots instead of its dashes.
 st.altair_chart(
-    alt.Chart(table).mark_line(point=True).encode(
-        x=alt.X("tok/s/user:Q", title="interactivity (tokens/s/user)", scale=alt.Scale(zero=True)),
-        y=alt.Y("session wall s:Q", title="session wall time (s)", scale=alt.Scale(zero=True)),
-        color=chip_colour(table["hardware"]), strokeDash=alt.StrokeDash("engine:N", title="engine"),
-        tooltip=["hardware", "engine", "origin", "concurrency", alt.Tooltip("tok/s/user:Q", format=".0f"),
-                 alt.Tooltip("session wall s:Q", format=",.1f"), alt.Tooltip("model share:Q", format=".1%")],
+    alt.layer(
+        session_curves.mark_line().encode(strokeDash=alt.StrokeDash("engine:N", title="engine")),
+        session_curves.mark_point(filled=True, size=40),
     ).properties(height=420),
     width="stretch",
-)  # fmt: skip
+)
 page.table(
     table,
     column_config={

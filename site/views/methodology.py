@@ -130,7 +130,8 @@ with definitions:
         for index, table in enumerate(pipe_tables(metrics_doc)):
             table_with_csv(table, f"metric-definitions-{index + 1}")
         # The tables are above, once; the text around them follows, without what we measured on our own machines.
-        with st.expander("docs/METRICS.md: the text around these tables", expanded=True):
+        # Closed: open, it made the page's first tab an 8,000-px wall of text before any other tab was in view.
+        with st.expander("docs/METRICS.md: the text around these tables (how each figure is measured, in prose)"):
             st.markdown(public_text(metrics_doc))
 
 with validity:

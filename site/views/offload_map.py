@@ -153,12 +153,20 @@ heat = alt.Chart(table).mark_rect().encode(
         range=["#f7f7f7", PALETTE[0]], domain=[0, max(30.0, 300 * threshold, float(table["saving %"].max()))])),
     tooltip=["concurrency", "tok/s/user", "HBM-only hit %", "with DRAM hit %", "saving %", "operating point"],
 )  # fmt: skip
+# The cells' colours are the same in both themes, so their text is too: dark on the pale cells, white on the
+# saturated ones (theme-coloured text was black on blue in the dark theme); 13 px, legible on a phone.
+strong = max(30.0, 300 * threshold, float(table["saving %"].max())) / 2
 text = (
     alt.Chart(table)
-    .mark_text(fontWeight="bold")
-    .encode(x="tok/s/user:O", y=alt.Y("concurrency:O", sort="descending"), text="label:N")
-)
-st.altair_chart(alt.layer(heat, text).properties(height=60 * len(concurrencies) + 60), width="stretch")
+    .mark_text(fontWeight="bold", fontSize=13)
+    .encode(
+        x="tok/s/user:O", y=alt.Y("concurrency:O", sort="descending"), text="label:N",
+        color=alt.condition(f"datum['saving %'] > {strong}", alt.value("white"), alt.value("#222222")),
+    )
+)  # fmt: skip
+# At least 260 px: the y axis' title ("Concurrency (live sessions)", about 170 px) was clipped on a map of two rows.
+height = max(260, 60 * len(concurrencies) + 60)
+st.altair_chart(alt.layer(heat, text).properties(height=height), width="stretch")
 page.table(table.drop(columns="label"))
 controls.csv_download(table.drop(columns="label"), "offload-map.csv")
 

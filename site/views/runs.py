@@ -34,9 +34,24 @@ with open_session(data.engine(url)) as session:
     if not sweeps:
         st.info(NO_SWEEPS)
         st.stop()
+    # When its results were measured, by their own dates: a sweep's row is created when it is recorded here, which
+    # for an import is the import's time, not the run's (an InferenceX run of 2025 read "created" today).
+    public = data.results(url)
+    measured: dict[str, str] = {}
+    origins: dict[str, str] = {}
+    if not public.empty:
+        for name, rows in public.groupby("sweep"):
+            dated = rows.loc[rows["date_known"].astype(bool), "finished_at"]
+            measured[str(name)] = f"{dated.max():%Y-%m-%d %H:%M} UTC" if len(dated) else "date unknown"
+            origins[str(name)] = ", ".join(sorted(rows["origin"].unique()))
     overview = pd.DataFrame(
-        [{"sweep": s.name, "state": s.status, "created": s.created_at, "updated": s.updated_at} for s in sweeps]
-    )
+        [
+            {"sweep": s.name, "origin": origins.get(s.name, "–"), "state": s.status,
+             "results finished": measured.get(s.name, "no public result"), "recorded here": s.created_at,
+             "updated": s.updated_at}
+            for s in sweeps
+        ]
+    )  # fmt: skip
     table_with_csv(overview, "sweeps")
     chosen = controls.selectbox("Sweep", [sweep.name for sweep in reversed(sweeps)], "sweep", help="Newest first.")
     sweep = next(s for s in sweeps if s.name == chosen)

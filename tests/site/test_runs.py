@@ -57,6 +57,12 @@ def test_fixture_sweeps_newest_first_without_the_embargoed_one(seeded_hub: str) 
     assert "vendor-launch" not in app.selectbox[0].options
     # Each table can be downloaded.
     assert len(app.get("download_button")) == 3
+    # When the results finished, by their own dates (the fixture's nightly-1 ran on 2026-11-01 from 02:00; its points
+    # finished up to 64 minutes later), apart from when the sweep was recorded here (the test's own time).
+    sweeps = app.dataframe[0].value.set_index("sweep")
+    assert sweeps.loc["nightly-1", "results finished"] == "2026-11-01 03:04 UTC"
+    assert sweeps.loc["nightly-1", "origin"] == "measured" and sweeps.loc["inferencex-import", "origin"] == "imported"
+    assert sweeps.loc["bad-driver", "results finished"] == "no public result"  # retracted
 
 
 def test_query_param_link_opens_that_sweep_with_its_jobs(seeded_hub: str) -> None:
