@@ -30,6 +30,9 @@ CHIP_COLOURS: dict[str, str] = {
     "mi355x": "#CC3311", "tpu-v7": "#CC79A7", "cpu-local": "#7F7F7F",
 }  # fmt: skip
 UNKNOWN_CHIP = "#BBBBBB"
+# A bar's label ("gb200-nvl72 [imported]") on two lines, never cut: at a bar's fixed width the one-line label was
+# truncated to "gb200-nvl72 [imp…".
+BAR_LABELS = alt.Axis(labelAngle=0, labelExpr="split(datum.value, ' ')", labelLimit=0)
 
 
 def colour(field: str, title: str | None = None) -> alt.Color:
@@ -76,6 +79,11 @@ def scatter(
     colour_field, shape_field = colour_by or series, shape_by or series
     by_chip = colour_field == "hardware"
     series_colour = chip_colour(frame[colour_field], colour_field) if by_chip else colour(colour_field)
+    # A shape legend of its own (the engine, beside the chip's colours) draws its symbols in the theme-neutral grey:
+    # Vega's default black vanished on the dark theme. Sharing the colour's field, the one legend keeps the colours.
+    shape = alt.Shape(shape_field, title=shape_field)
+    if shape_field != colour_field:
+        shape = alt.Shape(shape_field, title=shape_field, legend=alt.Legend(symbolFillColor=INK, symbolStrokeColor=INK))
     base = alt.Chart(frame)
     # Projected points (a model's, not a measurement) are hollow and their lines dashed, on every chart.
     projected = "origin" in frame.columns and bool((frame["origin"] == "projected").any())
@@ -86,7 +94,7 @@ def scatter(
         x=alt.X(x, title=x_title, scale=alt.Scale(zero=False, padding=12)),
         y=alt.Y(y, title=y_title, scale=y_scale or alt.Scale(padding=12)),
         color=series_colour,
-        shape=alt.Shape(shape_field, title=shape_field),
+        shape=shape,
         tooltip=list(tooltip),
     )
     if fill is not None:

@@ -7,6 +7,8 @@ of other chips being shown in its place.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -32,12 +34,22 @@ if not cells:
     st.info("No measured, imported or projected result yet (only simulated ones, or none): nothing to cover.")
     st.stop()
 
-for chip in chips_without_results(cells):
-    name = registry[chip].name if chip in registry else chip
+CATALOGUE = Path(__file__).resolve().parents[2] / "recipes" / "catalogue"
+absent = chips_without_results(cells)
+if absent:
+
+    def named(chip: str) -> str:
+        name = registry[chip].name if chip in registry else chip
+        recipes = len(list((CATALOGUE / chip).glob("*.yaml")))
+        found = (
+            f"{recipes} catalogue recipe(s) in `recipes/catalogue/{chip}/`" if recipes else "no catalogue recipe yet"
+        )
+        return f"**{name}** (`{chip}`: {found})"
+
     st.warning(
-        f"**{name}** (`{chip}`) has no result yet: nothing measured, imported or projected for any model. Every "
-        "page leaves it out; a link asking for it shows an empty page, not other chips. Its catalogue recipes "
-        f"(`recipes/catalogue/{chip}/`, where there are some) measure it on the chip itself."
+        f"No result yet for {len(absent)} chip(s): nothing measured, imported or projected for any model. Every "
+        "page leaves them out, and a link asking for one shows an empty page, not other chips.\n\n"
+        + "\n".join(f"- {named(chip)}" for chip in absent)
     )
 
 

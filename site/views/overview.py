@@ -137,7 +137,7 @@ def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
         alt.Chart()
         .mark_bar()
         .encode(
-            x=alt.X("label:N", title=None, axis=alt.Axis(labelAngle=0)),
+            x=alt.X("label:N", title=None, axis=charts.BAR_LABELS),
             y=alt.Y("$/M output tokens:Q", title="$ per million output tokens"),
             color=charts.chip_colour(shown["hardware"]),
             tooltip=tooltip,

@@ -188,7 +188,7 @@ else:
                 x=alt.X(
                     "label:N",
                     title="hardware",
-                    axis=alt.Axis(labelAngle=0),
+                    axis=charts.BAR_LABELS,
                     # An explicit order: a sort by field is dropped by Vega-Lite once a second layer shares x.
                     sort=list(table.sort_values("profit $/GPU-hr", ascending=False)["label"].drop_duplicates()),
                 ),

@@ -144,7 +144,7 @@ else:
                 "label:N",
                 title="hardware",
                 sort=alt.EncodingSortField(cost_column, order="ascending"),
-                axis=alt.Axis(labelAngle=0),
+                axis=charts.BAR_LABELS,
             ),
             y=alt.Y(f"{cost_column}:Q", title=f"$ per million {kind} tokens"),
             color=charts.chip_colour(table["hardware"]),

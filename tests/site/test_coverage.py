@@ -16,7 +16,9 @@ def test_tpu_v7_is_missing_in_a_sentence_and_in_its_column(hub_database: str) ->
     assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
     app = open_page("coverage", from_overview=True)
     said = " ".join(warning.value for warning in app.warning)
-    assert "`tpu-v7`) has no result yet" in said, said
+    assert "No result yet for" in said and "(`tpu-v7`: 3 catalogue recipe(s) in `recipes/catalogue/tpu-v7/`)" in said, (
+        said
+    )
     grid = app.dataframe[0].value
     assert set(grid["tpu-v7"]) == {"missing"}
     # The sample's rows are InferenceX's: imported, never measured here; B200 and MI355X have DeepSeek-R1 FP4 1k/1k.
