@@ -47,7 +47,23 @@ def local_file(artifact: ArtifactRow | None, fallback: str | None = None) -> Pat
 
 
 def where(artifact: ArtifactRow) -> str:
-    return artifact.uri or f"{artifact.local_path} (staged on the orchestrator host, upload {artifact.status})"
+    """Where the artifact is, in words a public page may show: an object store's address, or the store's key; never a
+    path of the machine that stored it (issue 42: a `file:///...` of the importing host reached the public page)."""
+    if artifact.uri and not artifact.uri.startswith("file:"):
+        return f"`{artifact.uri}`"
+    if artifact.uri:
+        return f"the artifact store, key `{artifact.key}`"
+    return f"not in the artifact store yet (upload {artifact.status})"
+
+
+DOWNLOAD_LIMIT_BYTES = 50 * 2**20  # a larger file is named, not offered through the page
+
+
+def offer(artifact: ArtifactRow, readable: Path | None) -> None:
+    """A download of the artifact's bytes through the hub, where this machine holds them (checked against its hash)."""
+    if readable is not None and artifact.size_bytes <= DOWNLOAD_LIMIT_BYTES:
+        st.download_button(f"Download {artifact.kind} ({artifact.size_bytes:,} bytes)", readable.read_bytes(),
+                           file_name=Path(artifact.key).name, key=f"download-{artifact.key}")  # fmt: skip
 
 
 def command_line(argv: list[str]) -> str:
@@ -219,6 +235,7 @@ for artifact in commands:
     st.markdown(f"Stored with the job as `{artifact.kind}`: {where(artifact)}")
     if readable is not None:
         st.code(readable.read_text(encoding="utf-8", errors="replace"), language="bash")
+    offer(artifact, readable)
 if not commands and (stored is None or not stored.engine_argv):
     st.info(
         "No engine command line or environment was stored for this job (imported results, and jobs recorded before "
@@ -286,10 +303,13 @@ if records_file is not None:
         rows = pd.read_parquet(records_file).to_dict("records")
         latencies = pd.DataFrame([vars(latency) for latency in request_latencies(rows)])
     except (OSError, ValueError) as error:  # pydantic's ValidationError is a ValueError: not a records file
-        st.warning(f"The request records at `{records_file}` could not be read: {error}")
+        # The error's type only: its message names the file's path on this machine.
+        st.warning(f"The request records of this point could not be read ({type(error).__name__}).")
     if latencies is not None:
         st.caption(
-            f"{len(latencies)} measured requests that succeeded, from `{records_file}`. TTFT = first token chunk − "
+            f"{len(latencies)} measured requests that succeeded, from the point's request records"
+            + (f" ({where(records_artifact)})" if records_artifact is not None else "")
+            + ". TTFT = first token chunk − "
             "sent; TPOT = (last − first token chunk) / (output tokens − 1); E2EL = end − sent."
         )
         chart_tab, table_tab = st.tabs(["Chart", "Table"])
@@ -312,7 +332,7 @@ elif records_artifact is not None:
         f"The per-request records are not readable from this machine; they are stored at {where(records_artifact)}."
     )
 elif point.records_path:
-    st.info(f"The per-request records (`{point.records_path}`) are not readable from this machine.")
+    st.info("The per-request records of this point are not readable from this machine.")
 else:
     st.info("No per-request records were stored for this point (imported results carry only aggregates).")
 
@@ -320,8 +340,7 @@ else:
 st.header("Logs")
 logs = [artifact for artifact in detail.artifacts if artifact.kind == ENGINE_LOG]
 if not logs:
-    log_dir = f" (its log directory was `{job.log_dir}`)" if job and job.log_dir else ""
-    st.info(f"No engine log was stored for this job{log_dir}.")
+    st.info("No engine log was stored for this job.")
 for artifact in logs:
     # A multi-process engine (Dynamo) has a log per process: engine.log, engine-<role>-<index>.log.
     name = Path(artifact.local_path).name if artifact.local_path else "engine.log"
@@ -329,6 +348,7 @@ for artifact in logs:
         f"Engine log `{name}` ({artifact.size_bytes:,} bytes, sha256 `{artifact.sha256[:16]}…`): {where(artifact)}"
     )
     readable = local_file(artifact)
+    offer(artifact, readable)
     if readable is not None:
         with st.expander(f"Last {LOG_TAIL_LINES} lines"):
             lines = readable.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -118,21 +118,29 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+# Each hub's server log (stdout and stderr), by its base URL: a page may draw cleanly and still log a traceback (the
+# Trends page logged Arrow's on every visit), so every page check reads it too.
+SERVER_LOGS: dict[str, Path] = {}
+
+
 def _serve(database: Path) -> Iterator[str]:
     """`infersweep site` on the SQLite file `database`; yields the hub's base URL and stops it after."""
     port = pick_free_port()
+    log_path = database.with_suffix(".log")
+    log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.cli", "site", "--database-url", f"sqlite:///{database}",
          "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
         # Nobody edits the pages during the test: no file watcher competing for the 2 cores.
         env={**os.environ, "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"},
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
+    SERVER_LOGS[base] = log_path
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None:
-            pytest.fail(f"infersweep site exited with {process.returncode}:\n{process.stdout.read()}")
+            pytest.fail(f"infersweep site exited with {process.returncode}:\n{log_path.read_text()}")
         try:
             with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1):
                 break
@@ -148,6 +156,7 @@ def _serve(database: Path) -> Iterator[str]:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -168,19 +177,25 @@ def imported_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from _serve(database)
 
 
+def _local_only(observed: Observed) -> Callable[[Route], None]:
+    """A route handler: this machine's hubs only (the fixture's and the imported sample's), and what pages make in the
+    browser; any other request is recorded and refused."""
+
+    def route(request_route: Route) -> None:
+        if request_route.request.url.startswith(("http://127.0.0.1:", "data:", "blob:")):
+            request_route.continue_()
+        else:
+            observed.external_requests.append(request_route.request.url)
+            request_route.abort()
+
+    return route
+
+
 @pytest.fixture(scope="module")
 def browser_context(hub: str) -> Iterator[tuple[BrowserContext, Observed]]:
     """One headless Chromium for the module; every request that would leave 127.0.0.1 is recorded and refused."""
     assert CHROMIUM is not None, "make test installs Debian's chromium; CI must have it"
     observed = Observed()
-
-    def local_only(route: Route) -> None:
-        # This machine's hubs only (the fixture's and the imported sample's), and what pages make in the browser.
-        if route.request.url.startswith(("http://127.0.0.1:", "data:", "blob:")):
-            route.continue_()
-        else:
-            observed.external_requests.append(route.request.url)
-            route.abort()
 
     with sync_playwright() as driver:
         browser = driver.chromium.launch(
@@ -191,7 +206,7 @@ def browser_context(hub: str) -> Iterator[tuple[BrowserContext, Observed]]:
         # Tall enough that a whole page fits: Streamlit scrolls inside its own container, which a
         # full-page screenshot does not unroll.
         context = browser.new_context(viewport={"width": 1400, "height": 2400})
-        context.route("**/*", local_only)
+        context.route("**/*", _local_only(observed))
         yield context, observed
         context.close()
         browser.close()
@@ -245,12 +260,41 @@ def _settled(page: Page, title: str) -> None:
             chart.locator("canvas, svg").first.wait_for(timeout=PAGE_TIMEOUT_MS)
 
 
-def _assert_clean(page: Page, observed: Observed, what: str) -> None:
+# What a reader must never read on a page: a missing value written as Python or JavaScript writes it ("None of the
+# N configurations..." is a sentence, not a value), and a path of the machine that made the page.
+MISSING_WORDS = re.compile(r"\bNone\b(?! of\b)|\bNaN\b|\bnull\b|\bundefined\b")
+LOCAL_PATH = re.compile(r"file://|(?<![\w.])/(?:tmp|home|root|srv|var)/")
+
+
+# Pages whose prose is documentation about these very values ("a row with NaN ... is refused"): not checked for them.
+DOCUMENTS_MISSING_VALUES = frozenset({"methodology"})
+
+
+def _assert_clean(page: Page, observed: Observed, what: str, words: bool = True) -> None:
     exceptions = page.locator('[data-testid="stException"]')
     shown = [exceptions.nth(i).inner_text() for i in range(exceptions.count())]
     assert not shown, f"{what}: Streamlit exception on the page:\n" + "\n".join(shown)
     body = page.inner_text("body")
     assert "Traceback" not in body, f"{what}: a traceback is shown:\n{body[:2000]}"
+    # The page's prose, captions and widgets: not its code blocks and JSON (a stored Point's raw JSON says null, as
+    # JSON does) nor its tables (drawn on a canvas; tests/site/test_tables.py holds their missing-value rule).
+    main = page.evaluate(
+        """() => {
+            const root = document.querySelector('[data-testid="stMain"]') || document.body;
+            const copy = root.cloneNode(true);
+            copy.querySelectorAll('[data-testid="stCode"], [data-testid="stJson"], pre, code')
+                .forEach(node => node.remove());
+            return copy.innerText;
+        }"""
+    )
+    assert not (words and MISSING_WORDS.findall(main)), f"{what}: a missing value shown as a word: " + "; ".join(
+        main[max(0, m.start() - 60) : m.end() + 60] for m in list(MISSING_WORDS.finditer(main))[:3]
+    )
+    assert not LOCAL_PATH.search(main), f"{what}: a local path shown: {LOCAL_PATH.findall(main)}"
+    base = "/".join(page.url.split("/")[:3])
+    if base in SERVER_LOGS:
+        logged = SERVER_LOGS[base].read_text(errors="replace")
+        assert "Traceback" not in logged, f"{what}: the hub's server log holds a traceback:\n{logged[-3000:]}"
     assert not observed.page_errors, f"{what}: uncaught JavaScript errors: {observed.page_errors}"
     assert not observed.console_errors, f"{what}: browser console errors: {observed.console_errors}"
     assert not observed.external_requests, f"{what}: requests left the machine: {observed.external_requests}"
@@ -265,12 +309,7 @@ def test_the_navigation_lists_every_page() -> None:
 def test_every_page_renders_without_errors(
     hub: str, tab: Page, browser_context: tuple[BrowserContext, Observed], artifacts: Path, hub_page: HubPage
 ) -> None:  # fmt: skip
-    _, observed = browser_context
-    observed.clear()
-    tab.goto(f"{hub}/{hub_page.url_path}")
-    _settled(tab, hub_page.title)
-    tab.screenshot(path=str(artifacts / f"{hub_page.url_path or 'overview'}.png"), full_page=True)
-    _assert_clean(tab, observed, f"/{hub_page.url_path}")
+    _open_and_check(tab, hub, hub_page, browser_context[1], artifacts, "on the fixture")
 
 
 @pytest.mark.parametrize("hub_page", PAGES, ids=lambda page: page.url_path or "overview")
@@ -279,15 +318,43 @@ def test_every_page_on_the_real_inferencex_sample(
     hub_page: HubPage,
 ) -> None:  # fmt: skip
     """Real InferenceX rows (not our own fixture): every page draws them cleanly, and its screenshot is kept."""
-    _, observed = browser_context
-    observed.clear()
-    tab.goto(f"{imported_hub}/{hub_page.url_path}")
-    _settled(tab, hub_page.title)
-    shots = artifacts / "inferencex-sample"
-    shots.mkdir(exist_ok=True)
-    tab.screenshot(path=str(shots / f"{hub_page.url_path or 'overview'}.png"), full_page=True)
-    _assert_clean(tab, observed, f"/{hub_page.url_path} on the InferenceX sample")
+    _open_and_check(tab, imported_hub, hub_page, browser_context[1], artifacts / "inferencex-sample",
+                    "on the InferenceX sample")  # fmt: skip
     assert "No results yet" not in tab.inner_text('[data-testid="stMain"]'), hub_page.url_path
+
+
+def _open_and_check(page: Page, base: str, hub_page: HubPage, observed: Observed, shots: Path, where: str) -> None:
+    """Open `hub_page` of the hub at `base`, wait until it is drawn, keep its screenshot in `shots`, check it."""
+    observed.clear()
+    page.goto(f"{base}/{hub_page.url_path}")
+    _settled(page, hub_page.title)
+    shots.mkdir(exist_ok=True)
+    page.screenshot(path=str(shots / f"{hub_page.url_path or 'overview'}.png"), full_page=True)
+    _assert_clean(page, observed, f"/{hub_page.url_path} {where}", hub_page.url_path not in DOCUMENTS_MISSING_VALUES)
+
+
+@pytest.fixture(scope="module")
+def dark_phone(browser_context: tuple[BrowserContext, Observed]) -> Page:
+    """A second reader: dark theme (the system's, which Streamlit follows) on a 390 px wide phone screen."""
+    context, observed = browser_context
+    browser = context.browser
+    assert browser is not None
+    phone = browser.new_context(viewport={"width": 390, "height": 2400}, color_scheme="dark", device_scale_factor=2)
+    phone.route("**/*", _local_only(observed))
+    page = phone.new_page()
+    _watch(page, observed)
+    return page
+
+
+@pytest.mark.parametrize("hub_page", PAGES, ids=lambda page: page.url_path or "overview")
+def test_every_page_in_the_dark_theme_on_a_phone(
+    imported_hub: str, dark_phone: Page, browser_context: tuple[BrowserContext, Observed], artifacts: Path,
+    hub_page: HubPage,
+) -> None:  # fmt: skip
+    """The real InferenceX sample read in the dark theme at 390 px: the same checks as every page, screenshot kept."""
+    _open_and_check(dark_phone, imported_hub, hub_page, browser_context[1], artifacts / "dark-390",
+                    "in the dark theme at 390 px")  # fmt: skip
+    assert dark_phone.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
 
 
 def _hardware_tags(page: Page) -> list[str]:

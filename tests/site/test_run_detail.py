@@ -152,6 +152,12 @@ def test_records_logs_and_stored_command_are_shown(seeded_hub: str, tmp_path: Pa
     text = _text(app)
     assert "--tensor-parallel-size 8" in text and "target-engine-command" in text
     assert "Application startup complete." in text and "No engine log" not in text
+    # The artifacts are offered through the hub, never by a path of the machine that stored them (issue 42).
+    assert str(tmp_path) not in text and "file://" not in text, text
+    assert "the artifact store, key `target-engine-command/x`" in text
+    labels = [button.proto.label for button in app.get("download_button")]
+    assert any(label.startswith("Download target-engine-command (") for label in labels), labels
+    assert any(label.startswith("Download engine-log (") for label in labels), labels
 
 
 def test_a_records_file_that_is_not_its_artifacts_bytes_is_not_shown(seeded_hub: str, tmp_path: Path) -> None:
