@@ -20,7 +20,7 @@ as the peer figure, and so is the floor: a bare Streamlit page holding a title a
 
 Run: .venv/bin/python -m benchmarks.hub_render [--points 50000] [--configurations 500] [--runs 3]
      [--app COPY/app.py]  (a copy of site/ with a page changed, to measure the change before making it)
-     [--only pareto|overview]
+     [--only pareto|overview] [--inferencex DIR]  (rows for the Overview part; the sample by default)
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Any
 
 TARGET_S = 2.0
 OVERVIEW_TARGET_S = 3.0
+PUBLIC_FIRST_RENDER_S = 1.5  # issue 42: the Overview and the Pareto explorer, first render on the whole real corpus
 ROOT = Path(__file__).resolve().parents[1]
 HARDWARE = ("h100", "h200", "b200", "b300", "gb200-nvl72", "mi300x", "mi325x", "mi355x", "tpu-v7", "gb300-nvl72")
 ENGINES = ("vllm", "sglang", "trtllm", "dynamo", "vllm-tpu")
@@ -267,10 +268,11 @@ def floor_view(browser: Any, home: Path) -> float:
         stop_hub(server)
 
 
-def overview_on_the_sample(browser: Any, home: Path, runs: int) -> None:
-    """The Overview's first render on the imported InferenceX sample, with the Pareto explorer's as the peer."""
+def overview_on_the_sample(browser: Any, home: Path, runs: int, rows: Path) -> None:
+    """The Overview's first render on imported InferenceX rows (`rows`: a folder of run folders holding agg_bmk.json,
+    the sample by default), with the Pareto explorer's as the peer."""
     url = f"sqlite:///{home / 'sample.db'}"
-    files = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
+    files = sorted(str(path) for path in rows.glob("**/agg_bmk.json"))
     imported = subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", "import", "inferencex", *files], cwd=ROOT, capture_output=True,
         text=True, check=False, env={**os.environ, "INFERSWEEP_DATABASE_URL": url},
@@ -288,14 +290,16 @@ def overview_on_the_sample(browser: Any, home: Path, runs: int) -> None:
             stop_hub(hub)
         floor = floor_view(browser, home)
         verdict = "MET" if times["rendered"] <= OVERVIEW_TARGET_S else "NOT MET"
+        public = "MET" if max(times["rendered"], peer["drawn"]) <= PUBLIC_FIRST_RENDER_S else "NOT MET"
         ratio = times["rendered"] / peer["drawn"]
         print(
-            f"run {run}: hub warmed in {ready:.1f} s; Overview on the InferenceX sample ({len(files)} files) "
+            f"run {run}: hub warmed in {ready:.1f} s; Overview on the InferenceX rows ({len(files)} files) "
             f"rendered in {times['rendered']:.2f} s (target {OVERVIEW_TARGET_S:g} s): {verdict} "
             f"[title {times['title']:.2f} s, scorecard {times['table']:.2f} s, script finished "
             f"{times['finished']:.2f} s]; Pareto explorer on the same sample drawn in {peer['drawn']:.2f} s: "
             f"ratio Overview/Pareto {ratio:.2f}; a bare Streamlit page with one table drawn in {floor:.2f} s: "
-            f"ratio Overview/bare page {times['rendered'] / floor:.2f}"
+            f"ratio Overview/bare page {times['rendered'] / floor:.2f}; both first renders within "
+            f"{PUBLIC_FIRST_RENDER_S:g} s (issue 42): {public}"
         )
 
 
@@ -306,6 +310,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--app", type=Path, help="Serve this Streamlit script instead of site/app.py (experiments).")
     parser.add_argument("--only", choices=("pareto", "overview"), help="Time one of the two pages only.")
+    parser.add_argument("--inferencex", type=Path, default=ROOT / "tests" / "data" / "inferencex",
+                        help="InferenceX rows for the Overview part: a folder of run folders holding agg_bmk.json "
+                        "(e.g. the whole public corpus, 35 files).")  # fmt: skip
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -321,7 +328,7 @@ def main() -> None:
                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
             )
             if args.only != "pareto":
-                overview_on_the_sample(browser, Path(home), args.runs)
+                overview_on_the_sample(browser, Path(home), args.runs, args.inferencex)
             if args.only != "overview":
                 started = time.perf_counter()
                 seed(url, args.points, args.configurations)
