@@ -15,7 +15,6 @@ uploaded to the store. A failed upload leaves the artifact pending (the staged f
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import json
 import logging
@@ -70,7 +69,7 @@ def _stage(kind: str, suffix: str, write: Callable[[Path], object], what: str, n
         os.replace(partial, target)
     except OSError as error:
         partial.unlink(missing_ok=True)
-        if error.errno == errno.ENOSPC:
+        if disk_full(error):
             # Nothing more can be kept: the sweep stops here, named for what it is (a re-run resumes).
             raise InfrastructureError(
                 f"the disk is full: the {kind} of {what} could not be staged in {staging_dir()}; free space and "
