@@ -230,7 +230,8 @@ def plotted(
     frame = frame[frame["x"].notna()]
     view: dict[str, Any] = {"rate_note": rate_note, "tpot_fallbacks": tpot_fallbacks, "unplaced": unplaced,
                             "unpriced": [], "placed": not frame.empty, "points": frame, "drawn": frame,
-                            "basis_notes": basis_notes}  # fmt: skip
+                            "basis_notes": basis_notes,
+                            "envelopes": pd.DataFrame(columns=["x", "y", "hardware"])}  # fmt: skip
     if frame.empty:
         return view
     points = derive_y(summarise(frame), y_metric)
@@ -242,6 +243,12 @@ def plotted(
     points["frontier"] = frontier_mask(
         points["series"].tolist(), points["x"].tolist(), points["y"].tolist(), (x_axis.maximise, y_axis.maximise)
     )
+    # Each chip's envelope: the frontier over all its configurations (what a chip can do at each speed, whichever
+    # configuration does it), drawn under the configurations' own lines.
+    chip_frontier = frontier_mask(
+        points["hardware"].tolist(), points["x"].tolist(), points["y"].tolist(), (x_axis.maximise, y_axis.maximise)
+    )
+    view["envelopes"] = points.loc[chip_frontier, ["x", "y", "hardware"]].sort_values(["hardware", "x"])
     if frontier_only:
         points = points[points["frontier"]]
     points = points.sort_values(["series", "finished", "concurrency"], kind="stable").reset_index(drop=True)
@@ -301,6 +308,9 @@ frontier_only = controls.toggle("Frontier only", "frontier", help="Hide the poin
 # flattens the rest).
 log_y = controls.toggle("Log scale (y)", "logy", default=True, help="A log y axis, so one fast chip does not flatten "
                         "the rest; points at or below 0 cannot be drawn on it.")  # fmt: skip
+envelopes_shown = controls.toggle("Chip envelopes", "envelopes", default=True, help="A wide pale line per chip: "
+                                  "the frontier over all its configurations, the best it serves at each "
+                                  "speed.")  # fmt: skip
 if frame.empty:
     st.warning("No results match these filters.")
     st.stop()
@@ -342,16 +352,28 @@ if not as_table:
     if log_y and (drawn["y"] <= 0).any():
         st.caption(f"{int((drawn['y'] <= 0).sum())} points at or below 0 are left out of the log scale.")
         drawn = drawn[drawn["y"] > 0]
+    # Linear: from 0, without padding (padding would push 0 below the axis).
+    y_scale = alt.Scale(type="log", padding=12) if log_y else alt.Scale(zero=True, nice=True)
     chart = charts.scatter(
         drawn, x="x", y="y", series="series", tooltip=tooltip,  # type: ignore[arg-type]
         x_title=x_axis.label, y_title=y_axis.label, error_low="y_low", error_high="y_high", connect=True,
-        # Linear: from 0, without padding (padding would push 0 below the axis).
-        y_scale=alt.Scale(type="log", padding=12) if log_y else alt.Scale(zero=True, nice=True),
-        colour_by="hardware", shape_by="engine" if many else None,  # a chip keeps its colour on every page
+        y_scale=y_scale, colour_by="hardware", shape_by="engine" if many else None,  # a chip's colour, every page
     ).encode(href="run:N")  # fmt: skip
+    envelopes = view["envelopes"]
+    if envelopes_shown and not envelopes.empty:
+        envelopes = envelopes[envelopes["y"] > 0] if log_y else envelopes
+        envelope_lines = (
+            alt.Chart(envelopes)
+            .mark_line(strokeWidth=7, opacity=0.25, strokeCap="round")
+            .encode(x="x:Q", y=alt.Y("y:Q", scale=y_scale), color=charts.chip_colour(drawn["hardware"]),
+                    detail="hardware:N", order="x:Q")
+        )  # fmt: skip
+        chart = alt.layer(envelope_lines, chart)
     # Configuration labels are long: a legend under the chart shows them whole (one entry each when few).
     st.altair_chart(chart.properties(height=620).configure_legend(**charts.legend_of(many)), width="stretch")
-    st.caption("Click a point to open its run detail. Error bars: mean ± 95 % interval over repeats.")
+    st.caption("Click a point to open its run detail. Error bars: mean ± 95 % interval over repeats."
+               + (" Wide pale lines: each chip's envelope, the frontier over all its configurations shown."
+                  if envelopes_shown else ""))  # fmt: skip
     if many:
         st.caption(charts.many_caption(points["series"].nunique()))
     if len(drawn) < len(points):

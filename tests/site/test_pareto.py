@@ -13,6 +13,7 @@ import json
 import math
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -306,3 +307,28 @@ def test_frontier_lines_are_drawn_by_default_on_a_log_y_and_a_linear_option_from
     assert points["encoding"]["y"]["scale"]["type"] == "log"
     linear = next(layer for layer in spec(open_pareto({"logy": "0"}))["layer"] if layer["mark"]["type"] == "point")
     assert linear["encoding"]["y"]["scale"]["zero"] is True and "type" not in linear["encoding"]["y"]["scale"]
+
+
+def test_each_chip_envelope_is_the_frontier_over_all_its_configurations(hub_database: str) -> None:
+    """Issue 42: a pale wide line per chip under the configurations' own. Nine configurations on five chips, each
+    measuring (80 tok/s/user, 400 tok/s/GPU) and (40, 900): B200 has two configurations (ep1 and ep6), whose four
+    points make an envelope of two (equal points count once), and so does every chip."""
+    import json
+
+    from tests.site.hub_fixture import seed_many_configurations
+
+    seed_many_configurations(hub_database)
+    app = open_pareto()
+    chart = (app.get("arrow_vega_lite_chart") + app.get("vega_lite_chart"))[0]
+    spec = json.loads(chart.proto.spec)
+    (envelope,) = [layer for layer in spec["layer"] if layer.get("mark", {}).get("strokeWidth") == 7]
+    (dataset,) = [data for data in chart.proto.datasets if data.name == envelope["data"]["name"]]
+    rows = pa.ipc.open_stream(dataset.data.data).read_all().to_pandas()
+    by_chip: dict[str, list[tuple[float, float]]] = {}
+    for row in rows.itertuples():
+        by_chip.setdefault(row.hardware, []).append((row.x, row.y))
+    assert set(by_chip) == {"b200", "h200", "mi355x", "b300", "h100"}
+    assert all(sorted(points) == [(40.0, 900.0), (80.0, 400.0)] for points in by_chip.values()), by_chip
+    hidden = open_pareto({"envelopes": "0"})
+    spec = json.loads((hidden.get("arrow_vega_lite_chart") + hidden.get("vega_lite_chart"))[0].proto.spec)
+    assert not [layer for layer in spec.get("layer", []) if layer.get("mark", {}).get("strokeWidth") == 7]
