@@ -365,8 +365,9 @@ if not as_table:
         envelope_lines = (
             alt.Chart(envelopes)
             .mark_line(strokeWidth=7, opacity=0.25, strokeCap="round")
-            .encode(x="x:Q", y=alt.Y("y:Q", scale=y_scale), color=charts.chip_colour(drawn["hardware"]),
-                    detail="hardware:N", order="x:Q")
+            # The chips' legend takes this first layer's look: whole circles, not pale wide strokes.
+            .encode(x="x:Q", y=alt.Y("y:Q", scale=y_scale), detail="hardware:N", order="x:Q",
+                    color=charts.chip_colour(drawn["hardware"]).legend(symbolOpacity=1, symbolType="circle"))
         )  # fmt: skip
         chart = alt.layer(envelope_lines, chart)
     # Configuration labels are long: a legend under the chart shows them whole (one entry each when few).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -67,6 +68,15 @@ def test_b200_is_the_cheapest_at_50_tok_s_user_by_hand(hub_database: str) -> Non
     assert cells["cheapest"] == f"b200 ${b200['$/M output tokens']:.3f} [imported]"
 
 
+def _tooltips(node: object) -> Iterator[dict]:
+    """Every tooltip entry of a Vega-Lite spec, in whatever layer it is (the chip envelopes add a layer above)."""
+    if isinstance(node, dict):
+        tooltip = node.get("encoding", {}).get("tooltip", []) if isinstance(node.get("encoding"), dict) else []
+        yield from (item for item in tooltip if isinstance(item, dict))
+        for layer in node.get("layer", []):
+            yield from _tooltips(layer)
+
+
 def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -> None:
     import json
 
@@ -74,7 +84,7 @@ def test_a_point_carries_its_provenance_in_the_pareto_hover(hub_database: str) -
     app = open_page("pareto", {"model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k", "hardware": "b200"})
     chart = (app.get("arrow_vega_lite_chart") + app.get("vega_lite_chart"))[0]
     spec = json.loads(chart.proto.spec)
-    items = [item for layer in spec["layer"] for item in layer["encoding"].get("tooltip", [])]
+    items = list(_tooltips(spec))
     tooltips = {item["field"] for item in items}
     assert {"origin", "date", "image", "source", "concurrency", "series", "interval"} <= tooltips
     # Vega's tooltip draws an entry titled "image" as a picture (a broken one for an image tag); and a bound that

@@ -65,8 +65,10 @@ def open_page(link: dict[str, str] | None = None) -> AppTest:
 def drawn(app: AppTest) -> pd.DataFrame:
     """The rows the chart sends to the browser."""
     (chart,) = app.get("vega_lite_chart")
-    (dataset,) = chart.proto.datasets
-    return pa.ipc.open_stream(dataset.data.data).read_all().to_pandas()
+    # The points' rows (each with its configuration), not the chip envelopes' drawn under them.
+    frames = [pa.ipc.open_stream(dataset.data.data).read_all().to_pandas() for dataset in chart.proto.datasets]
+    (points,) = [frame for frame in frames if "series" in frame.columns]
+    return points
 
 
 def test_the_chart_draws_every_frontier_point_and_a_spread_of_the_rest(
