@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from sqlmodel import Session, col, select
 
 from db import reads, recording
 from db.artifacts import sha256_of
+from db.local_paths import without_local_paths
 from db.models import (
     ArtifactRow,
     EngineRow,
@@ -93,22 +93,6 @@ def _unstage(session: Session, local: Path) -> None:
 def publish_pending(engine: Engine, store: ArtifactStore) -> tuple[int, int]:
     with open_session(engine) as session:
         return upload_artifacts(session, store, recording.pending_artifacts(session))
-
-
-# A path of this machine: after `file://`, or an absolute path of two parts or more standing on its own (not the
-# tail of a URL or of a registry reference such as `deepseek-ai/DeepSeek-R1`).
-_LOCAL_PATH = re.compile(r"file://(/[^\s,;'\"()\[\]]+)|(?<![\w.:/~@-])(/(?:[^\s/,;'\"()\[\]]+/)+[^\s/,;'\"()\[\]]+)")
-
-
-def without_local_paths(value: object) -> object:
-    """`value` (text, or a JSON document of it) with every local file path replaced by the file's name."""
-    if isinstance(value, str):
-        return _LOCAL_PATH.sub(lambda found: Path(found.group(1) or found.group(2)).name, value)
-    if isinstance(value, dict):
-        return {key: without_local_paths(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [without_local_paths(item) for item in value]
-    return value
 
 
 def _copy(source: Session, target: Session, rows: list) -> None:

@@ -20,6 +20,7 @@ import yaml
 
 from db import reads
 from db.artifacts import local_copy
+from db.local_paths import without_local_paths
 from db.models import ArtifactRow
 from db.session import open_session
 from hubkit import controls, data, page
@@ -72,7 +73,13 @@ def command_line(argv: list[str]) -> str:
 
 
 def key_values(pairs: list[tuple[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([{"field": name, "value": "—" if value is None else str(value)} for name, value in pairs])
+    """(field, value) rows as text, a path of the storing machine reduced to its file's name."""
+    return pd.DataFrame(
+        [
+            {"field": name, "value": "—" if value is None else str(without_local_paths(str(value)))}
+            for name, value in pairs
+        ]
+    )
 
 
 st.title("Run detail")
@@ -113,11 +120,11 @@ st.subheader(
     f"{row['configuration']} · {row['workload']} · concurrency {point.concurrency} · repeat {point.repeat_index}"
 )
 if point.origin == "imported":
-    st.info(f"Imported result, measured by another tool: {point.source or 'source not recorded'}.")
+    st.info(f"Imported result, measured by another tool: {without_local_paths(point.source or 'source not recorded')}.")
 elif point.origin in data.NOT_MEASUREMENTS:
     st.warning(f"Origin `{point.origin}`: {data.NOT_MEASUREMENTS[point.origin]}.")
 if point.origin == "projected":
-    st.markdown(f"**{point.source or 'projected'}**")
+    st.markdown(f"**{without_local_paths(point.source or 'projected')}**")
     with st.expander("The projection: model, ratios, fitted coefficients and the source points", expanded=False):
         st.json((recipe.snapshot or {}).get("projection", {}))
     found = data.projection_group(recipe.snapshot or {}, bool(row["disaggregated"]))
@@ -205,7 +212,7 @@ else:
 # --- recipe and command ---------------------------------------------------------------------------
 st.header("Recipe")
 # Imported and projected configurations come from no recipe file: their path is empty.
-recipe_file = f" from `{recipe.path}`" if recipe.path else ""
+recipe_file = f" from `{without_local_paths(recipe.path)}`" if recipe.path else ""
 st.caption(f"`{recipe.name}`{recipe_file}, fingerprint `{recipe.fingerprint}`: the normalised recipe "
            "stored when the sweep ran (fields left at their defaults are omitted).")  # fmt: skip
 st.code(yaml.safe_dump(recipe.snapshot, sort_keys=False, allow_unicode=True), language="yaml")

@@ -1,0 +1,22 @@
+"""A path of the machine that stored a row, kept off anything public: the snapshot `publish` writes and every hub
+page (an imported row names the file it was read from; a stored recipe, the file it was loaded from)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# A path of this machine: after `file://`, or an absolute path of two parts or more standing on its own (not the
+# tail of a URL or of a registry reference such as `deepseek-ai/DeepSeek-R1`).
+_LOCAL_PATH = re.compile(r"file://(/[^\s,;'\"()\[\]]+)|(?<![\w.:/~@-])(/(?:[^\s/,;'\"()\[\]]+/)+[^\s/,;'\"()\[\]]+)")
+
+
+def without_local_paths(value: object) -> object:
+    """`value` (text, or a JSON document of it) with every local file path replaced by the file's name."""
+    if isinstance(value, str):
+        return _LOCAL_PATH.sub(lambda found: Path(found.group(1) or found.group(2)).name, value)
+    if isinstance(value, dict):
+        return {key: without_local_paths(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without_local_paths(item) for item in value]
+    return value
