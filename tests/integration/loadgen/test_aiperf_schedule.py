@@ -207,11 +207,13 @@ def test_our_replay_sends_what_aiperf_sends_when_aiperf_sends_it(tmp_path: Path)
             # 346 ms once, 2026-12-04); early, or late by more than a different rule would put, is ours.
             assert target < mine.gap < target + LATE_LIMIT_S, f"{where}: ours off AgentX's rule\n{report}"
             our_late.append((where, mine.gap - target))
-        if not _within(peer.gap, mine.gap):
-            beyond.append((where, peer.gap - mine.gap))
+        # AIPerf against the same rule ours is held to (not against ours: where the machine held ours late, an
+        # AIPerf on time read as 86 ms "early" in a fresh-clone run of 2026-12-04).
+        if not _within(peer.gap, target):
+            beyond.append((where, peer.gap - target))
     print(
         f"ours at most {our_error * 1000:.1f} ms off the rule, late beyond the tolerance on {len(our_late)}; AIPerf "
-        f"beyond the tolerance of ours on {len(beyond)} of {len(ours)}: "
+        f"beyond the rule's tolerance on {len(beyond)} of {len(ours)}: "
         f"{[(where, round(late * 1000, 1)) for where, late in beyond]}"
     )
     assert len(our_late) <= len(ours) // 10, f"ours late on {our_late}\n{report}"
