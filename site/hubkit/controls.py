@@ -194,9 +194,8 @@ def local_hosts(frame: pd.DataFrame) -> pd.DataFrame:
     """Beside accelerators' results, a local host's (the laptop demo's tiny model on its CPU, hardware of vendor
     'local') are shown only on request: they topped the public Overview as the cheapest "chip". Where they are all
     there is (`make demo`), they are shown."""
-    local_keys = {key for key, spec in data.hardware_registry().items() if spec.vendor == "local"}
     # Simulated results (always on a local host) follow the origin choice alone.
-    on_local_host = frame["hardware"].isin(local_keys)
+    on_local_host = frame["hardware"].isin(data.local_hosts())
     local = on_local_host & frame["origin"].isin(SHOWN_BY_DEFAULT)
     if not local.any() or on_local_host.all():  # nothing to hide, or nothing but a local host to show
         return frame

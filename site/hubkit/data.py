@@ -153,6 +153,12 @@ def hardware_registry() -> dict[str, Hardware]:
 
 
 @st.cache_resource
+def local_hosts() -> frozenset[str]:
+    """The registry's local CPU hosts (vendor 'local': the laptop demo's): not accelerators, shown apart."""
+    return frozenset(key for key, spec in hardware_registry().items() if spec.vendor == "local")
+
+
+@st.cache_resource
 def model_registry() -> dict[str, RegistryModelSpec]:
     return load_model_registry()
 

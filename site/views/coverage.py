@@ -26,8 +26,7 @@ st.caption(
 frame = page.results_or_stop()
 registry = data.hardware_registry()
 # Every accelerator a reader may look for; a local CPU host only where it has results of its own.
-local = {key for key, spec in registry.items() if spec.vendor == "local"}
-chips = [key for key in registry if key not in local or key in set(frame["hardware"])]
+chips = [key for key in registry if key not in data.local_hosts() or key in set(frame["hardware"])]
 chips = controls.multiselect("Chips", chips, "chips", default=chips)  # every chip, whatever other pages filter
 cells = coverage(frame.itertuples(index=False), chips)
 if not cells:
