@@ -17,6 +17,7 @@ credentials come from the usual AWS environment variables or profiles, never fro
 
 from __future__ import annotations
 
+import mimetypes
 import os
 import shutil
 from dataclasses import dataclass
@@ -102,7 +103,10 @@ class S3ArtifactStore:
         full_key = self._key(key)
         try:
             if overwrite or not self._exists(full_key):
-                self.client.upload_file(str(local_path), self.bucket, full_key)
+                # A bucket serves what it stores by its content type: JSON (the read-only API's views) as JSON.
+                content_type, _ = mimetypes.guess_type(key)
+                extra = {"ContentType": content_type} if content_type else None
+                self.client.upload_file(str(local_path), self.bucket, full_key, ExtraArgs=extra)
         except (BotoCoreError, ClientError) as error:
             raise InfrastructureError(
                 f"upload of {local_path} to s3://{self.bucket}/{full_key} failed: {error}"

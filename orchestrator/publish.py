@@ -35,6 +35,7 @@ from db.models import (
 )
 from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import ArtifactStore, content_key, staging_dir
+from orchestrator.public_api import API_PREFIX, build_views, write_views
 from recipes.errors import InferSweepError, InfrastructureError
 
 log = logging.getLogger(__name__)
@@ -131,16 +132,29 @@ def write_snapshot(engine: Engine, path: Path) -> int:
 
 
 def publish_snapshot(engine: Engine, store: ArtifactStore) -> tuple[str, int]:
-    """Write, store (content-addressed) and point `snapshot/latest.json` at a new snapshot."""
+    """Write, store (content-addressed) and point `snapshot/latest.json` at a new snapshot; store the read-only API's
+    views of it first (`api/v1/`, `orchestrator/public_api.py`), so the pointer moves only once they are there."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "snapshot.db"
         count = write_snapshot(engine, path)
-        key = content_key("snapshot", sha256_of(path), ".db")
+        digest = sha256_of(path)
+        key = content_key("snapshot", digest, ".db")
         uri = store.put(path, key)
+        for view in write_api_views(path, digest, Path(directory) / "api"):
+            store.put(view, f"{API_PREFIX}/{view.name}", overwrite=True)
         pointer = Path(directory) / "latest.json"
         pointer.write_text(json.dumps({"key": key, "points": count}))
         store.put(pointer, LATEST_SNAPSHOT_KEY, overwrite=True)
     return uri, count
+
+
+def write_api_views(snapshot: Path, digest: str, directory: Path) -> list[Path]:
+    """The read-only API's views of one snapshot file, written into `directory`; return the files."""
+    public = make_engine(f"sqlite:///{snapshot}")
+    try:
+        return write_views(build_views(public, digest), directory)
+    finally:
+        public.dispose()
 
 
 def fetch_latest_snapshot(store: ArtifactStore, target: Path) -> Path:

@@ -1,6 +1,6 @@
 """Analysis of sweep results: frontiers, interpolation, intervals, cost and regressions.
 
-Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can both import it.
+Pure Python, numpy and pandas (no Ray, no database, no scipy), so the hub and the CLI can both import it.
 
 - `pareto`: the non-dominated (interactivity, throughput) points of a sweep.
 - `interpolate`: monotone cubic reads along a frontier at a target interactivity; never extrapolates.
@@ -27,6 +27,8 @@ Pure Python + numpy (no Ray, no database, no scipy), so the hub and the CLI can 
 - `fast_tokens`: what faster decode buys an agent's whole session, at each chip's operating points.
 - `offload`: where a host-DRAM KV tier lowers $/M tokens (model-based); `engram`: the Engram placement what-if.
 - `corpora`: the agent corpora the hub's trace pages read (shipped traces, synthetic profiles in memory).
+- `public_results`: the public results as one table, and the view a reader meets before touching a control (the
+  hub's pages and the read-only API, `orchestrator/public_api.py`, read them alike).
 - `coverage`: which chip has measured, imported or projected results for which model and workload, and which none.
 """
 

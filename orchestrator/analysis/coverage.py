@@ -11,7 +11,7 @@ are not counted.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -53,6 +53,12 @@ def coverage(rows: Iterable[Any], chips: Sequence[str]) -> list[CoverageCell]:
             dated = [row.finished_at for row in members if row.date_known]
             cells.append(CoverageCell(chip, *key, status, len(members), max(dated) if dated else None))
     return cells
+
+
+def chips_to_cover(registry: Iterable[str], local_hosts: Collection[str], with_results: Collection[str]) -> list[str]:
+    """The chips a coverage view lists: every accelerator of the registry a reader may look for, in registry order;
+    a local CPU host only where it has results of its own."""
+    return [chip for chip in registry if chip not in local_hosts or chip in with_results]
 
 
 def chips_without_results(cells: Iterable[CoverageCell]) -> list[str]:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "site" / "app.py"
+SERVER = ROOT / "site" / "server.py"  # Streamlit's server for APP, plus the read-only API of a snapshot
 DEFAULT_PORT = 8501
 SQLITE_HEADER = b"SQLite format 3\x00"
 SNAPSHOT_EXPECTED = (
@@ -53,6 +54,7 @@ class HubDatabase:
 
     url: str
     description: str
+    api_dir: Path | None = None  # the read-only API's views of a published snapshot, served at /api/v1/
 
 
 # ---------------------------------------------------------------------------------------------- databases
@@ -269,17 +271,43 @@ def snapshot_file(value: str) -> Path:
 
 
 def snapshot_database(value: str) -> HubDatabase:
-    """A published snapshot: it replaces the configured database entirely, and is never migrated."""
+    """A published snapshot: it replaces the configured database entirely, and is never migrated. The hub also serves
+    the read-only API's views of it."""
     path = snapshot_file(value)
     hub_url = read_only_url(f"sqlite:///{path}", immutable=not in_wal_mode(path))
     _check_schema(hub_url, f"snapshot {path}", "Publish a new one with this version: infersweep publish --snapshot.")
-    return HubDatabase(hub_url, f"snapshot {path}" + ("" if str(path) == value else f" (from {value})"))
+    description = f"snapshot {path}" + ("" if str(path) == value else f" (from {value})")
+    return HubDatabase(hub_url, description, api_views(path, hub_url))
+
+
+def api_views(snapshot: Path, url: str) -> Path:
+    """The read-only API's views of `snapshot` (read through `url`), in a folder of the data directory named by the
+    snapshot's hash: made once per snapshot, whole or not at all (`infersweep publish --snapshot` stores the same
+    views in the artifact store)."""
+    from db.artifacts import sha256_of
+    from db.session import make_engine
+    from orchestrator.public_api import build_views, write_views
+    from runners.host.paths import data_dir
+
+    digest = sha256_of(snapshot)
+    folder = data_dir() / "api" / digest
+    if (folder / "index.json").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(url)
+    try:
+        with tempfile.TemporaryDirectory(dir=folder.parent) as directory:
+            write_views(build_views(engine, digest), Path(directory) / "views")
+            os.replace(Path(directory) / "views", folder)
+    finally:
+        engine.dispose()
+    return folder
 
 
 # ---------------------------------------------------------------------------------------------- streamlit
 
 
-def streamlit_argv(port: int, address: str, app: Path = APP, public: bool = False) -> list[str]:
+def streamlit_argv(port: int, address: str, app: Path = SERVER, public: bool = False) -> list[str]:
     """`streamlit run site/app.py`, headless, bound to `address`, usage statistics off (also in .streamlit/).
     A public hub shows a reader no error's details (a traceback names the server's files and code): only that
     the page failed; the details go to the server's log."""
@@ -340,14 +368,21 @@ def listen_address(address: str | None, public: bool) -> str:
 def run_hub(database: HubDatabase, port: int, address: str, public: bool = False) -> int:
     """Run Streamlit until it exits or this process is asked to stop; return its exit code. `public`: served to
     other machines (error details hidden)."""
-    if not APP.is_file():
-        raise ConfigurationError(f"{APP} not found: `infersweep site` runs from a source checkout of InferSweep")
+    for needed in (APP, SERVER):
+        if not needed.is_file():
+            raise ConfigurationError(f"{needed} not found: `infersweep site` runs from a source checkout of InferSweep")
     _check_port(address, port)
     env = {**os.environ, "INFERSWEEP_DATABASE_URL": database.url, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env.pop("INFERSWEEP_API_DIR", None)
+    if database.api_dir is not None:
+        env["INFERSWEEP_API_DIR"] = str(database.api_dir)
     # The repository root is the working directory so Streamlit also reads its .streamlit/config.toml.
     hub = subprocess.Popen(streamlit_argv(port, address, public=public), cwd=ROOT, env=env)
     host = f"[{address}]" if ":" in address else address
     console.print(f"InferSweep hub: http://{host}:{port}  ({database.description})", highlight=False)
+    if database.api_dir is not None:
+        console.print(f"read-only API: http://{host}:{port}/api/v1/index.json (OpenAPI: /api/v1/openapi.json)",
+                      highlight=False)  # fmt: skip
     threading.Thread(target=_warm, args=(f"http://{host}:{port}",), name="hub-warm-up", daemon=True).start()
     if address not in LOOPBACK:
         errors.print(f"note: listening on {address}: other machines can open the hub (it has no write path)")
@@ -359,12 +394,14 @@ def run_hub(database: HubDatabase, port: int, address: str, public: bool = False
     try:
         code = hub.wait()
     except KeyboardInterrupt:
-        # Ctrl-C reached Streamlit too (same process group); give it time to close its sessions.
+        # Ctrl-C reached Streamlit too (same process group); give it time to close its sessions. Its server exits
+        # with 1 ("Aborted!") on Ctrl-C: the reader stopped it, which is a clean stop whatever it returns.
         try:
-            code = hub.wait(timeout=15)
+            hub.wait(timeout=15)
         except subprocess.TimeoutExpired:
             hub.kill()
-            code = hub.wait()
+            hub.wait()
+        code = 0
     finally:
         signal.signal(signal.SIGTERM, previous)
     # Stopped by a signal we passed on (or Ctrl-C): a clean stop, not a failure.

@@ -17,13 +17,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 
 from hubkit import data
-from hubkit.data import NOT_MEASUREMENTS, SHOWN_BY_DEFAULT
+from orchestrator.analysis.public_results import NOT_MEASUREMENTS, default_origins, local_host_rows
 
 
 def _link(param: str, value: str | list[str], default: str | list[str] | None) -> None:
@@ -71,6 +73,7 @@ def multiselect(label: str, options: Sequence[str], param: str, default: Sequenc
     # Values the results do not have stay in the link, so a link shared before a result was retracted (or before
     # one is measured) keeps asking for it.
     _link(param, chosen + unknown if unknown else chosen, list(default if default is not None else options))
+    assume(label, ", ".join(chosen) if chosen != options else f"all ({len(options)})")
     return chosen
 
 
@@ -114,6 +117,7 @@ def _one_of(widget: Callable[..., object], label: str, options: list[str], param
     if st.session_state[key] not in options:
         st.session_state[key] = fallback
     chosen = str(widget(label, options, key=key, **widget_options))
+    assume(label, chosen)
     if linked is not None and linked not in options and chosen == st.session_state.get(stand_in):
         return chosen  # the link keeps asking for its value until the viewer picks another
     _link(param, chosen, default if default in options else None)
@@ -152,6 +156,7 @@ def number(label: str, param: str, default: float, min_value: float = 0.0, step:
     container = st.sidebar if sidebar else st
     chosen = container.number_input(label, min_value=min_value, step=step, key=key, help=help)
     _link(param, f"{chosen:g}", f"{max(default, min_value):g}")
+    assume(label, f"{chosen:g}")
     return float(chosen)
 
 
@@ -171,6 +176,7 @@ def toggle(label: str, param: str, default: bool = False, help: str | None = Non
     container = st.sidebar if sidebar else st
     chosen = container.toggle(label, key=key, help=help)
     _link(param, "1" if chosen else "0", "1" if default else "0")
+    assume(label, "on" if chosen else "off")
     return bool(chosen)
 
 
@@ -178,7 +184,7 @@ def origins(frame: pd.DataFrame) -> pd.DataFrame:
     """Keep the origins the viewer shows: measured and imported by default; others only on request, labelled. Then
     the local host's results (`local_hosts`)."""
     available = sorted(frame["origin"].unique())
-    default = [origin for origin in available if origin in SHOWN_BY_DEFAULT] or available
+    default = default_origins(available)
     chosen = multiselect(
         "Origins", available, "origin", default,
         help="Only measured and imported results are shown by default. "
@@ -194,10 +200,8 @@ def local_hosts(frame: pd.DataFrame) -> pd.DataFrame:
     """Beside accelerators' results, a local host's (the laptop demo's tiny model on its CPU, hardware of vendor
     'local') are shown only on request: they topped the public Overview as the cheapest "chip". Where they are all
     there is (`make demo`), they are shown."""
-    # Simulated results (always on a local host) follow the origin choice alone.
-    on_local_host = frame["hardware"].isin(data.local_hosts())
-    local = on_local_host & frame["origin"].isin(SHOWN_BY_DEFAULT)
-    if not local.any() or on_local_host.all():  # nothing to hide, or nothing but a local host to show
+    local = local_host_rows(frame, data.local_hosts())
+    if not local.any():  # nothing to hide, or nothing but a local host to show
         return frame
     if toggle("Local-host results", "local", help="Results of a local CPU host (the demo's tiny model): not an "
               "accelerator, and its cost is an illustrative figure."):  # fmt: skip
@@ -243,18 +247,71 @@ def latest_only(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def csv_bytes(table: pd.DataFrame | Callable[[], pd.DataFrame]) -> bytes:
-    return (table() if callable(table) else table).to_csv(index=False).encode()
+# What a page's figures assume (every control's value in this page run, and the $/GPU-hr of a TCO tier), so a table
+# taken away as CSV says under which assumptions its numbers hold. Emptied at the start of every page run (app.py).
+ASSUMPTIONS = "csv-assumptions"
+RATE = "csv-rate"
+
+
+def new_page_run() -> None:
+    st.session_state[ASSUMPTIONS] = {}
+    st.session_state[RATE] = None
+
+
+def assume(label: str, value: str) -> None:
+    """Note a control's value for the CSV downloads of this page run."""
+    st.session_state.setdefault(ASSUMPTIONS, {})[label] = value
+
+
+def assume_rate(tier: str | None, custom_usd: float | None = None) -> None:
+    """Note the TCO tier (or custom $/GPU-hr) the page's costs use: the CSV then states each chip's figure, its
+    source and its month."""
+    st.session_state[RATE] = (tier, custom_usd)
+
+
+def preamble(table: pd.DataFrame, name: str, assumptions: dict[str, str], rate: tuple[str | None, float | None] | None,
+             link: str) -> list[str]:  # fmt: skip
+    """The lines a CSV starts with (each '# ...'; `pandas.read_csv(path, comment="#")` skips them): what the table is,
+    the view's link, every control's value and, where the page reads costs, the $/GPU-hr of each chip in it."""
+    lines = [f"InferSweep hub: {name}, taken {datetime.now(UTC):%Y-%m-%d %H:%M} UTC", f"view: {link or '(defaults)'}"]
+    lines += [f"{label}: {value}" for label, value in assumptions.items()]
+    tier, custom = rate if rate is not None else (None, None)
+    if custom is not None:
+        lines.append(f"$/GPU-hr: {custom:g} for every chip (custom)")
+    if tier is not None:
+        registry = data.hardware_registry()
+        for chip in sorted(set(table["hardware"].astype(str))) if "hardware" in table else []:
+            figure = registry[chip].tco_usd_per_gpu_hour.get(tier) if chip in registry else None
+            if figure is not None and figure.value is not None:
+                lines.append(f"$/GPU-hr {chip} at {tier}: {figure.value:g} ({figure.source}, {figure.as_of})")
+            else:
+                lines.append(f"$/GPU-hr {chip} at {tier}: none in recipes/hardware.yaml")
+    return ["# " + " ".join(line.split()) for line in lines]
+
+
+def csv_bytes(table: pd.DataFrame | Callable[[], pd.DataFrame], head: Sequence[str] = ()) -> bytes:
+    """The table as CSV: numbers as numbers (a missing figure is an empty cell), after the `head` lines."""
+    built = table() if callable(table) else table
+    return "".join(f"{line}\n" for line in head).encode() + built.to_csv(index=False).encode()
 
 
 def csv_download(table: pd.DataFrame | Callable[[], pd.DataFrame], name: str, label: str = "Download CSV") -> None:
-    """Every table can be taken away as CSV, built only when someone clicks (a large table's CSV takes seconds).
+    """Every table can be taken away as CSV, built only when someone clicks (a large table's CSV takes seconds),
+    starting with the assumptions its numbers hold under (`preamble`).
 
     `table` is the table itself or a function that builds it (e.g. every row of a table the page shows only
     the first rows of)."""
     # A shallow copy is a snapshot under pandas' copy-on-write: the page may go on changing its own table.
     taken = table if callable(table) else table.copy(deep=False)
-    st.download_button(label, lambda: csv_bytes(taken), file_name=f"{name}.csv", mime="text/csv", key=f"csv-{name}")
+    assumptions = dict(st.session_state.get(ASSUMPTIONS, {}))
+    rate = st.session_state.get(RATE)
+    link = "?" + urlencode([(key, value) for key in st.query_params for value in st.query_params.get_all(key)])
+
+    def build() -> bytes:
+        built = taken() if callable(taken) else taken
+        return csv_bytes(built, preamble(built, name, assumptions, rate, link if link != "?" else ""))
+
+    st.download_button(label, build, file_name=f"{name}.csv", mime="text/csv", key=f"csv-{name}")
 
 
 # The browser knows the view's full address (the server does not: it may sit behind a proxy under another name),

@@ -6,33 +6,21 @@ The hub never migrates or writes: an empty or brand-new database simply has no r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from types import NoneType, SimpleNamespace
-from typing import Any, get_args, get_type_hints
+from typing import Any
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine, inspect
 
 from db import reads
-from db.reads import workload_label
 from db.session import default_database_url, make_engine, open_session
 from orchestrator.analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
-from orchestrator.analysis.recency import latest_sweeps_of, order_unknown, sweep_recency
+from orchestrator.analysis.public_results import results_frame
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
 from recipes.prices import ModelPrice, load_price_table
-from recipes.validity import INVALID, NOT_CHECKED, VALID
 
-# What the public sees unless the viewer asks for more: measurements and imported measurements.
-SHOWN_BY_DEFAULT = ("measured", "imported")
-NOT_MEASUREMENTS = {
-    "simulated": "simulated engine, not a measurement",
-    "projected": "projected from another chip's measurements by a model (hollow markers, dashed lines), "
-    "not a measurement: see Methodology, Projections, for how wrong such projections have been",
-}
 # The results are cached until they change (`reads.results_version`: a Point recorded, retracted or put
 # under or out of an embargo), checked on every page run; this is only a backstop for changes it cannot see.
 CACHE_SECONDS = 3600
@@ -89,62 +77,7 @@ def version(url: str) -> tuple[int, ...]:
 def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
     """`results` at one `version` of the database (the argument only keys the cache)."""
     with open_session(engine(url)) as session:
-        columns = reads.result_columns(session, public=True)
-    workloads = zip(columns["workload_kind"], columns["isl"], columns["osl"], strict=True)
-    columns["workload"] = _labels(workload_label, workloads)
-    columns["configuration"] = _labels(
-        lambda *key: configuration_label(SimpleNamespace(**dict(zip(LABELLED, key, strict=True)))),
-        zip(*(columns[name] for name in LABELLED), strict=True),
-    )
-    frame = pd.DataFrame(columns)
-    if frame.empty:
-        return frame
-    # A figure no row has (e.g. power where no host sampled it) would be a column of None, which pandas keeps
-    # as objects: every group-by over it then falls back to Python, seconds at 50,000 rows. Numbers as floats.
-    for name in NUMBERS:
-        if frame[name].dtype == object:
-            frame[name] = frame[name].astype(float)
-    # The latest sweep that measured each configuration (recipe fingerprint): what "now" means on most pages,
-    # by the one rule of orchestrator/analysis/recency.py (undated imports by run id, never by their import).
-    ends = frame.groupby(["fingerprint", "sweep"]).agg(end=("finished_at", "max"), dated=("date_known", "all"))
-    keys = {pair: sweep_recency(pair[1], end, bool(dated)) for pair, end, dated in ends.itertuples(name=None)}
-    # Where a configuration has runs of unknown order, every one of them counts as latest (none is picked by name).
-    latest = pd.MultiIndex.from_tuples(
-        [(fingerprint, sweep) for fingerprint, sweeps in latest_sweeps_of(keys).items() for sweep in sweeps]
-    )
-    frame["latest"] = pd.MultiIndex.from_arrays([frame["fingerprint"], frame["sweep"]]).isin(latest)
-    unordered = order_unknown(keys)
-    frame["order_unknown"] = frame["fingerprint"].isin(unordered) if unordered else False
-    frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
-    # Valid, invalid, or not checked (no request counted: an imported aggregate row, a projection), by the one rule
-    # of recipes/validity.py: a row whose request rules had nothing to read is never called valid.
-    counted = (frame["completed"] + frame["failed"]).to_numpy() > 0
-    frame["validity"] = np.where(~frame["valid"].to_numpy(dtype=bool), INVALID, np.where(counted, VALID, NOT_CHECKED))
-    return frame
-
-
-def _labels(label: Callable[..., str], keys: Iterable[tuple[Any, ...]]) -> list[str]:
-    """`label(*key)` for each key, worked out once per distinct key (a configuration has many rows)."""
-    known: dict[tuple[Any, ...], str] = {}
-    return [known[key] if key in known else known.setdefault(key, label(*key)) for key in keys]
-
-
-# The ResultView fields that hold numbers (or None).
-NUMBERS = tuple(
-    name
-    for name, hint in get_type_hints(reads.ResultView).items()
-    if set(get_args(hint) or (hint,)) - {NoneType} <= {int, float}
-)
-# The fields `configuration_label` reads.
-LABELLED = ("hardware", "engine", "model", "precision", "parallelism", "kv_offload")
-
-
-def configuration_label(row: object) -> str:
-    """'b200 · vllm · deepseek-r1 fp8 · tp8·ep8 · offload dram 1024 GiB': what was measured, in one line."""
-    parts = [row.hardware, row.engine, f"{row.model} {row.precision}".strip(), row.parallelism]  # type: ignore[attr-defined]
-    if row.kv_offload != "none":  # type: ignore[attr-defined]
-        parts.append(f"offload {row.kv_offload}")  # type: ignore[attr-defined]
-    return " · ".join(part for part in parts if part)
+        return results_frame(reads.result_columns(session, public=True))
 
 
 @st.cache_resource

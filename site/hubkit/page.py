@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
-from urllib.parse import urlencode
 
 import altair as alt
 import pandas as pd
@@ -170,8 +169,10 @@ def rate_control(custom: bool = True) -> GpuHourRate:
     tier = controls.selectbox("TCO tier", tiers, "tier", default=DEFAULT_TIER,
                               help="Total cost of ownership per GPU-hour from recipes/hardware.yaml.")  # fmt: skip
     if tier == CUSTOM_RATE:
-        return GpuHourRate(tier=None, custom_usd=controls.number("Custom $/GPU-hr", "usd", default=2.0,
-                                                                 min_value=0.01, step=0.1))  # fmt: skip
+        custom = controls.number("Custom $/GPU-hr", "usd", default=2.0, min_value=0.01, step=0.1)
+        controls.assume_rate(None, custom)
+        return GpuHourRate(tier=None, custom_usd=custom)
+    controls.assume_rate(str(tier))
     return GpuHourRate(str(tier))
 
 
@@ -218,11 +219,6 @@ def dropped_warning(reads: Iterable[ChipRead], shown: Mapping[tuple[str, ...], o
         st.markdown(
             "\n".join(f"- **{key[3]}** ({row_label(*key[:3])}): " + " / ".join(sorted(reasons[key])) for key in dropped)
         )
-
-
-def run_link(sweep: str, point_key: str) -> str:
-    """The Run detail page of one measured point (views/run_detail.py reads `sweep` and `point`)."""
-    return "/run?" + urlencode({"sweep": sweep, "point": point_key})
 
 
 # A missing figure in a table is a dash: Streamlit would write a grey "None" in the cell, which reads as a value.

@@ -19,6 +19,7 @@ from orchestrator.analysis.compare import compare_at_interactivity
 from orchestrator.analysis.economics import DEFAULT_TIER
 from orchestrator.analysis.envelope import run_spread
 from orchestrator.analysis.intervals import mean_interval
+from orchestrator.analysis.public_results import run_path
 
 LATENCIES = (("ttft_p50_ms", "TTFT p50 (ms)"), ("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p50_ms", "TPOT p50 (ms)"),
              ("e2el_p50_ms", "E2E latency p50 (ms)"))  # fmt: skip
@@ -57,7 +58,7 @@ def per_concurrency(frame: pd.DataFrame, usd: dict[str, float | None]) -> pd.Dat
             "95 % high": page.sig(interval.high), "$/M output tokens": page.sig(cost),
             "$/M 95 % low": page.sig(cost_low), "$/M 95 % high": page.sig(cost_high),
             **{label: page.sig(group[column].mean()) for column, label in LATENCIES},
-            "run": page.run_link(str(first["sweep"]), str(first["point_key"])),
+            "run": run_path(str(first["sweep"]), str(first["point_key"])),
         })  # fmt: skip
     return pd.DataFrame(rows)
 

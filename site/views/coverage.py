@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from hubkit import controls, data, page
-from orchestrator.analysis.coverage import EVIDENCE, MISSING, chips_without_results, coverage
+from orchestrator.analysis.coverage import EVIDENCE, MISSING, chips_to_cover, chips_without_results, coverage
 
 st.title("Coverage")
 st.caption(
@@ -25,8 +25,7 @@ st.caption(
 )
 frame = page.results_or_stop()
 registry = data.hardware_registry()
-# Every accelerator a reader may look for; a local CPU host only where it has results of its own.
-chips = [key for key in registry if key not in data.local_hosts() or key in set(frame["hardware"])]
+chips = chips_to_cover(registry, data.local_hosts(), set(frame["hardware"]))
 chips = controls.multiselect("Chips", chips, "chips", default=chips)  # every chip, whatever other pages filter
 cells = coverage(frame.itertuples(index=False), chips)
 if not cells:

@@ -31,6 +31,7 @@ from orchestrator.analysis import (
     request_latency,
     trends,
 )
+from orchestrator.analysis.public_results import NOT_MEASUREMENTS, SHOWN_BY_DEFAULT
 from recipes.validity import CHECKS, ORIGIN_CHECKS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -213,8 +214,8 @@ with origins:
         {
             "origin": origin,
             "meaning": meaning,
-            "shown": "by default" if origin in data.SHOWN_BY_DEFAULT
-            else "on request, labelled" if origin in data.NOT_MEASUREMENTS else "never",
+            "shown": "by default" if origin in SHOWN_BY_DEFAULT
+            else "on request, labelled" if origin in NOT_MEASUREMENTS else "never",
         }
         for origin, meaning in ORIGINS.items()
     ]  # fmt: skip

@@ -24,6 +24,7 @@ from hubkit import charts, controls, data, page
 from orchestrator.analysis import axes
 from orchestrator.analysis.comparability import split_by_basis
 from orchestrator.analysis.pareto import frontier_mask
+from orchestrator.analysis.public_results import run_path
 from orchestrator.analysis.thinning import thin_mask
 from recipes.hardware import TCO_TIER_LABELS
 from recipes.validity import INVALID, NOT_CHECKED, VALID
@@ -40,7 +41,7 @@ POINT = ["series", "configuration", "recipe", "fingerprint", "workload", "sweep"
 
 
 def run_links(points: pd.DataFrame) -> list[str]:
-    return [page.run_link(sweep, key) for sweep, key in zip(points["sweep"], points["point_key"], strict=True)]
+    return [run_path(sweep, key) for sweep, key in zip(points["sweep"], points["point_key"], strict=True)]
 
 
 def point_table(points: pd.DataFrame, x_label: str, y_label: str) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from db.session import open_session
 from hubkit import controls, data, page
 from hubkit.charts import PALETTE
 from hubkit.page import table_with_csv
+from orchestrator.analysis.public_results import NOT_MEASUREMENTS
 from orchestrator.analysis.request_latency import request_latencies
 from recipes.rules import image_tag_version
 from recipes.validity import requests_known, rules_applied, rules_not_applied
@@ -121,8 +122,8 @@ st.subheader(
 )
 if point.origin == "imported":
     st.info(f"Imported result, measured by another tool: {without_local_paths(point.source or 'source not recorded')}.")
-elif point.origin in data.NOT_MEASUREMENTS:
-    st.warning(f"Origin `{point.origin}`: {data.NOT_MEASUREMENTS[point.origin]}.")
+elif point.origin in NOT_MEASUREMENTS:
+    st.warning(f"Origin `{point.origin}`: {NOT_MEASUREMENTS[point.origin]}.")
 if point.origin == "projected":
     st.markdown(f"**{without_local_paths(point.source or 'projected')}**")
     with st.expander("The projection: model, ratios, fitted coefficients and the source points", expanded=False):
@@ -162,8 +163,9 @@ headline = pd.DataFrame(
         }
     ]
 )
-# A figure the point does not have (an imported row carries no p90, say) reads as a dash, not "None".
-table_with_csv(headline.astype(object).where(headline.notna(), "–"), f"point-{point.point_key}")
+# A figure the point does not have (an imported row carries no p90, say) reads as a dash (`page.table`), and is an
+# empty cell in the CSV: numbers stay numbers.
+table_with_csv(headline, f"point-{point.point_key}")
 st.caption(
     "Per GPU = throughput / accelerators the engine uses (TP × PP × DP); interactivity = 1000 / TPOT at the same "
     "percentile, so p90 is the slow tail."

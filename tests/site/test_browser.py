@@ -478,8 +478,10 @@ def test_a_public_hub_shows_no_error_details(
         "import streamlit as st\nst.title('Failing page')\n"
         "raise RuntimeError('database at /srv/private-store/results.db refused the query')\n"
     )
+    # Served as `infersweep site` serves the hub: through an st.App entry, as site/server.py does.
+    (tmp_path / "server.py").write_text("import streamlit as st\napp = st.App('app.py')\n")
     port = pick_free_port()
-    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", tmp_path / "app.py", public=public), cwd=tmp_path,
+    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", tmp_path / "server.py", public=public), cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     context, _observed = browser_context
     page = context.new_page()

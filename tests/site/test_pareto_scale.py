@@ -75,7 +75,9 @@ def test_the_chart_draws_every_frontier_point_and_a_spread_of_the_rest(
     many_points: str, csv_downloads: dict[str, Callable[[], Any]]
 ) -> None:  # fmt: skip
     app = open_page()
-    every = pd.read_csv(io.BytesIO(csv_downloads["pareto.csv"]()))
+    taken = csv_downloads["pareto.csv"]()
+    assert taken.startswith(b"# InferSweep hub: pareto, taken ") and b"\n# Origins: " in taken  # its assumptions
+    every = pd.read_csv(io.BytesIO(taken), comment="#")
     assert len(every) == POINTS  # the CSV has every point
     frontier_runs = set(every.loc[every["on frontier"], "run"])
     assert 1000 < len(frontier_runs) < CHART_POINTS  # so every one of them fits the budget
@@ -100,7 +102,7 @@ def test_the_table_lists_the_frontier_first_and_the_csv_has_every_point(
     table = app.dataframe[0].value
     assert len(table) == TABLE_ROWS and table["on frontier"].all()  # the frontiers hold more than 1,000
     assert any(f"The first {TABLE_ROWS:,} of {POINTS:,} points" in caption.value for caption in app.caption)
-    every = pd.read_csv(io.BytesIO(csv_downloads["pareto.csv"]()))
+    every = pd.read_csv(io.BytesIO(csv_downloads["pareto.csv"]()), comment="#")
     assert len(every) == POINTS and list(every.columns) == list(table.columns)
     assert set(table["run"]) <= set(every["run"])
 

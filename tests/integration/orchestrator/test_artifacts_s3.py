@@ -265,3 +265,29 @@ def test_a_staged_file_that_changed_is_never_uploaded(s3_endpoint: str, tmp_path
         session.delete(artifact)  # the session's later publish runs have nothing of this test's to upload
         session.commit()
     assert objects(s3_endpoint, "tampered/") == []
+
+
+def test_the_read_only_api_is_served_by_the_bucket_alone(s3_endpoint: str, tmp_path: Path) -> None:
+    """After `publish --snapshot`, a reader with nothing but the bucket gets every view as JSON, valid against the
+    OpenAPI description beside it, and the same figures the folder store and the hub have (test_public_api.py)."""
+    from tests.conftest import ROOT
+    from tests.integration.public_api_contract import FILES, check_views, envelope, strict_json
+
+    sample = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
+    env = {**s3_env(s3_endpoint, "public"), "INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'results.db'}"}
+    for argv in (["import", "inferencex", *sample], ["publish", "--snapshot"]):
+        completed = run_cli(*argv, env=env)
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    assert [key.removeprefix("public/api/v1/") for key in objects(s3_endpoint, "public/api/")] == sorted(FILES)
+    documents = {}
+    for name in FILES:
+        stored = client.get_object(Bucket=BUCKET, Key=f"public/api/v1/{name}")
+        assert stored["ContentType"] == "application/json", name
+        documents[name] = strict_json(stored["Body"].read(), f"s3 {name}")
+    check_views(documents, "moto S3")
+    latest = json.loads(client.get_object(Bucket=BUCKET, Key="public/snapshot/latest.json")["Body"].read())
+    assert latest["key"] == f"snapshot/{documents['index.json']['snapshot_sha256']}.db"
+    b200 = envelope(documents, tco_tier="owning_hyperscaler", model="deepseek-r1", precision="fp4", workload="1k/1k",
+                    interactivity=50.0, hardware="b200")  # fmt: skip
+    assert f"{b200['usd_per_million_output']:.3g}" == "0.905"  # the Overview's cell (test_public_api.py)

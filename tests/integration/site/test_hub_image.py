@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import pytest
 from orchestrator.site_warmup import wait_until_healthy
 from runners.host.process import pick_free_port
 from tests.conftest import ROOT, run_cli
+from tests.integration.public_api_contract import FILES, check_views, envelope, strict_json
 from tests.integration.services import ensure_package
 
 pytestmark = pytest.mark.system  # Docker builds and runs the hub image
@@ -35,6 +37,8 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 CONTEXT_IGNORE = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache",
                                         "*.egg-info", "tests", "benchmarks", "*.whl")  # fmt: skip
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHEAPEST_CELL = {"tco_tier": "owning_hyperscaler", "model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k",
+                 "interactivity": 50.0}  # fmt: skip
 
 
 def docker(*args: str, timeout: float = 600, check: bool = True, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -156,6 +160,28 @@ def test_the_image_serves_the_snapshot_and_chromium_loads_the_overview(served: t
     assert "Traceback" not in body and "No results yet" not in body, body[:2000]
     # The sample's DeepSeek-R1 FP4 1k/1k row: B200 is the cheapest at 50 tok/s/user (tests/site/test_overview_real_rows)
     assert "b200 $0.905" in cells, cells[:3000]  # $0.9045, to three significant figures
+    # The same figure in the read-only API the container serves beside the page.
+    documents = {"envelopes.json": strict_json(_fetch(f"{base}/api/v1/envelopes.json")[0], "envelopes.json")}
+    b200 = envelope(documents, **CHEAPEST_CELL, hardware="b200")
+    assert f"b200 ${b200['usd_per_million_output']:.3g}" in cells
+
+
+def _fetch(url: str) -> tuple[bytes, str]:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.read(), response.headers.get("Content-Type", "")
+
+
+def test_the_image_serves_the_read_only_api_of_its_snapshot(served: tuple[str, str], snapshot_store: Path) -> None:
+    """Every view at /api/v1/, as JSON, byte for byte what `publish --snapshot` stored beside the snapshot (both are
+    read from the snapshot itself), valid against the OpenAPI description it serves."""
+    _, base = served
+    documents = {}
+    for name in FILES:
+        body, content_type = _fetch(f"{base}/api/v1/{name}")
+        assert content_type.startswith("application/json"), (name, content_type)
+        assert body == (snapshot_store / "api" / "v1" / name).read_bytes(), name
+        documents[name] = strict_json(body, f"hub image {name}")
+    check_views(documents, "hub image")
 
 
 def test_the_hub_in_the_image_cannot_write_its_database(served: tuple[str, str]) -> None:
