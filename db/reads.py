@@ -146,6 +146,9 @@ class ResultView:
     # draw Points of two versions, or salted and unsalted ones, as one curve (orchestrator/analysis/comparability.py).
     replay_trace_version: str | None = None
     replay_prompt_salt: str | None = None
+    # Per SLO tier, the share of the Point's requests that met it, as stored (JSON text; `PointMetrics.slo_goodput`):
+    # read by the capacity figures only.
+    slo_goodput: str | None = None
 
 
 @functools.cache
@@ -211,6 +214,7 @@ _METRIC_PATHS: dict[str, tuple[str, ...]] = {
 _TEXT_METRIC_PATHS: dict[str, tuple[str, ...]] = {
     "replay_trace_version": ("replay", "trace_version"),
     "replay_prompt_salt": ("replay", "prompt_salt"),
+    "slo_goodput": ("slo_goodput",),  # an object: the database gives its JSON text
 }  # fmt: skip
 
 # Counts (tokens, sessions): read as numbers, kept as int.

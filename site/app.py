@@ -26,6 +26,7 @@ PAGES = {
         st.Page(HERE / "views" / "tco.py", title="TCO calculator", url_path="tco"),
         st.Page(HERE / "views" / "profit.py", title="Profit estimator", url_path="profit"),
         st.Page(HERE / "views" / "agentic.py", title="Agentic cache", url_path="agentic"),
+        st.Page(HERE / "views" / "capacity.py", title="Capacity", url_path="capacity"),
         st.Page(HERE / "views" / "offload_map.py", title="DRAM offload map", url_path="offload"),
         st.Page(HERE / "views" / "fast_tokens.py", title="Fast tokens", url_path="fast-tokens"),
         st.Page(HERE / "views" / "memory_tiers.py", title="Memory tiers", url_path="memory-tiers"),

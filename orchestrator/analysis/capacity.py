@@ -17,6 +17,7 @@ accelerators and their registry figures (recipes/hardware.yaml), when the regist
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections import defaultdict
@@ -39,6 +40,17 @@ class LoadLevel:
     interactivity_p50: float | None
     repeats: int
     accelerators: int
+    # Per tier name: (its TTFT ms, its tok/s/user, the median share of requests that met them) as the Points stored
+    # them (`PointMetrics.slo_goodput`); empty for Points measured before they stored it, and imported ones.
+    goodput_shares: tuple[tuple[str, float, float, float], ...] = ()
+
+    def goodput(self, tier: SloTier) -> float | None:
+        """The share of this level's requests that met `tier` on their own (goodput), where its Points stored it for
+        the same thresholds; else None."""
+        for name, ttft_ms, interactivity, share in self.goodput_shares:
+            if name == tier.name and (ttft_ms, interactivity) == (tier.ttft_p90_ms, tier.interactivity_p50):
+                return share
+        return None
 
     def serves(self, tier: SloTier) -> bool:
         return (
@@ -86,9 +98,22 @@ def load_levels(rows: Sequence[Any]) -> list[LoadLevel]:
             interactivity_p50=_median([row.interactivity_p50 for row in members]),
             repeats=len(members),
             accelerators=int(members[0].accelerators or 1),
+            goodput_shares=_goodput_shares(members),
         )
         for level, members in sorted(by_level.items())
     ]
+
+
+def _goodput_shares(members: Sequence[Any]) -> tuple[tuple[str, float, float, float], ...]:
+    """The repeats' stored goodput per tier (`ResultView.slo_goodput`, JSON text), the median share per tier and
+    thresholds."""
+    shares: dict[tuple[str, float, float], list[float]] = defaultdict(list)
+    for row in members:
+        text = getattr(row, "slo_goodput", None)
+        stored = json.loads(text) if isinstance(text, str) and text else {}
+        for name, figure in stored.items():
+            shares[(name, float(figure["ttft_ms"]), float(figure["interactivity"]))].append(float(figure["share"]))
+    return tuple((*key, statistics.median(values)) for key, values in sorted(shares.items()))
 
 
 def _crossing(low: LoadLevel, high: LoadLevel, tier: SloTier) -> float:

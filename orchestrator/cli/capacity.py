@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -11,6 +11,10 @@ from rich.table import Table
 from orchestrator.cli.output import console, fail
 from orchestrator.cli.results import check_sweep_exists, check_tco_tier, shown_origins
 from recipes.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.capacity import LoadLevel
+    from recipes.slo import SloTier
 
 
 def capacity(
@@ -77,7 +81,10 @@ def capacity(
     console.print(table)
     for item in read:
         console.print(f"  {name(item)} at {item.tier}: {item.explanation}")
-    inputs = Table(title="The Points it rests on (median of valid repeats per concurrency)")
+    inputs = Table(
+        title="The Points it rests on (median of valid repeats per concurrency; per tier: whether the "
+        "level serves at it, and the share of its requests that met it on their own)"
+    )
     for column in ("recipe", "concurrency", "repeats", "TTFT p90 ms", "tok/s/user p50", *[t.name for t in chosen]):
         inputs.add_column(column, justify="left" if column == "recipe" else "right")
     seen = set()
@@ -90,8 +97,15 @@ def capacity(
                 name(item), str(level.concurrency), str(level.repeats),
                 "-" if level.ttft_p90_ms is None else f"{level.ttft_p90_ms:,.1f}",
                 "-" if level.interactivity_p50 is None else f"{level.interactivity_p50:,.1f}",
-                *["yes" if level.serves(spec) else "no" for spec in chosen],
+                *[_served(level, spec) for spec in chosen],
             )  # fmt: skip
     console.print(inputs)
     if any(row.origin == "simulated" for row in kept):
         console.print("[yellow]Simulated results are included: a simulated engine's figures, not measurements.[/]")
+
+
+def _served(level: LoadLevel, tier: SloTier) -> str:
+    """'yes · 97 % of requests' / 'no · 40 % of requests': the level's verdict at the tier and its goodput share."""
+    verdict = "yes" if level.serves(tier) else "no"
+    share = level.goodput(tier)
+    return verdict if share is None else f"{verdict} · {share:.0%} of requests"

@@ -20,8 +20,17 @@ from typing import Any
 import numpy as np
 
 from recipes.schema import ValidityThresholds
+from recipes.slo import SloTier, load_slo_tiers
 from recipes.validity import Evidence, Origin, judge
-from runners.loadgen.records import GoodputSlo, MeasuredWindow, PointMetrics, RequestRecord, Stats, Validity
+from runners.loadgen.records import (
+    GoodputSlo,
+    MeasuredWindow,
+    PointMetrics,
+    RequestRecord,
+    Stats,
+    TierGoodput,
+    Validity,
+)
 
 
 def failure_reasons(records: Sequence[RequestRecord], limit: int = 5) -> list[tuple[str, int]]:
@@ -204,6 +213,21 @@ def meets_slo(record: RequestRecord, slo: GoodputSlo) -> bool:
     )
 
 
+def tier_goodput(measured: Sequence[RequestRecord], tiers: Sequence[SloTier]) -> dict[str, TierGoodput] | None:
+    """For each SLO tier, the share of `measured` requests that met it on their own: first token within the tier's
+    TTFT and their own output speed (1000 / TPOT) at least the tier's tok/s/user; a failed request met none.
+    (The tier judges a Point by its TTFT p90 and median speed; this says how many requests that leaves behind.)"""
+    if not measured:
+        return None
+    shares = {}
+    for tier in tiers:
+        slo = GoodputSlo(ttft_ms=tier.ttft_p90_ms, tpot_ms=1000.0 / tier.interactivity_p50)
+        met = sum(1 for record in measured if meets_slo(record, slo))
+        shares[tier.name] = TierGoodput(ttft_ms=tier.ttft_p90_ms, interactivity=tier.interactivity_p50,
+                                        share=met / len(measured))  # fmt: skip
+    return shares
+
+
 def compute_point_metrics(
     records: Sequence[RequestRecord],
     concurrency: int,
@@ -214,10 +238,12 @@ def compute_point_metrics(
     *,
     origin: Origin = "measured",
     evidence: Mapping[str, Any] | None = None,
+    tiers: Sequence[SloTier] | None = None,
 ) -> PointMetrics:
     """Aggregates of one Point. `concurrency` is the closed-loop target (the cap, for open loop). The verdict is
     recipes/validity.py's checks for `origin`, on what the records show plus the caller's `evidence` (a replay's
-    live sessions and schedule lag)."""
+    live sessions and schedule lag). `tiers`: the SLO tiers whose goodput share is stored (default: the tiers of
+    recipes/slo_tiers.yaml)."""
     measured = [record for record in records if not record.warmup]
     succeeded = [record for record in measured if record.ok]
     failed = len(measured) - len(succeeded)
@@ -283,6 +309,7 @@ def compute_point_metrics(
         client_queue_ms=summarize(series["queue"]),
         interactivity=interactivity_from(tpot),
         goodput=rate(good) if good is not None else None,
+        slo_goodput=tier_goodput(measured, list(load_slo_tiers().values()) if tiers is None else tiers),
         token_disagreement=disagreement,
         window=window,
         validity=Validity.of(verdict),

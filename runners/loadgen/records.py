@@ -312,6 +312,15 @@ class GoodputSlo(Strict):
     e2el_ms: float | None = Field(None, gt=0, description="Largest acceptable end-to-end latency.")
 
 
+class TierGoodput(Strict):
+    """How many of a Point's requests one SLO tier (recipes/slo_tiers.yaml) would have served."""
+
+    ttft_ms: float = Field(gt=0, description="The tier's TTFT threshold each request was held to, ms.")
+    interactivity: float = Field(gt=0, description="The tier's tok/s/user each request's own 1000 / TPOT was held to.")
+    share: float = Field(ge=0, le=1, description="Share of the measured requests (failed ones count as missed) "
+                         "that met both.")  # fmt: skip
+
+
 class ReplayPoint(ReplaySettings):
     """What to run for one Point of an agentic trace replay: the recipe's replay settings (recipes/schema.py),
     at one concurrency, on one version of the trace."""
@@ -464,6 +473,9 @@ class PointMetrics(Strict):
     )
     goodput: float | None = Field(
         None, description="Requests per second in the window that met every SLO (None when no SLO was given)."
+    )
+    slo_goodput: dict[str, TierGoodput] | None = Field(
+        None, description="Per SLO tier (recipes/slo_tiers.yaml, by name): the share of requests that met it."
     )
     token_disagreement: float = Field(description="Relative gap of server vs client output-token counts.")
     window: MeasuredWindow = Field(description="The measured window.")

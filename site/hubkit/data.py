@@ -20,6 +20,7 @@ from orchestrator.analysis.public_results import results_frame
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
 from recipes.prices import ModelPrice, load_price_table
+from recipes.slo import SloTier, load_slo_tiers
 
 # The results are cached until they change (`reads.results_version`: a Point recorded, retracted or put
 # under or out of an embargo), checked on every page run; this is only a backstop for changes it cannot see.
@@ -89,6 +90,11 @@ def hardware_registry() -> dict[str, Hardware]:
 def local_hosts() -> frozenset[str]:
     """The registry's local CPU hosts (vendor 'local': the laptop demo's): not accelerators, shown apart."""
     return frozenset(key for key, spec in hardware_registry().items() if spec.vendor == "local")
+
+
+@st.cache_resource
+def slo_tiers() -> dict[str, SloTier]:
+    return load_slo_tiers()
 
 
 @st.cache_resource

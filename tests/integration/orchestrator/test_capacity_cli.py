@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -34,6 +35,18 @@ def test_capacity_of_a_two_slot_engine_is_two_agents(write_recipe, tmp_path: Pat
     assert "2 serves (TTFT p90" in shown.stdout and "4 misses" in shown.stdout
     assert "Simulated results are included" in shown.stdout
 
+    # With the tiers the Points were measured against (recipes/slo_tiers.yaml), each level also says how many of its
+    # requests met a tier on their own: at 1 and 2 agents nobody waits (TTFT ~20 ms, ~100 tok/s/user against
+    # 'interactive' 2 s and 60 tok/s/user), so all of them, but for a request the loaded machine slowed.
+    default = run_cli("capacity", "--sweep", "capacity-sim", "--tier", "interactive", "--include-simulated")
+    assert default.returncode == 0, default.stderr
+    inputs = default.stdout.split("The Points it rests on")[1]
+    levels = {cells[1]: cells[-1] for cells in _cells(inputs, "sim-test")}
+    assert set(levels) == {"1", "2", "4"}, inputs
+    for agents, served in levels.items():  # at 4, TTFT p90 ~230 ms is still far under 2 s
+        share = re.fullmatch(r"yes · (\d+)% of requests", served)
+        assert share is not None and int(share.group(1)) >= 90, (agents, served)
+
     # Measured results only by default: a simulated sweep has none, and the error says how to include them.
     refused = run_cli("capacity", "--sweep", "capacity-sim")
     assert refused.returncode != 0 and "add --include-simulated" in refused.stderr and "Traceback" not in refused.stderr
@@ -43,7 +56,10 @@ def test_capacity_of_a_two_slot_engine_is_two_agents(write_recipe, tmp_path: Pat
 
 def _rows(stdout: str, recipe: str) -> list[list[str]]:
     """The cells of each of `recipe`'s rows in the first printed table."""
-    table = stdout.split("The Points it rests on")[0]
+    return _cells(stdout.split("The Points it rests on")[0], recipe)
+
+
+def _cells(table: str, recipe: str) -> list[list[str]]:
     return [
         [cell.strip() for cell in line.strip("│ ").split("│")] for line in table.splitlines() if f"│ {recipe} " in line
     ]

@@ -431,3 +431,26 @@ def test_e2e_interactivity_p90_is_the_linear_percentile_like_every_other() -> No
     assert e2e_interactivity_p90(records) == pytest.approx(1 / float(np.percentile(range(1, 11), 90)))
     assert e2e_interactivity_p90(records) == pytest.approx(1 / 9.1)
     assert e2e_interactivity_p90([]) is None
+
+
+def test_slo_goodput_is_the_share_of_requests_that_met_each_tier_on_their_own() -> None:
+    """Four measured requests of 3 tokens against two tiers, by hand. Per request (TTFT ms, 1000 / TPOT):
+    A (100, 100) B (100, 20) C (3000, 100) and D failed. Tier 'fast' (TTFT <= 2000 ms, >= 60 tok/s/user): A only, 1/4.
+    Tier 'slow' (TTFT <= 5000 ms, >= 15 tok/s/user): A, B and C, 3/4. A warm-up request never counts."""
+    from recipes.slo import SloTier
+
+    def three_tokens(index: int, ttft_s: float, gap_s: float, **kwargs: object) -> RequestRecord:
+        chunks = [ttft_s, ttft_s + gap_s, ttft_s + 2 * gap_s]
+        return make_record(index, 0.0, chunks[-1], chunks=chunks, **kwargs)  # type: ignore[arg-type]
+
+    records = [three_tokens(0, 0.1, 0.01), three_tokens(1, 0.1, 0.05), three_tokens(2, 3.0, 0.01),
+               make_record(3, 0.0, 1.0, error="HTTP 500"), three_tokens(4, 0.1, 0.01, warmup=True)]  # fmt: skip
+    tiers = [SloTier(name="fast", ttft_p90_ms=2000, interactivity_p50=60, source="test"),
+             SloTier(name="slow", ttft_p90_ms=5000, interactivity_p50=15, source="test")]  # fmt: skip
+    metrics = compute_point_metrics(records, 1, 1, ValidityThresholds(), tiers=tiers)
+    assert metrics.slo_goodput is not None
+    assert {name: figure.share for name, figure in metrics.slo_goodput.items()} == {"fast": 0.25, "slow": 0.75}
+    assert (metrics.slo_goodput["fast"].ttft_ms, metrics.slo_goodput["fast"].interactivity) == (2000, 60)
+    # By default the tiers of recipes/slo_tiers.yaml, each by its name.
+    default = compute_point_metrics(records, 1, 1, ValidityThresholds())
+    assert default.slo_goodput is not None and set(default.slo_goodput) == {"interactive", "standard", "background"}
