@@ -8,8 +8,9 @@ $/M output tokens here is the Overview's cell at the same tier.
 
 Views: `index` (what there is), `results` (every public result, one item per Point repeat), `envelopes` (each chip's
 cheapest configuration per model, precision and workload at the standard interactivity tiers, for each TCO tier:
-the Overview's scorecard), `coverage` (each chip × model × workload: measured, imported, projected or missing) and
-`methodology` (the constants the figures rest on: tiers, TCO figures with their sources and dates, validity rules).
+the Overview's scorecard), `coverage` (each chip × model × workload: measured, imported, projected or missing),
+`capacity` (live agents served at each SLO tier per configuration: the Capacity page) and `methodology` (the
+constants the figures rest on: tiers, TCO figures with their sources and dates, validity rules).
 A missing figure is `null`, never NaN: every file is strict JSON.
 """
 
@@ -30,6 +31,7 @@ from sqlalchemy import Engine
 
 from db import reads
 from db.session import open_session
+from orchestrator.analysis.capacity import capacities
 from orchestrator.analysis.coverage import chips_to_cover, chips_without_results, coverage
 from orchestrator.analysis.economics import (
     DEFAULT_TIER,
@@ -163,6 +165,28 @@ class CoverageItem(_View):
                                     "a date.")  # fmt: skip
 
 
+class CapacityItem(_View):
+    """The live agents one configuration serves at one SLO tier (`infersweep capacity`, the hub's Capacity page)."""
+
+    configuration: str = Field(..., description="What was measured, in one line.")
+    recipe: str = Field(..., description="The recipe's name.")
+    hardware: str = Field(..., description="Chip (hardware registry key).")
+    sweep: str = Field(..., description="The sweep over concurrency read.")
+    tier: str = Field(..., description="SLO tier name (methodology view, `slo_tiers`).")
+    agents: int = Field(..., description="Live agents served at the tier (sessions of a replay, requests in flight of "
+                        "a fixed-length sweep).")  # fmt: skip
+    basis: Literal["measured", "interpolated", "at least", "below the smallest measured"] = Field(
+        ...,
+        description="How it was read: a measured level, between two levels, the largest level measured (more may "
+        "be served), or none (the smallest level already misses).",
+    )
+    explanation: str = Field(..., description="The levels it rests on, in words.")
+    accelerators: int = Field(..., description="Accelerators of the configuration.")
+    per_accelerator: float = Field(..., description="Agents per accelerator.")
+    per_all_in_kw: float | None = Field(..., description="Agents per kW of all-in power; null without a power figure.")
+    per_usd_hour: float | None = Field(..., description="Agents per TCO dollar-hour at the default TCO tier.")
+
+
 class ValidityRule(_View):
     """One validity rule a result is judged by."""
 
@@ -170,6 +194,15 @@ class ValidityRule(_View):
     text: str = Field(..., description="The rule in one line (docs/METHODOLOGY.md).")
     judges: Literal["requests", "figures"] = Field(..., description="What it reads: request records, or only the "
                                                    "stated figures.")  # fmt: skip
+
+
+class CapacityView(ViewHeader):
+    """Agents served at each SLO tier, per configuration (latest sweep, measured and imported origins), at the default
+    TCO tier; configurations whose results state no TTFT p90 (imported InferenceX rows) cannot be read and are left
+    out."""
+
+    tco_tier: str = Field(..., description="The TCO tier of `per_usd_hour`.")
+    items: list[CapacityItem] = Field(..., description="One item per configuration and tier.")
 
 
 class ResultsView(ViewHeader):
@@ -230,6 +263,7 @@ VIEWS: dict[str, type[ViewHeader]] = {
     "results": ResultsView,
     "envelopes": EnvelopesView,
     "coverage": CoverageView,
+    "capacity": CapacityView,
     "methodology": MethodologyView,
 }
 
@@ -314,6 +348,27 @@ def _envelopes(frame: Any, registry: Mapping[str, Hardware], local_hosts: frozen
     return items
 
 
+def _capacity(frame: Any, registry: Mapping[str, Hardware], local_hosts: frozenset[str]) -> list[CapacityItem]:
+    """The Capacity page as it opens: its default view, every SLO tier, the default TCO tier."""
+    shown = default_view(frame, local_hosts)
+    if shown.empty:
+        return []
+    readable = shown[shown.groupby(["fingerprint", "sweep"])["ttft_p90_ms"].transform(lambda v: v.notna().any())]
+    labels = dict(zip(zip(readable["fingerprint"], readable["sweep"], strict=True), readable["configuration"],
+                      strict=True))  # fmt: skip
+    read = capacities(list(readable.itertuples(index=False)), list(load_slo_tiers().values()), dict(registry),
+                      DEFAULT_TIER)  # fmt: skip
+    return [
+        CapacityItem(
+            configuration=labels[(item.fingerprint, item.sweep)], recipe=item.recipe, hardware=item.hardware,
+            sweep=item.sweep, tier=item.tier, agents=item.agents, basis=item.basis, explanation=item.explanation,
+            accelerators=item.accelerators, per_accelerator=item.per_accelerator,
+            per_all_in_kw=_number(item.per_all_in_kw), per_usd_hour=_number(item.per_usd_hour),
+        )
+        for item in read
+    ]  # fmt: skip
+
+
 def build_views(engine: Engine, snapshot_sha256: str | None) -> dict[str, ViewHeader]:
     """Every view of the public results in `engine` (a snapshot, or a results database read as the public sees it)."""
     registry = load_hardware_registry()
@@ -337,6 +392,9 @@ def build_views(engine: Engine, snapshot_sha256: str | None) -> dict[str, ViewHe
             chips_without_results=chips_without_results(cells),
             items=[CoverageItem(hardware=c.hardware, model=c.model, precision=c.precision, workload=c.workload,
                                 status=c.status, results=c.results, latest=c.latest) for c in cells],
+        ),
+        "capacity": CapacityView(
+            view="capacity", **header, tco_tier=DEFAULT_TIER, items=_capacity(frame, registry, local_hosts)
         ),
         "methodology": MethodologyView(
             view="methodology", **header, interactivity_tiers=list(INTERACTIVITY_TIERS),
