@@ -45,7 +45,7 @@ from recipes.hardware import load_hardware_registry
 from recipes.loader import LoadedRecipe
 from recipes.model_registry import attention_summary, kv_bytes_per_token, load_model_registry
 from recipes.schema import ContainerEnvironment
-from runners.host.server_metrics import SERVER_COUNTER_SERIES
+from runners.host.server_metrics import COUNTER_SERIES
 from runners.job import JobEvent, PointOutcome, PointRequest
 from runners.loadgen.records import FixedLengthPoint, PointMetrics, ServerCounters, records_frame
 
@@ -136,12 +136,13 @@ def server_metric_rows(counters: ServerCounters | None) -> list[ServerMetricDelt
     if counters is None:
         return []
     rows = []
+    series = COUNTER_SERIES.get(counters.series, {})
     for field in type(counters).model_fields:
         value = getattr(counters, field)
-        if value is None:
+        if field == "series" or value is None:
             continue
         # A field without a series is still stored, under its field name, rather than dropped.
-        metric, labels = SERVER_COUNTER_SERIES.get(field, (field, {}))
+        metric, labels = series.get(field, (field, {}))
         rows.append(ServerMetricDeltaRow(metric=metric, labels=dict(labels), delta=float(value)))  # type: ignore[call-arg]  # point_result_id is set when the Point is flushed (db.recording)
     return rows
 

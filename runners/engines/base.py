@@ -138,6 +138,9 @@ class EngineAdapter:
     runs_roles: ClassVar[bool] = False
     # Ways of attaching a DRAM tier (methodology.kv_offload.connector) the adapter maps; others are refused.
     offload_connectors: ClassVar[frozenset[str]] = frozenset({"native"})
+    # The table of Prometheus series its /metrics is read by (runners.host.server_metrics.COUNTER_SERIES): vLLM's names
+    # are also what vLLM-TPU, Dynamo's vLLM workers and the simulated engine expose.
+    counter_series: ClassVar[str] = "vllm"
     # Tokens one scheduler step computes when the recipe sets no `max_num_batched_tokens`: on a CPU host, on
     # accelerators (vLLM's API-server defaults). None: the engine's cache does not pin running requests.
     default_step_tokens: ClassVar[tuple[int, int] | None] = (2048, 8192)

@@ -186,6 +186,7 @@ def methodology_args(recipe: Recipe, ranks: int) -> list[str]:
 @register_engine
 class SglangAdapter(EngineAdapter):
     kind = "sglang"
+    counter_series = "sglang"
     origin = "measured"
     honoured_fields = frozenset(TUNING_FIELDS)
 

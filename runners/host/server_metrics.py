@@ -74,9 +74,11 @@ def _total(samples: Samples, name: str, **labels: str) -> float | None:
     return sum(values) if values else None
 
 
-# The Prometheus series (and label filter) behind each ServerCounters field: how a Point's counters are read from
-# the engine's /metrics, and under which series the recorder stores each one.
-SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
+# The Prometheus series (and label filter) behind each ServerCounters field, per engine: how a Point's counters are
+# read from the engine's /metrics, and under which series the recorder stores each one. Each engine adapter names its
+# table (`EngineAdapter.counter_series`); a field its engine has no series for is absent, and reads as None.
+CounterSeries = dict[str, tuple[str, dict[str, str]]]
+VLLM_COUNTER_SERIES: CounterSeries = {
     "prompt_tokens": ("vllm:prompt_tokens_total", {}),
     "generation_tokens": ("vllm:generation_tokens_total", {}),
     "prefix_cache_queries": ("vllm:prefix_cache_queries_total", {}),
@@ -90,12 +92,26 @@ SERVER_COUNTER_SERIES: dict[str, tuple[str, dict[str, str]]] = {
     "kv_offload_bytes_to_device": ("vllm:kv_offload_total_bytes_total", {"transfer_type": "CPU_to_GPU"}),
     "kv_offload_seconds_to_host": ("vllm:kv_offload_total_time_total", {"transfer_type": "GPU_to_CPU"}),
     "kv_offload_seconds_to_device": ("vllm:kv_offload_total_time_total", {"transfer_type": "CPU_to_GPU"}),
+    # Dynamo's frontend beside vLLM workers: its KV router's predicted overlap.
     "router_overlap_sum": ("dynamo_component_router_kv_hit_rate_sum", {}),
     "router_overlap_count": ("dynamo_component_router_kv_hit_rate_count", {}),
 }
+# SGLang (`--enable-metrics`; ../shared/reference/peer-tools.md): every prompt token is looked up in the radix cache,
+# and `cached_tokens` says where each hit came from: the device (HBM), HiCache's host tier (DRAM) or its storage tier.
+# It publishes no per-direction byte counters of HiCache traffic, nor tokens computed (left None, not derived).
+SGLANG_COUNTER_SERIES: CounterSeries = {
+    "prompt_tokens": ("sglang:prompt_tokens_total", {}),
+    "generation_tokens": ("sglang:generation_tokens_total", {}),
+    "prefix_cache_queries": ("sglang:prompt_tokens_total", {}),
+    "prefix_cache_hits": ("sglang:cached_tokens_total", {}),
+    "prompt_tokens_local_cache_hit": ("sglang:cached_tokens_total", {"cache_source": "device"}),
+    "prompt_tokens_external": ("sglang:cached_tokens_total", {"cache_source": "host"}),
+}
+COUNTER_SERIES: dict[str, CounterSeries] = {"vllm": VLLM_COUNTER_SERIES, "sglang": SGLANG_COUNTER_SERIES}
 
 
-def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCounters | None:
+def counter_deltas(before: Samples | None, after: Samples | None, series: str = "vllm") -> ServerCounters | None:
+    """The deltas of the counters of table `series` (COUNTER_SERIES) between two scrapes of the engine's /metrics."""
     if before is None or after is None:
         return None
 
@@ -103,7 +119,8 @@ def counter_deltas(before: Samples | None, after: Samples | None) -> ServerCount
         start, end = _total(before, name, **labels), _total(after, name, **labels)
         return None if start is None or end is None else end - start
 
-    return ServerCounters(**{name: delta(metric, **labels) for name, (metric, labels) in SERVER_COUNTER_SERIES.items()})
+    read = {name: delta(metric, **labels) for name, (metric, labels) in COUNTER_SERIES[series].items()}
+    return ServerCounters(series=series, **read)
 
 
 class CacheShape(StrictModel):

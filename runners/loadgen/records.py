@@ -36,7 +36,11 @@ class RawScrapes(Strict):
 
 
 class ServerCounters(Strict):
-    """Deltas of the engine's counters over one Point (vLLM names; None where the engine has none)."""
+    """Deltas of the engine's counters over one Point (named by vLLM's series below; another engine's series for the
+    same figure are in its table, `runners.host.server_metrics.COUNTER_SERIES[series]`; None where it has none)."""
+
+    series: str = Field("vllm", description="The table of Prometheus series the counters were read by (the engine "
+                        "adapter's `counter_series`: 'vllm', 'sglang').")  # fmt: skip
 
     prompt_tokens: float | None = Field(None, description="vllm:prompt_tokens_total.")
     generation_tokens: float | None = Field(None, description="vllm:generation_tokens_total.")

@@ -222,7 +222,7 @@ class LocalRunner(Runner):
                     before = parse_prometheus(before_text)
                 after_text = scrape_text(engine.base_url + plan.metrics_path)
                 after = parse_prometheus(after_text) if after_text is not None else None
-                metrics.server = counter_deltas(before, after)
+                metrics.server = counter_deltas(before, after, adapter.counter_series)
                 metrics.host = HostReport(preflight=preflight, telemetry=sampler.summary())
                 metrics.accuracy = accuracy
                 if accuracy.ran:  # the gate judged the engine: its check applies to every Point of the job

@@ -86,3 +86,44 @@ def test_dynamo_router_overlap_is_kept_apart_from_realised_hits() -> None:
     assert (deltas.router_overlap_sum, deltas.router_overlap_count) == (3.0, 5.0)  # both workers, this window only
     assert deltas.router_predicted_hit_rate == pytest.approx(0.6)
     assert deltas.prefix_hit_rate is None  # no worker counters: nothing realised is claimed
+
+
+SGLANG_BEFORE = """# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="m"} 10000.0
+sglang:generation_tokens_total{model_name="m"} 500.0
+sglang:cached_tokens_total{model_name="m",cache_source="device"} 4000.0
+sglang:cached_tokens_total{model_name="m",cache_source="host"} 1000.0
+sglang:cached_tokens_total{model_name="m",cache_source="storage"} 0.0
+sglang:hicache_host_used_tokens{model_name="m"} 65536.0
+"""
+SGLANG_AFTER = """sglang:prompt_tokens_total{model_name="m"} 30000.0
+sglang:generation_tokens_total{model_name="m"} 900.0
+sglang:cached_tokens_total{model_name="m",cache_source="device"} 12000.0
+sglang:cached_tokens_total{model_name="m",cache_source="host"} 7000.0
+sglang:cached_tokens_total{model_name="m",cache_source="storage"} 500.0
+"""
+
+
+def test_sglang_counters_are_read_by_sglangs_own_series() -> None:
+    """By hand: 20,000 prompt tokens over the Point, 8,000 hit HBM (device), 6,000 came back from HiCache's host (DRAM)
+    tier and 500 from its storage tier: 14,500 hits in all. SGLang states no tokens computed or bytes moved (None)."""
+    from runners.engines.registry import engine_adapter
+
+    series = engine_adapter("sglang").counter_series
+    deltas = counter_deltas(parse_prometheus(SGLANG_BEFORE), parse_prometheus(SGLANG_AFTER), series)
+    assert deltas is not None and deltas.series == "sglang"
+    assert (deltas.prompt_tokens, deltas.generation_tokens) == (20000.0, 400.0)
+    assert (deltas.prompt_tokens_local_cache_hit, deltas.prompt_tokens_external) == (8000.0, 6000.0)
+    assert deltas.prefix_cache_hits == 14500.0 and deltas.prefix_hit_rate == pytest.approx(0.725)
+    assert deltas.prompt_tokens_local_compute is None and deltas.kv_offload_bytes_to_device is None
+    # vLLM's table finds nothing in SGLang's text: every figure unknown, none guessed.
+    vllm = counter_deltas(parse_prometheus(SGLANG_BEFORE), parse_prometheus(SGLANG_AFTER))
+    assert vllm is not None and vllm.series == "vllm" and vllm.prompt_tokens is None
+
+
+def test_every_adapter_names_a_series_table() -> None:
+    from runners.engines.base import ENGINE_ADAPTERS
+    from runners.engines.registry import BUILTIN_ADAPTERS
+    from runners.host.server_metrics import COUNTER_SERIES
+
+    assert BUILTIN_ADAPTERS and all(adapter.counter_series in COUNTER_SERIES for adapter in ENGINE_ADAPTERS.values())
