@@ -264,6 +264,11 @@ def _settled(page: Page, title: str) -> None:
 # N configurations..." is a sentence, not a value), and a path of the machine that made the page.
 MISSING_WORDS = re.compile(r"\bNone\b(?! of\b)|\bNaN\b|\bnull\b|\bundefined\b")
 # The clone's own root too: the suite runs from /tmp/fresh in CI but from anywhere on a developer's machine.
+# A chart label Vega had to shorten to fit its limit ends in an ellipsis: a legend or axis label cut. (Charts are drawn
+# as SVG below 2,000 marks, as every chart of these fixtures is; a canvas keeps its text to itself.)
+CUT_LABELS = (
+    "() => [...document.querySelectorAll('.vega-embed svg text')].map(t => t.textContent).filter(t => t.endsWith('…'))"
+)
 LOCAL_PATH = re.compile(r"file://|(?<![\w.])/(?:tmp|home|root|srv|var)/|" + re.escape(str(ROOT)))
 
 
@@ -292,6 +297,8 @@ def _assert_clean(page: Page, observed: Observed, what: str, words: bool = True)
         main[max(0, m.start() - 60) : m.end() + 60] for m in list(MISSING_WORDS.finditer(main))[:3]
     )
     assert not LOCAL_PATH.search(main), f"{what}: a local path shown: {LOCAL_PATH.findall(main)}"
+    cut = page.evaluate(CUT_LABELS)
+    assert not cut, f"{what}: chart labels cut short: {cut[:5]}"
     base = "/".join(page.url.split("/")[:3])
     if base in SERVER_LOGS:
         logged = SERVER_LOGS[base].read_text(errors="replace")
@@ -505,3 +512,38 @@ def test_a_public_hub_shows_no_error_details(
         assert "private-store" not in text and "RuntimeError" not in text and "app.py" not in text, text
     else:
         assert "private-store" in text and "RuntimeError" in text
+
+
+def test_the_cut_label_check_sees_a_legend_cut_short(
+    browser_context: tuple[BrowserContext, Observed], tmp_path: Path
+) -> None:
+    """The check every page passes can fail: a chart whose legend labels are longer than their limit."""
+    from orchestrator.cli.site import streamlit_argv
+
+    (tmp_path / "app.py").write_text(
+        "import altair as alt\nimport pandas as pd\nimport streamlit as st\n"
+        "data = pd.DataFrame({'x': [1, 2], 'y': [1, 2], 'chip': ['gb200-nvl72 · dynamo-trt · deepseek-r1 fp4', 'b200']})\n"
+        "st.altair_chart(alt.Chart(data).mark_point().encode(x='x', y='y', color=alt.Color('chip', legend="
+        "alt.Legend(labelLimit=60))))\n"
+    )
+    port = pick_free_port()
+    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", tmp_path / "app.py"), cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    context, _observed = browser_context
+    page = context.new_page()
+    try:
+        deadline = time.monotonic() + 60
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.25)
+        page.goto(f"http://127.0.0.1:{port}/", timeout=PAGE_TIMEOUT_MS)
+        page.locator(".vega-embed svg text").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        cut = page.evaluate(CUT_LABELS)
+    finally:
+        page.close()
+        server.terminate()
+        server.wait(timeout=30)
+    assert cut and cut[0].startswith("gb200") and "b200" not in cut, cut
