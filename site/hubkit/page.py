@@ -262,7 +262,7 @@ def lifecycle(timeline: pd.DataFrame, name: str) -> None:
             .mark_point(filled=True, size=80)
             .encode(
                 x=alt.X("at:T", title="time (UTC)", axis=alt.Axis(format=time_format(timeline["at"]))),
-                y=alt.Y(f"{lane}:N", title=None),
+                y=alt.Y(f"{lane}:N", title=None, axis=alt.Axis(labelLimit=0)),  # a job id whole, never cut
                 color=alt.Color("state:N", scale=alt.Scale(domain=states, range=colours[: len(states)])),
                 shape=alt.Shape("state:N", scale=alt.Scale(domain=states)),
                 tooltip=[lane, "state", "at", "reason"],

@@ -261,8 +261,9 @@ rate_chart = (
     .encode(
         x=x,
         y=alt.Y("rate:Q", title="hit rate %", scale=alt.Scale(domain=[0, 100])),
-        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=list(PALETTE))),
-        strokeDash=alt.StrokeDash("measure:N", title=None),
+        # The measures' names are sentences: the legend shows them whole (its default limit cut them at 160 px).
+        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(labelLimit=0)),
+        strokeDash=alt.StrokeDash("measure:N", title=None, legend=alt.Legend(labelLimit=0)),
         tooltip=["label", "concurrency", "measure", alt.Tooltip("rate:Q", format=".1f")],
     )
     .properties(width=PANEL_WIDTH)

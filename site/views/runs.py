@@ -74,8 +74,9 @@ job_table = pd.DataFrame(
 table_with_csv(job_table, f"jobs-{chosen}")
 results = data.results(url)
 if not results.empty and chosen in set(results["sweep"]):
-    st.page_link("views/run_detail.py", label=f"Open a point of {chosen} in Run detail",
-                 icon=":material/description:", query_params={"sweep": chosen})  # fmt: skip
+    # Short: a page link does not wrap, and the sweep's name (in the heading above) cut it at 390 px.
+    st.page_link("views/run_detail.py", label="Its points in Run detail", icon=":material/description:",
+                 query_params={"sweep": chosen})  # fmt: skip
 
 if transitions:
     st.subheader("Lifecycle")

@@ -264,6 +264,7 @@ def _settled(page: Page, title: str) -> None:
 # N configurations..." is a sentence, not a value), and a path of the machine that made the page.
 MISSING_WORDS = re.compile(r"\bNone\b(?! of\b)|\bNaN\b|\bnull\b|\bundefined\b")
 # The clone's own root too: the suite runs from /tmp/fresh in CI but from anywhere on a developer's machine.
+NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
 # A chart label Vega had to shorten to fit its limit ends in an ellipsis: a legend or axis label cut. (Charts are drawn
 # as SVG below 2,000 marks, as every chart of these fixtures is; a canvas keeps its text to itself.)
 CUT_LABELS = (
@@ -336,6 +337,12 @@ def _open_and_check(page: Page, base: str, hub_page: HubPage, observed: Observed
     observed.clear()
     page.goto(f"{base}/{hub_page.url_path}")
     _settled(page, hub_page.title)
+    if any(NETWORK_CHANGED in error for error in observed.console_errors):
+        # The machine's network changed under the browser (a Docker test beside this one adds a container's
+        # interface), which aborts the page's script loads: not the page's fault; opened once more.
+        observed.clear()
+        page.goto(f"{base}/{hub_page.url_path}")
+        _settled(page, hub_page.title)
     shots.mkdir(exist_ok=True)
     page.screenshot(path=str(shots / f"{hub_page.url_path or 'overview'}.png"), full_page=True)
     _assert_clean(page, observed, f"/{hub_page.url_path} {where}", hub_page.url_path not in DOCUMENTS_MISSING_VALUES)
