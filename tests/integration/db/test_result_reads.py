@@ -4,6 +4,7 @@ public filters, and a version that moves whenever the public results may have ch
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ AGENTIC_METRICS = {
     "server": {"prompt_tokens": 1000.0, "prompt_tokens_local_cache_hit": 200.0, "prompt_tokens_external": 50.0,
                "prompt_tokens_local_compute": 750.0, "prefix_cache_queries": 1000.0, "prefix_cache_hits": 250.0},
     "host": {"telemetry": None},  # a host that could not sample power
+    "slo_goodput": {"interactive": {"ttft_ms": 2000.0, "interactivity": 60.0, "share": 0.75}},
 }  # fmt: skip
 
 
@@ -118,6 +120,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "disaggregated": False, "prefill_gpus": None, "decode_gpus": None, "decode_workers": None, "decode_dp_attention": None,
         # A measurement, not a projection: no band edge, no source chip.
         "projection_edge": None, "projection_source": None,
+        "slo_goodput": None,  # a Point measured before goodput per tier was stored
     }  # fmt: skip
     assert views["fixed-c16"].finished_at.tzinfo is not None
     assert views["imported-c8"].engine_image == "lmsysorg/sglang:v0.5.5-rocm700-mi35x"  # an imported row's own
@@ -143,6 +146,9 @@ def test_every_field_of_a_result(database: Engine) -> None:
                                                                                               0.01, 1.0)  # fmt: skip
     assert agentic.replay_max_output_tokens == 16
     assert (agentic.replay_trace_version, agentic.replay_prompt_salt) == ("ab" * 32, "0-c2")  # read as text
+    # Goodput per SLO tier: the stored object, as its JSON text, by either database (orchestrator.analysis.capacity).
+    assert agentic.slo_goodput is not None
+    assert json.loads(agentic.slo_goodput) == {"interactive": {"ttft_ms": 2000.0, "interactivity": 60.0, "share": 0.75}}
     # How its settings depart from AgentX's (recipes.schema.agentx_differences), from the stored snapshot.
     assert agentic.replay_agentx_differences is not None and "time_scale 0.01 (AgentX: 1.0)" in (
         agentic.replay_agentx_differences
