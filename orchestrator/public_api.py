@@ -31,7 +31,7 @@ from sqlalchemy import Engine
 
 from db import reads
 from db.session import open_session
-from orchestrator.analysis.capacity import capacities
+from orchestrator.analysis.capacity import capacities, split_readable
 from orchestrator.analysis.coverage import chips_to_cover, chips_without_results, coverage
 from orchestrator.analysis.economics import (
     DEFAULT_TIER,
@@ -46,6 +46,7 @@ from orchestrator.analysis.public_results import (
     NOT_MEASUREMENTS,
     SHOWN_BY_DEFAULT,
     default_view,
+    every_run_of,
     results_frame,
     run_path,
 )
@@ -339,7 +340,7 @@ def _envelopes(frame: Any, registry: Mapping[str, Hardware], local_hosts: frozen
     if shown.empty:
         return []
     rows = list(shown.itertuples(index=False))
-    history = list(frame[frame["fingerprint"].isin(shown["fingerprint"].unique())].itertuples(index=False))
+    history = every_run_of(frame, shown)
     reference = default_reference(rows)
     items: list[EnvelopeItem] = []
     for tier in TCO_TIERS:
@@ -351,17 +352,12 @@ def _envelopes(frame: Any, registry: Mapping[str, Hardware], local_hosts: frozen
 def _capacity(frame: Any, registry: Mapping[str, Hardware], local_hosts: frozenset[str]) -> list[CapacityItem]:
     """The Capacity page as it opens: its default view, every SLO tier, the default TCO tier."""
     shown = default_view(frame, local_hosts)
-    if shown.empty:
-        return []
-    readable = shown[shown.groupby(["fingerprint", "sweep"])["ttft_p90_ms"].transform(lambda v: v.notna().any())]
-    labels = dict(zip(zip(readable["fingerprint"], readable["sweep"], strict=True), readable["configuration"],
-                      strict=True))  # fmt: skip
-    read = capacities(list(readable.itertuples(index=False)), list(load_slo_tiers().values()), dict(registry),
-                      DEFAULT_TIER)  # fmt: skip
+    readable, _ = split_readable(list(shown.itertuples(index=False)))
+    read = capacities(readable, list(load_slo_tiers().values()), dict(registry), DEFAULT_TIER)
     return [
         CapacityItem(
-            configuration=labels[(item.fingerprint, item.sweep)], recipe=item.recipe, hardware=item.hardware,
-            sweep=item.sweep, tier=item.tier, agents=item.agents, basis=item.basis, explanation=item.explanation,
+            configuration=item.configuration, recipe=item.recipe, hardware=item.hardware, sweep=item.sweep,
+            tier=item.tier, agents=item.agents, basis=item.basis, explanation=item.explanation,
             accelerators=item.accelerators, per_accelerator=item.per_accelerator,
             per_all_in_kw=_number(item.per_all_in_kw), per_usd_hour=_number(item.per_usd_hour),
         )

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from orchestrator.analysis.envelope import configuration_label
 from recipes.hardware import Hardware
 from recipes.slo import SloTier
 
@@ -66,6 +67,7 @@ class Capacity:
     """The agents one configuration serves at one tier, how that was read, and per accelerator, kW and $/hr."""
 
     recipe: str
+    configuration: str  # readable label (the results' `configuration` column, else the recipe name)
     hardware: str
     sweep: str
     tier: str
@@ -162,6 +164,17 @@ def _figures(level: LoadLevel) -> str:
     return f"{ttft}, {speed}"
 
 
+def split_readable(rows: Sequence[Any]) -> tuple[list[Any], int]:
+    """The rows of the configurations (fingerprint, sweep) whose results state a TTFT p90 somewhere, which every tier
+    reads, and how many configurations state none (imported InferenceX rows publish p50 and p99 only): those are left
+    out of a view of many configurations rather than shown as serving no agent."""
+    groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for row in rows:
+        groups[(row.fingerprint, row.sweep)].append(row)
+    readable = [members for members in groups.values() if _median([row.ttft_p90_ms for row in members]) is not None]
+    return [row for members in readable for row in members], len(groups) - len(readable)
+
+
 def capacities(
     rows: Sequence[Any], tiers: Sequence[SloTier], hardware: dict[str, Hardware], tco_tier: str
 ) -> list[Capacity]:
@@ -182,6 +195,7 @@ def capacities(
             result.append(
                 Capacity(
                     recipe=first.recipe,
+                    configuration=configuration_label(first),
                     hardware=first.hardware,
                     sweep=str(sweep),
                     tier=tier.name,

@@ -120,6 +120,12 @@ def default_view(frame: pd.DataFrame, local_hosts: Collection[str]) -> pd.DataFr
     return frame[frame["latest"]]
 
 
+def every_run_of(results: pd.DataFrame, shown: pd.DataFrame) -> list[Any]:
+    """Every run's rows of the configurations `shown` holds, whichever sweeps it keeps (`results` before any filter):
+    the runs and their spread behind each chip's figure (the Overview, TCO and the API's envelopes)."""
+    return list(results[results["fingerprint"].isin(shown["fingerprint"].unique())].itertuples(index=False))
+
+
 def run_path(sweep: str, point_key: str) -> str:
     """The hub's Run detail page of one point (site/views/run_detail.py reads `sweep` and `point`)."""
     return "/run?" + urlencode({"sweep": sweep, "point": point_key})

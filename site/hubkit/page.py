@@ -151,12 +151,6 @@ def validity_counts(frame: pd.DataFrame) -> None:
                        "(imported aggregate rows, projections).")  # fmt: skip
 
 
-def every_run_of(results: pd.DataFrame, shown: pd.DataFrame) -> list[object]:
-    """Every run's rows of the configurations `shown` holds, whichever sweeps it keeps (`results` before the
-    sidebar's filters): the runs and their spread behind each chip's figure."""
-    return list(results[results["fingerprint"].isin(shown["fingerprint"].unique())].itertuples(index=False))
-
-
 def target_control(param: str = "at", help: str = "Speed per user = 1000 / TPOT p50 (ms).") -> float:
     """The target interactivity (tok/s/user) the page reads every configuration at."""
     return controls.number("Target interactivity (tok/s/user)", param, default=DEFAULT_TARGET, min_value=1.0,

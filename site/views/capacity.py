@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from hubkit import charts, controls, data, page
-from orchestrator.analysis.capacity import LoadLevel, capacities
+from orchestrator.analysis.capacity import LoadLevel, capacities, split_readable
 from recipes.slo import SloTier
 
 
@@ -41,24 +41,20 @@ if not names:
     st.stop()
 chosen = [tiers[name] for name in names]
 
-# A configuration whose rows state no TTFT p90 (imported InferenceX rows publish p50 and p99 only) cannot be read.
-readable = frame.groupby(["fingerprint", "sweep"])["ttft_p90_ms"].transform(lambda values: values.notna().any())
-unreadable = frame.loc[~readable, ["fingerprint", "sweep"]].drop_duplicates()
-if len(unreadable):
-    st.caption(f"{len(unreadable):,} configuration(s) left out: their results state no TTFT p90 (imported rows "
-               "publish other percentiles), which every tier reads.")  # fmt: skip
-frame = frame[readable]
-if frame.empty:
+readable, left_out = split_readable(list(frame.itertuples(index=False)))
+if left_out:
+    st.caption(f"{left_out:,} configuration(s) left out: their results state no TTFT p90 (imported rows publish "
+               "other percentiles), which every tier reads.")  # fmt: skip
+if not readable:
     st.info("No configuration here states a TTFT p90: nothing to read capacity from. Sweeps measured by InferSweep "
             "(replays and fixed-length sweeps over concurrency) do.")  # fmt: skip
     st.stop()
 
-read = capacities(list(frame.itertuples(index=False)), chosen, data.hardware_registry(), str(rate.tier))
-labels = frame.drop_duplicates(["fingerprint", "sweep"]).set_index(["fingerprint", "sweep"])["configuration"]
+read = capacities(readable, chosen, data.hardware_registry(), str(rate.tier))
 table = pd.DataFrame(
     [
         {
-            "configuration": labels.get((item.fingerprint, item.sweep), item.recipe), "hardware": item.hardware,
+            "configuration": item.configuration, "hardware": item.hardware,
             "sweep": item.sweep, "tier": item.tier, "agents": item.agents,
             "read": item.basis, "agents per accelerator": page.sig(item.per_accelerator),
             "per all-in kW": page.sig(item.per_all_in_kw), "per $/hr": page.sig(item.per_usd_hour),
@@ -97,7 +93,7 @@ st.subheader("The load levels it rests on")
 levels = pd.DataFrame(
     [
         {
-            "configuration": labels.get((item.fingerprint, item.sweep), item.recipe), "sweep": item.sweep,
+            "configuration": item.configuration, "sweep": item.sweep,
             "concurrency": level.concurrency, "repeats": level.repeats,
             "TTFT p90 ms": page.sig(level.ttft_p90_ms), "tok/s/user p50": page.sig(level.interactivity_p50),
             **{

@@ -17,6 +17,7 @@ import streamlit as st
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
 from orchestrator.analysis.economics import INTERACTIVITY_TIERS, ScorecardCell, default_reference, scorecard
+from orchestrator.analysis.public_results import every_run_of
 
 MISSING = "–"
 NOT_MEASURED = f"{MISSING} (not measured)"
@@ -184,7 +185,7 @@ if following:
 every_run = frame
 frame = page.filtered_or_stop(frame, missing_choice=None if speeds else "Pick at least one interactivity tier.")
 rows = list(frame.itertuples(index=False))
-history = page.every_run_of(every_run, frame)
+history = every_run_of(every_run, frame)
 hardware = sorted(frame["hardware"].unique())
 reference = controls.selectbox("Reference chip", hardware, "reference", default=default_reference(rows),
                                help="Changes are against this chip's cheapest configuration for the same "

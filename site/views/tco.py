@@ -25,6 +25,7 @@ from orchestrator.analysis.economics import (
     chip_ratios,
     costs_at,
 )
+from orchestrator.analysis.public_results import every_run_of
 
 
 def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], CostRead]:
@@ -123,7 +124,7 @@ frame = page.filtered_or_stop(frame)
 costs = costs_at(frame.itertuples(index=False), target, data.hardware_registry(), rate)
 # Bars compare chips for one model, precision and workload: each chip along its envelope.
 chips = chip_costs_at(frame.itertuples(index=False), target, data.hardware_registry(), rate,
-                      history=page.every_run_of(every_run, frame))  # fmt: skip
+                      history=every_run_of(every_run, frame))  # fmt: skip
 best = priced_chips(chips, kind)
 table = best_table(best, kind)
 

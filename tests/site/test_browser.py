@@ -25,6 +25,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -480,13 +481,40 @@ def test_a_link_cannot_deface_the_page_with_markdown(
         _assert_clean(tab, observed, path)
 
 
+@contextmanager
+def _streamlit(entry: Path, public: bool = False) -> Iterator[str]:
+    """A Streamlit app of the test's own (`entry`), served as `infersweep site` serves the hub (`streamlit_argv`);
+    yields its address once it answers, stops it after."""
+    from orchestrator.cli.site import streamlit_argv
+    from orchestrator.site_warmup import wait_until_healthy
+
+    port = pick_free_port()
+    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", entry, public=public), cwd=entry.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_until_healthy(base, timeout_s=60), f"{entry} was not served within 60 s"
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@contextmanager
+def _new_page(browser_context: tuple[BrowserContext, Observed]) -> Iterator[Page]:
+    page = browser_context[0].new_page()
+    try:
+        yield page
+    finally:
+        page.close()
+
+
 @pytest.mark.parametrize("public", [False, True], ids=["this-machine", "public"])
 def test_a_public_hub_shows_no_error_details(
     browser_context: tuple[BrowserContext, Observed], tmp_path: Path, public: bool
 ) -> None:
     """A page that fails on a public hub says that it failed, never the exception, its message or the server's
     file paths (the traceback goes to the server's log); on this machine the details help whoever runs it."""
-    from orchestrator.cli.site import streamlit_argv
 
     (tmp_path / "app.py").write_text(
         "import streamlit as st\nst.title('Failing page')\n"
@@ -494,27 +522,11 @@ def test_a_public_hub_shows_no_error_details(
     )
     # Served as `infersweep site` serves the hub: through an st.App entry, as site/server.py does.
     (tmp_path / "server.py").write_text("import streamlit as st\napp = st.App('app.py')\n")
-    port = pick_free_port()
-    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", tmp_path / "server.py", public=public), cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    context, _observed = browser_context
-    page = context.new_page()
-    try:
-        deadline = time.monotonic() + 60
-        while server.poll() is None and time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.25)
-        page.goto(f"http://127.0.0.1:{port}/", timeout=PAGE_TIMEOUT_MS)
+    with _streamlit(tmp_path / "server.py", public) as base, _new_page(browser_context) as page:
+        page.goto(base, timeout=PAGE_TIMEOUT_MS)
         shown = page.locator('[data-testid="stException"]').first
         shown.wait_for(timeout=PAGE_TIMEOUT_MS)
         text = shown.inner_text()
-    finally:
-        page.close()
-        server.terminate()
-        server.wait(timeout=30)
     if public:
         assert "private-store" not in text and "RuntimeError" not in text and "app.py" not in text, text
     else:
@@ -525,7 +537,6 @@ def test_the_cut_label_check_sees_a_legend_cut_short(
     browser_context: tuple[BrowserContext, Observed], tmp_path: Path
 ) -> None:
     """The check every page passes can fail: a chart whose legend labels are longer than their limit."""
-    from orchestrator.cli.site import streamlit_argv
 
     (tmp_path / "app.py").write_text(
         "import altair as alt\nimport pandas as pd\nimport streamlit as st\n"
@@ -533,24 +544,8 @@ def test_the_cut_label_check_sees_a_legend_cut_short(
         "st.altair_chart(alt.Chart(data).mark_point().encode(x='x', y='y', color=alt.Color('chip', legend="
         "alt.Legend(labelLimit=60))))\n"
     )
-    port = pick_free_port()
-    server = subprocess.Popen(streamlit_argv(port, "127.0.0.1", tmp_path / "app.py"), cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    context, _observed = browser_context
-    page = context.new_page()
-    try:
-        deadline = time.monotonic() + 60
-        while server.poll() is None and time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.25)
-        page.goto(f"http://127.0.0.1:{port}/", timeout=PAGE_TIMEOUT_MS)
+    with _streamlit(tmp_path / "app.py") as base, _new_page(browser_context) as page:
+        page.goto(base, timeout=PAGE_TIMEOUT_MS)
         page.locator(".vega-embed svg text").first.wait_for(timeout=PAGE_TIMEOUT_MS)
         cut = page.evaluate(CUT_LABELS)
-    finally:
-        page.close()
-        server.terminate()
-        server.wait(timeout=30)
     assert cut and cut[0].startswith("gb200") and "b200" not in cut, cut
