@@ -37,6 +37,7 @@ from orchestrator.analysis.economics import (
     DEFAULT_TIER,
     INTERACTIVITY_TIERS,
     GpuHourRate,
+    ReadMemo,
     ScorecardCell,
     default_reference,
     scorecard,
@@ -343,8 +344,9 @@ def _envelopes(frame: Any, registry: Mapping[str, Hardware], local_hosts: frozen
     history = every_run_of(frame, shown)
     reference = default_reference(rows)
     items: list[EnvelopeItem] = []
+    reads: ReadMemo = {}  # a chip's read is the same at every TCO tier: only its price differs
     for tier in TCO_TIERS:
-        cells = scorecard(rows, registry, GpuHourRate(tier), INTERACTIVITY_TIERS, reference, history)
+        cells = scorecard(rows, registry, GpuHourRate(tier), INTERACTIVITY_TIERS, reference, history, reads)
         items.extend(_envelope_item(tier, cell) for cell in cells)
     return items
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -250,17 +250,59 @@ def _unchecked(row: Any) -> bool:
     return not requests_known(int(getattr(row, "completed", 1)), int(getattr(row, "failed", 0)))
 
 
+# Reads already made, by what they were made from (`read_chips`' `memo`).
+ReadMemo = MutableMapping[Hashable, ConfigurationRead]
+
+
 def read_chips(
     rows: Iterable[Any], target: float, key: Callable[[Any], Hashable] = chip_key,
-    history: Iterable[Any] | None = None,
+    history: Iterable[Any] | None = None, memo: ReadMemo | None = None,
 ) -> list[ConfigurationRead]:  # fmt: skip
     """Each chip's envelope read at `target` tok/s/user, one per `key` group of the valid rows.
 
     `history` (default: the rows) holds the runs whose spread is reported for the configurations a read rests on.
+    `memo` keeps each chip's read by the identities of the rows it was made from (`row_identity`), so a caller that
+    reads again after a change that left a chip's rows as they were (the hub: a filter that removed another chip, a
+    tier added) gets that chip's read back instead of working it out again. Only rows of one state of the results
+    may share a memo: an identity stands for the row's content there.
     """
     past = list(history) if history is not None else None
-    reads = [_with_band(members, target, past) for members in envelope.chip_groups(rows, key).values()]
-    return _below_source(reads)
+    groups = envelope.chip_groups(rows, key).values()
+    if memo is None:
+        return _below_source([_with_band(members, target, past) for members in groups])
+    past_by_fingerprint: dict[str, list[Any]] | None = None
+    if past is not None:
+        past_by_fingerprint = {}
+        for row in past:
+            past_by_fingerprint.setdefault(str(row.fingerprint), []).append(row)
+    return _below_source([_remembered(memo, members, target, past_by_fingerprint) for members in groups])
+
+
+def row_identity(row: Any) -> tuple[str, str, int, str | None]:
+    """What names one result row among the results of one state of the store: its sweep, Point key, repeat and
+    projection edge."""
+    return (str(row.sweep), str(row.point_key), int(row.repeat_index), _edge(row))
+
+
+def _remembered(
+    memo: ReadMemo, members: Sequence[Any], target: float, past_by_fingerprint: Mapping[str, list[Any]] | None
+) -> ConfigurationRead:
+    """`_with_band` of one chip through `memo`. The runs behind a read's spread are those of its configurations
+    (`envelope.run_spread` keeps only their fingerprints), so the chip's history is the rows of its members'
+    fingerprints, and the read depends on nothing else."""
+    history = None
+    if past_by_fingerprint is not None:
+        fingerprints = dict.fromkeys(str(row.fingerprint) for row in members)
+        history = [row for fingerprint in fingerprints for row in past_by_fingerprint.get(fingerprint, ())]
+    made_from = (
+        target,
+        tuple(map(row_identity, members)),
+        None if history is None else tuple(map(row_identity, history)),
+    )
+    read = memo.get(made_from)
+    if read is None:
+        read = memo[made_from] = _with_band(members, target, history)
+    return read
 
 
 def _below_source(reads: list[ConfigurationRead]) -> list[ConfigurationRead]:
@@ -660,21 +702,22 @@ def default_reference(rows: Iterable[Any]) -> str | None:
 def scorecard(
     rows: Iterable[Any], registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
     interactivity_tiers: Sequence[float] = INTERACTIVITY_TIERS, reference: str | None = None,
-    history: Iterable[Any] | None = None,
+    history: Iterable[Any] | None = None, memo: ReadMemo | None = None,
 ) -> list[ScorecardCell]:  # fmt: skip
     """Models × hardware (per precision and workload) at each interactivity tier: each chip's $/M output tokens
     read along its envelope (`read_chips`: the best of its configurations at the tier or faster).
 
     The change vs `reference` is (cell $/M output) / (reference's cell $/M output) − 1, given only when
     the reference hardware has a figure for the same model, precision, workload and interactivity.
-    `history` (default: the rows) gives each cell's runs and their spread.
+    `history` (default: the rows) gives each cell's runs and their spread; `memo` as `read_chips` takes it.
     """
     rate = rate or GpuHourRate()
     rows = list(rows)
     past = list(history) if history is not None else None
     cells = []
     for target in interactivity_tiers:
-        chips = {chip_key_of(read): cost_of(read, registry, rate) for read in read_chips(rows, target, history=past)}
+        reads = read_chips(rows, target, history=past, memo=memo)
+        chips = {chip_key_of(read): cost_of(read, registry, rate) for read in reads}
         for key, item in chips.items():
             model, precision, workload, hardware = key
             chosen = item if item.output is not None else None
@@ -712,6 +755,7 @@ __all__ = [
     "CostRead",
     "GpuHourRate",
     "ProfitRead",
+    "ReadMemo",
     "ScorecardCell",
     "best_per",
     "best_profit_per",
@@ -730,6 +774,7 @@ __all__ = [
     "read_chips",
     "read_configuration",
     "read_configurations",
+    "row_identity",
     "scorecard",
     "workload_of",
 ]

@@ -9,6 +9,12 @@ from collections.abc import Iterable, Sequence
 
 import altair as alt
 import pandas as pd
+from altair.utils.schemapi import disable_debug_mode
+
+# Altair checks every part of a chart against the Vega-Lite schema as it is built, then the whole spec again when
+# Streamlit turns the chart into it: the parts' checks were a third of the Pareto explorer's page run (profiled on
+# the public corpus, docs/BENCHMARKS.md). The whole chart is still checked, once, where Streamlit converts it.
+disable_debug_mode()
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
 # Okabe & Ito's eight, with their black as a mid grey: black marks vanish on the dark theme.

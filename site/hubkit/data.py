@@ -6,6 +6,7 @@ The hub never migrates or writes: an empty or brand-new database simply has no r
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy import Engine, inspect
 from db import reads
 from db.session import default_database_url, make_engine, open_session
 from orchestrator.analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
+from orchestrator.analysis.economics import ConfigurationRead, ReadMemo
 from orchestrator.analysis.public_results import results_frame
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
@@ -79,6 +81,33 @@ def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
     """`results` at one `version` of the database (the argument only keys the cache)."""
     with open_session(engine(url)) as session:
         return results_frame(reads.result_columns(session, public=True))
+
+
+# Chip reads kept per state of the results: a scorecard has about 100 chips at three tiers; past this many reads (a
+# reader trying many filters), the older half is dropped.
+READS_KEPT = 20_000
+
+
+class _Reads(dict[Hashable, ConfigurationRead]):
+    """A bounded `ReadMemo`. Viewers share it from their own threads: each step is one dict operation, atomic under
+    the interpreter's lock, and a read made twice at once is simply stored twice."""
+
+    def __setitem__(self, key: Hashable, value: ConfigurationRead) -> None:
+        if len(self) >= READS_KEPT:
+            for old in list(self)[: READS_KEPT // 2]:
+                self.pop(old, None)
+        super().__setitem__(key, value)
+
+
+def chip_reads(url: str) -> ReadMemo:
+    """The chip envelope reads made from the results as they are now (`economics.read_chips`' memo), for every
+    viewer: a filter that leaves a chip's rows as they were gets its read back (the Overview's filter change)."""
+    return _chip_reads(url, version(url))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _chip_reads(url: str, version: tuple[int, ...]) -> ReadMemo:
+    return _Reads()
 
 
 @st.cache_resource

@@ -191,7 +191,8 @@ reference = controls.selectbox("Reference chip", hardware, "reference", default=
                                help="Changes are against this chip's cheapest configuration for the same "
                                "model, precision and workload at the same speed.")  # fmt: skip
 
-cells = scorecard(rows, data.hardware_registry(), rate, sorted(float(v) for v in speeds), reference, history)
+cells = scorecard(rows, data.hardware_registry(), rate, sorted(float(v) for v in speeds), reference, history,
+                  data.chip_reads(data.database_url()))  # fmt: skip
 table = figures(cells)
 
 st.subheader(f"Cost per million output tokens, {rate.label}, vs {reference}")

@@ -23,7 +23,7 @@ def point(interactivity: float, output: float, fingerprint: str, *, concurrency:
         hardware=hardware, engine="dynamo", origin="imported", model="deepseek-r1", precision="fp4",
         workload_kind="fixed-length", isl=8192, osl=1024, concurrency=concurrency, repeat_index=repeat, valid=valid,
         interactivity_p50=interactivity, output_throughput_per_gpu=output, total_token_throughput_per_gpu=output * 9,
-        realized_hit_rate=None, source=None,
+        realized_hit_rate=None, source=None, point_key=f"{fingerprint}-c{concurrency}",
     )  # fmt: skip
 
 
@@ -110,6 +110,28 @@ def test_the_scorecard_names_the_chip_whose_envelope_is_cheapest() -> None:
     assert by_chip["gb200-nvl72"].best.read.served_faster and by_chip["gb200-nvl72"].best.read.read_at == 54
     assert gb200_cost < by_chip["b200"].best.output.usd_per_million
     assert math.isfinite(by_chip["b200"].best.output.usd_per_million)
+
+
+def test_a_memo_gives_back_a_chips_read_while_its_rows_and_runs_are_the_same() -> None:
+    """The hub keeps chip reads across page runs: removing one chip from the filter must give the other chips' reads
+    back unchanged, and a chip whose runs changed must be read again (its spread is different)."""
+    gb200 = [point(54, 2000, "gb200-disagg", concurrency=64), point(60, 1800, "gb200-disagg", concurrency=32)]
+    b200 = [point(40, 900, "b200-tp8", concurrency=64, hardware="b200"),
+            point(70, 400, "b200-tp8", concurrency=16, hardware="b200")]  # fmt: skip
+    earlier_b200 = [point(40, 700, "b200-tp8", concurrency=64, hardware="b200", sweep="s0"),
+                    point(70, 300, "b200-tp8", concurrency=16, hardware="b200", sweep="s0")]  # fmt: skip
+    rate, history = GpuHourRate(custom_usd=2.0), [*gb200, *b200, *earlier_b200]
+    memo: dict[Any, Any] = {}
+    both = scorecard([*gb200, *b200], REGISTRY, rate, (50.0,), history=history, memo=memo)
+    assert both == scorecard([*gb200, *b200], REGISTRY, rate, (50.0,), history=history)
+    assert len(memo) == 2
+    b200_read = next(cell.best.read for cell in both if cell.hardware == "b200")
+    assert b200_read.runs == 2
+    (alone,) = scorecard(b200, REGISTRY, rate, (50.0,), history=history, memo=memo)
+    assert len(memo) == 2 and alone.best.read is b200_read
+    (one_run,) = scorecard(b200, REGISTRY, rate, (50.0,), history=b200, memo=memo)
+    assert len(memo) == 3 and one_run.best.read.runs == 1
+    assert one_run == scorecard(b200, REGISTRY, rate, (50.0,), history=b200)[0]
 
 
 def test_invalid_points_never_enter_the_envelope() -> None:
