@@ -58,3 +58,42 @@ def test_with_the_models_tokenizer_a_chat_prompt_counts_its_tokens_not_its_words
     assert expected > len(text.split())
     assert asyncio.run(_usage(body, "--tokenizer", str(tokenizer_dir)))["prompt_tokens"] == expected
     assert asyncio.run(_usage(body))["prompt_tokens"] == len(text.split())
+
+
+async def _events(path: str, body: dict[str, object], *options: str) -> list[dict[str, object]]:
+    """Every streamed event of one request, parsed."""
+    args = parse_args(["--port", "0", "--model", "sim", "--ttft-ms", "1", "--itl-ms", "0", *options])
+    runner = web.AppRunner(build_app(args), shutdown_timeout=0.5, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        async with ClientSession() as session, session.post(f"http://127.0.0.1:{port}{path}", json=body) as response:
+            return [json.loads(line[6:]) async for line in response.content if line.startswith(b"data: {")]
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_every_token_chunk_is_the_openai_shape_with_its_running_usage(chat: bool) -> None:
+    """The token chunks are written as text, not through json.dumps (the server's speed with no delay): each must
+    still parse to the object, model, choice and, with continuous usage, the counts so far, cached tokens included."""
+    prompt: dict[str, object] = (
+        {"messages": [{"role": "user", "content": "a b c d"}]} if chat else {"prompt": [1, 2, 3, 4, 5, 6, 7, 8]}
+    )
+    body = {"model": "sim", "stream": True, "max_tokens": 3, **prompt,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}  # fmt: skip
+    path = "/v1/chat/completions" if chat else "/v1/completions"
+    events = asyncio.run(_events(path, body, "--prefix-caching", "--block-size", "4"))
+    tokens = [event for event in events if event["choices"] and "role" not in event["choices"][0].get("delta", {})]
+    prompt_tokens = 4 if chat else 8
+    kind = "chat.completion.chunk" if chat else "text_completion"
+    for produced, event in enumerate(tokens, start=1):
+        (choice,) = event["choices"]  # type: ignore[misc]  # a list of one choice
+        piece = choice["delta"]["content"] if chat else choice["text"]
+        assert event["object"] == kind and event["model"] == "sim" and choice["index"] == 0
+        assert piece.startswith(" t") and piece[2:].isdigit()
+        assert event["usage"] == {"prompt_tokens": prompt_tokens, "prompt_tokens_details": {"cached_tokens": 0},
+                                  "completion_tokens": produced, "total_tokens": prompt_tokens + produced}  # fmt: skip
+    assert len(tokens) == 3
