@@ -52,7 +52,7 @@ def point_table(points: pd.DataFrame, x_label: str, y_label: str) -> pd.DataFram
             "source": points["source"], "sweep": points["sweep"], "concurrency": points["concurrency"],
             "repeats": points["repeats"], x_label: points["x"].map(page.sig), y_label: points["y"].map(page.sig),
             "95 % low": points["y_low"].map(page.sig), "95 % high": points["y_high"].map(page.sig),
-            "on frontier": points["frontier"],
+            "on frontier": points["frontier"], "on chip envelope": points["envelope"],
             "tp/ep": points["parallelism"], "offload": points["offload"], "hardware": points["hardware"],
             "engine": points["serving_engine"], "model": points["model"], "precision": points["precision"],
             "$/GPU-hr": points["usd"], "all-in kW/GPU": points["kw"], "validity": points["validity"],
@@ -212,7 +212,7 @@ def derive_y(points: pd.DataFrame, metric: str) -> pd.DataFrame:
 @st.cache_data(max_entries=32, show_spinner=False)
 def plotted(
     url: str, version: tuple[int, ...], rows: str, x_metric: str, y_metric: str, tier: str | None,
-    custom_usd: float | None, frontier_only: bool, _frame: pd.DataFrame,
+    custom_usd: float | None, frontier_only: bool, envelope_only: bool, _frame: pd.DataFrame,
 ) -> dict[str, Any]:  # fmt: skip
     """The points of one view: every point (`points`, reading order), the ones the chart draws (`drawn`, thinned
     above CHART_POINTS, only the columns it encodes) and the notes the page shows about them.
@@ -249,8 +249,13 @@ def plotted(
     chip_frontier = frontier_mask(
         points["hardware"].tolist(), points["x"].tolist(), points["y"].tolist(), (x_axis.maximise, y_axis.maximise)
     )
+    points["envelope"] = chip_frontier
     view["envelopes"] = points.loc[chip_frontier, ["x", "y", "hardware"]].sort_values(["hardware", "x"])
-    if frontier_only:
+    # A point on its chip's envelope is on its configuration's frontier too (no point of the chip beats it), so the
+    # envelope's points are the narrower choice.
+    if envelope_only:
+        points = points[points["envelope"]]
+    elif frontier_only:
         points = points[points["frontier"]]
     points = points.sort_values(["series", "finished", "concurrency"], kind="stable").reset_index(drop=True)
     drawn = points
@@ -305,6 +310,9 @@ page.validity_counts(frame)
 frame = controls.only_valid(frame)
 frontier_only = controls.toggle("Frontier only", "frontier", help="Hide the points another point of the same "
                                 "configuration beats on both axes (its frontier line is always drawn).")  # fmt: skip
+envelope_only = controls.toggle("Chip envelope only", "envelope-only", help="Keep only the points on their chip's "
+                                "envelope: those no configuration of the same chip beats on both axes (the best the "
+                                "chip serves at each speed, and which configuration serves it).")  # fmt: skip
 # Log by default: every y axis is a throughput or a cost, whose chips differ by factors (one fast chip on a linear axis
 # flattens the rest).
 log_y = controls.toggle("Log scale (y)", "logy", default=True, help="A log y axis, so one fast chip does not flatten "
@@ -320,7 +328,7 @@ if frame.empty:
 # worked out once per view and data version: the next viewer of the same link gets it from the cache.
 view = plotted(
     url, data.version(url), hashlib.blake2b(frame.index.to_numpy().tobytes()).hexdigest(), x_metric, y_metric,
-    tier, custom_usd, frontier_only, _frame=frame,
+    tier, custom_usd, frontier_only, envelope_only, _frame=frame,
 )  # fmt: skip
 rate_note, tpot_fallbacks = view["rate_note"], view["tpot_fallbacks"]
 if not view["placed"]:

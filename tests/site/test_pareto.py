@@ -334,3 +334,19 @@ def test_each_chip_envelope_is_the_frontier_over_all_its_configurations(hub_data
     hidden = open_pareto({"envelopes": "0"})
     spec = json.loads((hidden.get("arrow_vega_lite_chart") + hidden.get("vega_lite_chart"))[0].proto.spec)
     assert not [layer for layer in spec.get("layer", []) if layer.get("mark", {}).get("strokeWidth") == 7]
+
+
+def test_chip_envelope_only_keeps_the_points_no_configuration_of_the_chip_beats(hub_database: str) -> None:
+    """Issue 42's "frontier only" per chip. B200's two configurations (ep1, ep6) measure the same two points, (80
+    tok/s/user, 400 tok/s/GPU) and (40, 900): each configuration's frontier holds both of its points, the chip's
+    envelope one of each pair of equal points (the newest)."""
+    from tests.site.hub_fixture import seed_many_configurations
+
+    seed_many_configurations(hub_database)
+    every = table(open_pareto({"hardware": "b200"}))
+    assert len(every) == 4 and every["on frontier"].all() and every["on chip envelope"].sum() == 2
+    assert table(open_pareto({"hardware": "b200", "frontier": "1"}))["on frontier"].sum() == 4
+    envelope = table(open_pareto({"hardware": "b200", "envelope-only": "1"}))
+    assert envelope["on chip envelope"].all()
+    points = sorted(zip(envelope["Interactivity p50 (tok/s/user)"], envelope[THROUGHPUT], strict=True))
+    assert points == [(40.0, 900.0), (80.0, 400.0)]
