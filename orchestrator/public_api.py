@@ -141,7 +141,9 @@ class EnvelopeItem(_View):
     output_throughput_per_gpu: Interval | None = Field(
         ..., description="Output tok/s per accelerator at the tier: mean of repeats with a 95 % interval."
     )
-    runs: int | None = Field(..., description="Runs (sweeps) of the configuration behind the figure.")
+    runs: int | None = Field(
+        ..., description="Runs (sweeps) of the configurations behind the figure that read a figure at the tier alone."
+    )
     usd_per_gpu_hour: float | None = Field(..., description="The chip's TCO per accelerator-hour at this tier.")
     usd_per_million_output: float | None = Field(..., description="$ per million output tokens.")
     usd_per_million_output_low: float | None = Field(..., description="Low end of the cost's 95 % interval.")

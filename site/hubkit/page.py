@@ -68,12 +68,24 @@ def money(value: float) -> str:
 
 
 def runs_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
-    """'3 runs $0.45–0.62' (the spread of $/M output across runs of the configurations the read rests on), or
-    '1 run' where one run is all there is (a single-run figure, marked as such)."""
-    if read.runs <= 1 or read.run_spread is None or not usd_per_gpu_hour:
+    """'3 runs $0.45–0.62' (the spread of $/M output across the runs of the configurations the read rests on that read
+    a figure at its speed), or '1 run' where one run is all there is (a single-run figure, marked as such).
+
+    A figure that rests on configurations measured in different runs joins them, and no single run gave it: 'joins 2
+    runs · alone: 1 run $6.51' says so, with what the runs read alone ('no run alone reaches this speed' if none)."""
+    alone = _spread_text(read, usd_per_gpu_hour)
+    if len(read.sweeps) <= 1:
+        return alone
+    return f"joins {len(read.sweeps)} runs · " + (f"alone: {alone}" if read.runs else "no run alone reaches this speed")
+
+
+def _spread_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
+    if read.run_spread is None or not usd_per_gpu_hour:
         return "1 run" if read.runs <= 1 else f"{read.runs} runs"
     high_tput, low_tput = read.run_spread[1], read.run_spread[0]
     low, high = (cost_per_million_tokens(usd_per_gpu_hour, value) for value in (high_tput, low_tput))
+    if read.runs == 1:  # the figure itself where the read rests on one run; what that run read where it joins runs
+        return "1 run" if len(read.sweeps) <= 1 else f"1 run {money(low)}"
     return f"{read.runs} runs {money(low)}–{money(high)[1:]}"
 
 

@@ -221,13 +221,17 @@ page.illustrative_prices(frame["hardware"], rate)
 scorecard_tab, chart_tab, table_tab = st.tabs(["Scorecard", "Chart", "All figures"], key="tab", bind="query-params",
                                               on_change="rerun")  # fmt: skip
 with scorecard_tab:
-    page.table(grid)
+    # A chip's column is wide (its cost, change, runs and their spread), so several chips scroll sideways: the row's
+    # identity and its answer stay pinned on the left while they do.
+    page.table(grid, column_config={name: st.column_config.Column(pinned=True) for name in grid.columns[:5]})
     controls.csv_download(table, "scorecard")  # the figures as numbers, not the cells' text
     st.caption(
         f"**cheapest**: the chip with the lowest cost in the row. Each chip's cell: the chip's envelope (the best of "
         f"all its configurations at that speed or faster) read at the tier, its change against {reference}, the "
         "runs that measured the configurations it rests on and their spread ('1 run': a single run, no spread "
-        "known), and 'at N tok/s/user' where the chip's slowest measured point is faster than the tier. "
+        "known; 'joins 2 runs' where those configurations were measured in different runs, so no single run gave "
+        "the figure, with what the runs read alone), and 'at N tok/s/user' where the chip's slowest measured point is "
+        "faster than the tier. "
         f"{MISSING} says why there is no figure: no TCO figure for the chip at this tier, outside the measured "
         "range (no configuration measured around that speed; nothing is extrapolated), or not measured. "
         "Imported and simulated results carry their origin in brackets."

@@ -202,3 +202,23 @@ def test_a_local_hosts_results_are_hidden_beside_accelerators_and_shown_on_reque
     shown = open_page("overview", {"local": "1"})
     assert "cpu-local" in set(figures(shown)["hardware"])
     assert any("not an accelerator" in warning.value for warning in shown.sidebar.warning)
+
+
+def test_a_figure_that_joins_two_runs_says_so_with_what_the_runs_read_alone() -> None:
+    """On the public corpus MI355X DeepSeek-R1 FP4 1k/1k at 100 tok/s/user read "$5.16 · 3 runs $6.51–6.51": a figure
+    outside its own spread. It joins two runs' configurations; alone, one run reaches 100 (at $6.51)."""
+    from hubkit.page import runs_text
+    from orchestrator.analysis.economics import GpuHourRate, cost_of, read_chips
+    from orchestrator.analysis.envelope import read_chip
+    from recipes.hardware import load_hardware_registry
+    from tests.unit.orchestrator.analysis.test_envelope import joined_runs
+
+    rows = joined_runs()
+    (read,) = read_chips(rows, 100.0, history=rows)
+    cost = cost_of(read, load_hardware_registry(), GpuHourRate(custom_usd=2.0))
+    alone = read_chip([row for row in rows if row.sweep == "run-2"], 100.0).output.mean
+    assert runs_text(read, cost.usd_per_gpu_hour) == f"joins 2 runs · alone: 1 run ${2.0 / (alone * 0.0036):.3g}"
+    one_run = read_chips(rows[2:], 100.0, history=rows)[0]
+    assert runs_text(one_run, 2.0) == "1 run"
+    (unreachable,) = read_chips(rows, 100.0, history=[])  # no run's own rows: nothing read alone
+    assert runs_text(unreachable, 2.0) == "joins 2 runs · no run alone reaches this speed"

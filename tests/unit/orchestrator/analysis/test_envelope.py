@@ -97,6 +97,28 @@ def test_runs_of_the_configurations_a_read_rests_on_give_their_spread() -> None:
     assert read.runs == 3 and read.run_spread == (235.9, 308.6) and read.rests_on == ("b200-tp4",)
 
 
+def joined_runs() -> list[Any]:
+    """MI355X DeepSeek-R1 FP4 1k/1k on the public corpus, two configurations of two runs: SGLang TP4 (run 1) reaches
+    94.2 tok/s/user, ATOM TP8 (run 2) 107.5. At 100 the chip's envelope runs from SGLang's fastest point to ATOM's."""
+    return [point(80.6, 153.3, "sglang-tp4", concurrency=8, sweep="run-1", hardware="mi355x"),
+            point(94.2, 89.0, "sglang-tp4", concurrency=4, sweep="run-1", hardware="mi355x"),
+            point(90.8, 89.4, "atom-tp8", concurrency=8, sweep="run-2", hardware="mi355x"),
+            point(107.5, 53.0, "atom-tp8", concurrency=4, sweep="run-2", hardware="mi355x")]  # fmt: skip
+
+
+def test_only_runs_that_read_a_figure_at_the_target_count_and_a_read_names_the_runs_it_joins() -> None:
+    """The read at 100 rests on both runs' configurations; alone, run 1 does not reach 100 and run 2 reads lower than
+    the joined figure. 'Two runs' with one figure was what the Overview said."""
+    rows = joined_runs()
+    (read,) = read_chips(rows, 100.0, history=rows)
+    assert read.sweeps == ("run-1", "run-2") and set(read.rests_on) == {"sglang-tp4", "atom-tp8"}
+    spread = run_spread(rows, [row for row in rows if row.fingerprint == "atom-tp8"], 100.0)
+    assert spread.runs == 1 and spread.low == spread.high
+    assert read.runs == 1 and read.run_spread == (spread.low, spread.high)
+    assert read.run_spread[0] < read.output.mean  # the joined figure is above what either run reads alone
+    assert run_spread(rows[:2], rows[:2], 100.0).runs == 0
+
+
 def test_the_scorecard_names_the_chip_whose_envelope_is_cheapest() -> None:
     """The Overview's defect on the real files: GB200 measured only at 54-60 tok/s/user was 'outside the measured
     range' at 50, and a B200 at $2.04 was named cheapest. A chip measured faster than the target serves it."""
