@@ -22,6 +22,8 @@ lock:
 	.lock-venv/bin/pip-compile --quiet --generate-hashes --allow-unsafe --extra dev --strip-extras \
 		--no-emit-index-url --no-emit-find-links --no-header -o requirements.lock pyproject.toml
 	rm -rf .lock-venv
+	$(MAKE) setup
+	$(BIN)/python packaging/hub/lock.py
 
 setup: $(STAMP)
 

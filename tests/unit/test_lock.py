@@ -4,6 +4,7 @@ that its range admits, every pinned package carries the hashes pip checks (`make
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import tomllib
 from pathlib import Path
@@ -60,3 +61,19 @@ def test_workflow_actions_are_pinned_to_a_commit() -> None:
                 if uses and not re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses):
                     unpinned.append(f"{workflow.name}: {uses}")
     assert unpinned == []
+
+
+def test_the_hub_lock_is_the_part_of_the_lock_the_hub_needs_and_is_fresh() -> None:
+    """packaging/hub/requirements.lock (the hub image's) holds the main lock's own lines for what the hub imports and
+    what those require, and nothing only sweeps need; `packaging/hub/lock.py` would write it as it is."""
+    spec = importlib.util.spec_from_file_location("hub_lock", ROOT / "packaging" / "hub" / "lock.py")
+    assert spec is not None and spec.loader is not None
+    hub_lock = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hub_lock)
+    written = (ROOT / "packaging" / "hub" / "requirements.lock").read_text()
+    assert written == hub_lock.hub_lock(), "packaging/hub/requirements.lock is stale: run packaging/hub/lock.py"
+    main, hub = hub_lock.entries((ROOT / "requirements.lock").read_text()), hub_lock.entries(written)
+    assert all(hub[name] == main[name] for name in hub), "a hub entry differs from requirements.lock's"
+    assert {"streamlit", "sqlmodel", "boto3", "psycopg-binary"} <= set(hub)
+    assert not {"ray", "paramiko", "aiohttp", "tokenizers", "grpcio"} & set(hub)
+    assert len(hub) < len(main) / 2

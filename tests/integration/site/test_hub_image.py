@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from orchestrator.site_warmup import wait_until_healthy
 from runners.host.process import pick_free_port
@@ -37,6 +39,7 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 CONTEXT_IGNORE = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache",
                                         "*.egg-info", "tests", "benchmarks", "*.whl")  # fmt: skip
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HUB_LOCK = ROOT / "packaging" / "hub" / "requirements.lock"
 CHEAPEST_CELL = {"tco_tier": "owning_hyperscaler", "model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k",
                  "interactivity": 50.0}  # fmt: skip
 
@@ -79,13 +82,14 @@ def hub_image(docker_daemon: None, tmp_path_factory: pytest.TempPathFactory) -> 
     context = tmp_path_factory.mktemp("hub-image") / "context"
     shutil.copytree(ROOT, context, ignore=CONTEXT_IGNORE)
     wheels = context / "packaging" / "hub" / "wheels"
-    # Built from the copy: pip builds the project in its own tree, and the checkout stays untouched.
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), str(context), "setuptools>=77",
-         "wheel"],
-        capture_output=True, text=True, timeout=1200, check=False,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    # The hub lock's wheels, checked against its hashes (pip's cache holds them after `make setup`), and what building
+    # the project needs; the image installs them again with --require-hashes.
+    for wanted in (["--require-hashes", "-r", str(HUB_LOCK)], ["setuptools>=77", "wheel"]):
+        built = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), *wanted],
+            capture_output=True, text=True, timeout=1200, check=False,
+        )  # fmt: skip
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     digest = hashlib.sha256((context / "packaging" / "hub" / "Dockerfile").read_bytes()).hexdigest()[:12]
     tag = f"infersweep-test/hub:{digest}"
     docker(
@@ -203,6 +207,23 @@ def test_the_hub_in_the_image_cannot_write_its_database(served: tuple[str, str])
     )
     completed = docker("exec", name, "python", "-c", attempt)
     assert "refused:" in completed.stdout and "readonly" in completed.stdout, completed.stdout + completed.stderr
+
+
+def test_the_image_holds_exactly_the_hub_lock_and_nothing_only_sweeps_need(hub_image: str) -> None:
+    """Issue 46: the hub image installed every dependency of the project, Ray and paramiko included, from unpinned
+    ranges. Now its packages are the hub lock's, at its versions (installed with --require-hashes), and the project."""
+    # pip and setuptools are the venv's own tools (ensurepip), not dependencies.
+    listing = ["list", "--format", "freeze", "--exclude", "pip", "--exclude", "setuptools"]
+    listed = docker("run", "--rm", "--entrypoint", "pip", hub_image, *listing)
+    installed = {canonicalize_name(line.split("==")[0]): line.split("==")[1]
+                 for line in listed.stdout.splitlines() if "==" in line}  # fmt: skip
+    installed.pop("infersweep", None)
+    # pip list shows the editable project as `infersweep==0.1.0`; what is left must be the lock, exactly.
+    pinned = dict(re.findall(r"^([a-z0-9._-]+)==(\S+) \\$", HUB_LOCK.read_text(), flags=re.MULTILINE))
+    assert installed == {canonicalize_name(name): version for name, version in pinned.items()}
+    for absent in ("ray", "paramiko", "aiohttp", "tokenizers"):
+        tried = docker("run", "--rm", "--entrypoint", "python", hub_image, "-c", f"import {absent}", check=False)
+        assert tried.returncode != 0 and "ModuleNotFoundError" in tried.stderr, (absent, tried.stderr[-500:])
 
 
 def test_the_image_needs_public_to_listen_beyond_loopback(hub_image: str) -> None:
