@@ -56,6 +56,42 @@ def results(url: str) -> pd.DataFrame:
     return _results(url, version(url))
 
 
+def rows_of(url: str, frame: pd.DataFrame) -> list[Any]:
+    """The rows of `frame`, a selection of `results(url)`'s rows (the controls only ever drop rows), as the tuples the
+    analysis reads: taken from the ones made once per state of the results, not made again on every page run (a
+    tenth of the Overview's run on the public corpus)."""
+    every = _result_rows(url, version(url))
+    positions = every.index.get_indexer(frame.index)
+    if list(frame.columns) != every.columns or (positions < 0).any():  # not a plain selection: made here
+        return list(frame.itertuples(index=False))
+    return [every.rows[position] for position in positions]
+
+
+def every_run_of(url: str, shown: pd.DataFrame) -> list[Any]:
+    """`public_results.every_run_of` of `results(url)` and `shown`: every run's rows of the configurations shown, from
+    the rows kept per state of the results, grouped by configuration (the order a read's runs do not depend on)."""
+    by_fingerprint = _result_rows(url, version(url)).by_fingerprint
+    return [row for fingerprint in shown["fingerprint"].unique() for row in by_fingerprint.get(fingerprint, ())]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    columns: list[str]
+    index: pd.Index  # `results`' row labels, in the order of `rows`
+    rows: list[Any]
+    by_fingerprint: dict[str, list[Any]]
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _result_rows(url: str, version: tuple[int, ...]) -> _Rows:
+    frame = results(url)
+    rows = list(frame.itertuples(index=False))
+    by_fingerprint: dict[str, list[Any]] = {}
+    for row in rows:
+        by_fingerprint.setdefault(str(row.fingerprint), []).append(row)
+    return _Rows(list(frame.columns), frame.index, rows, by_fingerprint)
+
+
 def replay_breakdowns(url: str, keys: tuple[tuple[str, str], ...]) -> dict[tuple[str, str], dict[str, Any]]:
     """The by-turn and by-context figures of the replay Points named by (sweep, point key)."""
     return _replay_breakdowns(url, version(url), keys)

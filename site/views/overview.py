@@ -17,7 +17,6 @@ import streamlit as st
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
 from orchestrator.analysis.economics import INTERACTIVITY_TIERS, ScorecardCell, default_reference, scorecard
-from orchestrator.analysis.public_results import every_run_of
 
 MISSING = "–"
 NOT_MEASURED = f"{MISSING} (not measured)"
@@ -182,10 +181,9 @@ if following:
     fixed, shown = (", ".join(map(tier_label, values)) for values in (INTERACTIVITY_TIERS, following))
     st.caption(f"None of the fixed tiers ({fixed} tok/s/user) lies within the measured range, so tiers from the data "
                f"are shown: {shown}.")  # fmt: skip
-every_run = frame
 frame = page.filtered_or_stop(frame, missing_choice=None if speeds else "Pick at least one interactivity tier.")
-rows = list(frame.itertuples(index=False))
-history = every_run_of(every_run, frame)
+rows = data.rows_of(data.database_url(), frame)
+history = data.every_run_of(data.database_url(), frame)
 hardware = sorted(frame["hardware"].unique())
 reference = controls.selectbox("Reference chip", hardware, "reference", default=default_reference(rows),
                                help="Changes are against this chip's cheapest configuration for the same "

@@ -25,7 +25,6 @@ from orchestrator.analysis.economics import (
     chip_ratios,
     costs_at,
 )
-from orchestrator.analysis.public_results import every_run_of
 
 
 def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], CostRead]:
@@ -118,13 +117,13 @@ rate = page.rate_control()
 kind = str(controls.selectbox("Tokens", list(TOKEN_KINDS), "tokens", default="output",
                               help="output: generated tokens; input: prompt tokens; total: both. The whole "
                               "$/GPU-hr is charged to the kind chosen."))  # fmt: skip
-every_run = frame
 frame = page.filtered_or_stop(frame)
 
-costs = costs_at(frame.itertuples(index=False), target, data.hardware_registry(), rate)
+rows = data.rows_of(data.database_url(), frame)
+costs = costs_at(rows, target, data.hardware_registry(), rate)
 # Bars compare chips for one model, precision and workload: each chip along its envelope.
-chips = chip_costs_at(frame.itertuples(index=False), target, data.hardware_registry(), rate,
-                      history=every_run_of(every_run, frame))  # fmt: skip
+chips = chip_costs_at(rows, target, data.hardware_registry(), rate,
+                      history=data.every_run_of(data.database_url(), frame))  # fmt: skip
 best = priced_chips(chips, kind)
 table = best_table(best, kind)
 
