@@ -146,8 +146,26 @@ def store_from_environment() -> ArtifactStore:
     return LocalArtifactStore(root)
 
 
+# A second staging folder, on another disk: where artifacts are staged when the data directory's disk is full, so
+# a finished Point keeps its evidence (pending upload) instead of stopping the sweep.
+STAGING_SPARE_ENV = "INFERSWEEP_STAGING_SPARE"
+
+
 def staging_dir() -> Path:
     """Where artifacts are written before they are stored, each under its content hash (removed once stored)."""
     path = data_dir() / "staging"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def staging_dirs() -> list[Path]:
+    """The staging folders in the order they are tried: the data directory's, then the spare (`STAGING_SPARE_ENV`)
+    where one is named."""
+    spare = os.environ.get(STAGING_SPARE_ENV)
+    return [staging_dir(), *([Path(spare)] if spare else [])]
+
+
+def is_staged(path: Path) -> bool:
+    """Whether `path` is a staged copy (in a staging folder), and so ours to remove once stored."""
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(folder.resolve()) for folder in staging_dirs())

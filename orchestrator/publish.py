@@ -34,7 +34,7 @@ from db.models import (
     SweepRow,
 )
 from db.session import make_engine, migrate, open_session
-from orchestrator.artifacts import ArtifactStore, content_key, staging_dir
+from orchestrator.artifacts import ArtifactStore, content_key, is_staged
 from orchestrator.public_api import API_PREFIX, build_views, write_views
 from recipes.errors import InferSweepError, InfrastructureError
 
@@ -83,8 +83,7 @@ class ArtifactIntegrityError(InferSweepError):
 
 def _unstage(session: Session, local: Path) -> None:
     """Remove a stored artifact's staged copy, unless another pending artifact has the same bytes staged there."""
-    staging = staging_dir().resolve()
-    if not local.resolve().is_relative_to(staging):
+    if not is_staged(local):
         return  # an engine log in its job's directory: not ours to remove
     if recording.pending_artifacts_at(session, str(local)):
         return

@@ -38,7 +38,7 @@ from db.faults import disk_full
 from db.lifecycle import JobState, PointState, SweepState
 from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRow
 from db.session import open_session
-from orchestrator.artifacts import ArtifactStore, content_key, staging_dir, store_from_environment
+from orchestrator.artifacts import STAGING_SPARE_ENV, ArtifactStore, content_key, staging_dirs, store_from_environment
 from orchestrator.publish import upload_artifacts
 from recipes.errors import InfrastructureError, problem
 from recipes.hardware import load_hardware_registry
@@ -59,26 +59,35 @@ def _stage(kind: str, suffix: str, write: Callable[[Path], object], what: str, n
 
     A name of its own per content, never per Point: a later sweep of the same recipe writes other bytes to
     another file, so a pending upload can never pick up somebody else's bytes (it once did, under
-    `<kind>-<point key>`). Written to a unique partial file first, then renamed: never half a file."""
-    partial = staging_dir() / f".{kind}-{uuid.uuid4().hex}{suffix}.partial"
-    try:
-        write(partial)
-        digest = sha256_of(partial)
-        target = staging_dir() / kind / (f"{digest}/{name}" if name else f"{digest}{suffix}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(partial, target)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        if disk_full(error):
-            # Nothing more can be kept: the sweep stops here, named for what it is (a re-run resumes).
-            raise InfrastructureError(
-                f"the disk is full: the {kind} of {what} could not be staged in {staging_dir()}; free space and "
-                "run the same command again (every Point recorded before is kept)",
-                retryable=False,
-            ) from error
-        log.warning("could not stage the %s of %s: %s", kind, what, error)
-        return None
-    return target
+    `<kind>-<point key>`). Written to a unique partial file first, then renamed: never half a file. On a full disk
+    the next staging folder is tried (`staging_dirs`: the spare, where one is named)."""
+    full = []
+    for folder in staging_dirs():
+        partial = folder / f".{kind}-{uuid.uuid4().hex}{suffix}.partial"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write(partial)
+            digest = sha256_of(partial)
+            target = folder / kind / (f"{digest}/{name}" if name else f"{digest}{suffix}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(partial, target)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            if disk_full(error):
+                full.append(str(folder))
+                continue
+            log.warning("could not stage the %s of %s: %s", kind, what, error)
+            return None
+        if full:
+            log.warning("staged the %s of %s in %s: the disk of %s is full", kind, what, folder, ", ".join(full))
+        return target
+    # Nothing more can be kept: the sweep stops here, named for what it is (a re-run resumes).
+    spare = "" if len(full) > 1 else f" (name a folder on another disk in {STAGING_SPARE_ENV} to stage there instead)"
+    raise InfrastructureError(
+        f"the disk is full: the {kind} of {what} could not be staged in {' or '.join(full)}; free space and run the "
+        f"same command again (every Point recorded before is kept){spare}",
+        retryable=False,
+    )
 
 
 def _stage_records(outcome: PointOutcome) -> Path | None:

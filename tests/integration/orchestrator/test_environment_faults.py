@@ -104,3 +104,48 @@ def test_a_full_disk_under_the_database_stops_at_once_naming_it(small_disk: Path
     line = one_error_line(result)
     assert "the disk holding the results database is full" in line, line
     assert "connection lost" not in result.stderr
+
+
+def test_a_full_disk_under_staging_stages_on_the_spare_and_the_bytes_stay_pending(
+    small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: an artifact that could not be staged (disk full) stopped the sweep and its bytes were not kept. With a
+    spare staging folder on another disk it is staged there and stays pending until it is stored; without one, the
+    error says so."""
+    from db import recording
+    from db.session import make_engine, migrate, open_session
+    from orchestrator.artifacts import LocalArtifactStore
+    from orchestrator.publish import publish_pending
+    from orchestrator.recorder import Recorder
+    from recipes.errors import InfrastructureError
+
+    class StoreDown:
+        def put(self, local_path: Path, key: str, overwrite: bool = False) -> str:
+            raise InfrastructureError("the store is down")
+
+    monkeypatch.setenv("INFERSWEEP_HOME", str(small_disk / "home"))
+    engine = make_engine(f"sqlite:///{tmp_path / 'results.db'}")  # the database on another disk
+    migrate(engine)
+    (small_disk / "home" / "staging").mkdir(parents=True)
+    stats = os.statvfs(small_disk)
+    (small_disk / "filler").write_bytes(b"x" * (stats.f_bavail * stats.f_frsize - 16 * 1024))
+    log = tmp_path / "engine-0.log"
+    log.write_bytes(os.urandom(256 * 1024))  # more than the little left on the full disk
+    recorder = Recorder(engine, "full-staging", store=StoreDown())  # type: ignore[arg-type]
+    with pytest.raises(InfrastructureError, match=r"the disk is full: .* INFERSWEEP_STAGING_SPARE"):
+        recorder.store_file(log, "engine-log")
+
+    spare = tmp_path / "spare"
+    monkeypatch.setenv("INFERSWEEP_STAGING_SPARE", str(spare))
+    artifact = recorder.store_file(log, "engine-log")
+    recorder.close()
+    assert artifact is not None and artifact.status == "pending"
+    staged = Path(artifact.local_path)
+    assert staged.is_relative_to(spare) and staged.read_bytes() == log.read_bytes()
+    assert [path for path in (small_disk / "home" / "staging").rglob("*") if path.is_file()] == []  # no half file
+
+    assert publish_pending(engine, LocalArtifactStore(tmp_path / "store")) == (1, 0)
+    assert (tmp_path / "store" / artifact.key).read_bytes() == log.read_bytes()
+    assert not staged.exists()  # the spare's copy is removed once stored, as staging's is
+    with open_session(engine) as session:
+        assert recording.pending_artifacts(session) == []
