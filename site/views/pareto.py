@@ -373,7 +373,7 @@ if not as_table:
         envelopes = envelopes[envelopes["y"] > 0] if log_y else envelopes
         envelope_lines = (
             alt.Chart(envelopes)
-            .mark_line(strokeWidth=7, opacity=0.25, strokeCap="round")
+            .mark_line(strokeWidth=7, opacity=0.25, strokeCap="round", interpolate=charts.CURVE)
             # The chips' legend takes this first layer's look: whole circles, not pale wide strokes.
             .encode(x="x:Q", y=alt.Y("y:Q", scale=y_scale), detail="hardware:N", order="x:Q",
                     color=charts.chip_colour(drawn["hardware"]).legend(symbolOpacity=1, symbolType="circle"))

@@ -303,6 +303,8 @@ def test_frontier_lines_are_drawn_by_default_on_a_log_y_and_a_linear_option_from
     layers = spec(open_pareto({"envelopes": "0"}))["layer"]
     lines = [layer for layer in layers if layer["mark"]["type"] == "line"]
     assert len(lines) == 1 and lines[0]["transform"] == [{"filter": "datum.frontier"}]
+    # Drawn as the figures are read between points (a monotone cubic), not as straight segments.
+    assert lines[0]["mark"]["interpolate"] == "monotone"
     # Every y axis is a throughput or a cost: log by default (issue 42), linear from 0 on request.
     points = next(layer for layer in layers if layer["mark"]["type"] == "point")
     assert points["encoding"]["y"]["scale"]["type"] == "log"
