@@ -236,3 +236,27 @@ def test_compare_json_gives_each_chip_the_figures_the_overview_shows(hub_databas
     assert chips[0]["usd_per_million_output"] == pytest.approx(0.9, abs=0.01)
     bad = run_cli("compare", "--at-interactivity", "50", "--precision", "fp16", "--json")
     assert bad.returncode != 0 and "--precision" in bad.stderr and "fp4" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_after_a_filter_change_every_figure_is_what_a_fresh_page_reads(hub_database: str) -> None:
+    """The hub keeps chip reads per state of the results and gives them back after a filter change
+    (`economics.read_chips`' memo): the figures after removing a chip must be those a page opened afresh on the same
+    link reads, with every cache emptied first."""
+    import streamlit as st
+
+    imported = run_cli("import", "inferencex", *SAMPLE)
+    assert imported.returncode == 0, imported.stderr
+
+    def figures(app: object) -> pd.DataFrame:
+        return next(frame.value for frame in app.dataframe if "$/M output tokens" in frame.value.columns)  # type: ignore[attr-defined]
+
+    app = open_page("overview", {"tab": "All figures"})
+    chips = list(app.multiselect(key="param-hardware").value)
+    assert len(chips) > 2
+    app.multiselect(key="param-hardware").set_value(chips[1:]).run()
+    changed = figures(app)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    fresh = figures(open_page("overview", {"tab": "All figures", "hardware": chips[1:]}))
+    assert set(changed["hardware"]) == set(chips[1:])
+    pd.testing.assert_frame_equal(changed.reset_index(drop=True), fresh.reset_index(drop=True))
