@@ -15,7 +15,8 @@ from runners.host.generated_model import ensure_generated_model
 pytestmark = pytest.mark.timeout(30)
 
 
-async def _usage(body: dict[str, object], *options: str) -> dict[str, int]:
+async def _events(path: str, body: dict[str, object], *options: str) -> list[dict[str, object]]:
+    """Every streamed event of one request, parsed."""
     args = parse_args(["--port", "0", "--model", "sim", "--ttft-ms", "1", "--itl-ms", "0", *options])
     runner = web.AppRunner(build_app(args), shutdown_timeout=0.5, access_log=None)
     await runner.setup()
@@ -23,19 +24,17 @@ async def _usage(body: dict[str, object], *options: str) -> dict[str, int]:
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         port = runner.addresses[0][1]
-        async with (
-            ClientSession() as session,
-            session.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body) as response,
-        ):
-            usage = None
-            async for line in response.content:
-                text = line.decode().strip()
-                if text.startswith("data: {"):
-                    usage = json.loads(text[6:]).get("usage") or usage
-        assert usage is not None
-        return usage
+        async with ClientSession() as session, session.post(f"http://127.0.0.1:{port}{path}", json=body) as response:
+            return [json.loads(line[6:]) async for line in response.content if line.startswith(b"data: {")]
     finally:
         await runner.cleanup()
+
+
+async def _usage(body: dict[str, object], *options: str) -> dict[str, int]:
+    """The last usage a chat request's stream reported."""
+    usage = [event["usage"] for event in await _events("/v1/chat/completions", body, *options) if event.get("usage")]
+    assert usage
+    return usage[-1]  # type: ignore[return-value]  # a usage object of counts
 
 
 @pytest.mark.parametrize(("limit", "expected"), [({"max_completion_tokens": 5}, 5), ({"max_tokens": 7}, 7), ({}, 16)])
@@ -58,21 +57,6 @@ def test_with_the_models_tokenizer_a_chat_prompt_counts_its_tokens_not_its_words
     assert expected > len(text.split())
     assert asyncio.run(_usage(body, "--tokenizer", str(tokenizer_dir)))["prompt_tokens"] == expected
     assert asyncio.run(_usage(body))["prompt_tokens"] == len(text.split())
-
-
-async def _events(path: str, body: dict[str, object], *options: str) -> list[dict[str, object]]:
-    """Every streamed event of one request, parsed."""
-    args = parse_args(["--port", "0", "--model", "sim", "--ttft-ms", "1", "--itl-ms", "0", *options])
-    runner = web.AppRunner(build_app(args), shutdown_timeout=0.5, access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        async with ClientSession() as session, session.post(f"http://127.0.0.1:{port}{path}", json=body) as response:
-            return [json.loads(line[6:]) async for line in response.content if line.startswith(b"data: {")]
-    finally:
-        await runner.cleanup()
 
 
 @pytest.mark.parametrize("chat", [True, False])
