@@ -16,6 +16,7 @@ from sqlalchemy import Engine, inspect
 
 from db import reads
 from db.session import default_database_url, make_engine, open_session
+from orchestrator.analysis import public_results
 from orchestrator.analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
 from orchestrator.analysis.economics import ConfigurationRead, ReadMemo
 from orchestrator.analysis.public_results import results_frame
@@ -68,10 +69,8 @@ def rows_of(url: str, frame: pd.DataFrame) -> list[Any]:
 
 
 def every_run_of(url: str, shown: pd.DataFrame) -> list[Any]:
-    """`public_results.every_run_of` of `results(url)` and `shown`: every run's rows of the configurations shown, from
-    the rows kept per state of the results, grouped by configuration (the order a read's runs do not depend on)."""
-    by_fingerprint = _result_rows(url, version(url)).by_fingerprint
-    return [row for fingerprint in shown["fingerprint"].unique() for row in by_fingerprint.get(fingerprint, ())]
+    """`public_results.every_run_of` of `results(url)` and `shown`, from the rows kept per state of the results."""
+    return public_results.every_run_of(_result_rows(url, version(url)).by_configuration, shown)
 
 
 @dataclass(frozen=True)
@@ -79,17 +78,14 @@ class _Rows:
     columns: list[str]
     index: pd.Index  # `results`' row labels, in the order of `rows`
     rows: list[Any]
-    by_fingerprint: dict[str, list[Any]]
+    by_configuration: dict[str, list[Any]]
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _result_rows(url: str, version: tuple[int, ...]) -> _Rows:
     frame = results(url)
     rows = list(frame.itertuples(index=False))
-    by_fingerprint: dict[str, list[Any]] = {}
-    for row in rows:
-        by_fingerprint.setdefault(str(row.fingerprint), []).append(row)
-    return _Rows(list(frame.columns), frame.index, rows, by_fingerprint)
+    return _Rows(list(frame.columns), frame.index, rows, public_results.by_configuration(rows))
 
 
 def replay_breakdowns(url: str, keys: tuple[tuple[str, str], ...]) -> dict[tuple[str, str], dict[str, Any]]:
