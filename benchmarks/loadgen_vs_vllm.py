@@ -111,7 +111,8 @@ def main() -> None:
         console.print(f"{shape}: CPU per request ours/vLLM = {cpu:.2f} (target <= {CPU_TARGET}): {met}")
     console.print(f"load average at end: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
     console.print(
-        "Both clients share 2 cores with the server: requests/s is bounded by the server, CPU-s is each client's own."
+        f"The clients share {os.cpu_count()} cores with the server. Server CPU (1.0 = one core) says who set the pace:"
+        " near 1.0 the server, below it the client. CPU-s is each client's own."
     )
 
 
