@@ -88,10 +88,15 @@ DRAWN = """() => {
 
 
 # A filter change as a reader makes it: one chip removed from the sidebar's Hardware filter. The clock runs from the
-# click until the page's script has run again and finished (Streamlit's script state: running, then notRunning).
+# reader's press on the chip's remove button (the pointerdown event's own time stamp) until the page's script has run
+# again and finished (Streamlit's script state: running, then notRunning). Playwright's click first checks the button
+# is visible, stable over two animation frames and not covered, with round trips to the browser between: that time is
+# the driver's, not the page's, and is reported beside as "from the driver's call".
 RERUN = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
-    window.__change = {clicked: performance.now()};
+    window.__change = {called: performance.now()};
+    document.addEventListener('pointerdown', (event) => { window.__change.clicked = event.timeStamp; },
+                              {capture: true, once: true});
     new MutationObserver(() => {
         const state = app.getAttribute('data-test-script-state');
         if (state === 'running' && !('running' in window.__change)) window.__change.running = performance.now();
@@ -102,8 +107,9 @@ RERUN = """() => {
 }"""
 
 
-def filter_change(page: Any, timeout_s: float = 120) -> float:
-    """Seconds from removing the last chip of the Hardware filter until the page's script finished again."""
+def filter_change(page: Any, timeout_s: float = 120) -> tuple[float, float]:
+    """Seconds from the press on the last chip's remove button of the Hardware filter until the page's script
+    finished again, and from the driver's call to click it."""
     hardware = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(has_text="Hardware")
     remove = hardware.first.locator('button[aria-label^="Remove "]').last
     remove.wait_for(timeout=timeout_s * 1000)
@@ -111,7 +117,7 @@ def filter_change(page: Any, timeout_s: float = 120) -> float:
     remove.click()
     page.wait_for_function("() => 'finished' in window.__change", timeout=timeout_s * 1000)
     change = page.evaluate("window.__change")
-    return (change["finished"] - change["clicked"]) / 1000
+    return (change["finished"] - change["clicked"]) / 1000, (change["finished"] - change["called"]) / 1000
 
 
 def _configurations(count: int) -> list[dict[str, Any]]:
@@ -244,7 +250,7 @@ def view(context: Any, base: str, timeout_s: float = 300, then_filter: bool = Fa
     milestones = {name: ms / 1000 for name, ms in page.evaluate("window.__hub").items()}
     milestones["canvas"] = float(page.locator(".vega-embed canvas").count() > 0)
     if then_filter:
-        milestones["filter_change"] = filter_change(page, timeout_s)
+        milestones["filter_change"], milestones["filter_change_call"] = filter_change(page, timeout_s)
     page.close()
     return milestones
 
@@ -261,7 +267,7 @@ def overview_view(context: Any, base: str, timeout_s: float = 300, then_filter: 
     milestones = {name: ms / 1000 for name, ms in page.evaluate("window.__hub").items()}
     milestones["rendered"] = max(milestones["table"], milestones["finished"])
     if then_filter:
-        milestones["filter_change"] = filter_change(page, timeout_s)
+        milestones["filter_change"], milestones["filter_change_call"] = filter_change(page, timeout_s)
     page.close()
     return milestones
 
@@ -338,8 +344,10 @@ def overview_on_the_sample(browser: Any, home: Path, runs: int, rows: Path) -> N
         changes = (times["filter_change"], peer["filter_change"])
         changed = "MET" if max(changes) <= FILTER_CHANGE_S else "NOT MET"
         print(f"run {run}: a filter change (one chip removed from Hardware) ran and finished in {changes[0]:.2f} s on "
-              f"the Overview and {changes[1]:.2f} s on the Pareto explorer (target {FILTER_CHANGE_S:g} s each, "
-              f"issue 42): {changed}; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+              f"the Overview and {changes[1]:.2f} s on the Pareto explorer from the reader's press (target "
+              f"{FILTER_CHANGE_S:g} s each, issue 42): {changed} [from the driver's call to click: "
+              f"{times['filter_change_call']:.2f} s and {peer['filter_change_call']:.2f} s]; load average "
+              f"{os.getloadavg()[0]:.2f}")  # fmt: skip
 
 
 def main() -> None:
