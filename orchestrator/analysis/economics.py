@@ -267,14 +267,18 @@ def read_chips(
     may share a memo: an identity stands for the row's content there.
     """
     past = list(history) if history is not None else None
-    groups = envelope.chip_groups(rows, key).values()
+    by_fingerprint = envelope.by_configuration(past) if past is not None and memo is not None else None
+    return _read_groups(envelope.chip_groups(rows, key).values(), target, past, by_fingerprint, memo)
+
+
+def _read_groups(
+    groups: Iterable[Sequence[Any]], target: float, past: list[Any] | None,
+    past_by_fingerprint: Mapping[str, list[Any]] | None, memo: ReadMemo | None,
+) -> list[ConfigurationRead]:  # fmt: skip
+    """`read_chips` of rows already grouped per chip, with the history grouped per configuration where a memo is
+    kept (a scorecard groups both once for all its tiers)."""
     if memo is None:
         return _below_source([_with_band(members, target, past) for members in groups])
-    past_by_fingerprint: dict[str, list[Any]] | None = None
-    if past is not None:
-        past_by_fingerprint = {}
-        for row in past:
-            past_by_fingerprint.setdefault(str(row.fingerprint), []).append(row)
     return _below_source([_remembered(memo, members, target, past_by_fingerprint) for members in groups])
 
 
@@ -712,11 +716,12 @@ def scorecard(
     `history` (default: the rows) gives each cell's runs and their spread; `memo` as `read_chips` takes it.
     """
     rate = rate or GpuHourRate()
-    rows = list(rows)
+    groups = list(envelope.chip_groups(rows, chip_key).values())
     past = list(history) if history is not None else None
+    by_fingerprint = envelope.by_configuration(past) if past is not None and memo is not None else None
     cells = []
     for target in interactivity_tiers:
-        reads = read_chips(rows, target, history=past, memo=memo)
+        reads = _read_groups(groups, target, past, by_fingerprint, memo)
         chips = {chip_key_of(read): cost_of(read, registry, rate) for read in reads}
         for key, item in chips.items():
             model, precision, workload, hardware = key

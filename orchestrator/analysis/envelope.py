@@ -285,6 +285,15 @@ def run_spread(history: Iterable[Any], rests_on: Sequence[Any], target: float) -
     return RunSpread(len(values), min(values), max(values))
 
 
+def by_configuration(rows: Iterable[Any]) -> dict[str, list[Any]]:
+    """Result rows by their configuration's fingerprint, in their order: the runs `run_spread` may count for the
+    configurations a read rests on."""
+    grouped: dict[str, list[Any]] = {}
+    for row in rows:
+        grouped.setdefault(str(row.fingerprint), []).append(row)
+    return grouped
+
+
 def chip_groups(rows: Iterable[Any], key: Callable[[Any], Hashable]) -> dict[Hashable, list[Any]]:
     """The valid rows of each chip group (`key` of a row), in order of first appearance."""
     groups: dict[Hashable, list[Any]] = defaultdict(list)
@@ -299,6 +308,7 @@ __all__ = [
     "EnvelopeValue",
     "RunSpread",
     "best_curve",
+    "by_configuration",
     "chip_groups",
     "configuration_label",
     "envelope",

@@ -19,6 +19,7 @@ import pandas as pd
 
 from db import reads
 from db.reads import workload_label
+from orchestrator.analysis.envelope import by_configuration
 from orchestrator.analysis.recency import latest_sweeps_of, order_unknown, sweep_recency
 from recipes.validity import INVALID, NOT_CHECKED, VALID
 
@@ -122,18 +123,11 @@ def default_view(frame: pd.DataFrame, local_hosts: Collection[str]) -> pd.DataFr
 
 def every_run_of(results: pd.DataFrame | dict[str, list[Any]], shown: pd.DataFrame) -> list[Any]:
     """Every run's rows of the configurations `shown` holds, whichever sweeps it keeps (`results` before any filter,
-    or its rows `by_configuration`, which a caller reading often keeps): the runs and their spread behind each chip's
-    figure (the Overview, TCO and the API's envelopes), grouped by configuration (a read does not depend on order)."""
+    or its rows `envelope.by_configuration`, which a caller reading often keeps): the runs and their spread behind
+    each chip's figure (the Overview, TCO and the API's envelopes), grouped by configuration (a read does not depend
+    on order)."""
     grouped = by_configuration(results.itertuples(index=False)) if isinstance(results, pd.DataFrame) else results
     return [row for fingerprint in shown["fingerprint"].unique() for row in grouped.get(str(fingerprint), ())]
-
-
-def by_configuration(rows: Iterable[Any]) -> dict[str, list[Any]]:
-    """Result rows by their configuration's fingerprint, in their order."""
-    grouped: dict[str, list[Any]] = {}
-    for row in rows:
-        grouped.setdefault(str(row.fingerprint), []).append(row)
-    return grouped
 
 
 def run_path(sweep: str, point_key: str) -> str:

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, inspect
 
 from db import reads
 from db.session import default_database_url, make_engine, open_session
-from orchestrator.analysis import public_results
+from orchestrator.analysis import envelope, public_results
 from orchestrator.analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
 from orchestrator.analysis.economics import ConfigurationRead, ReadMemo
 from orchestrator.analysis.public_results import results_frame
@@ -85,7 +85,7 @@ class _Rows:
 def _result_rows(url: str, version: tuple[int, ...]) -> _Rows:
     frame = results(url)
     rows = list(frame.itertuples(index=False))
-    return _Rows(list(frame.columns), frame.index, rows, public_results.by_configuration(rows))
+    return _Rows(list(frame.columns), frame.index, rows, envelope.by_configuration(rows))
 
 
 def replay_breakdowns(url: str, keys: tuple[tuple[str, str], ...]) -> dict[tuple[str, str], dict[str, Any]]:
