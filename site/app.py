@@ -48,7 +48,7 @@ PAGES = {
 st.set_page_config(page_title="InferSweep", layout="wide")
 try:
     navigation = st.navigation(PAGES)
-    controls.new_page_run()  # what this run's controls choose, for its CSV downloads
+    controls.new_page_run()  # what this run's controls choose (its CSV downloads) and reads (the results' version)
     controls.copy_link_button()  # above every page's controls: the link holds them all
     navigation.run()
 except (OperationalError, InterfaceError) as error:

@@ -1,14 +1,18 @@
 """Charts in a colour-blind-safe palette (Okabe & Ito), with error bars where intervals exist.
 
-Altair ships with Streamlit; charts render in the browser with nothing fetched from the network.
+Altair ships with Streamlit; charts render in the browser with nothing fetched from the network. The charts a
+filter change redraws on a large page (`scatter`: the Pareto explorer, Compare, Trends) are written as Vega-Lite
+specs directly; the others are built through Altair.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
+import streamlit as st
 from altair.utils.schemapi import disable_debug_mode
 
 # Altair checks every part of a chart against the Vega-Lite schema as it is built, then the whole spec again when
@@ -26,6 +30,8 @@ INK = "#888888"
 # segments (a straight line drawn 591 tok/s/GPU at 50 tok/s/user where the table beside it read 560 on the public
 # corpus: B200 SGLang TP8·EP8, DeepSeek-R1 FP4 1k/1k, on Compare).
 CURVE = "monotone"
+# A Vega-Lite spec, or a part of one, as a dict (`scatter`).
+Spec = dict[str, Any]
 
 
 # One colour per chip, the same on every page (a chip's colour used to depend on which chips a chart held). Chosen
@@ -45,15 +51,23 @@ UNKNOWN_CHIP = "#BBBBBB"
 BAR_LABELS = alt.Axis(labelAngle=0, labelExpr="split(datum.value, ' ')", labelLimit=0)
 
 
+def colour_scale(values: Iterable[object] | None = None) -> dict[str, list[str]]:
+    """A colour scale: each chip's fixed colour (`CHIP_COLOURS`) over the chips in `values`, so a legend lists only
+    the chips shown; with no values, the palette in order (series, configurations)."""
+    if values is None:
+        return {"range": list(PALETTE)}
+    present = sorted({str(value) for value in values})
+    return {"domain": present, "range": [CHIP_COLOURS.get(chip, UNKNOWN_CHIP) for chip in present]}
+
+
 def colour(field: str, title: str | None = None) -> alt.Color:
-    return alt.Color(field, title=title or field, scale=alt.Scale(range=list(PALETTE)))
+    """Colour by `field` in the palette's order (Altair)."""
+    return alt.Color(field, title=title or field, scale=alt.Scale(**colour_scale()))
 
 
 def chip_colour(chips: Iterable[object], field: str = "hardware:N", title: str = "hardware") -> alt.Color:
     """Colour by chip with each chip's fixed colour (`CHIP_COLOURS`); the legend lists only the chips shown."""
-    present = sorted({str(chip) for chip in chips})
-    scale = alt.Scale(domain=present, range=[CHIP_COLOURS.get(chip, UNKNOWN_CHIP) for chip in present])
-    return alt.Color(field, title=title, scale=scale)
+    return alt.Color(field, title=title, scale=alt.Scale(**colour_scale(chips)))
 
 
 def is_many(series_count: int) -> bool:
@@ -74,60 +88,99 @@ def many_caption(series_count: int) -> str:
             "configuration, or narrow the filters to see one legend entry each.")  # fmt: skip
 
 
+# Vega-Lite's field types, as Altair infers them from a pandas column.
+_TYPES = {"i": "quantitative", "u": "quantitative", "f": "quantitative", "M": "temporal"}
+
+
+def field(frame: pd.DataFrame, name: str, **properties: object) -> Spec:
+    """A Vega-Lite field definition of `frame`'s column `name`, its type read off the column (numbers
+    quantitative, times temporal, the rest nominal), with `properties` (title, format, scale, legend...)."""
+    return {"field": name, "type": _TYPES.get(frame[name].dtype.kind, "nominal"), **properties}
+
+
+def tip(name: str, title: str | None = None, number_format: str | None = None) -> Spec:
+    """A tooltip entry of `scatter`: the column `name`, under `title`, numbers in `number_format` (d3)."""
+    entry: Spec = {"field": name}
+    if title is not None:
+        entry["title"] = title
+    if number_format is not None:
+        entry["format"] = number_format
+    return entry
+
+
 def scatter(
-    frame: pd.DataFrame, x: str, y: str, series: str, tooltip: Sequence[str], x_title: str, y_title: str,
+    frame: pd.DataFrame, x: str, y: str, series: str, tooltip: Sequence[Spec], x_title: str, y_title: str,
     error_low: str | None = None, error_high: str | None = None, connect: bool = False,
-    colour_by: str | None = None, shape_by: str | None = None, y_scale: alt.Scale | None = None,
-) -> alt.Chart:  # fmt: skip
-    """Points per series (shape and colour both vary, so print and colour-blind readers can tell them apart).
+    colour_by: str | None = None, shape_by: str | None = None, y_scale: Spec | None = None, href: str | None = None,
+) -> Spec:  # fmt: skip
+    """Points per series (shape and colour both vary, so print and colour-blind readers can tell them apart), as a
+    Vega-Lite spec whose data is the dataset `points` (`frame`); `draw` shows it, after any layers added to it.
 
     With many series, a legend entry each is unreadable (and the palette repeats after eight): `colour_by`
     and `shape_by` name coarser fields (e.g. hardware and engine) instead; lines and error bars still
     follow each series. `connect` draws each series' line; where the frame has a boolean `frontier` column, only
-    through its frontier points (the other points stay, unconnected). `y_scale` replaces the default y scale.
+    through its frontier points (the other points stay, unconnected). `y_scale` replaces the default y scale;
+    `href` names the column of each point's link.
+
+    Written as Vega-Lite itself, not built through Altair: Altair's object model and its conversion took ~0.15 s of
+    each Pareto explorer run on the public corpus, a filter change's whole budget (docs/BENCHMARKS.md, "Hub render").
     """
     colour_field, shape_field = colour_by or series, shape_by or series
     by_chip = colour_field == "hardware"
-    series_colour = chip_colour(frame[colour_field], colour_field) if by_chip else colour(colour_field)
-    # A shape legend of its own (the engine, beside the chip's colours) draws its symbols in the theme-neutral grey:
-    # Vega's default black vanished on the dark theme. Sharing the colour's field, the one legend keeps the colours.
-    shape = alt.Shape(shape_field, title=shape_field)
+    series_colour = field(frame, colour_field, title=colour_field,
+                          scale=colour_scale(frame[colour_field] if by_chip else None))  # fmt: skip
+    shape = field(frame, shape_field, title=shape_field)
     if shape_field != colour_field:
-        shape = alt.Shape(shape_field, title=shape_field, legend=alt.Legend(symbolFillColor=INK, symbolStrokeColor=INK))
-    base = alt.Chart(frame)
+        # A shape legend of its own (the engine, beside the chip's colours) draws its symbols in the theme-neutral
+        # grey: Vega's default black vanished on the dark theme. Sharing the colour's field, the one legend keeps
+        # the colours.
+        shape["legend"] = {"symbolFillColor": INK, "symbolStrokeColor": INK}
     # Projected points (a model's, not a measurement) are hollow and their lines dashed, on every chart.
     projected = "origin" in frame.columns and bool((frame["origin"] == "projected").any())
     is_projected = "datum.origin === 'projected'"
-    fill = alt.condition(is_projected, alt.value("transparent"), series_colour) if projected else None
-    points = base.mark_point(filled=not projected, size=70).encode(
-        # Padding keeps the points at the edges whole (the scale would otherwise end at their centres).
-        x=alt.X(x, title=x_title, scale=alt.Scale(zero=False, padding=12)),
-        y=alt.Y(y, title=y_title, scale=y_scale or alt.Scale(padding=12)),
-        color=series_colour,
-        shape=shape,
-        tooltip=list(tooltip),
-    )
-    if fill is not None:
-        points = points.encode(fill=fill)
-    layers: list[alt.Chart] = [points]
+    x_field = field(frame, x, title=x_title, scale={"zero": False, "padding": 12})
+    # Padding keeps the points at the edges whole (the scale would otherwise end at their centres).
+    y_field = field(frame, y, title=y_title, scale=y_scale or {"padding": 12})
+    point_encoding: Spec = {"x": x_field, "y": y_field, "color": series_colour, "shape": shape,
+                            "tooltip": [{**field(frame, entry["field"]), **entry} for entry in tooltip]}  # fmt: skip
+    if projected:
+        point_encoding["fill"] = {"condition": {"test": is_projected, "value": "transparent"}, **series_colour}
+    if href is not None:
+        point_encoding["href"] = field(frame, href)
+    points: Spec = {
+        "mark": {"type": "point", "filled": not projected, "size": 70},
+        "encoding": point_encoding,
+        # Drag to pan, wheel to zoom (Altair's `interactive()`).
+        "params": [{"name": "zoom", "select": {"type": "interval", "encodings": ["x", "y"]}, "bind": "scales"}],
+    }
+    layers: list[Spec] = [points]
     if connect:
-        lined = base.transform_filter("datum.frontier") if "frontier" in frame.columns else base
-        line = lined.mark_line(opacity=0.7, interpolate=CURVE).encode(x=x, y=y, color=series_colour, order=x,
-                                                                      detail=series)  # fmt: skip
+        line: Spec = {
+            "mark": {"type": "line", "opacity": 0.7, "interpolate": CURVE},
+            "encoding": {"x": field(frame, x), "y": field(frame, y), "color": series_colour, "order": field(frame, x),
+                         "detail": field(frame, series)},
+        }  # fmt: skip
+        if "frontier" in frame.columns:
+            line["transform"] = [{"filter": "datum.frontier"}]
         if projected:
-            line = line.encode(strokeDash=alt.condition(is_projected, alt.value([6, 4]), alt.value([1, 0])))
+            line["encoding"]["strokeDash"] = {"condition": {"test": is_projected, "value": [6, 4]}, "value": [1, 0]}
         layers.insert(0, line)
     if error_low and error_high and (frame[error_low].notna() & frame[error_high].notna()).any():
         # Only points with an interval (several repeats) get a bar: the others would be empty marks to lay out,
         # and with no interval at all there is no layer (the browser evaluates every layer for every point).
-        bars = base.transform_filter(f"isValid(datum['{error_low}']) && isValid(datum['{error_high}'])")
-        layers.insert(
-            0,
-            bars.mark_errorbar().encode(
-                x=x, y=alt.Y(error_low, title=y_title), y2=error_high, color=series_colour, detail=series
-            ),
-        )
-    return alt.layer(*layers).interactive()
+        layers.insert(0, {
+            "mark": {"type": "errorbar"},
+            "transform": [{"filter": f"isValid(datum['{error_low}']) && isValid(datum['{error_high}'])"}],
+            "encoding": {"x": field(frame, x), "y": field(frame, error_low, title=y_title),
+                         "y2": {"field": error_high}, "color": series_colour, "detail": field(frame, series)},
+        })  # fmt: skip
+    return {"data": {"name": "points"}, "datasets": {"points": frame}, "layer": layers}
+
+
+def draw(chart: Spec, height: int, many: bool) -> None:
+    """Show a spec made by `scatter` (and any layers added to it), `height` px high, its legend under it
+    (`legend_of`)."""
+    st.vega_lite_chart({**chart, "height": height, "config": {"legend": legend_of(many)}}, width="stretch")
 
 
 def chip_curves(curve: pd.DataFrame, y: alt.Y, tooltip: Sequence[str | alt.Tooltip], target: float,

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -193,7 +194,7 @@ def origins(frame: pd.DataFrame) -> pd.DataFrame:
     shown = [origin for origin in chosen if origin in NOT_MEASUREMENTS]
     if shown:
         st.sidebar.warning(f"Showing {', '.join(shown)} results: these are not measurements and are labelled so.")
-    return local_hosts(frame[frame["origin"].isin(chosen)])
+    return local_hosts(rows_kept(frame, frame["origin"].isin(chosen).to_numpy()))
 
 
 def local_hosts(frame: pd.DataFrame) -> pd.DataFrame:
@@ -224,18 +225,28 @@ FILTERS = (
 def filters(frame: pd.DataFrame, columns: Sequence[str] = tuple(name for name, _ in FILTERS)) -> pd.DataFrame:
     """Sidebar multiselects over `columns` (all selected by default), each bound to a query parameter."""
     labels = dict(FILTERS)
+    # Each filter's options are what the ones before it kept; the wide frame itself is cut once, at the end (cutting
+    # it at each filter was most of the sidebar's time on the public corpus).
+    kept = np.ones(len(frame), dtype=bool)
     for column in columns:
-        options = sorted(str(value) for value in frame[column].dropna().unique())
+        values = frame[column]
+        options = sorted(str(value) for value in values[kept].dropna().unique())
         chosen = multiselect(labels.get(column, column.title()), options, column)
-        frame = frame[frame[column].astype(str).isin(chosen)]
-    return frame
+        kept &= values.astype(str).isin(chosen).to_numpy()
+    return rows_kept(frame, kept)
+
+
+def rows_kept(frame: pd.DataFrame, kept: pd.Series | np.ndarray) -> pd.DataFrame:
+    """`frame`'s rows where `kept` is true; `frame` itself when that is all of them (a copy of the results' every
+    column costs a page run milliseconds)."""
+    return frame if bool(np.all(kept)) else frame[kept]
 
 
 def only_valid(frame: pd.DataFrame) -> pd.DataFrame:
     if toggle(
         "Only valid points", "valid", default=True, help="Invalid points failed a validity rule (docs/METRICS.md)."
     ):
-        return frame[frame["valid"]]
+        return rows_kept(frame, frame["valid"].to_numpy(dtype=bool))
     return frame
 
 
@@ -243,7 +254,7 @@ def latest_only(frame: pd.DataFrame) -> pd.DataFrame:
     """By default each configuration is shown by its latest sweep; history is one toggle away (and on Trends)."""
     if toggle("Latest sweep of each configuration", "latest", default=True,
               help="Off: every sweep that measured a configuration, e.g. to see nightly runs together."):  # fmt: skip
-        return frame[frame["latest"]]
+        return rows_kept(frame, frame["latest"].to_numpy(dtype=bool))
     return frame
 
 
@@ -256,6 +267,7 @@ RATE = "csv-rate"
 def new_page_run() -> None:
     st.session_state[ASSUMPTIONS] = {}
     st.session_state[RATE] = None
+    data.new_page_run()
 
 
 def assume(label: str, value: str) -> None:

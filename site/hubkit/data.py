@@ -54,7 +54,10 @@ def results(url: str) -> pd.DataFrame:
     """
     if not has_schema(url):
         return pd.DataFrame()
-    return _results(url, version(url))
+    # Kept once per state of the results and shared by every page run, not unpickled as a copy for each (a sixth of
+    # the Pareto explorer's run on the public corpus): each run gets its own frame over the same columns, and with
+    # pandas' copy-on-write nothing a page does to its frame reaches the one kept.
+    return _results(url, version(url)).copy(deep=False)
 
 
 def rows_of(url: str, frame: pd.DataFrame) -> list[Any]:
@@ -101,14 +104,28 @@ def _replay_breakdowns(
         return reads.replay_breakdowns(session, keys)
 
 
+# The results' version as this page run read it: asked once a run (a page asks four times, one query each), so a run
+# reads one state of the results throughout; forgotten when the next run starts (`new_page_run`).
+_RUN_VERSION = "results-version-this-run"
+
+
+def new_page_run() -> None:
+    st.session_state.pop(_RUN_VERSION, None)
+
+
 def version(url: str) -> tuple[int, ...]:
     """Changes whenever the public results may have (`reads.results_version`): a cache key for what pages
-    work out from them."""
+    work out from them. Read once per page run."""
+    known = st.session_state.get(_RUN_VERSION)
+    if known is not None and known[0] == url:
+        return known[1]
     with open_session(engine(url)) as session:
-        return reads.results_version(session)
+        current = reads.results_version(session)
+    st.session_state[_RUN_VERSION] = (url, current)
+    return current
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=4, show_spinner=False)
+@st.cache_resource(ttl=CACHE_SECONDS, max_entries=4, show_spinner=False)
 def _results(url: str, version: tuple[int, ...]) -> pd.DataFrame:
     """`results` at one `version` of the database (the argument only keys the cache)."""
     with open_session(engine(url)) as session:

@@ -9,7 +9,6 @@ configuration is shown by its latest sweep. Presentation only: nothing here writ
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -114,19 +113,21 @@ with chart_tab:
         plotted = plotted.assign(hardware=plotted["configuration"].map(hardware_of),
                                  engine=plotted["configuration"].map(engine_of))  # fmt: skip
         st.caption(charts.many_caption(plotted["series"].nunique()))
-    tooltip = [alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("repeats"),
-               alt.Tooltip("interactivity p50 (tok/s/user)", format=",.3~r"),
-               alt.Tooltip("output tok/s/GPU", format=",.3~r"), alt.Tooltip("95 % low", format=",.3~r"),
-               alt.Tooltip("95 % high", format=",.3~r"), alt.Tooltip("run", title="run detail (click)")]  # fmt: skip
-    curves = charts.scatter(
-        plotted, x="interactivity p50 (tok/s/user)", y="output tok/s/GPU", series="series", tooltip=tooltip,  # type: ignore[arg-type]
+    tip = charts.tip
+    tooltip = [tip("series", "configuration"), tip("concurrency"), tip("repeats"),
+               tip("interactivity p50 (tok/s/user)", number_format=",.3~r"),
+               tip("output tok/s/GPU", number_format=",.3~r"), tip("95 % low", number_format=",.3~r"),
+               tip("95 % high", number_format=",.3~r"), tip("run", "run detail (click)")]  # fmt: skip
+    chart = charts.scatter(
+        plotted, x="interactivity p50 (tok/s/user)", y="output tok/s/GPU", series="series", tooltip=tooltip,
         x_title="Interactivity p50 (tok/s/user)", y_title="Output tok/s per GPU", error_low="95 % low",
         error_high="95 % high", connect=True,
-        colour_by="hardware" if many else None, shape_by="engine" if many else None,
-    ).encode(href="run:N")  # fmt: skip
-    marker = alt.Chart(pd.DataFrame({"target": [target]})).mark_rule(strokeDash=[4, 4]).encode(x="target:Q")
-    chart = alt.layer(curves, marker).properties(height=420)
-    st.altair_chart(chart.configure_legend(**charts.legend_of(many)), width="stretch")
+        colour_by="hardware" if many else None, shape_by="engine" if many else None, href="run",
+    )  # fmt: skip
+    target_rule = {"type": "rule", "strokeDash": [4, 4], "color": charts.INK}
+    chart["layer"].append({"data": {"values": [{}]}, "mark": target_rule,  # one rule, not one a row of the points
+                           "encoding": {"x": {"datum": target, "type": "quantitative"}}})  # fmt: skip
+    charts.draw(chart, height=420, many=many)
     st.caption(f"Dashed line: the target interactivity, {target:g} tok/s/user. Click a point for its run detail.")
 with table_tab:
     curve_table = levels.assign(configuration=levels["configuration"].map(labels))

@@ -15,7 +15,6 @@ import hashlib
 from datetime import date
 from typing import Any
 
-import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -115,17 +114,20 @@ def one_comparison(frame: pd.DataFrame, x_metric: str) -> pd.DataFrame:
     choice before it left. The default is the value with the most configurations among rows that have a figure
     for the x axis, so the first chart compares chips on one workload, as InferenceX does; a link keeps its
     choice (the default depends on the data, so it is written to the link)."""
-    placeable = frame[x_values(frame, x_metric)[0].notna()]
+    # The choices are made on these few columns and the whole (wide) frame is cut once at the end: cutting it at each
+    # choice was a third of the page's run on the public corpus.
+    choices = frame[[name for name, _ in COMPARED] + ["fingerprint"]]
+    placeable = x_values(frame, x_metric)[0].notna().to_numpy()
+    kept = np.ones(len(frame), dtype=bool)
     for column, (name, label) in zip(st.columns(len(COMPARED)), COMPARED, strict=True):
-        values = sorted(str(value) for value in frame[name].dropna().unique())
-        default = most_measured(placeable, name) or (values[0] if values else None)
+        values = sorted(str(value) for value in choices.loc[kept, name].dropna().unique())
+        default = most_measured(choices[kept & placeable], name) or (values[0] if values else None)
         with column:
             chosen = controls.selectbox(label, [*values, ALL], name, first=default, sidebar=False,
                                         help=f"One {label.lower()} at a time, or all of them.")  # fmt: skip
         if chosen != ALL:
-            frame = frame[frame[name].astype(str) == chosen]
-            placeable = placeable[placeable[name].astype(str) == chosen]
-    return frame
+            kept &= (choices[name].astype(str) == chosen).to_numpy()
+    return controls.rows_kept(frame, kept)
 
 
 def rate_choice(metric: str) -> tuple[str | None, float | None]:
@@ -350,37 +352,41 @@ if not as_table:
     many = charts.is_many(points["series"].nunique())
     # Only what the chart encodes is sent to the browser (`plotted`): the configuration label names tp/ep,
     # offload and origin.
+    tip = charts.tip
     tooltip = [
-        alt.Tooltip("series", title="configuration"), alt.Tooltip("concurrency"), alt.Tooltip("sweep"),
-        alt.Tooltip("origin"), alt.Tooltip("date", title="finished"), alt.Tooltip("image", title="engine image"),
-        alt.Tooltip("source"),
-        alt.Tooltip("repeats"), alt.Tooltip("validity"), alt.Tooltip("x", title=x_axis.label, format=",.3~r"),
-        alt.Tooltip("y", title=y_axis.label, format=",.3~r"), alt.Tooltip("interval", title="95 % interval"),
-        alt.Tooltip("run", title="run detail (click)"),
+        tip("series", "configuration"), tip("concurrency"), tip("sweep"), tip("origin"), tip("date", "finished"),
+        tip("image", "engine image"), tip("source"), tip("repeats"), tip("validity"),
+        tip("x", x_axis.label, ",.3~r"), tip("y", y_axis.label, ",.3~r"), tip("interval", "95 % interval"),
+        tip("run", "run detail (click)"),
     ]  # fmt: skip
     if log_y and (drawn["y"] <= 0).any():
         st.caption(f"{int((drawn['y'] <= 0).sum())} points at or below 0 are left out of the log scale.")
         drawn = drawn[drawn["y"] > 0]
     # Linear: from 0, without padding (padding would push 0 below the axis).
-    y_scale = alt.Scale(type="log", padding=12) if log_y else alt.Scale(zero=True, nice=True)
+    y_scale = {"type": "log", "padding": 12} if log_y else {"zero": True, "nice": True}
     chart = charts.scatter(
-        drawn, x="x", y="y", series="series", tooltip=tooltip,  # type: ignore[arg-type]
-        x_title=x_axis.label, y_title=y_axis.label, error_low="y_low", error_high="y_high", connect=True,
-        y_scale=y_scale, colour_by="hardware", shape_by="engine" if many else None,  # a chip's colour, every page
-    ).encode(href="run:N")  # fmt: skip
+        drawn, x="x", y="y", series="series", tooltip=tooltip, x_title=x_axis.label, y_title=y_axis.label,
+        error_low="y_low", error_high="y_high", connect=True, y_scale=y_scale, colour_by="hardware",
+        shape_by="engine" if many else None, href="run",  # a chip's colour, every page
+    )  # fmt: skip
     envelopes = view["envelopes"]
     if envelopes_shown and not envelopes.empty:
         envelopes = envelopes[envelopes["y"] > 0] if log_y else envelopes
-        envelope_lines = (
-            alt.Chart(envelopes)
-            .mark_line(strokeWidth=7, opacity=0.25, strokeCap="round", interpolate=charts.CURVE)
-            # The chips' legend takes this first layer's look: whole circles, not pale wide strokes.
-            .encode(x="x:Q", y=alt.Y("y:Q", scale=y_scale), detail="hardware:N", order="x:Q",
-                    color=charts.chip_colour(drawn["hardware"]).legend(symbolOpacity=1, symbolType="circle"))
-        )  # fmt: skip
-        chart = alt.layer(envelope_lines, chart)
+        chart["datasets"]["envelopes"] = envelopes
+        # The chips' legend takes this first layer's look: whole circles, not pale wide strokes.
+        chip = {"field": "hardware", "type": "nominal"}
+        chart["layer"].insert(0, {
+            "data": {"name": "envelopes"},
+            "mark": {"type": "line", "strokeWidth": 7, "opacity": 0.25, "strokeCap": "round",
+                     "interpolate": charts.CURVE},
+            "encoding": {"x": {"field": "x", "type": "quantitative"},
+                         "y": {"field": "y", "type": "quantitative", "scale": y_scale}, "detail": chip,
+                         "order": {"field": "x", "type": "quantitative"},
+                         "color": {**chip, "title": "hardware", "scale": charts.colour_scale(drawn["hardware"]),
+                                   "legend": {"symbolOpacity": 1, "symbolType": "circle"}}},
+        })  # fmt: skip
     # Configuration labels are long: a legend under the chart shows them whole (one entry each when few).
-    st.altair_chart(chart.properties(height=620).configure_legend(**charts.legend_of(many)), width="stretch")
+    charts.draw(chart, height=620, many=many)
     st.caption("Click a point to open its run detail. Error bars: mean ± 95 % interval over repeats."
                + (" Wide pale lines: each chip's envelope, the frontier over all its configurations shown."
                   if envelopes_shown else ""))  # fmt: skip

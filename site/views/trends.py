@@ -9,7 +9,6 @@ used here, not only the latest. Presentation only: nothing here writes.
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -162,36 +161,33 @@ with chart_tab:
     elif plotted.empty:
         st.info(f"No sweep's measured range reaches {target:g} tok/s/user: try another target.")
     else:
+        tip = charts.tip
         tooltip = [
-            alt.Tooltip("configuration"), alt.Tooltip("sweep"), alt.Tooltip("finished", format="%Y-%m-%d %H:%M"),
-            alt.Tooltip("output tok/s/GPU", format=",.3~r"), alt.Tooltip("95 % low", format=",.3~r"),
-            alt.Tooltip("95 % high", format=",.3~r"), alt.Tooltip("repeats read"), alt.Tooltip("regressed"),
+            tip("configuration"), tip("sweep"), tip("finished", number_format="%Y-%m-%d %H:%M"),
+            tip("output tok/s/GPU", number_format=",.3~r"), tip("95 % low", number_format=",.3~r"),
+            tip("95 % high", number_format=",.3~r"), tip("repeats read"), tip("regressed"),
         ]  # fmt: skip
         # Many configurations: colour by hardware, shape by engine; each configuration keeps its own line.
         many = charts.is_many(plotted["configuration"].nunique())
         if many:
             st.caption(charts.many_caption(plotted["configuration"].nunique()))
-        line = charts.scatter(
-            plotted, x="finished", y="output tok/s/GPU", series="configuration", tooltip=tooltip,  # type: ignore[arg-type]
+        chart = charts.scatter(
+            plotted, x="finished", y="output tok/s/GPU", series="configuration", tooltip=tooltip,
             x_title="Sweep finished (UTC)", y_title=f"Output tok/s per GPU at {target:g} tok/s/user",
             error_low="95 % low", error_high="95 % high", connect=True,
             colour_by="hardware" if many else None, shape_by="engine" if many else None,
         )  # fmt: skip
         # Regressions: an open downward triangle around the point (shape and a label, not colour alone).
-        flagged = plotted[plotted["regressed"]]
-        position = {"x": "finished", "y": "output tok/s/GPU"}
-        marks = (
-            alt.Chart(flagged)
-            .mark_point(shape="triangle-down", size=400, filled=False, strokeWidth=2, color=charts.PALETTE[3])
-            .encode(**position)
-        )
-        words = (
-            alt.Chart(flagged)
-            .mark_text(align="right", dx=-14, color=charts.PALETTE[3], text="regressed")
-            .encode(**position)
-        )
-        chart = alt.layer(line, marks, words).properties(height=420)
-        st.altair_chart(chart.configure_legend(**charts.legend_of(many)), width="stretch")
+        chart["datasets"]["regressed"] = plotted[plotted["regressed"]]
+        position = {"x": charts.field(plotted, "finished"), "y": charts.field(plotted, "output tok/s/GPU")}
+        flagged = {"data": {"name": "regressed"}, "encoding": position}
+        chart["layer"] += [
+            {**flagged, "mark": {"type": "point", "shape": "triangle-down", "size": 400, "filled": False,
+                                 "strokeWidth": 2, "color": charts.PALETTE[3]}},
+            {**flagged, "mark": {"type": "text", "align": "right", "dx": -14, "color": charts.PALETTE[3],
+                                 "text": "regressed"}},
+        ]  # fmt: skip
+        charts.draw(chart, height=420, many=many)
 with table_tab:
     page.table(history.drop(columns="at"))
     controls.csv_download(history.drop(columns="at"), "trends-history")
