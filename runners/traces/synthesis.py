@@ -27,9 +27,22 @@ the Claude Code tools+system prefix, as real users of one product do? Because th
 universal prefix from any other id that several of its sessions share (in Mooncake, later turns of one
 conversation are separate lines with global ids): unsalting every global id would let a recycled copy hit on
 the whole history of every conversation its previous pass replayed, which is precisely the sharing that
-does not exist in reality and that the salt exists to prevent. Salting every id is conservative and
-cheap: a copy pays one miss for each truly universal prefix (a single block for Mooncake, ~20k tokens once
-per copy for a Claude Code session), then shares it within the copy like the original traffic did.
+does not exist in reality and that the salt exists to prevent. A copy pays one miss for each truly universal
+prefix (a single block for Mooncake, ~20k tokens once per copy for a Claude Code session), then shares it
+within the copy like the original traffic did.
+
+Only a prompt's first block carries the salt
+--------------------------------------------
+Engines' prefix caches are chained: a block is found only under the whole prefix before it (vLLM's block hash
+takes its parent's, SGLang's radix tree is a path from the root, and so is our simulated engine's). So a prompt
+whose first block differs from another's shares nothing with it, however many of the following blocks are
+equal. The salt therefore goes into a prompt's first block alone (drawn in the scope key, salt included); every
+later block is drawn in the part of the scope every copy has in common (`shared_scope`: the key without its
+salt). Two copies then hit nothing of each other's, exactly as with every block salted, while the replayer
+draws and encodes each block once for all the copies of a session instead of once per copy (the copies of a
+256-session replay of 32 sessions made most of the replay's prompt CPU, docs/BENCHMARKS.md). AIPerf's AgentX
+cache bust does the same: a marker at the first turn's token 0. A cache that matched blocks out of their
+prefix (none of the engines here does) would find later blocks shared between copies.
 
 The generator: each block's seed is the 64-bit BLAKE2b of (scope key, hash id) (the filler's, of
 (scope key, request key)); token k of a block is `lo + splitmix64(seed + (k + 1)·γ) mod (hi − lo)`, the
@@ -72,6 +85,12 @@ def scope_key(trace: Trace, salt: str | int, root: int = 0, *, namespace: str | 
     if trace.hash_id_scope == "global":
         return f"g|{namespace or trace.content_hash}|{salt}"
     return f"s|{trace.content_hash}|{root}|{salt}"
+
+
+def shared_scope(scope: str) -> str:
+    """The part of a scope key (`scope_key`) that every copy has in common: the key without its salt, the last
+    field. A prompt's blocks after its first are drawn in it (see "Only a prompt's first block carries the salt")."""
+    return scope.rpartition("|")[0]
 
 
 def copy_salt(seed: int, concurrency: int, copy: int) -> str:
@@ -193,7 +212,7 @@ class BlockCache:
         return len(self._blocks)
 
     def blocks(self, scope: str, hash_ids: Sequence[int], block_size: int, lo: int, hi: int) -> list[Block]:
-        """The blocks of `hash_ids` in order, generating the missing ones in one vectorized draw."""
+        """The blocks of `hash_ids` in order, generating the missing ones in vectorized draws."""
         wanted = tuple(hash_ids)
         if not wanted:
             return []
@@ -203,7 +222,10 @@ class BlockCache:
             reused = last[1]
         else:
             reused = []
-        result = reused + self._lookup(scope, wanted[len(reused) :], block_size, lo, hi)
+        # The first block in the copy's own scope, the rest in the scope every copy shares (the module's docstring).
+        first = [] if reused else self._lookup(scope, wanted[:1], block_size, lo, hi)
+        start = len(reused) or 1
+        result = reused + first + self._lookup(shared_scope(scope), wanted[start:], block_size, lo, hi)
         if last is not None:
             self._last_tokens -= len(last[0]) * block_size
         self._last[memo] = (wanted, result)

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from runners.engines.simulated_server import PrefixCache
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.models import Trace, TraceRequest
 from runners.traces.synthesis import BlockCache, TokenPrompt, scope_key, synthesize, synthesize_prompt
@@ -64,9 +65,12 @@ def test_blocks_then_truncation_then_filler() -> None:
 
 
 def test_equal_ids_at_other_positions_give_equal_blocks() -> None:
-    a = synthesize(request("0:0", 128, (5, 6)), 64, "s", VOCAB)
-    b = synthesize(request("0:1", 128, (6, 5)), 64, "s", VOCAB)
-    assert a[:64] == b[64:] and a[64:] == b[:64] and a[:64] != a[64:]
+    a = synthesize(request("0:0", 192, (0, 5, 6)), 64, "s|x|0", VOCAB)
+    b = synthesize(request("0:1", 192, (0, 6, 5)), 64, "s|x|0", VOCAB)
+    assert a[:64] == b[:64] and a[64:128] == b[128:] and a[128:] == b[64:128] and a[64:128] != a[128:]
+    # A prompt's first block carries the copy's salt, so an id there is not the same block as at other positions:
+    # in a prefix-chained cache a first block is only ever found as a first block.
+    assert synthesize(request("0:2", 64, (5,)), 64, "s|x|0", VOCAB) != a[64:128]
 
 
 def test_global_scope_shares_across_sessions_within_a_copy_only() -> None:
@@ -144,12 +148,13 @@ def test_real_subagent_trace_shares_within_session_and_with_subagents() -> None:
     assert run == 164
     assert run * 64 <= shared_prefix_tokens(prompt(sub_a, "copy-0"), prompt(sub_b, "copy-0")) < run * 64 + 64
     assert shared_prefix_tokens(prompt(sub_a, "copy-0"), prompt(first, "copy-0")) < 64
-    # Another copy shares no block with this one.
+    # Another copy differs in its first block (only chance coincidences of single tokens), so it shares no prefix
+    # with this one; the blocks after it are drawn once for both (the filler after the blocks is each request's own).
     other = prompt(first, "copy-1")
     mine = prompt(first, "copy-0")
-    same = np.asarray(other) == np.asarray(mine)
-    assert same.mean() < 0.01  # only chance coincidences of single tokens
-    assert shared_prefix_tokens(other, mine) < 64
+    blocks_end = min(len(first.hash_ids) * 64, first.input_tokens)
+    assert (np.asarray(other[:64]) == np.asarray(mine[:64])).mean() < 0.1
+    assert shared_prefix_tokens(other, mine) < 64 and other[64:blocks_end] == mine[64:blocks_end]
 
 
 def test_rejects_bad_arguments() -> None:
@@ -195,3 +200,20 @@ def test_a_growing_session_reuses_its_last_prompt_and_still_sees_a_rewritten_one
                                                         cache=fresh)  # fmt: skip
     assert compacted[:64] == first[:64] and compacted[64:128] != grown[64:128]
     assert compacted == synthesize(request("0:2", 192, (1, 5, 6)), 64, "s|x|0", VOCAB, cache=BlockCache())
+
+
+def test_two_copies_differ_in_their_first_block_and_hit_nothing_of_each_other_in_a_chained_cache() -> None:
+    """Only a prompt's first block carries the copy's salt (the module's docstring): the later blocks are drawn once
+    for every copy, and a prefix-chained cache (the simulated engine's, as vLLM's and SGLang's) still finds nothing
+    of one copy in the other."""
+    trace = mooncake([{"timestamp": 0, "input_length": 2048, "output_length": 1, "hash_ids": [0, 1, 2, 3]}])
+    (session,) = trace.sessions
+    cache = BlockCache()
+    a, b = (synthesize(session.requests[0], 512, scope_key(trace, salt, 0), VOCAB, cache=cache)
+            for salt in ("copy-a", "copy-b"))  # fmt: skip
+    assert np.mean(np.asarray(a[:512]) == np.asarray(b[:512])) < 0.01 and a[512:] == b[512:]
+    assert cache.generated == 5  # the shared three blocks drawn once, a first block per copy
+    engine = PrefixCache(block_size=16, capacity_blocks=10_000)
+    assert engine.lookup_and_insert(a) == (0, 0)
+    assert engine.lookup_and_insert(b) == (0, 0)  # another copy: no hit, although three quarters of it are equal
+    assert engine.lookup_and_insert(a)[0] == 2032  # the same copy again: all but the last (partial) block
