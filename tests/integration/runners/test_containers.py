@@ -123,7 +123,9 @@ def test_orphaned_containers_are_reaped_before_the_next_job(docker_host: DockerH
     assert containers_of(with_pidfile) == [] and containers_of(label_only) == []
     outcome = next(event.outcome for event in events if event.kind == "point_finished")
     assert outcome is not None and outcome.metrics.host is not None and outcome.metrics.host.preflight is not None
-    assert outcome.metrics.host.preflight.leftover_engines >= 2
+    # At least the orphan with a pidfile is this job's to reap; the label-only one may be reaped first by another
+    # worker's job on the same Docker daemon (containers are the daemon's, not this test's): either way it is gone.
+    assert outcome.metrics.host.preflight.leftover_engines >= 1
     assert [entry for entry in running_engines() if entry["run_id"] in (with_pidfile, label_only)] == []
 
 
