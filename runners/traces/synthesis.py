@@ -177,6 +177,10 @@ class TokenPrompt:
         return cls((Block(np.asarray(ids, dtype=np.int64), _json_elements(ids)),) if len(ids) else ())
 
     def __len__(self) -> int:
+        return self._length
+
+    @functools.cached_property
+    def _length(self) -> int:  # asked for per request (record, body, cache), of ~1,000 pieces
         return sum(len(piece.ids) for piece in self.pieces)
 
     def ids(self) -> list[int]:
