@@ -17,7 +17,7 @@ Figures, per lane count:
 - schedule lag p50/p99 (ours; target, issue 20: p99 < 50 ms at 256 sessions): how late requests were sent against
   their schedule (their last bytes written), and the dispatch lag p99: how late the client began writing them. The
   difference is the engine's: a busy engine reads a 600 KB body slowly (its CPU share is printed beside).
-  Where several processes share the lanes (`--processes`), the worst shard's figure is shown.
+  With `--processes N` the replayer splits its lanes among N processes (the setting `processes`) and merges them.
 - client CPU per replayed prompt token: target ours <= 1/2 of AIPerf's. Each client runs twice per lane count, with
   the window and with a quarter of it; the figure is the difference of their CPU time (user + system of the
   client's processes) over the difference of the prompt tokens they sent in the window. Start-up, loading the
@@ -64,50 +64,34 @@ def export_for_aiperf(conversations: list[dict[str, Any]], directory: Path) -> P
     return directory
 
 
-# One shard of our replay, in a process of its own: replays `lanes` sessions, prints its figures as JSON.
-_SHARD = """
+# Our replay, in a process of its own (its CPU is counted when it is reaped, with the replay processes it split its
+# lanes among: `--processes`, the replayer's own setting): prints its figures as JSON.
+_REPLAY = """
 import json, sys
 from recipes.schema import ReplaySettings
 from runners.loadgen.client import Endpoint
 from runners.loadgen.replay import replay
 from runners.traces.formats import load_trace
-corpus, url, lanes, duration, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-settings = ReplaySettings(duration_s=duration, seed=seed, request_timeout_s=600)
+corpus, url = sys.argv[1], sys.argv[2]
+lanes, duration, processes = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+settings = ReplaySettings(duration_s=duration, request_timeout_s=600, processes=processes)
 stats, items = replay(load_trace(corpus), Endpoint(base_url=url, model="sim"), settings, lanes)
 print(json.dumps({
-    "lag_p50": stats.schedule_lag_ms.p50, "lag_p99": stats.schedule_lag_ms.p99, "measured": stats.requests_measured,
-    "dispatch_lag_p99": stats.dispatch_lag_ms.p99,
-    "sent_tokens": sum(item.record.prompt_tokens_sent for item in items if not item.record.warmup),
-    "failed": sum(1 for item in items if not item.record.ok), "requests": len(items),
+    "lag_p50": stats.schedule_lag_ms.p50, "lag_p99": stats.schedule_lag_ms.p99, "requests": len(items),
+    "dispatch_lag_p99": stats.dispatch_lag_ms.p99, "client_cpu_share": stats.client_cpu_share,
+    "tokens": sum(item.record.prompt_tokens_sent for item in items if not item.record.warmup),
+    "failed": sum(1 for item in items if not item.record.ok),
 }))
 """
 
 
 def ours(corpus: Path, url: str, lanes: int, duration: float, processes: int) -> dict[str, Any]:
-    shares = [lanes // processes + (1 if index < lanes % processes else 0) for index in range(processes)]
     cpu_before, started = children_cpu(), time.perf_counter()
     root = Path(__file__).resolve().parents[1]
-    shards = [
-        subprocess.Popen(
-            [sys.executable, "-c", _SHARD, str(corpus), url, str(share), str(duration), str(seed)],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=root,
-        )
-        for seed, share in enumerate(shares)
-        if share
-    ]
-    outputs = [json.loads(shard.communicate()[0].strip().splitlines()[-1]) for shard in shards]
-    cpu = children_cpu() - cpu_before
-    tokens = sum(output["sent_tokens"] for output in outputs)
-    return {
-        "lag_p50": max(output["lag_p50"] or 0.0 for output in outputs),
-        "lag_p99": max(output["lag_p99"] or 0.0 for output in outputs),
-        "dispatch_lag_p99": max(output["dispatch_lag_p99"] or 0.0 for output in outputs),
-        "requests": sum(output["requests"] for output in outputs),
-        "failed": sum(output["failed"] for output in outputs),
-        "tokens": tokens, "cpu_s": cpu, "wall_s": time.perf_counter() - started,
-    }  # fmt: skip
+    argv = [sys.executable, "-c", _REPLAY, str(corpus), url, str(lanes), str(duration), str(processes)]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, cwd=root, check=True)
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**figures, "cpu_s": children_cpu() - cpu_before, "wall_s": time.perf_counter() - started}
 
 
 def aiperf(
@@ -153,7 +137,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--lanes", type=int, nargs="+", default=[64, 256, 512])
     parser.add_argument("--duration", type=float, default=60.0, help="Measured window per run, seconds.")
-    parser.add_argument("--processes", type=int, default=1, help="Processes our replay's lanes are shared among.")
+    parser.add_argument("--processes", type=int, default=1, help="Processes our replay's lanes are split among.")
     parser.add_argument("--no-aiperf", action="store_true", help="Ours only.")
     parser.add_argument("--no-ours", action="store_true", help="AIPerf only.")
     parser.add_argument("--aiperf", type=Path, default=None, help="AIPerf's virtual environment.")

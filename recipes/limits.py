@@ -16,6 +16,7 @@ MAX_INPUT_TOKENS = 16_777_216
 MAX_OUTPUT_TOKENS = 1_048_576
 MAX_SECONDS = 7 * 24 * 3600.0  # any duration, deadline or cap: a week
 MAX_TIME_SCALE = 1_000.0
+MAX_REPLAY_PROCESSES = 256  # client processes of one replay: a host with more cores runs more engines, not one client
 # Any one text of another tool's result (a model id, an image reference, a framework name): a 100 MB `image` was
 # stored whole, and copied into every snapshot.
 MAX_TEXT_CHARS = 4_096

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -32,6 +33,7 @@ from recipes.limits import (
     MAX_INPUT_TOKENS,
     MAX_OUTPUT_TOKENS,
     MAX_PROMPTS_PER_CONCURRENCY,
+    MAX_REPLAY_PROCESSES,
     MAX_REQUESTS_PER_POINT,
     MAX_SECONDS,
     MAX_TIME_SCALE,
@@ -670,7 +672,7 @@ class ReplaySettings(StrictModel):
     added here and nowhere else; one added after recipes were first fingerprinted is also named in
     `settings_since_v1`, so that while it holds its default, fingerprints and Point keys stay as they were."""
 
-    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane", "api")
+    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane", "api", "processes")
 
     mode: Literal["sessions", "timeline"] = Field(
         "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."
@@ -720,10 +722,23 @@ class ReplaySettings(StrictModel):
     max_schedule_lag_p99_ms: float = Field(
         5000.0, gt=0, description="Validity: requests may be sent at most this late against their schedule (p99)."
     )
+    processes: int | None = Field(
+        None, ge=1, le=MAX_REPLAY_PROCESSES,
+        description="Client processes the live sessions are split among (sessions mode; each process runs whole "
+        "lanes, on one clock, and their records are merged). By default one per 256 live sessions, at most the cores "
+        "the client may use (runners/loadgen/replay.py, replay_processes).",
+    )  # fmt: skip
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _without_defaults(self, handler(self), self.settings_since_v1)
+
+    @field_validator("processes")
+    @classmethod
+    def _processes_only_for_sessions(cls, processes: int | None, info: ValidationInfo) -> int | None:
+        if info.data.get("mode") == "timeline" and processes not in (None, 1):
+            raise ValueError("an open-loop timeline replays in one process (only session replays are split)")
+        return processes
 
     def replay_settings(self) -> dict[str, Any]:
         """These settings' values alone (of a workload or a Point), to build another holder of them."""

@@ -32,14 +32,17 @@ import contextlib
 import functools
 import itertools
 import math
+import multiprocessing
+import os
 import time
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import aiohttp
 import numpy as np
 
-from recipes.errors import ConfigurationError
+from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
 from runners.loadgen.breakdown import by_context, by_turn
@@ -78,6 +81,25 @@ def e2e_interactivity_p90(records: list[RequestRecord]) -> float | None:
     return 1 / p90 if p90 > 0 else None
 
 
+# One replay process holds 256 live sessions of AgentX's ~75k-token prompts with a schedule lag p99 of 8-18 ms on a
+# 2-core machine whose other core runs the engine (docs/BENCHMARKS.md, "Replay at AgentX scale"); beyond that, the
+# lanes are split among more processes by default.
+LANES_PER_PROCESS = 256
+_OPENING_NOTICE_S = 0.05  # the processes of a split replay are told the window's opening this far ahead
+_SHARD_EXIT_S = 30.0  # a replay process that sent its results has this long to exit before it is killed
+
+
+def replay_processes(settings: ReplaySettings, concurrency: int) -> int:
+    """Client processes a replay's lanes are split among: the settings' `processes`, else one per LANES_PER_PROCESS
+    live sessions, at most the cores this process may run on (a runner pinned away from the engine's cores sees
+    only its own); never more than the lanes, and one for an open-loop timeline."""
+    if settings.mode != "sessions":
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    wanted = settings.processes or min(math.ceil(concurrency / LANES_PER_PROCESS), cores)
+    return max(1, min(wanted, concurrency))
+
+
 @dataclass(frozen=True)
 class ReplayRequest:
     lane: int
@@ -96,6 +118,25 @@ class _Outgoing:
     headers: dict[str, str]  # the session headers the engine's router reads, made with the body
     turn: int
     due: float
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    """What one process of a split replay brings back: its requests and figures (Replayer.absorb merges them)."""
+
+    records: list[ReplayRequest]
+    lags: list[float]
+    dispatch_lags: list[float]
+    session_times: list[float]
+    client_cpu_share: float | None
+
+
+@dataclass(frozen=True)
+class _ShardFailure:
+    """A replay process's own error, sent back as text (not every error type survives pickling)."""
+
+    message: str
+    retryable: bool
 
 
 def _scaled(request: TraceRequest, settings: ReplaySettings, block_size: int) -> tuple[TraceRequest, int]:
@@ -135,7 +176,7 @@ class Replayer:
     def __init__(
         self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int,
         vocabulary: tuple[int, int] = DEFAULT_ID_RANGE, window_opened: Callable[[], None] | None = None,
-        decode: Callable[[list[int]], str] | None = None,
+        decode: Callable[[list[int]], str] | None = None, share: tuple[int, int] = (0, 1),
     ) -> None:  # fmt: skip
         if endpoint.kind == "chat" and decode is None:
             raise ConfigurationError(
@@ -152,6 +193,8 @@ class Replayer:
         self.endpoint = endpoint
         self.settings = settings
         self.concurrency = concurrency
+        # The lanes this process runs: all of them, or its share (index, count) of a split replay (replay_sharded).
+        self.lanes = list(range(share[0], concurrency, share[1]))
         self.vocabulary = vocabulary
         self.blocks = BlockCache()
         self.records: list[ReplayRequest] = []
@@ -159,7 +202,7 @@ class Replayer:
         # the replay's own seconds. Every think time and spawn offset of a session replay waits through them.
         self.caps = IdleCaps(settings.idle_cap_s * settings.time_scale, settings.think_cap_s * settings.time_scale)
         self.index = itertools.count()
-        self.trees = lane_trees(trace, replay_shape(settings, concurrency))
+        self.trees = lane_trees(trace, replay_shape(settings, concurrency), share)
         self.window_start = math.inf
         self.window_end = math.inf
         self._cpu_at_open = 0.0
@@ -329,18 +372,22 @@ class Replayer:
             async with client_session(aiohttp.TCPConnector(limit=0)) as http:
                 yield http
 
-    async def run_sessions(self) -> None:
-        lanes = self.concurrency
-        events = [asyncio.Event() for _ in range(lanes)]
+    async def run_sessions(self, open_window: Callable[[], Awaitable[float]] | None = None) -> None:
+        """Run every lane; once all are primed, `open_window` (by default: call `window_opened`, then now) says
+        when the measured window opens, on perf_counter's clock (one clock for every process of a machine)."""
+        events = {lane: asyncio.Event() for lane in self.lanes}
         self._all_primed = asyncio.Event()
         async with self._client() as http, self.caps.running():
-            tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in range(lanes)]
-            await asyncio.gather(*(event.wait() for event in events))
-            if self.window_opened is not None:
-                await asyncio.get_running_loop().run_in_executor(None, self.window_opened)
-            self._open_window(time.perf_counter())
+            tasks = [asyncio.create_task(self._lane(http, lane, events[lane])) for lane in self.lanes]
+            await asyncio.gather(*(event.wait() for event in events.values()))
+            self._open_window(await (open_window or self._open_window_here)())
             self._all_primed.set()
             await asyncio.gather(*tasks)
+
+    async def _open_window_here(self) -> float:
+        if self.window_opened is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.window_opened)
+        return time.perf_counter()
 
     # --- open loop ---------------------------------------------------------------------------------
 
@@ -378,6 +425,24 @@ class Replayer:
 
     # --- results -----------------------------------------------------------------------------------
 
+    def outcome(self) -> ShardOutcome:
+        return ShardOutcome(self.records, self.lags, self.dispatch_lags, self.session_times, self.client_cpu_share)
+
+    def absorb(self, shards: Sequence[ShardOutcome]) -> None:
+        """Take the records and figures of processes that ran this replay's lanes (replay_sharded). Requests are
+        numbered again in order of their schedule, as one process would have numbered them; the client's CPU
+        share is its busiest process's (the one that may have set the pace)."""
+        for shard in shards:
+            self.records.extend(shard.records)
+            self.lags.extend(shard.lags)
+            self.dispatch_lags.extend(shard.dispatch_lags)
+            self.session_times.extend(shard.session_times)
+        self.records.sort(key=lambda item: item.record.scheduled)
+        for index, item in enumerate(self.records):
+            item.record.index = index
+        shares = [shard.client_cpu_share for shard in shards if shard.client_cpu_share is not None]
+        self.client_cpu_share = max(shares, default=None)
+
     def stats(self) -> ReplayStats:
         measured = [item.record for item in self.records if not item.record.warmup and item.record.ok]
         prompt = sum(r.prompt_tokens or r.prompt_tokens_sent for r in measured)
@@ -414,11 +479,95 @@ def replay(
 
     endpoint = replace(endpoint, kind=settings.api)
     replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, window_opened, decode)
+    processes = replay_processes(settings, concurrency)
+    if processes > 1:
+        replayer.absorb(replay_sharded(trace, endpoint, settings, concurrency, vocabulary, window_opened, decode,
+                                       processes))  # fmt: skip
+        return replayer.stats(), replayer.records
     # The trace's many small objects never die during a replay: loop.run freezes them out of the collector and
     # holds full collections until the replay has ended.
     loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
     replayer.finished()
     return replayer.stats(), replayer.records
+
+
+def replay_sharded(
+    trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int, vocabulary: tuple[int, int],
+    window_opened: Callable[[], None] | None, decode: Callable[[list[int]], str] | None, processes: int,
+) -> list[ShardOutcome]:  # fmt: skip
+    """Run a session replay's lanes in `processes` processes, lane i in process i mod `processes`: each lane starts
+    as it would in one process, and no two processes make the same copy (runners/traces/planner.py, lane_trees). Each
+    process primes its lanes and says so; when all have, `window_opened` is called here and every process opens
+    the measured window at one instant of perf_counter's clock (CLOCK_MONOTONIC, one clock for a machine's
+    processes). AgentX's whole-system idle cap then sees each process's lanes, not all of them (at the hundreds of
+    live sessions that need several processes, the system is seldom idle for its 10 s)."""
+    context = multiprocessing.get_context("spawn")  # never a fork of a process that holds threads (Ray's, a loop's)
+    shards: list[tuple[multiprocessing.process.BaseProcess, Any]] = []
+    try:
+        for number in range(processes):
+            ours, theirs = context.Pipe()
+            child = context.Process(
+                target=_shard_main, name=f"replay-process-{number}", daemon=True,
+                args=(theirs, trace, endpoint, settings, concurrency, (number, processes), vocabulary, decode),
+            )  # fmt: skip
+            child.start()
+            theirs.close()  # only the child holds its end: its exit is an end of file here
+            shards.append((child, ours))
+        for process, pipe in shards:
+            _receive(process, pipe)  # "primed"
+        if window_opened is not None:
+            window_opened()
+        opening = time.perf_counter() + _OPENING_NOTICE_S
+        for _, pipe in shards:
+            pipe.send(opening)
+        outcomes = [_receive(process, pipe) for process, pipe in shards]
+        return [outcome for outcome in outcomes if isinstance(outcome, ShardOutcome)]
+    finally:
+        for process, pipe in shards:
+            pipe.close()
+            process.join(timeout=_SHARD_EXIT_S)
+            if process.is_alive():  # started above: ours to stop
+                process.kill()
+                process.join()
+
+
+def _receive(process: multiprocessing.process.BaseProcess, pipe: Any) -> object:
+    """The next message of a replay process; its error, or its death, raised here."""
+    try:
+        message = pipe.recv()
+    except EOFError:
+        process.join(timeout=_SHARD_EXIT_S)
+        raise InfrastructureError(
+            f"replay: {process.name} ended before it sent its results (exit code {process.exitcode})"
+        ) from None
+    if isinstance(message, _ShardFailure):
+        error = InfrastructureError if message.retryable else ConfigurationError
+        raise error(message.message)
+    return message
+
+
+def _shard_main(
+    pipe: Any, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int, share: tuple[int, int],
+    vocabulary: tuple[int, int], decode: Callable[[list[int]], str] | None,
+) -> None:  # fmt: skip
+    """One process of a split replay: run its `share` of the lanes, open the window when told, send back what was
+    measured."""
+    from runners.loadgen import loop
+
+    try:
+        replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, decode=decode, share=share)
+
+        async def open_window() -> float:
+            pipe.send("primed")
+            opening = float(await asyncio.get_running_loop().run_in_executor(None, pipe.recv))
+            await asyncio.sleep(max(0.0, opening - time.perf_counter()))
+            return opening
+
+        loop.run(replayer.run_sessions(open_window))
+        replayer.finished()
+        pipe.send(replayer.outcome())
+    except InferSweepError as error:
+        pipe.send(_ShardFailure(str(error), error.retryable))
 
 
 def run_replay_point(

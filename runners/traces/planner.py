@@ -101,32 +101,39 @@ class TreePlan:
         return bool(self.primers)
 
 
-def _trees(trace: Trace, shape: ReplayShape, rng: random.Random, copies: Iterator[int]) -> Iterator[TreePlan]:
-    first = True
-    while True:
-        copy = next(copies)
+def _first_tree(trace: Trace, shape: ReplayShape, rng: random.Random, copy: int) -> TreePlan:
+    root = copy % len(trace.sessions)
+    session = trace.sessions[root]
+    if not shape.warmup or len(session.requests) <= 1:
+        return TreePlan(copy, root, session, 0)
+    low = max(1, int(0.25 * len(session.requests)))
+    high = max(low, int(0.75 * len(session.requests)))
+    start = rng.randint(low, high)
+    # AgentX advances the lane this many turns more (clamped so at least one turn is left to measure).
+    advanced = min(shape.warmup_requests_per_lane, len(session.requests) - 1 - start)
+    return TreePlan(copy, root, session, start + advanced, tuple(range(start - 1, start + advanced)))
+
+
+def _trees(trace: Trace, first: TreePlan, copies: Iterator[int]) -> Iterator[TreePlan]:
+    yield first
+    for copy in copies:
         root = copy % len(trace.sessions)
-        session = trace.sessions[root]
-        start = 0
-        primers: tuple[int, ...] = ()
-        if first and shape.warmup and len(session.requests) > 1:
-            low = max(1, int(0.25 * len(session.requests)))
-            high = max(low, int(0.75 * len(session.requests)))
-            start = rng.randint(low, high)
-            # AgentX advances the lane this many turns more (clamped so at least one turn is left to measure).
-            advanced = min(shape.warmup_requests_per_lane, len(session.requests) - 1 - start)
-            primers = tuple(range(start - 1, start + advanced))
-            start += advanced
-        first = False
-        yield TreePlan(copy, root, session, start, primers)
+        yield TreePlan(copy, root, trace.sessions[root], 0)
 
 
-def lane_trees(trace: Trace, shape: ReplayShape) -> list[Iterator[TreePlan]]:
-    """Each lane's trees, as the replayer numbers copies and draws warm starts: one generator and one copy
-    counter for all lanes, so draw each lane's first tree in lane order, as the replayer does at launch."""
+def lane_trees(trace: Trace, shape: ReplayShape, share: tuple[int, int] = (0, 1)) -> list[Iterator[TreePlan]]:
+    """Each lane's trees, as the replayer numbers copies and draws warm starts: lane i's first tree is copy i, its
+    warm start drawn in lane order from one generator; later trees take the next copy numbers as lanes need them.
+
+    `share` (index, count) is a process's part of a replay split among `count` processes (runners/loadgen/replay.py,
+    lanes index, index + count, ...): it draws every lane's first tree as one process does, so a lane starts as it
+    would in one process, and numbers its later copies index, index + count, ... after the first trees', so no two
+    processes make the same copy (a copy's number is its cache salt)."""
+    index, count = share
     rng = random.Random(shape.seed)
-    copies = itertools.count()
-    return [_trees(trace, shape, rng, copies) for _ in range(shape.concurrency)]
+    firsts = [_first_tree(trace, shape, rng, lane) for lane in range(shape.concurrency)]
+    later = itertools.count(shape.concurrency + index, count)
+    return [_trees(trace, first, later) for first in firsts]
 
 
 def _lane_steps(lane: int, trees: Iterator[TreePlan]) -> Iterator[_Step]:

@@ -307,3 +307,36 @@ def test_a_chat_replay_without_a_tokenizer_is_refused_naming_the_setting() -> No
     settings = ReplaySettings(duration_s=1, warmup=False, api="chat")
     with pytest.raises(ConfigurationError, match=r"workload\.api: got 'chat'.*tokenizer"):
         replay(load_trace(WEKA), Endpoint(base_url="http://127.0.0.1:9", model="sim"), settings, 1)
+
+
+def test_lanes_split_among_processes_replay_what_one_process_replays_in_one_window(caching_server: str) -> None:
+    # `processes 2`: lanes 0 and 2 in one process, 1 and 3 in the other. Each lane's trees are its own plan, so the
+    # copies the lanes prime are the ones a single process primes; the merged records are numbered once; and the
+    # window opens for every process at one instant, after all of them primed (AgentX's warm-up turns included).
+    trace = load_trace(WEKA)
+    settings = ReplaySettings(duration_s=2, warmup=True, warmup_requests_per_lane=1, time_scale=0.005,
+                              length_scale=0.25, max_output_tokens=8, seed=5)  # fmt: skip
+    endpoint = Endpoint(base_url=caching_server, model="sim")
+    _one_stats, one = replay(trace, endpoint, settings.model_copy(update={"processes": 1}), 4)
+    stats, split = replay(trace, endpoint, settings.model_copy(update={"processes": 2}), 4)
+
+    def primed(items: list) -> dict[int, set[str]]:  # lane -> the sessions its priming requests were for
+        lanes: dict[int, set[str]] = {}
+        for item in items:
+            if item.record.warmup:
+                lanes.setdefault(item.lane, set()).add(item.session)
+        return lanes
+
+    assert primed(split) == primed(one) and set(primed(split)) == {0, 1, 2, 3}
+    assert all(item.record.ok for item in split), [item.record.error for item in split if not item.record.ok]
+    assert sorted(item.record.index for item in split) == list(range(len(split)))
+    measured = [item.record for item in split if not item.record.warmup]
+    assert {item.lane for item in split if not item.record.warmup} == {0, 1, 2, 3}  # both processes measured
+    assert stats.requests_measured == len(measured)
+    last_primer_end = max(item.record.end or 0.0 for item in split if item.record.warmup)
+    assert last_primer_end <= min(record.scheduled for record in measured)
+    assert stats.client_cpu_share is not None and stats.schedule_lag_ms.p99 is not None
+    lanes_of_copy: dict[int, set[int]] = {}
+    for item in split:  # a copy's number is its cache salt: no two lanes, in either process, replay the same copy
+        lanes_of_copy.setdefault(SessionId.parse(item.session).copy, set()).add(item.lane)
+    assert all(len(lanes) == 1 for lanes in lanes_of_copy.values()), lanes_of_copy
