@@ -186,15 +186,16 @@ def _schedule_lag(evidence: Evidence, thresholds: ValidityThresholds) -> list[st
 CLIENT_CPU_CEILING = 0.95  # a client process busier than this over a window had no idle core time left to keep time
 
 
-@_check("client-saturated", f"the replay client's process used under {CLIENT_CPU_CEILING:.0%} of a core over the "
-        "window (else it, not the engine, may have set the pace)", "client_cpu_share")  # fmt: skip
+@_check("client-saturated", f"the replay client's busiest process used under {CLIENT_CPU_CEILING:.0%} of a core over "
+        "the window (else it, not the engine, may have set the pace)", "client_cpu_share")  # fmt: skip
 def _client_saturated(evidence: Evidence, thresholds: ValidityThresholds) -> list[str]:
     share = evidence.client_cpu_share or 0.0
     if share < CLIENT_CPU_CEILING:
         return []
     return [
         f"client saturated: its process used {share:.0%} of a core over the window (at most "
-        f"{CLIENT_CPU_CEILING:.0%}); give it more processes or a machine of its own"
+        f"{CLIENT_CPU_CEILING:.0%}); split its lanes among more processes (workload.processes) or give it a machine "
+        "of its own"
     ]
 
 

@@ -384,8 +384,9 @@ class ReplayStats(Strict):
     client_cpu_share: float | None = Field(
         None,
         description="CPU time of the client's process (all its threads) from the window's opening to the replay's "
-        "end, over that wall time: near 1, one core was saturated and the client, not the engine, may have set the "
-        "pace (validity check 'client-saturated').",
+        "end, over that wall time; the busiest process's where the lanes were split among several (`processes`): near "
+        "1, one core was saturated and the client, not the engine, may have set the pace (validity check "
+        "'client-saturated').",
     )
     prompt_tokens: int = Field(description="Prompt tokens of measured requests (server usage).")
     cached_tokens: int = Field(description="Of those, served from the prefix cache (usage cached_tokens).")

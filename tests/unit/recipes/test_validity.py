@@ -98,8 +98,8 @@ def test_a_late_replay_says_whether_the_client_or_the_engine_set_the_pace() -> N
     )
     # A client that kept time but had no CPU left is not trusted either.
     assert reasons(schedule_lag_p99_ms=20.0, client_cpu_share=0.97) == (
-        "client saturated: its process used 97% of a core over the window (at most 95%); give it more processes or "
-        "a machine of its own",
+        "client saturated: its process used 97% of a core over the window (at most 95%); split its lanes among more "
+        "processes (workload.processes) or give it a machine of its own",
     )
     assert judge("replayed", Evidence(**{**evidence.__dict__, "schedule_lag_p99_ms": 20.0}), ValidityThresholds()).valid
 
