@@ -98,13 +98,19 @@ RERUN = """() => {
     window.__change = {called: performance.now()};
     document.addEventListener('pointerdown', (event) => { window.__change.clicked = event.timeStamp; },
                               {capture: true, once: true});
-    new MutationObserver(() => {
-        const state = app.getAttribute('data-test-script-state');
-        if (state === 'running' && !('running' in window.__change)) window.__change.running = performance.now();
-        if (state === 'notRunning' && 'running' in window.__change && !('finished' in window.__change)) {
-            window.__change.finished = performance.now();
+    // Every state the page passed through since the last callback, in order (each record's old value, then the
+    // current one): a run short enough to start and finish between two callbacks is still seen running.
+    new MutationObserver((records) => {
+        const now = performance.now();
+        const states = [...records.slice(1).map((record) => record.oldValue),
+                        app.getAttribute('data-test-script-state')];
+        for (const state of states) {
+            if (state === 'running' && !('running' in window.__change)) window.__change.running = now;
+            if (state === 'notRunning' && 'running' in window.__change && !('finished' in window.__change)) {
+                window.__change.finished = now;
+            }
         }
-    }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
 }"""
 
 

@@ -320,6 +320,10 @@ def streamlit_argv(port: int, address: str, app: Path = SERVER, public: bool = F
         "--browser.serverAddress", address,
         "--browser.serverPort", str(port),
         "--client.showErrorDetails", "none" if public else "full",
+        # Streamlit collects all garbage after every run by default: over the hub's cached results that held the GIL
+        # for ~0.1 s, in which the server could not send the run's last messages (half a filter change's time,
+        # docs/BENCHMARKS.md "Hub render"). Python's own collector still runs as objects accumulate.
+        "--runner.postScriptGC", "false",
     ]  # fmt: skip
 
 
