@@ -47,6 +47,9 @@ REQUEST_FAULTS = {
 }
 
 
+LISTEN_BACKLOG = 2048  # uvicorn's default, as vLLM's server listens
+
+
 def _load_tokenizer(directory: str) -> Any:
     from tokenizers import Tokenizer  # only when asked for: a second of import time
 
@@ -435,7 +438,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # uvloop where installed: the standard loop's socket writes were a third of the server's time per token chunk.
     loop = uvloop.new_event_loop() if uvloop is not None else None
-    web.run_app(build_app(args), host=args.host, port=args.port, print=None, access_log=None, loop=loop)
+    # A listen backlog as deep as uvicorn's (vLLM's server): with aiohttp's 128, 512 replay lanes connecting at once
+    # overflowed the accept queue and ~50 of their first requests failed with "connection reset by peer".
+    web.run_app(build_app(args), host=args.host, port=args.port, print=None, access_log=None, loop=loop,
+                backlog=LISTEN_BACKLOG)  # fmt: skip
 
 
 if __name__ == "__main__":
