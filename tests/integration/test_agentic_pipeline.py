@@ -70,6 +70,22 @@ def test_simulated_replay_realizes_the_theoretical_rate(write_recipe) -> None:
     assert again.returncode == 0 and "skipping 1 finished point(s)" in again.stdout
 
 
+def test_a_replay_split_between_two_processes_counts_the_window_once(write_recipe) -> None:
+    # `processes: 2`: the engine's counters are read once every process has primed its lanes and before any measured
+    # request, so they count exactly the measured requests' prompt tokens of both processes, as one process's do.
+    changes = {"concurrency": [2], "duration_s": 3, "processes": 2}
+    recipe = write_recipe(base=recipe_from("examples/agentic-simulated.yaml", changes))
+    result = run_cli("run", str(recipe), "--sweep", "agentic-sim-split")
+    assert result.returncode == 0, result.stderr
+    (row,) = replay_rows("agentic-sim-split")
+    assert row.valid, row.metrics["validity"]
+    records = records_of(row.records_path)
+    measured = records[~records["warmup"]]
+    assert sorted(records["index"]) == list(range(len(records)))
+    assert row.metrics["server"]["prompt_tokens"] == measured["prompt_tokens"].sum()
+    assert len({SessionId.parse(session).copy for session in measured["session"]}) >= 2  # both lanes measured
+
+
 def _counter_rates(row: PointResultRow) -> tuple[float, float]:
     """(HBM, DRAM) shares of the Point's prompt tokens, from the engine's prompt_tokens_by_source counters."""
     server = row.metrics["server"]
