@@ -27,7 +27,6 @@ from runners.loadgen.records import RequestRecord
 from runners.traces.synthesis import TokenPrompt
 
 ERROR_TEXT_LIMIT = 500
-_EMPTY: dict[str, object] = {}  # a chunk without usage (read only)
 
 
 @dataclass(frozen=True)
@@ -159,19 +158,21 @@ class _SseReader:
             chunk = orjson.loads(payload)
         except orjson.JSONDecodeError as error:  # invalid UTF-8 too
             raise _StreamError(f"malformed JSON in stream: {payload[:100]!r}") from error
-        if type(chunk) is not dict:
+        if not isinstance(chunk, dict):
             raise _StreamError(f"stream chunk is not an object: {payload[:100]!r}")
         if "error" in chunk:
             raise _StreamError(f"server error in stream: {str(chunk['error'])[:ERROR_TEXT_LIMIT]}")
-        usage = chunk.get("usage") or _EMPTY
-        choices = chunk.get("choices") or ()
-        if type(usage) is not dict or type(choices) not in (list, tuple):
+        usage = chunk.get("usage") or {}
+        choices = chunk.get("choices") or []
+        if not isinstance(usage, dict) or not isinstance(choices, list):
             raise _StreamError(f"stream chunk has malformed usage or choices: {payload[:100]!r}")
         text = _choice_text(choices[0]) if choices else None
         completion_so_far = usage.get("completion_tokens")
-        new_tokens = None
-        if isinstance(completion_so_far, int) and self.continuous_usage:
-            new_tokens = completion_so_far - self.last_usage_tokens
+        new_tokens = (
+            completion_so_far - self.last_usage_tokens
+            if isinstance(completion_so_far, int) and self.continuous_usage
+            else None
+        )
         # A role-only or usage-only chunk is not a token (docs/ARCHITECTURE.md §4). A choice whose text is
         # empty while usage grew is one: the server withholds incomplete UTF-8 until it completes.
         if text and self.text_parts is not None:
@@ -181,16 +182,12 @@ class _SseReader:
             self.chunk_tokens.append(new_tokens if new_tokens else 1)
         if isinstance(completion_so_far, int):
             self.last_usage_tokens = self.completion_tokens = completion_so_far
-        if usage:
-            self._usage(usage)
-
-    def _usage(self, usage: dict[str, object]) -> None:
-        prompt = usage.get("prompt_tokens")
-        if type(prompt) is int:
-            self.prompt_tokens = prompt
-        details = usage.get("prompt_tokens_details")
-        if type(details) is dict and type(details.get("cached_tokens")) is int:
-            self.cached_tokens = details["cached_tokens"]
+        if usage:  # most chunks of a stream without continuous usage carry none: nothing more to read
+            if isinstance(usage.get("prompt_tokens"), int):
+                self.prompt_tokens = usage["prompt_tokens"]
+            details = usage.get("prompt_tokens_details") or {}
+            if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+                self.cached_tokens = details["cached_tokens"]
 
 
 async def _request_written(_session: aiohttp.ClientSession, context: SimpleNamespace, _params: object) -> None:

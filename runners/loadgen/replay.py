@@ -37,7 +37,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import numpy as np
@@ -80,6 +80,8 @@ def e2e_interactivity_p90(records: list[RequestRecord]) -> float | None:
     p90 = float(np.percentile(ratios, 90))
     return 1 / p90 if p90 > 0 else None
 
+
+T = TypeVar("T")
 
 # One replay process holds 256 live sessions of AgentX's ~75k-token prompts with a schedule lag p99 of 8-18 ms on a
 # 2-core machine whose other core runs the engine (docs/BENCHMARKS.md, "Replay at AgentX scale"); beyond that, the
@@ -514,14 +516,13 @@ def replay_sharded(
             theirs.close()  # only the child holds its end: its exit is an end of file here
             shards.append((child, ours))
         for process, pipe in shards:
-            _receive(process, pipe)  # "primed"
+            _receive(process, pipe, str)  # "primed"
         if window_opened is not None:
             window_opened()
         opening = time.perf_counter() + _OPENING_NOTICE_S
         for _, pipe in shards:
             pipe.send(opening)
-        outcomes = [_receive(process, pipe) for process, pipe in shards]
-        return [outcome for outcome in outcomes if isinstance(outcome, ShardOutcome)]
+        return [_receive(process, pipe, ShardOutcome) for process, pipe in shards]
     finally:
         for process, pipe in shards:
             pipe.close()
@@ -531,8 +532,8 @@ def replay_sharded(
                 process.join()
 
 
-def _receive(process: multiprocessing.process.BaseProcess, pipe: Any) -> object:
-    """The next message of a replay process; its error, or its death, raised here."""
+def _receive(process: multiprocessing.process.BaseProcess, pipe: Any, expected: type[T]) -> T:
+    """The next message of a replay process, of type `expected`; its error, or its death, raised here."""
     try:
         message = pipe.recv()
     except EOFError:
@@ -543,6 +544,8 @@ def _receive(process: multiprocessing.process.BaseProcess, pipe: Any) -> object:
     if isinstance(message, _ShardFailure):
         error = InfrastructureError if message.retryable else ConfigurationError
         raise error(message.message)
+    if not isinstance(message, expected):
+        raise InfrastructureError(f"replay: {process.name} sent {type(message).__name__}, not {expected.__name__}")
     return message
 
 
