@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,18 @@ def default_database_url() -> str:
     home = Path(os.environ.get("INFERSWEEP_HOME") or Path.home() / ".infersweep")
     home.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{home / 'infersweep.db'}"
+
+
+def shown_database_url(url: str | None = None) -> str:
+    """The database URL as it may be printed: its password masked (a terminal's output lands in logs and issues)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    url = url or default_database_url()
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # not a URL SQLAlchemy reads: whatever stands between "user:" and "@" is masked
+        return re.sub(r"(//[^/@:]*:)[^@]*@", r"\1***@", url)
 
 
 def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
@@ -57,7 +70,8 @@ def make_engine(url: str | None = None) -> Engine:
 def alembic_config(engine: Engine) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    # configparser reads "%" as interpolation: a password percent-encoded in the URL (":" as %3A) must be escaped
+    config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
     return config
 
 

@@ -512,7 +512,7 @@ class Recorder:
     def point_finished(
         self, job_id: str, loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, source: str | None = None
     ) -> bool:
-        metrics = outcome.metrics
+        metrics = outcome.metrics.with_figures_judged()  # every origin's figures judged possible where stored
         unphysical = metrics.out_of_range()
         if unphysical:
             # Not a result any reader could use, and NaN or infinity would poison the store: the Point is refused,

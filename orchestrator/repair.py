@@ -30,13 +30,24 @@ class RepairedRow:
 
 
 def _figures_out_of_range(row: PointResultRow) -> list[str]:
-    """Figures of the row's metrics that are finite but impossible (the figures-in-range rule)."""
+    """Figures of the row's metrics that are finite but impossible: the figures-in-range rule, and the
+    figures-possible rule where it has not judged the row yet (stored before it existed)."""
     try:
         metrics = PointMetrics.model_validate(row.metrics)
     except ValidationError:
         return []  # an older or foreign shape: its non-finite numbers are still found below
+    judged = metrics.with_figures_judged()
+    impossible = [reason for reason in judged.validity.reasons if reason not in metrics.validity.reasons]
     return [problem(name, value, f"expected {expected}") for name, value, expected in metrics.out_of_range()
-            if not (isinstance(value, float) and not math.isfinite(value))]  # fmt: skip
+            if not (isinstance(value, float) and not math.isfinite(value))] + impossible  # fmt: skip
+
+
+def _judged_metrics(row: PointResultRow) -> dict[str, object] | None:
+    """The row's metrics with the figures-possible rule's verdict, so that a second repair finds nothing new."""
+    try:
+        return PointMetrics.model_validate(row.metrics).with_figures_judged().model_dump(mode="json")
+    except ValidationError:
+        return None
 
 
 def _clean(row: PointResultRow) -> None:
@@ -64,6 +75,7 @@ def repair_stored_figures(session: Session, *, apply: bool = True) -> list[Repai
         if not apply:
             continue
         _clean(row)
+        row.metrics = _judged_metrics(row) or row.metrics
         reason = "figures out of range (infersweep repair): " + "; ".join(problems)
         row.valid = False
         row.validity_reasons = [*row.validity_reasons, reason]

@@ -17,6 +17,7 @@ Only the standard library is imported at run time, so every floor may read it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,12 @@ STATES: tuple[str, ...] = (VALID, NOT_CHECKED, INVALID)
 # gpt-oss-120b on GB200 NVL72), so a mistyped or corrupted figure (1e30 tok/s/GPU) is refused, not published.
 MAX_TOKENS_PER_S_PER_ACCELERATOR = 1e6
 MAX_LATENCY_MS = 86_400_000.0  # a day: no request of a benchmark takes longer
+# The slowest a chip that finished a request can be: a token every 100 s per accelerator (a 72-GPU deployment serving
+# one user at 1 tok/s gives 0.014). Below it a stated throughput is a typo or a zeroed field, not a measurement.
+MIN_TOKENS_PER_S_PER_ACCELERATOR = 0.01
+# A first token and a request's end come after it was sent: a zero TTFT or E2EL percentile beside positive ones is
+# a field left empty. (TPOT and ITL may be zero: chunks read in one socket read share a timestamp.)
+NEVER_ZERO_LATENCIES = frozenset({"ttft_ms", "e2el_ms"})
 
 Severity = Literal["invalid"]  # every check so far makes a Point unpublishable; a warning level would go here
 Origin = Literal["measured", "replayed", "peer-file", "inferencex-row", "projected"]
@@ -60,6 +67,39 @@ class Evidence:
     client_cpu_share: float | None = None  # the client process's CPU time over the window's wall time
     finished: bool | None = None  # every request ran to its end (False: the run was interrupted)
     accuracy_failure: str | None = None  # the accuracy gate's reason; "" when the gate passed, None when not run
+    stated: StatedFigures | None = None  # the figures a Point states (applied where results are stored)
+
+
+@dataclass(frozen=True)
+class StatedFigures:
+    """The figures of a Point that the "figures-possible" rule reads, as every origin states them."""
+
+    completed: int  # requests that succeeded; 0 with `failed` 0: an aggregate row that counts no requests
+    failed: int
+    throughputs: tuple[tuple[str, float], ...]  # (field, tokens/s per accelerator)
+    # (field, ((percentile, ms), ...)), the percentiles from p50 up
+    latencies: tuple[tuple[str, tuple[tuple[str, float | None], ...]], ...]
+
+
+def impossible_figures(stated: StatedFigures) -> list[str]:
+    """What no measurement can give though every number is finite and in range: a throughput below any chip's
+    floor where requests finished (or none were counted: a row stating figures), a zero TTFT or E2EL percentile
+    beside positive ones, percentiles out of order (p50 > p90 > p99)."""
+    problems: list[str] = []
+    if stated.completed > 0 or stated.failed == 0:  # every request failed: zero is the measurement (error-rate)
+        floor = MIN_TOKENS_PER_S_PER_ACCELERATOR
+        problems += [f"{name} {value:g} below {floor:g} tokens/s per accelerator, slower than any chip"
+                     for name, value in stated.throughputs if value < floor]  # fmt: skip
+    for name, percentiles in stated.latencies:
+        known = [(part, value) for part, value in percentiles if value is not None]
+        positive = next(((part, value) for part, value in known if value > 0), None)
+        if name in NEVER_ZERO_LATENCIES and positive is not None:
+            problems += [f"{name}.{part} 0 ms beside {name}.{positive[0]} {positive[1]:g} ms: a zero percentile "
+                         "where the others are positive" for part, value in known if value == 0]  # fmt: skip
+        problems += [f"{name}.{low} {low_ms:g} ms above {name}.{high} {high_ms:g} ms: percentiles out of order"
+                     for (low, low_ms), (high, high_ms) in itertools.pairwise(known)
+                     if low_ms > high_ms]  # fmt: skip
+    return problems
 
 
 @dataclass(frozen=True)
@@ -216,17 +256,30 @@ def _figures_in_range(evidence: Evidence, thresholds: ValidityThresholds) -> lis
     return []
 
 
+FIGURES_POSSIBLE = "figures-possible"
+
+
+# Applied where results are stored, to every origin (PointMetrics.with_figures_judged, called by the recorder): a
+# Point failing it is stored invalid with the rule's id in its reason, not refused — a measured Point is a result.
+@_check(FIGURES_POSSIBLE, f"throughput per accelerator at least {MIN_TOKENS_PER_S_PER_ACCELERATOR:g} tokens/s where "
+        "requests finished; no zero TTFT or E2EL percentile beside positive ones; percentiles in order",
+        "stated", kind="figures")  # fmt: skip
+def _figures_possible(evidence: Evidence, thresholds: ValidityThresholds) -> list[str]:
+    problems = impossible_figures(evidence.stated) if evidence.stated is not None else []
+    return [f"impossible figures ({FIGURES_POSSIBLE}): " + "; ".join(problems)] if problems else []
+
+
 _MEASURED = ("min-requests", "error-rate", "token-agreement", "usage-consistent", "window", "output-length",
-             "figures-in-range", "finished", "accuracy")  # fmt: skip
+             "figures-in-range", FIGURES_POSSIBLE, "finished", "accuracy")  # fmt: skip
 ORIGIN_CHECKS: dict[Origin, tuple[str, ...]] = {
     "measured": _MEASURED,
     "replayed": (*_MEASURED, "window-lifetimes", "schedule-lag", "client-saturated"),
     # A peer's file holds aggregates: request counts and, where the tool says so, its own token count and whether
     # the run finished.
-    "peer-file": ("min-requests", "error-rate", "token-agreement", "figures-in-range", "finished"),
+    "peer-file": ("min-requests", "error-rate", "token-agreement", "figures-in-range", FIGURES_POSSIBLE, "finished"),
     # An InferenceX row states figures, not requests; a projection is a model's output, not a measurement.
-    "inferencex-row": ("figures-in-range",),
-    "projected": ("figures-in-range",),
+    "inferencex-row": ("figures-in-range", FIGURES_POSSIBLE),
+    "projected": ("figures-in-range", FIGURES_POSSIBLE),
 }
 RULES: tuple[Check, ...] = tuple(CHECKS.values())
 

@@ -25,6 +25,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):  # `{}: 1`, `[a]: 1`: no file of ours has a key that is not text
+            what = f"a key that is a {key_node.id}, not a name (expected text or a number)"
+            raise yaml.constructor.ConstructorError(None, None, what, key_node.start_mark)
         key = loader.construct_object(key_node)
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
@@ -32,7 +35,22 @@ def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) 
     return loader.construct_mapping(node)
 
 
+def _construct_bounded_int(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> int:
+    """An integer, or a YAML error at its position where it has more digits than Python converts (4,300)."""
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"an integer of {len(str(node.value)):,} characters (expected at most {_MAX_DIGITS:,} digits)",
+            node.start_mark,
+        ) from None
+
+
+_MAX_DIGITS = 4300  # Python's limit on converting digits to an int (sys.get_int_max_str_digits)
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 
 
 # A data file is a few KB (hardware.yaml, the largest, is 15 KB and 1,350 nodes). The bounds stop a typo or a
@@ -143,12 +161,44 @@ MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 MAX_DOCUMENT_NODES = 5_000_000
 
 
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > _MAX_DIGITS:
+        raise _TooManyDigits(digits)
+    return int(digits)
+
+
+class _TooManyDigits(ValueError):
+    pass
+
+
+def read_json_text(text: str, path: Path, what: str) -> Any:
+    """JSON text parsed, with an integer past Python's 4,300-digit conversion limit a RecipeError naming its
+    line (json.loads raises a bare ValueError there). Syntax errors stay json.JSONDecodeError for the caller."""
+    try:
+        return json.loads(text, parse_int=_bounded_int)
+    except _TooManyDigits as error:
+        digits = str(error.args[0])
+        offset = text.find(digits)
+        line = text.count("\n", 0, offset) + 1 if offset >= 0 else None
+        raise RecipeError(
+            str(path),
+            [
+                (
+                    f"line {line}" if line else "<document>",
+                    f"an integer of {len(digits):,} digits",
+                    f"expected at most {_MAX_DIGITS:,} digits",
+                )
+            ],
+            what,
+        ) from None
+
+
 def read_document(path: Path, what: str) -> Any:
     """A result file's document, JSON or else YAML, read within the bounds above; anything else is a RecipeError
     naming the file and what was wrong (never a traceback)."""
     text = _decode(path, _read_bytes(path, what, MAX_DOCUMENT_BYTES), what)
     try:
-        return json.loads(text)
+        return read_json_text(text, path, what)
     except RecursionError:
         raise _too_deep(path, what) from None
     except json.JSONDecodeError as json_error:

@@ -4,11 +4,10 @@ sweep, Streamlit's reader), so the CLI's entry point words them once (`environme
 
 from __future__ import annotations
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from db.faults import disk_full
-from db.session import default_database_url
+from db.session import shown_database_url
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 
 # (what the driver says, what it means and what to do, whether a retry can help)
@@ -32,14 +31,6 @@ DATABASE_FAULTS = (
 )  # fmt: skip
 
 
-def _database_shown() -> str:
-    url = default_database_url()
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "(INFERSWEEP_DATABASE_URL, not a database URL)"
-
-
 def environment_fault(error: BaseException) -> InferSweepError | None:
     """`error` as one worded error when it is a database or disk fault; None for anything else."""
     if isinstance(error, OSError) and disk_full(error):
@@ -50,10 +41,10 @@ def environment_fault(error: BaseException) -> InferSweepError | None:
         return None
     said = str(getattr(error, "orig", None) or error).strip().splitlines()[0] if str(error).strip() else repr(error)
     if disk_full(error):  # SQLite's wording and PostgreSQL's (SQLSTATE 53100) alike
-        return InfrastructureError(f"the results database {_database_shown()}: {said}: the disk holding it is full: "
+        return InfrastructureError(f"the results database {shown_database_url()}: {said}: the disk holding it is full: "
                                    "free space and run the command again (finished results are kept)")  # fmt: skip
     for needle, meaning, retryable in DATABASE_FAULTS:
         if needle in said.lower():
             kind = InfrastructureError if retryable else ConfigurationError
-            return kind(f"the results database {_database_shown()}: {said}: {meaning}")
-    return InfrastructureError(f"the results database {_database_shown()} failed: {said}")
+            return kind(f"the results database {shown_database_url()}: {said}: {meaning}")
+    return InfrastructureError(f"the results database {shown_database_url()} failed: {said}")

@@ -38,7 +38,7 @@ def model_generate(preset: Annotated[str, typer.Argument(help="Model preset.")] 
 
 def db_upgrade() -> None:
     """Apply database migrations (also done automatically by `run` and `results`)."""
-    from db.session import default_database_url, make_engine, migrate
+    from db.session import make_engine, migrate, shown_database_url
 
     migrate(make_engine())
-    console.print(f"database at head: {default_database_url()}")
+    console.print(f"database at head: {shown_database_url()}")

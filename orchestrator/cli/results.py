@@ -330,7 +330,7 @@ def repair(
     for row in found:
         console.print(f"point {row.point_key} (row {row.row_id}): " + "; ".join(row.problems), markup=False)
     verb = "would be retracted and cleaned" if dry_run else "retracted and cleaned"
-    console.print(f"{len(found)} result(s) {verb}" if found else "every stored figure is finite and in range")
+    console.print(f"{len(found)} result(s) {verb}" if found else "every stored figure is finite, in range and possible")
 
 
 def embargo(

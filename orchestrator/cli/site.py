@@ -67,21 +67,16 @@ def _parse(url: str):
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise ConfigurationError(f"database URL {url!r} cannot be parsed: {URL_EXPECTED}") from None
+        raise ConfigurationError(f"database URL {_shown(url)!r} cannot be parsed: {URL_EXPECTED}") from None
     if parsed.get_backend_name() not in {"sqlite", "postgresql"}:
         raise ConfigurationError(f"database URL {_shown(url)!r} is not supported: {URL_EXPECTED}")
     return parsed
 
 
 def _shown(url: str) -> str:
-    """The URL with its password masked (it is printed and may land in logs)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from db.session import shown_database_url  # db.session brings alembic: only when a URL is shown
 
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
+    return shown_database_url(url)
 
 
 def sqlite_path(url: str) -> Path | None:

@@ -278,6 +278,7 @@ def import_peer_results(
                 source = f"{read.tool}: {read.path.resolve()}, {level.label}"
                 stored = recorder.point_imported(loaded, point, level.metrics, source, when)
                 result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
-                                                 level.metrics.validity.valid, when is not None))  # fmt: skip
+                                                 level.metrics.with_figures_judged().validity.valid,
+                                                 when is not None))  # fmt: skip
             imports.append(result)
     return imports

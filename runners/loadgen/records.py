@@ -16,9 +16,17 @@ from typing import Any, Literal
 from pydantic import Field
 
 from recipes.limits import MAX_CONCURRENCY, MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, MAX_REQUESTS_PER_POINT, MAX_SECONDS
-from recipes.schema import FixedLengthWorkload, ReplaySettings, SequenceLengths
+from recipes.schema import FixedLengthWorkload, ReplaySettings, SequenceLengths, ValidityThresholds
 from recipes.strict import Strict
-from recipes.validity import MAX_LATENCY_MS, MAX_TOKENS_PER_S_PER_ACCELERATOR, Verdict
+from recipes.validity import (
+    CHECKS,
+    FIGURES_POSSIBLE,
+    MAX_LATENCY_MS,
+    MAX_TOKENS_PER_S_PER_ACCELERATOR,
+    Evidence,
+    StatedFigures,
+    Verdict,
+)
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -419,8 +427,30 @@ class ReplayStats(Strict):
     )
 
 
+LATENCY_PERCENTILES = ("p50", "p90", "p99", "p999")  # in order: each at most the next
+
+
 class PointMetrics(Strict):
     """Aggregates of one Point: what the hub plots and the database stores."""
+
+    def stated_figures(self) -> StatedFigures:
+        """The figures the "figures-possible" rule reads (recipes/validity.py)."""
+        return StatedFigures(
+            completed=self.completed, failed=self.failed,
+            throughputs=(("output_throughput_per_gpu", self.output_throughput_per_gpu),
+                         ("total_token_throughput_per_gpu", self.total_token_throughput_per_gpu)),
+            latencies=tuple((name, tuple((part, getattr(getattr(self, name), part)) for part in LATENCY_PERCENTILES))
+                            for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")),
+        )  # fmt: skip
+
+    def with_figures_judged(self) -> PointMetrics:
+        """These metrics with the "figures-possible" rule applied (by the registry), for every origin where results
+        are stored; applied once (a second call changes nothing)."""
+        if FIGURES_POSSIBLE in self.validity.checked:
+            return self
+        failures = CHECKS[FIGURES_POSSIBLE].judge(Evidence(stated=self.stated_figures()), ValidityThresholds())
+        validity = self.validity.with_check(FIGURES_POSSIBLE, "; ".join(failures) or None)
+        return self.model_copy(update={"validity": validity})
 
     def out_of_range(self) -> list[tuple[str, object, str]]:
         """(field, value, what was expected) for each figure no Point can have (recipes/validity.py's

@@ -176,6 +176,50 @@ def test_a_bad_row_is_refused_alone_and_the_rest_imported(tmp_path: Path) -> Non
                             "GPU (per decode GPU when disagg).")  # fmt: skip
 
 
+def test_impossible_figures_are_stored_invalid_naming_the_rule_and_repair_finds_older_ones(tmp_path: Path) -> None:
+    rows = raw_rows("20316427102")
+    rows[0] = dict(rows[0], tput_per_gpu=0)
+    rows[1] = dict(rows[1], output_tput_per_gpu=1e-07)
+    rows[2] = dict(rows[2], p99_ttft=0)
+    path = tmp_path / "run_1" / "agg_bmk.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(rows))
+    environment = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'results.db'}"}
+    assert run_cli("import", "inferencex", str(path), env=environment).returncode == 0
+    engine = make_engine(environment["INFERSWEEP_DATABASE_URL"])
+    with open_session(engine) as session:
+        stored = {int(re.search(r"row (\d+):", row.source or "")[1]): row  # type: ignore[index]
+                  for row in session.exec(select(PointResultRow)).all()}  # fmt: skip
+        assert len(stored) == len(rows)
+        expected = {
+            0: "total_token_throughput_per_gpu 0 below 0.01 tokens/s per accelerator",
+            1: "output_throughput_per_gpu 1e-07 below 0.01 tokens/s per accelerator",
+            2: "ttft_ms.p99 0 ms beside ttft_ms.p50",
+        }
+        for index, row in stored.items():
+            if index in expected:
+                assert not row.valid and "(figures-possible)" in row.validity_reasons[0], row.validity_reasons
+                assert expected[index] in row.validity_reasons[0]
+            else:
+                assert row.valid and "figures-possible" in row.metrics["validity"]["checked"]
+        # A row stored before the rule existed: valid, the rule not applied. Repair finds it by the same rule.
+        legacy = stored[0]
+        legacy.valid, legacy.validity_reasons = True, []
+        legacy.metrics = dict(legacy.metrics, validity={"valid": True, "reasons": [], "checked": ["figures-in-range"],
+                                                        "not_checked": []})  # fmt: skip
+        session.add(legacy)
+        session.commit()
+    engine.dispose()
+    listed = run_cli("repair", "--dry-run", env=environment)
+    assert listed.returncode == 0, listed.stderr
+    assert "impossible figures (figures-possible): total_token_throughput_per_gpu 0" in listed.stdout
+    assert "1 result(s) would be retracted and cleaned" in listed.stdout
+    assert run_cli("repair", env=environment).returncode == 0
+    assert (
+        "every stored figure is finite, in range and possible" in run_cli("repair", "--dry-run", env=environment).stdout
+    )
+
+
 def test_retract_and_export(tmp_path: Path) -> None:
     rows_file = tmp_path / "rows.json"
     rows_file.write_text(json.dumps(ROWS))

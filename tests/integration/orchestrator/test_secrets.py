@@ -52,3 +52,33 @@ def test_env_from_a_variable_that_is_not_set_fails_the_job_without_retrying(writ
     assert result.returncode == 1
     assert "engine.env_from: INFERSWEEP_TEST_NOT_SET not set in the runner's environment" in result.stderr
     assert "not retryable" in result.stderr and "attempt 2" not in result.stderr
+
+
+def test_no_command_prints_the_database_password_on_success_or_failure(
+    write_recipe, empty_postgres_url: str, tmp_path: Path
+) -> None:
+    from sqlalchemy.engine import make_url
+
+    password = "pw-" + secrets.token_hex(12)
+    # The local server trusts loopback, so any password connects: success paths print the URL as error paths do.
+    url = make_url(empty_postgres_url).set(password=password).render_as_string(hide_password=False)
+    unreachable = make_url(url).set(port=1).render_as_string(hide_password=False)
+    recipe = write_recipe()
+    commands = [
+        ({"INFERSWEEP_DATABASE_URL": url}, ("db", "upgrade")),
+        ({"INFERSWEEP_DATABASE_URL": url}, ("run", str(recipe), "--sweep", "masked")),
+        ({"INFERSWEEP_DATABASE_URL": url}, ("results",)),
+        ({"INFERSWEEP_DATABASE_URL": url}, ("repair", "--dry-run")),
+        ({"INFERSWEEP_DATABASE_URL": url}, ("export", str(tmp_path / "out.csv"))),
+        ({"INFERSWEEP_DATABASE_URL": unreachable}, ("results",)),
+        ({"INFERSWEEP_DATABASE_URL": unreachable}, ("db", "upgrade")),
+        ({"INFERSWEEP_DATABASE_URL": url.replace("postgresql://", "postgresql://:x:")}, ("results",)),
+    ]
+    shown = []
+    for environment, command in commands:
+        result = run_cli(*command, env=environment)
+        assert password not in result.stdout + result.stderr, command
+        shown.append(result.stdout + result.stderr)
+    assert "database at head: postgresql://postgres:***@127.0.0.1:5432/" in shown[0]
+    assert shown[1].count("***") == 0 and "Traceback" not in "".join(shown)
+    assert "***@127.0.0.1:1/" in shown[5]  # the failure names the database, masked

@@ -11,7 +11,16 @@ import pytest
 from orchestrator.importers.inferencex import read_row_file, to_point_metrics
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from recipes.schema import ValidityThresholds
-from recipes.validity import CHECKS, ORIGIN_CHECKS, Evidence, checks_markdown, judge, minimum_requests
+from recipes.validity import (
+    CHECKS,
+    ORIGIN_CHECKS,
+    Evidence,
+    StatedFigures,
+    checks_markdown,
+    impossible_figures,
+    judge,
+    minimum_requests,
+)
 from runners.loadgen.metrics import compute_point_metrics
 from tests.unit.runners.loadgen.test_metrics import make_record
 
@@ -64,8 +73,13 @@ def test_a_measured_point_applies_every_request_check() -> None:
     assert metrics.validity.valid, metrics.validity.reasons
     assert metrics.validity.checked == ["min-requests", "error-rate", "token-agreement", "usage-consistent", "window",
                                         "output-length", "finished", "figures-in-range"]  # fmt: skip
-    # The accuracy gate is judged by the runner when a recipe has one; the replay's checks are not a fixed load's.
-    assert metrics.validity.not_checked == ["window-lifetimes", "schedule-lag", "client-saturated", "accuracy"]
+    # The accuracy gate is judged by the runner when a recipe has one; the replay's checks are not a fixed load's;
+    # the figures' possibility where results are stored.
+    assert metrics.validity.not_checked == ["window-lifetimes", "schedule-lag", "client-saturated", "accuracy",
+                                            "figures-possible"]  # fmt: skip
+    stored = metrics.with_figures_judged()
+    assert stored.validity.valid and "figures-possible" in stored.validity.checked
+    assert stored.with_figures_judged() == stored  # judged once
 
 
 def test_a_replayed_point_adds_its_window_and_schedule_checks() -> None:
@@ -119,6 +133,35 @@ def test_an_inferencex_row_and_a_projection_check_only_their_figures() -> None:
         assert set(verdict.not_checked) == set(CHECKS) - {"figures-in-range"}
     rows = read_row_file(ROOT / "tests" / "data" / "inferencex" / "run_20248091324" / "agg_bmk.json").rows
     assert rows and all(to_point_metrics(row.row).validity.checked == ["figures-in-range"] for row in rows)
+    assert all(to_point_metrics(row.row).with_figures_judged().validity.checked
+               == ["figures-in-range", "figures-possible"] for row in rows)  # fmt: skip
+
+
+def _stated(completed: int = 0, failed: int = 0, output: float = 500.0, ttft: tuple[float | None, ...] = (80.0, None,
+            400.0, None)) -> StatedFigures:  # fmt: skip
+    parts = ("p50", "p90", "p99", "p999")
+    return StatedFigures(completed, failed, (("output_throughput_per_gpu", output),),
+                         (("ttft_ms", tuple(zip(parts, ttft, strict=True))),))  # fmt: skip
+
+
+def test_impossible_figures_are_named_by_field() -> None:
+    assert impossible_figures(_stated()) == []
+    assert impossible_figures(_stated(output=0.0)) == [
+        "output_throughput_per_gpu 0 below 0.01 tokens/s per accelerator, slower than any chip"
+    ]
+    assert impossible_figures(_stated(output=1e-07))[0].startswith("output_throughput_per_gpu 1e-07 below 0.01")
+    # Every request failed: zero is what was measured (the error-rate rule judges it).
+    assert impossible_figures(_stated(completed=0, failed=40, output=0.0)) == []
+    assert impossible_figures(_stated(ttft=(80.0, None, 0.0, None))) == [
+        "ttft_ms.p99 0 ms beside ttft_ms.p50 80 ms: a zero percentile where the others are positive",
+        "ttft_ms.p50 80 ms above ttft_ms.p99 0 ms: percentiles out of order",
+    ]
+    assert impossible_figures(_stated(ttft=(500.0, 90.0, 400.0, None))) == [
+        "ttft_ms.p50 500 ms above ttft_ms.p90 90 ms: percentiles out of order",
+    ]
+    assert impossible_figures(_stated(ttft=(0.0, None, 0.0, None))) == []  # nothing positive to contradict
+    verdict = judge("inferencex-row", Evidence(stated=_stated(output=0.0)), ValidityThresholds())
+    assert not verdict.valid and verdict.reasons[0].startswith("impossible figures (figures-possible): ")
 
 
 def test_every_origin_names_only_registered_checks_and_the_docs_list_them() -> None:

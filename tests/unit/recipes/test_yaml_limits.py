@@ -12,7 +12,7 @@ import yaml
 
 from recipes.errors import RecipeError
 from recipes.loader import load_recipe
-from recipes.yamlio import MAX_EXPANDED_NODES, MAX_FILE_BYTES, read_yaml
+from recipes.yamlio import MAX_EXPANDED_NODES, MAX_FILE_BYTES, read_document, read_yaml
 from runners.fleet.inventory import load_inventory
 from tests.conftest import SIMULATED_RECIPE
 
@@ -80,3 +80,26 @@ def test_nesting_deeper_than_the_parser_can_follow_is_an_error_not_a_crash(tmp_p
     deep = tmp_path / "deep.yaml"
     deep.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
     assert "nested too deeply" in problem_of(deep)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_an_integer_past_pythons_digit_limit_is_named_not_a_traceback(tmp_path: Path, suffix: str) -> None:
+    digits = "1" + "0" * 4300
+    path = tmp_path / f"big{suffix}"
+    path.write_text(f"v: {digits}\n" if suffix == ".yaml" else f'{{"rows": [{{"conc": {digits}}}]}}')
+    with pytest.raises(RecipeError) as caught:
+        read_document(path, "InferenceX rows") if suffix == ".json" else read_yaml(path)
+    [(where, value, expected)] = caught.value.problems
+    assert where.startswith("line 1") and "4,301" in str(value) and "4,300 digits" in str(value) + expected
+    small = tmp_path / f"small{suffix}"
+    small.write_text("v: 12345\n" if suffix == ".yaml" else '{"v": 12345}')
+    assert (read_yaml(small) if suffix == ".yaml" else read_document(small, "rows")) == {"v": 12345}
+
+
+@pytest.mark.parametrize("key", ["{}", "[a]", "{a: 1}"])
+def test_a_key_that_is_not_a_name_is_refused_with_its_position(tmp_path: Path, key: str) -> None:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(f"name: x\n{key}: 1\n")
+    problem = problem_of(path)
+    assert "line 2, column 1" in problem and "not a name" in problem
+    assert "not a name" in problem_of(path, lambda found: read_document(found, "llm-d report"))
