@@ -43,6 +43,17 @@ def shown_database_url(url: str | None = None) -> str:
         return re.sub(r"(//[^/@:]*:)[^@]*@", r"\1***@", url)
 
 
+def sqlite_damage(engine: Engine) -> str | None:
+    """SQLite's own check of every page (`PRAGMA quick_check`): its first finding, or None when the file holds (or
+    the database is not SQLite). Migrating reads only the schema: a file with zeroed pages migrates "at head"."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with engine.connect() as connection:
+        findings = [str(row[0]) for row in connection.exec_driver_sql("PRAGMA quick_check").fetchall()]
+    damaged = [finding for finding in findings if finding != "ok"]
+    return damaged[0] if damaged else None
+
+
 def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
     cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]  # SQLAlchemy's hook passes the untyped DBAPI connection
     cursor.execute("PRAGMA foreign_keys=ON")

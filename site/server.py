@@ -11,18 +11,47 @@ import os
 from pathlib import Path
 
 import streamlit as st
+from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 
 HERE = Path(__file__).resolve().parent
 API_ROUTE = "/api/v1"
 API_DIR = os.environ.get("INFERSWEEP_API_DIR")
 
-# Public, read-only data: any web page may fetch it (GET only, no credentials).
-routes = (
-    [Mount(API_ROUTE, app=CORSMiddleware(StaticFiles(directory=API_DIR), allow_origins=["*"], allow_methods=["GET"]))]
-    if API_DIR
-    else []
-)
+
+def not_found(scope: Scope) -> JSONResponse:
+    """404 with a JSON body saying what the API serves: for any path under /api/ that names no view."""
+    body = {"error": "not found", "path": Request(scope).url.path, "versions": ["v1"] if API_DIR else [],
+            "index": f"{API_ROUTE}/index.json" if API_DIR else None,
+            "serves": "the views of the published snapshot this hub serves" if API_DIR
+            else "nothing: this hub reads a results database, not a published snapshot"}  # fmt: skip
+    return JSONResponse(body, status_code=404)
+
+
+async def api_not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    await not_found(scope)(scope, receive, send)
+
+
+class ApiFiles(StaticFiles):
+    """The API's static views; a name that is none of them answers `not_found`, not Starlette's text."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        try:
+            return await super().get_response(path, scope)
+        except HTTPException as error:
+            if error.status_code != 404:
+                raise
+            return not_found(scope)
+
+
+# Public, read-only data: any web page may fetch it (GET only, no credentials). The /api mount after the views': an
+# unknown version or path is the API's 404, never Streamlit's page answering 200.
+views = [Mount(API_ROUTE, app=CORSMiddleware(ApiFiles(directory=API_DIR), allow_origins=["*"],
+                                             allow_methods=["GET"]))] if API_DIR else []  # fmt: skip
+routes = [*views, Mount("/api", app=api_not_found)]
 app = st.App(HERE / "app.py", routes=routes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.faults import disk_full
-from db.session import shown_database_url
+from db.session import default_database_url, shown_database_url
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 
 # (what the driver says, what it means and what to do, whether a retry can help)
@@ -46,5 +46,30 @@ def environment_fault(error: BaseException) -> InferSweepError | None:
     for needle, meaning, retryable in DATABASE_FAULTS:
         if needle in said.lower():
             kind = InfrastructureError if retryable else ConfigurationError
+            if needle == "unable to open database file":
+                meaning = _why_unopenable() or meaning
             return kind(f"the results database {shown_database_url()}: {said}: {meaning}")
     return InfrastructureError(f"the results database {shown_database_url()} failed: {said}")
+
+
+def _why_unopenable() -> str | None:
+    """Which of SQLite's reasons for "unable to open database file" holds for the configured file (None: not one)."""
+    from orchestrator.cli.site import sqlite_path
+
+    try:
+        path = sqlite_path(default_database_url())
+    except ConfigurationError:
+        return None
+    if path is None:
+        return None
+    if path.is_dir():
+        return f"{path} is a folder, not a database file: name a file in INFERSWEEP_DATABASE_URL"
+    if not path.parent.is_dir():
+        return f"its folder {path.parent} does not exist"
+    return "the file or its folder cannot be written by this user"
+
+
+def damaged_database(finding: str) -> ConfigurationError:
+    """A SQLite file whose pages SQLite's own check refuses (`db.session.sqlite_damage`), worded as a malformed one."""
+    meaning = next(meaning for needle, meaning, _ in DATABASE_FAULTS if needle == "database disk image is malformed")
+    return ConfigurationError(f"the results database {shown_database_url()}: {finding}: {meaning}")

@@ -38,7 +38,12 @@ def model_generate(preset: Annotated[str, typer.Argument(help="Model preset.")] 
 
 def db_upgrade() -> None:
     """Apply database migrations (also done automatically by `run` and `results`)."""
-    from db.session import make_engine, migrate, shown_database_url
+    from db.session import make_engine, migrate, shown_database_url, sqlite_damage
+    from orchestrator.cli.faults import damaged_database
 
-    migrate(make_engine())
+    engine = make_engine()
+    migrate(engine)
+    damage = sqlite_damage(engine)
+    if damage is not None:  # worded as every reader words a malformed file, before anything is said to be at head
+        fail(damaged_database(damage), code=1)
     console.print(f"database at head: {shown_database_url()}")

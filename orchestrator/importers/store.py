@@ -86,6 +86,11 @@ def close_imported(recorder: Recorder) -> None:
     recorder.close()
 
 
+def distinct_files(files: list[Path]) -> list[Path]:
+    """`files` in their order, each once: a file named twice (or by two paths) was counted twice as "read"."""
+    return list({file.resolve(): file for file in reversed(files)}.values())[::-1]
+
+
 @contextmanager
 def _recorder(engine: Engine, sweep: str) -> Iterator[Recorder]:
     """One sweep's Recorder for an import, closed (and its sweep finished) however the import ends."""
@@ -105,7 +110,7 @@ def import_inferencex(
     dated by the row's date, else `run_date`, else 'date unknown' (ordered by run id, never by the import). `run_id`
     names the run of files whose name and folder do not."""
     summary = InferenceXSummary()
-    for file in files:
+    for file in distinct_files(files):
         read = read_row_file(file, snapshot, run_id)
         imported = present = undated = replaced = 0
         by_sweep: dict[str, list[ImportedRow]] = defaultdict(list)  # insertion-ordered: the file's order per run
@@ -113,11 +118,22 @@ def import_inferencex(
             by_sweep[sweep or f"inferencex-run-{item.source_run}"].append(item)
         # Each Recorder holds a pooled database connection, so one sweep is open at a time: a dashboard API file
         # holds rows of dozens of runs (one sweep each), and keeping them all open exhausted the pool.
-        for name, items in by_sweep.items():
+        for name, every_item in by_sweep.items():
+            items = []
+            for item in every_item:
+                metrics = to_point_metrics(item.row)
+                unphysical = metrics.out_of_range()
+                if unphysical:  # refused alone, naming the figure it would have stored
+                    read.refused += [(item.index, f"stored {figure}", value, expected)
+                                     for figure, value, expected in unphysical]  # fmt: skip
+                else:
+                    items.append((item, metrics))
+            if not items:  # every row refused: no sweep is opened for none
+                continue
             with open_session(engine) as session:
                 stored = _by_measurement(reads.list_results(session, sweep=name))
             with _recorder(engine, name) as recorder:
-                for item in items:
+                for item, metrics in items:
                     row = item.row
                     twin = _twin_of(item, stored)
                     if twin is not None and row.image is None:
@@ -139,12 +155,6 @@ def import_inferencex(
                     run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
                     source = f"{run}, row {item.index}: {file.resolve()}"
                     when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
-                    metrics = to_point_metrics(row)
-                    unphysical = metrics.out_of_range()
-                    if unphysical:  # refused alone, naming the figure it would have stored
-                        read.refused += [(item.index, f"stored {name}", value, expected)
-                                         for name, value, expected in unphysical]  # fmt: skip
-                        continue
                     if recorder.point_imported(identity, point, metrics, source, when):
                         imported += 1
                         undated += when is None
@@ -235,50 +245,54 @@ def import_peer_results(
     run_date: datetime | None = None,
 ) -> list[PeerImport]:  # fmt: skip
     """Store each load level of each peer file as a Point of the recipe `loaded` describes (hardware, model,
-    engine): origin `imported`, dated by the file (else `run_date`, else 'date unknown'), in `sweep`."""
+    engine): origin `imported`, dated by the file (else `run_date`, else 'date unknown'), in `sweep`. Every file is
+    read and every level judged before the sweep is opened: where every level is refused, no sweep is made."""
     reader = PEER_FORMATS[format_name]
     imports: list[PeerImport] = []
+    storable: list[tuple[PeerImport, PeerLevel, PointRequest, SequenceLengths, str]] = []
+    for file in distinct_files(files):
+        read = reader.read(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)
+        # The file's content is part of each level's identity: the same file again is already present, another
+        # run at the same settings is a measurement of its own.
+        content = hashlib.sha256(read.path.read_bytes()).hexdigest()[:12]
+        result = PeerImport(read.path, read.tool, read.model, refused=list(read.refused))
+        imports.append(result)
+        for level in read.levels:
+            chosen, refusal = _lengths(level, lengths)
+            if chosen is None:
+                result.refused.append(refusal)  # type: ignore[arg-type]  # _lengths returns a refusal exactly when chosen is None
+                continue
+            # A figure no load level can have (NaN, infinity, a negative latency, 1e30 tok/s/GPU) refuses the
+            # level: stored, one NaN made every later read of the results fail.
+            unphysical = level.metrics.out_of_range()
+            if unphysical:
+                result.refused += [Refusal(level.index, f"stored {name}", value, expected)
+                                   for name, value, expected in unphysical]  # fmt: skip
+                continue
+            # One load level of its own: its concurrency and requests, random lengths of exactly L.
+            try:
+                workload = FixedLengthPoint(
+                    isl=chosen.isl, osl=chosen.osl, range_ratio=1.0, concurrency=level.concurrency,
+                    num_prompts=max(level.metrics.completed + level.metrics.failed, 1), num_warmup=0, seed=0,
+                    request_timeout_s=600,
+                )  # fmt: skip
+            except ValidationError as error:  # a count or length beyond what any Point can have
+                result.refused += [Refusal(level.index, f"stored {'.'.join(map(str, item['loc']))}",
+                                           item.get("input"), item["msg"]) for item in error.errors()]  # fmt: skip
+                continue
+            point = PointRequest(
+                point_key=f"import-{format_name}-{content}-{level.index}-" + point_key(loaded.fingerprint, workload, 0),
+                repeat_index=0, workload=workload,
+            )  # fmt: skip
+            storable.append((result, level, point, chosen, f"{read.tool}: {read.path.resolve()}, {level.label}"))
+    if not storable:
+        return imports
     with _recorder(engine, sweep) as recorder:
         recorder.register_recipe(loaded)
-        for file in files:
-            read = reader.read(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)
-            # The file's content is part of each level's identity: the same file again is already present, another
-            # run at the same settings is a measurement of its own.
-            content = hashlib.sha256(read.path.read_bytes()).hexdigest()[:12]
-            result = PeerImport(read.path, read.tool, read.model, refused=list(read.refused))
-            for level in read.levels:
-                chosen, refusal = _lengths(level, lengths)
-                if chosen is None:
-                    result.refused.append(refusal)  # type: ignore[arg-type]  # _lengths returns a refusal exactly when chosen is None
-                    continue
-                # A figure no load level can have (NaN, infinity, a negative latency, 1e30 tok/s/GPU) refuses the
-                # level: stored, one NaN made every later read of the results fail.
-                unphysical = level.metrics.out_of_range()
-                if unphysical:
-                    result.refused += [Refusal(level.index, f"stored {name}", value, expected)
-                                       for name, value, expected in unphysical]  # fmt: skip
-                    continue
-                # One load level of its own: its concurrency and requests, random lengths of exactly L.
-                try:
-                    workload = FixedLengthPoint(
-                        isl=chosen.isl, osl=chosen.osl, range_ratio=1.0, concurrency=level.concurrency,
-                        num_prompts=max(level.metrics.completed + level.metrics.failed, 1), num_warmup=0, seed=0,
-                        request_timeout_s=600,
-                    )  # fmt: skip
-                except ValidationError as error:  # a count or length beyond what any Point can have
-                    result.refused += [Refusal(level.index, f"stored {'.'.join(map(str, item['loc']))}",
-                                               item.get("input"), item["msg"]) for item in error.errors()]  # fmt: skip
-                    continue
-                point = PointRequest(
-                    point_key=f"import-{format_name}-{content}-{level.index}-"
-                    + point_key(loaded.fingerprint, workload, 0),
-                    repeat_index=0, workload=workload,
-                )  # fmt: skip
-                when = level.measured_at or run_date
-                source = f"{read.tool}: {read.path.resolve()}, {level.label}"
-                stored = recorder.point_imported(loaded, point, level.metrics, source, when)
-                result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
-                                                 level.metrics.with_figures_judged().validity.valid,
-                                                 when is not None))  # fmt: skip
-            imports.append(result)
+        for result, level, point, chosen, source in storable:
+            when = level.measured_at or run_date
+            stored = recorder.point_imported(loaded, point, level.metrics, source, when)
+            result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
+                                             level.metrics.with_figures_judged().validity.valid,
+                                             when is not None))  # fmt: skip
     return imports

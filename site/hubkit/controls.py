@@ -140,9 +140,15 @@ def radio(label: str, options: Sequence[str], param: str, default: str, sidebar:
     return _one_of((st.sidebar if sidebar else st).radio, label, list(options), param, default, horizontal=True)
 
 
+# A number control's ceiling where its page names none: past any figure a reader means, and small enough that every
+# conversion a page makes of it (int(), a product with bytes per GPU) stays finite and quick.
+NUMBER_CEILING = 1e9
+
+
 def number(label: str, param: str, default: float, min_value: float = 0.0, step: float = 1.0,
-           help: str | None = None, sidebar: bool = True) -> float:  # fmt: skip
-    """A number input bound to the query parameter `param` (a bad value in a link falls back to default)."""
+           help: str | None = None, sidebar: bool = True, max_value: float = NUMBER_CEILING) -> float:  # fmt: skip
+    """A number input bound to the query parameter `param`, clamped to [min_value, max_value] before the page
+    converts it (a link's 1e308 accelerators overflowed int()); a bad value in a link falls back to default."""
     key = f"param-{param}"
     try:
         linked = float(st.query_params.get(param, default))
@@ -153,9 +159,13 @@ def number(label: str, param: str, default: float, min_value: float = 0.0, step:
             st.sidebar.warning(f"The link's {label} {as_text(st.query_params.get(param))} is not a finite number: "
                                f"showing {default:g}.")  # fmt: skip
         linked = default
-    _seed(key, max(linked, min_value))
+    if not min_value <= linked <= max_value and key not in st.session_state:
+        st.sidebar.warning(f"The link's {label} {linked:g} is outside {min_value:g} to {max_value:g}: showing the "
+                           "nearest end.")  # fmt: skip
+    _seed(key, min(max(linked, min_value), max_value))
     container = st.sidebar if sidebar else st
-    chosen = container.number_input(label, min_value=min_value, step=step, key=key, help=help)
+    ceiling = type(min_value)(max_value)  # Streamlit refuses bounds and step of mixed int and float types
+    chosen = container.number_input(label, min_value=min_value, max_value=ceiling, step=step, key=key, help=help)
     _link(param, f"{chosen:g}", f"{max(default, min_value):g}")
     assume(label, f"{chosen:g}")
     return float(chosen)

@@ -39,6 +39,7 @@ from recipes.hardware import TCO_TIERS, offload_budget_gib
 CONCURRENCIES = [4, 8, 16, 32, 64, 128, 256]
 LEVELS = [20.0, 30.0, 50.0, 70.0, 100.0]
 BLOCK_SIZE = 64
+MAX_GPUS = 1024  # an engine of more accelerators than any rack-scale system (NVL576) has
 
 
 @st.cache_resource(show_spinner="Reading or generating the corpus...")
@@ -69,7 +70,7 @@ trace_name = controls.selectbox("Agent corpus", traces, "trace",
 chip = controls.selectbox("Hardware", [key for key in hardware if key != "cpu-local"], "chip", default="b200")
 model_key = controls.selectbox("Model", sorted(models), "llm", default="deepseek-r1")
 precision = controls.selectbox("Precision", list(WEIGHT_PRECISIONS), "weights", default="fp8")
-gpus = int(controls.number("Accelerators per engine", "gpus", default=8, min_value=1, step=1))
+gpus = int(controls.number("Accelerators per engine", "gpus", default=8, min_value=1, step=1, max_value=MAX_GPUS))
 budget = offload_budget_gib(hardware[str(chip)], gpus)
 dram_gib = controls.number(
     "Host DRAM for the KV cache (GiB)",
@@ -80,7 +81,8 @@ dram_gib = controls.number(
     help="Default: InferenceX's rule on the registry's host DRAM, min(DRAM, 3 TB) × 0.8 × GPUs ÷ GPUs per node; "
     "1024 GiB where the registry has no figure.",
 )
-utilisation = controls.number("Share of HBM the engine may use", "util", default=0.9, min_value=0.05, step=0.05)
+utilisation = controls.number("Share of HBM the engine may use", "util", default=0.9, min_value=0.05, step=0.05,
+                              max_value=1.0)  # fmt: skip
 chosen_concurrency = controls.multiselect("Concurrency (live sessions)", [str(c) for c in CONCURRENCIES],
                                           "concurrency", default=["16", "64", "256"])  # fmt: skip
 threshold = controls.number("Worth it from a saving of (%)", "threshold", default=DEFAULT_THRESHOLD * 100,

@@ -63,6 +63,17 @@ def test_numbers_in_a_link_must_be_finite(seeded_hub: str) -> None:
         assert "is not a finite number" in warned, (page, warned)
 
 
+def test_a_number_past_its_domain_is_clamped_before_the_page_converts_it(seeded_hub: str) -> None:
+    """/offload?gpus=1e308 overflowed int() (`inf` was already refused): every number control clamps to its domain."""
+    for page, link in (("offload_map", {"gpus": "1e308", "util": "7"}), ("memory_tiers", {"lookups": "1e308"}),
+                       ("offload_map", {"gpus": "-5"})):  # fmt: skip
+        app = open_page(page, link, from_overview=True)
+        assert not app.exception, (page, link, app.exception)
+        warned = " ".join(warning.value for warning in app.sidebar.warning)
+        assert "showing the nearest end" in warned, (page, warned)
+    assert app.number_input(key="param-gpus").value == 1
+
+
 def test_a_linked_value_is_shown_as_text_never_as_markdown(seeded_hub: str) -> None:
     planted = "[Session expired](https://evil.example/login) ![p](https://evil.example/p.png)"
     app = open_page("pareto", {"hardware": planted})

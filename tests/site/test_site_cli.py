@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -106,6 +108,17 @@ def test_site_on_a_published_snapshot_stops_on_ctrl_c(tmp_path: Path) -> None:
     try:
         _healthy(process, port)
         hub_env = Path(f"/proc/{_children(process.pid)[0]}/environ").read_bytes().split(b"\0")
+        # A version or view the API does not have is its 404 in JSON, never the hub's page answering 200.
+        for path in ("/api/v2/index.json", "/api/v1/no-such-view.json"):
+            with pytest.raises(urllib.error.HTTPError) as missing:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
+            assert missing.value.code == 404 and missing.value.headers["Content-Type"] == "application/json"
+            assert json.loads(missing.value.read()) == {
+                "error": "not found", "path": path, "versions": ["v1"], "index": "/api/v1/index.json",
+                "serves": "the views of the published snapshot this hub serves",
+            }  # fmt: skip
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/index.json", timeout=10) as index:
+            assert json.loads(index.read())["api_version"] == "v1"
     finally:
         if process.poll() is None:
             output = _stop(process, port, signal.SIGINT)

@@ -35,6 +35,28 @@ def test_a_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
     assert f"sqlite:///{database}: file is not a database" in line and "not retryable" in line
 
 
+def test_db_upgrade_does_not_call_a_file_with_zeroed_pages_at_head(tmp_path: Path) -> None:
+    database = tmp_path / "results.db"
+    url = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{database}"}
+    rows = Path(__file__).parents[2] / "data" / "inferencex" / "run_20316427102" / "agg_bmk.json"
+    assert run_cli("import", "inferencex", str(rows), env=url).returncode == 0
+    with open(database, "r+b") as handle:  # pages 4-6 zeroed: the schema (page 1) still reads
+        handle.seek(4096 * 3)
+        handle.write(bytes(4096 * 3))
+    upgrade = one_error_line(run_cli("db", "upgrade", env=url))
+    results = one_error_line(run_cli("results", env=url))
+    for line in (upgrade, results):
+        assert f"sqlite:///{database}" in line and "the file is corrupt" in line, line
+
+
+def test_a_folder_at_the_database_path_is_called_a_folder(tmp_path: Path) -> None:
+    line = one_error_line(run_cli("results", env={"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path}"}))
+    assert f"{tmp_path} is a folder, not a database file" in line and "does not exist" not in line
+    missing = tmp_path / "no-such-folder" / "results.db"
+    line = one_error_line(run_cli("results", env={"INFERSWEEP_DATABASE_URL": f"sqlite:///{missing}"}))
+    assert f"its folder {missing.parent} does not exist" in line
+
+
 def test_a_sqlite_database_locked_by_another_process(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'results.db'}"
     assert run_cli("results", env={"INFERSWEEP_DATABASE_URL": url}).returncode == 0  # created, at head

@@ -220,6 +220,24 @@ def test_impossible_figures_are_stored_invalid_naming_the_rule_and_repair_finds_
     )
 
 
+def test_a_file_named_twice_is_read_once_and_a_file_of_refused_rows_opens_no_sweep(tmp_path: Path) -> None:
+    rows = raw_rows("20316427102")[:3]
+    path = tmp_path / "run_3" / "agg_bmk.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(rows))
+    environment = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'results.db'}"}
+    twice = run_cli("import", "inferencex", str(path), str(tmp_path / "run_3" / ".." / "run_3" / "agg_bmk.json"),
+                    env=environment)  # fmt: skip
+    assert "InferenceX import: 3 row(s) read, 3 imported" in twice.stdout, twice.stdout + twice.stderr
+    refused = tmp_path / "run_4" / "agg_bmk.json"
+    refused.parent.mkdir()
+    refused.write_text(json.dumps([dict(row, tput_per_gpu=-1.0) for row in rows]))
+    result = run_cli("import", "inferencex", str(refused), env=environment)
+    assert "3 row(s) read, 0 imported, 0 already present, 3 refused" in result.stdout, result.stdout + result.stderr
+    with open_session(make_engine(environment["INFERSWEEP_DATABASE_URL"])) as session:
+        assert [sweep.name for sweep in session.exec(select(SweepRow)).all()] == ["inferencex-run-3"]
+
+
 def test_retract_and_export(tmp_path: Path) -> None:
     rows_file = tmp_path / "rows.json"
     rows_file.write_text(json.dumps(ROWS))
