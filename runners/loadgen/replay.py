@@ -515,14 +515,20 @@ def replay_sharded(
             child.start()
             theirs.close()  # only the child holds its end: its exit is an end of file here
             shards.append((child, ours))
-        for process, pipe in shards:
-            _receive(process, pipe, str)  # "primed"
+        _receive_all(shards, str)  # "primed"
         if window_opened is not None:
             window_opened()
         opening = time.perf_counter() + _OPENING_NOTICE_S
         for _, pipe in shards:
             pipe.send(opening)
-        return [_receive(process, pipe, ShardOutcome) for process, pipe in shards]
+        outcomes = _receive_all(shards, ShardOutcome)
+    except BaseException:
+        # One process failed or died, or this one was stopped: the others' measurement is of a replay that did not
+        # run whole. They are ours (started above): stopped now, not when their window would have ended.
+        for process, _ in shards:
+            if process.is_alive():
+                process.terminate()
+        raise
     finally:
         for process, pipe in shards:
             pipe.close()
@@ -530,6 +536,21 @@ def replay_sharded(
             if process.is_alive():  # started above: ours to stop
                 process.kill()
                 process.join()
+    return outcomes
+
+
+def _receive_all(shards: list[tuple[multiprocessing.process.BaseProcess, Any]], expected: type[T]) -> list[T]:
+    """One message of type `expected` from every replay process, in their order, read as each arrives: a process
+    that fails or dies (its pipe's end of file) ends the wait at once, whichever process it is."""
+    from multiprocessing.connection import wait
+
+    owners = {id(pipe): (process, pipe) for process, pipe in shards}
+    received: dict[int, T] = {}
+    while len(received) < len(shards):
+        for ready in wait([pipe for key, (_, pipe) in owners.items() if key not in received]):
+            process, pipe = owners[id(ready)]
+            received[id(pipe)] = _receive(process, pipe, expected)
+    return [received[id(pipe)] for _, pipe in shards]
 
 
 def _receive(process: multiprocessing.process.BaseProcess, pipe: Any, expected: type[T]) -> T:
@@ -539,7 +560,8 @@ def _receive(process: multiprocessing.process.BaseProcess, pipe: Any, expected: 
     except EOFError:
         process.join(timeout=_SHARD_EXIT_S)
         raise InfrastructureError(
-            f"replay: {process.name} ended before it sent its results (exit code {process.exitcode})"
+            f"replay: {process.name} ended before it sent its results (exit code {process.exitcode}); the other "
+            "processes were stopped and what they measured is discarded: run the Point again"
         ) from None
     if isinstance(message, _ShardFailure):
         error = InfrastructureError if message.retryable else ConfigurationError
@@ -570,7 +592,12 @@ def _shard_main(
         replayer.finished()
         pipe.send(replayer.outcome())
     except InferSweepError as error:
-        pipe.send(_ShardFailure(str(error), error.retryable))
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the parent stopped listening (below)
+            pipe.send(_ShardFailure(str(error), error.retryable))
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        # The parent closed its end: another process died or the replay was stopped, and what this one measured is
+        # discarded. Nothing to say, and no traceback: the parent names the cause.
+        return
 
 
 def run_replay_point(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.errors import ConfigurationError
+from recipes.errors import ConfigurationError, InfrastructureError
 from recipes.schema import ReplaySettings
 from runners.host.generated_model import ensure_generated_model
 from runners.loadgen import loop
@@ -340,3 +340,35 @@ def test_lanes_split_among_processes_replay_what_one_process_replays_in_one_wind
     for item in split:  # a copy's number is its cache salt: no two lanes, in either process, replay the same copy
         lanes_of_copy.setdefault(SessionId.parse(item.session).copy, set()).add(item.lane)
     assert all(len(lanes) == 1 for lanes in lanes_of_copy.values()), lanes_of_copy
+
+
+def test_a_dead_replay_process_ends_the_point_at_once_and_the_survivor_stops_quietly(
+    caching_server: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # kill -9 of one process of a split replay: its pipe's end of file is seen at once (the parent used to wait on
+    # the processes in turn, and learnt of it when the window ended, 30 s later), the survivor is stopped without
+    # a BrokenPipeError traceback, and nothing is returned as if the replay had run whole.
+    import multiprocessing
+    import os
+    import signal
+    import threading
+
+    trace = load_trace(WEKA)
+    settings = ReplaySettings(duration_s=30, warmup=True, warmup_requests_per_lane=1, time_scale=0.005,
+                              length_scale=0.25, max_output_tokens=8, seed=9, processes=2)  # fmt: skip
+    killed: list[int] = []
+
+    def kill_one_soon() -> None:  # once every process primed: inside the measured window
+        def kill() -> None:
+            victim = sorted(multiprocessing.active_children(), key=lambda child: child.name)[1]
+            killed.append(victim.pid or 0)
+            os.kill(victim.pid or 0, signal.SIGKILL)
+
+        threading.Timer(1.0, kill).start()
+
+    started = time.monotonic()
+    with pytest.raises(InfrastructureError, match=r"replay-process-1 ended before it sent its results \(exit code -9\)"):
+        replay(trace, Endpoint(base_url=caching_server, model="sim"), settings, 4, window_opened=kill_one_soon)
+    assert killed and time.monotonic() - started < 15  # not the 30 s window
+    assert multiprocessing.active_children() == []
+    assert "Traceback" not in capfd.readouterr().err
