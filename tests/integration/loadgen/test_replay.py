@@ -367,7 +367,9 @@ def test_a_dead_replay_process_ends_the_point_at_once_and_the_survivor_stops_qui
         threading.Timer(1.0, kill).start()
 
     started = time.monotonic()
-    with pytest.raises(InfrastructureError, match=r"replay-process-1 ended before it sent its results \(exit code -9\)"):
+    with pytest.raises(
+        InfrastructureError, match=r"replay-process-1 ended before it sent its results \(exit code -9\)"
+    ):
         replay(trace, Endpoint(base_url=caching_server, model="sim"), settings, 4, window_opened=kill_one_soon)
     assert killed and time.monotonic() - started < 15  # not the 30 s window
     assert multiprocessing.active_children() == []
