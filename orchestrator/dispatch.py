@@ -16,9 +16,11 @@ from pathlib import Path
 
 import ray
 from ray.exceptions import (
+    LocalRayletDiedError,
     NodeDiedError,
     ObjectLostError,
     OwnerDiedError,
+    RayError,
     RayTaskError,
     TaskCancelledError,
     WorkerCrashedError,
@@ -28,8 +30,9 @@ from recipes.hardware import pool_resource_name
 from runners.job import ErrorInfo, JobEvent, JobSpec
 from runners.registry import runner_for
 
-# Faults of the machinery, not of the benchmark: a new attempt may succeed.
-_RETRYABLE_RAY_ERRORS = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
+# Faults of the machinery, not of the benchmark: a new attempt may succeed. Any other error of Ray's own (not a task's)
+# is one too: the driver's raylet dying with the node's RuntimeEnvAgent raised LocalRayletDiedError out of the sweep.
+_RETRYABLE_RAY_ERRORS = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError, LocalRayletDiedError)
 
 
 # Ray's built-in node label carrying the node id: lets a retry avoid the node an attempt failed on.
@@ -150,7 +153,7 @@ class Dispatcher:
             return [Delivery(job_id, JobEvent.model_validate_json(ray.get(reference)))]
         except StopIteration:
             ended: list[Delivery] = []
-        except (TaskCancelledError, RayTaskError, *_RETRYABLE_RAY_ERRORS) as error:
+        except RayError as error:  # cancelled, the runner's own exception, or the machinery's fault
             ended = [Delivery(job_id, _failure_event(job_id, error))]
         self._running.pop(job_id, None)
         self._job_of.pop(id(generator), None)
@@ -160,6 +163,14 @@ class Dispatcher:
         """Ask a running job to stop; its stream then ends with a cancelled failure."""
         generator = self._running.get(job_id)
         if generator is not None:
+            ray.cancel(generator)
+
+    def forget(self, job_id: str) -> None:
+        """Cancel a job and stop watching its stream: for a task no live node will ever run, whose stream may
+        never end."""
+        generator = self._running.pop(job_id, None)
+        if generator is not None:
+            self._job_of.pop(id(generator), None)
             ray.cancel(generator)
 
     def cancel_all(self, wait_s: float = 60.0) -> list[Delivery]:
@@ -194,7 +205,9 @@ def _failure_event(job_id: str, error: Exception) -> JobEvent:
         isinstance(error, RayTaskError) and isinstance(error.cause, TaskCancelledError)
     ):
         info = ErrorInfo(kind="Cancelled", message="job cancelled", retryable=False)
-    elif isinstance(error, _RETRYABLE_RAY_ERRORS):
+    elif isinstance(error, _RETRYABLE_RAY_ERRORS) or (
+        isinstance(error, RayError) and not isinstance(error, RayTaskError)
+    ):
         info = ErrorInfo(kind=type(error).__name__, message=str(error)[:2000], retryable=True)
     else:
         # An exception escaped the runner: a bug, not a flaky host. Record it; do not retry.

@@ -64,6 +64,9 @@ def _wait_for_local_engines(limit_s: float) -> None:
         time.sleep(0.2)
 
 
+PLACEMENT_TIMEOUT_S = 300.0  # starting a Ray worker takes seconds; a node's runtime environment setup, minutes
+
+
 @dataclass
 class SweepOptions:
     name: str
@@ -78,6 +81,10 @@ class SweepOptions:
     job_attachments: dict[str, dict[str, str]] = field(default_factory=dict)
     database_outage_s: float = DATABASE_OUTAGE_S  # how long a lost database may stay away before the sweep stops
     wait_for_lease: bool = False  # another driver runs the sweep: wait for it to end instead of refusing
+    # How long a job may wait to be placed on a live node of its pool: queued while no live node offers the pool (its
+    # node was lost), or submitted and not yet running. Past it the job fails with an infrastructure error naming the
+    # pool, never waits on forever. A busy pool does not count: a job behind others waits for a slot, not a node.
+    placement_timeout_s: float = PLACEMENT_TIMEOUT_S
 
 
 @dataclass
@@ -124,6 +131,8 @@ class _ActiveJob:
     points: dict[str, PointRequest]
     label: str
     submitted: bool = False
+    submitted_at: float | None = None
+    unplaceable_since: float | None = None  # waiting while no live node offered its pool, since then
     placed_at: float | None = None
     point_started_at: float | None = None
     node_id: str | None = None
@@ -280,15 +289,61 @@ class SweepRunner:
         self._unfinished += 1
         problem = self._cannot_run(loaded, targets)
         if problem is not None:
-            kind, message = problem
-            info = ErrorInfo(kind=kind, message=message, retryable=False)
-            event = JobEvent(kind="job_failed", job_id=job_id, message=message, error=info)
-            self.recorder.job_status(job_id, JobState.FAILED, event)
-            summary.failures.append(JobFailure(loaded.name, job_id, plan.attempt, kind, message, False))
-            self._mark_finished(job)
-            progress.ended(job_id, f"{label}: [red]{kind}", ok=False, ran=False)
+            error = ErrorInfo(kind=problem[0], message=problem[1], retryable=False)
+            self._fail_unstarted(job, error, progress, summary)
             return
         self.waiting.setdefault(loaded.recipe.hardware, deque()).append(job)
+
+    def _fail_unstarted(
+        self, job: _ActiveJob, error: ErrorInfo, progress: SweepProgress, summary: SweepSummary
+    ) -> None:
+        """A job that never started fails with `error`, recorded and counted, its slot never taken."""
+        job_id = job.spec.job_id
+        event = JobEvent(kind="job_failed", job_id=job_id, message=error.message, error=error)
+        self.recorder.job_status(job_id, JobState.FAILED, event)
+        summary.failures.append(JobFailure(job.plan.recipe.name, job_id, job.plan.attempt, error.kind, error.message,
+                                           error.retryable))  # fmt: skip
+        self._mark_finished(job)
+        progress.ended(job_id, f"{job.label}: [red]{error.kind}", ok=False, ran=False)
+
+    def _placement_timeout(self, hardware: str, waited_s: float, why: str) -> ErrorInfo:
+        deadline = self.options.placement_timeout_s
+        return ErrorInfo(
+            kind="PlacementTimeout", retryable=True,
+            message=f"pool {hardware!r}: {why} for {waited_s:.0f} s (placement deadline {deadline:g} s): a node of "
+            "the pool was lost or cannot start workers; start a host with that pool, then run the sweep again to "
+            "resume",
+        )  # fmt: skip
+
+    def _check_placement(self, progress: SweepProgress, summary: SweepSummary) -> None:
+        """Fail jobs that cannot be placed on a live node within the deadline: waiting while no live node offers
+        their pool, or submitted and never placed (Ray keeps such a task pending forever, and the job "queued")."""
+        now, limit = time.monotonic(), self.options.placement_timeout_s
+        for hardware, waiting in self.waiting.items():
+            if not waiting:
+                continue
+            if self.dispatcher.pool_capacity(hardware) >= 1:
+                for job in waiting:
+                    job.unplaceable_since = None
+                continue
+            expired = []
+            for job in waiting:
+                job.unplaceable_since = job.unplaceable_since or now
+                if now - job.unplaceable_since > limit:
+                    expired.append(job)
+            for job in expired:
+                waiting.remove(job)
+                why = "no live node of the Ray cluster offers it"
+                self._fail_unstarted(job, self._placement_timeout(hardware, now - (job.unplaceable_since or now), why),
+                                     progress, summary)  # fmt: skip
+        for job in list(self.running.values()):
+            if job.finished or job.placed_at is not None or job.submitted_at is None or job.timeout is not None:
+                continue
+            if now - job.submitted_at > limit:
+                hardware = job.spec.recipe.hardware
+                job.timeout = self._placement_timeout(hardware, now - job.submitted_at, "the job was never placed")
+                self.dispatcher.forget(job.spec.job_id)  # cancelled; its stream may never end (no node runs it)
+                self._stream_ended(job, progress, summary)
 
     def _cannot_run(self, loaded: LoadedRecipe, targets: list[Target]) -> tuple[str, str] | None:
         """Why this job can never start here, checked before anything is reserved; None when it can."""
@@ -326,7 +381,7 @@ class SweepRunner:
                 free -= 1
                 self.in_flight[hardware] = self.in_flight.get(hardware, 0) + 1
                 self.running[job.spec.job_id] = job
-                job.submitted = True
+                job.submitted, job.submitted_at = True, now
                 self.dispatcher.submit(job.spec, avoid_nodes=job.plan.avoid_nodes)
                 progress.submitted(job.spec.job_id, job.label)
             waiting.extendleft(reversed(held))
@@ -338,6 +393,7 @@ class SweepRunner:
             self.lease.raise_if_lost()
             self._submit_ready(progress)
             self._check_deadlines()
+            self._check_placement(progress, summary)
             if self._cancel_requested():
                 summary.cancelled = True
                 self.console.print("[yellow]Cancel requested: stopping jobs and their engines...")

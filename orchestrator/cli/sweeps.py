@@ -51,6 +51,15 @@ def run(
         bool,
         typer.Option("--wait", help="When another driver runs this sweep, wait for it to end instead of refusing."),
     ] = False,
+    placement_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            max=86_400,
+            help="Seconds a job may wait for a live node of its pool (a lost node, a node that cannot start workers) "
+            "before it fails naming the pool; a busy pool does not count. Default: 300.",
+        ),
+    ] = None,
 ) -> None:
     """Plan and run a sweep: each recipe becomes a Job on its hardware pool, each load level a Point."""
     from orchestrator.plan import plan_jobs
@@ -80,6 +89,8 @@ def run(
         database_outage_s=database_outage,
         wait_for_lease=wait,
     )
+    if placement_timeout is not None:  # else the sweep's own default
+        options.placement_timeout_s = placement_timeout
     try:
         summary = SweepRunner(options, console).run(loaded)
     except InferSweepError as error:

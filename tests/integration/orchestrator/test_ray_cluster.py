@@ -288,3 +288,69 @@ def test_killing_a_node_mid_job_moves_the_job_to_the_other_node_of_its_pool(
     # Reaped: by the next launch on this host or at the end of the sweep (same INFERSWEEP_HOME pidfiles).
     assert processes_of_runs(f"{name}-") == []
     assert [entry for entry in running_engines() if str(entry["run_id"]).startswith(f"{name}-")] == []
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """pid -> command line of every live process descending from `root` (its children's children included)."""
+    parents: dict[int, int] = {}
+    commands: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            pid = int(stat.parent.name)
+            parents[pid] = int(fields[1])
+            commands[pid] = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    found = {}
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != root:
+            ancestor = parents.get(ancestor)
+        if ancestor == root:
+            found[pid] = commands[pid]
+    return found
+
+
+def test_a_lost_local_node_fails_the_job_naming_its_pool_instead_of_queueing_forever(write_recipe) -> None:
+    # The fault tour's case: the single local node's RuntimeEnvAgent killed mid-job. Ray takes the node down with it;
+    # the job's retry then waited in the queue for a pool no live node offers, "queued" with no deadline (stopped by
+    # hand after 4.5 min). Now it fails once the placement deadline passes, naming the pool.
+    name = _unique("lost-node")
+    recipe = write_recipe(
+        {"name": name, "engine": {"simulated": {"itl_ms": 25}}, "workload": {"concurrency": [1, 2, 4]}}
+    )
+    process = subprocess.Popen(
+        # Retries 2 and 4 s after a failure: by then Ray has marked the node dead, and no live node offers the pool.
+        [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", name, "--retry-backoff", "2",
+         "--max-attempts", "3", "--placement-timeout", "5"],
+        cwd=ROOT, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and process.poll() is None:
+            jobs = _jobs(name)
+            if jobs and jobs[0].status == "measuring":
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"the job never started measuring: {process.communicate(timeout=30)}")
+        # Only the agent of the Ray instance this test's own `infersweep run` started.
+        agents = [pid for pid, command in _descendants(process.pid).items() if "RuntimeEnvAgent" in command]
+        assert len(agents) == 1, _descendants(process.pid)
+        killed_at = time.monotonic()
+        os.kill(agents[0], signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode != 0, stdout + stderr
+    assert time.monotonic() - killed_at < 90
+    assert "Traceback" not in stderr, stderr
+    jobs = _jobs(name)
+    assert jobs and all(job.status == "failed" and job.retryable for job in jobs), [
+        (job.status, job.error_kind, job.error_message) for job in jobs
+    ]
+    last = jobs[-1]
+    assert last.error_kind == "PlacementTimeout" and last.retryable, (last.error_kind, last.error_message)
+    assert "pool 'cpu-local'" in (last.error_message or "") and "placement deadline 5 s" in (last.error_message or "")
+    assert "PlacementTimeout" in stderr and "pool 'cpu-local'" in stderr, stderr
