@@ -196,6 +196,17 @@ def _points(sweep: str) -> tuple[dict[str, int], list[str]]:
         return reads.points_per_job(session, row.id), sorted(recording.finished_point_keys(session, row.id))
 
 
+def _measuring(process: subprocess.Popen[str], sweep: str, within_s: float) -> list[JobRow]:
+    """The sweep's jobs once its first is measuring (the test fails if it is not within `within_s`)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and process.poll() is None:
+        jobs = _jobs(sweep)
+        if jobs and jobs[0].status == "measuring":
+            return jobs
+        time.sleep(0.2)
+    pytest.fail(f"the job never started measuring: {process.communicate(timeout=30)}")
+
+
 def test_jobs_land_only_on_the_nodes_of_their_pool(ray_cluster: RayCluster, write_recipe) -> None:
     sweep = _unique("rc-place")
     names = {_unique("rc-a1"): POOL_A, _unique("rc-a2"): POOL_A, _unique("rc-b"): POOL_B}
@@ -251,14 +262,7 @@ def test_killing_a_node_mid_job_moves_the_job_to_the_other_node_of_its_pool(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            jobs = _jobs(name)
-            if jobs and jobs[0].status == "measuring":
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"the job never started measuring: {process.communicate(timeout=30)}")
+        jobs = _measuring(process, name, within_s=60)
         victim = ray_cluster.node_of(jobs[0].host)
         assert victim.pool == POOL_A and victim.name != "head"
         killed_at = datetime.now(UTC)
@@ -325,14 +329,7 @@ def test_a_lost_local_node_fails_the_job_naming_its_pool_instead_of_queueing_for
         cwd=ROOT, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and process.poll() is None:
-            jobs = _jobs(name)
-            if jobs and jobs[0].status == "measuring":
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"the job never started measuring: {process.communicate(timeout=30)}")
+        jobs = _measuring(process, name, within_s=90)
         # Only the agent of the Ray instance this test's own `infersweep run` started.
         agents = [pid for pid, command in _descendants(process.pid).items() if "RuntimeEnvAgent" in command]
         assert len(agents) == 1, _descendants(process.pid)
