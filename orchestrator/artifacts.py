@@ -65,6 +65,7 @@ class LocalArtifactStore:
 class S3ArtifactStore:
     def __init__(self, bucket: str, prefix: str = "") -> None:
         import boto3
+        from boto3.s3.transfer import TransferConfig
         from botocore.config import Config
 
         self.bucket = bucket
@@ -93,6 +94,10 @@ class S3ArtifactStore:
             region_name=os.environ.get("INFERSWEEP_S3_REGION") or "us-east-1",
             config=config,
         )
+        # Transfers in the calling thread: Ctrl-C interrupts its socket wait at once. With boto3's thread pool, the
+        # interrupted caller waited for the pool's thread to finish its read (an endpoint that never answers held
+        # Ctrl-C off for the whole read timeout, 300 s in the fault tour).
+        self.transfer = TransferConfig(use_threads=False)
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
@@ -106,7 +111,7 @@ class S3ArtifactStore:
                 # A bucket serves what it stores by its content type: JSON (the read-only API's views) as JSON.
                 content_type, _ = mimetypes.guess_type(key)
                 extra = {"ContentType": content_type} if content_type else None
-                self.client.upload_file(str(local_path), self.bucket, full_key, ExtraArgs=extra)
+                self.client.upload_file(str(local_path), self.bucket, full_key, ExtraArgs=extra, Config=self.transfer)
         except (BotoCoreError, ClientError) as error:
             raise InfrastructureError(
                 f"upload of {local_path} to s3://{self.bucket}/{full_key} failed: {error}"

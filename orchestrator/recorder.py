@@ -18,6 +18,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import shutil
 import subprocess
@@ -629,6 +630,11 @@ class Recorder:
         self._uploads_paused_until = time.monotonic() + UPLOAD_PAUSE_S
         log.warning("the artifact store failed (%s): uploads pause for %.0f s; artifacts stay pending for "
                     "`infersweep publish`", fault, UPLOAD_PAUSE_S)  # fmt: skip
+
+    def hold_uploads(self) -> None:
+        """No more uploads from this recorder (the sweep was stopped): what finishes while it stops is recorded, its
+        artifacts left pending for `infersweep publish`, so a store that hangs cannot hold the stop up."""
+        self._uploads_paused_until = math.inf
 
     def close(self) -> None:
         self.session.close()

@@ -222,7 +222,9 @@ class SweepRunner:
                 self._drain(progress, summary)
         except KeyboardInterrupt:
             summary.interrupted = True
-            self.console.print("[yellow]Interrupted: stopping jobs and their engines (finished points are kept)...")
+            self.recorder.hold_uploads()
+            self.console.print("[yellow]Interrupted: stopping jobs and their engines (finished points are kept, "
+                               "their uploads left pending for `infersweep publish`)...")  # fmt: skip
             self._stop_everything(JobState.INTERRUPTED, "the orchestrator was stopped (Ctrl-C or SIGTERM)")
             self.recorder.sweep_status(SweepState.INTERRUPTED, "the orchestrator was stopped")
         finally:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import boto3
@@ -22,7 +23,7 @@ from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import S3ArtifactStore
 from orchestrator.publish import fetch_latest_snapshot
 from runners.host.process import pick_free_port
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 BUCKET = "infersweep-artifacts"
 
@@ -133,8 +134,9 @@ def test_endpoint_down_keeps_rows_and_publish_finishes(s3_endpoint: str, write_r
 
 
 @contextlib.contextmanager
-def black_hole() -> Iterator[tuple[str, list[socket.socket]]]:
-    """An endpoint that accepts every connection and never answers; yields its URL and the connections taken."""
+def endpoint(serve: Callable[[socket.socket], None]) -> Iterator[tuple[str, list[socket.socket]]]:
+    """A local endpoint: each connection it accepts is kept (closed at the end) and handed to `serve` in a thread of
+    its own; yields its URL and the connections taken."""
     listener = socket.create_server(("127.0.0.1", 0))
     taken: list[socket.socket] = []
 
@@ -145,6 +147,7 @@ def black_hole() -> Iterator[tuple[str, list[socket.socket]]]:
             except OSError:
                 return
             taken.append(connection)
+            threading.Thread(target=serve, args=(connection,), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
     try:
@@ -153,6 +156,37 @@ def black_hole() -> Iterator[tuple[str, list[socket.socket]]]:
         listener.close()
         for connection in taken:
             connection.close()
+
+
+@contextlib.contextmanager
+def black_hole() -> Iterator[tuple[str, list[socket.socket]]]:
+    """An endpoint that accepts every connection and never answers; yields its URL and the connections taken."""
+    with endpoint(lambda connection: None) as found:
+        yield found
+
+
+@contextlib.contextmanager
+def answers_heads_only() -> Iterator[tuple[str, list[str]]]:
+    """An endpoint that answers every HEAD at once (no such object: upload it) and never answers a PUT, so uploads
+    reach boto3's transfer; yields its URL and the request lines it saw."""
+    seen: list[str] = []
+
+    def serve(connection: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            reader = connection.makefile("rb")
+            while True:
+                line = reader.readline().decode(errors="replace").strip()
+                if not line:
+                    return
+                seen.append(line)
+                while reader.readline() not in {b"\r\n", b"\n", b""}:  # the headers
+                    pass
+                if not line.startswith("HEAD "):
+                    return  # a PUT: its body is never read and it is never answered
+                connection.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+
+    with endpoint(serve) as (url, _taken):
+        yield url, seen
 
 
 def test_an_endpoint_that_never_answers_costs_one_upload_not_one_per_artifact(write_recipe) -> None:
@@ -291,3 +325,42 @@ def test_the_read_only_api_is_served_by_the_bucket_alone(s3_endpoint: str, tmp_p
     b200 = envelope(documents, tco_tier="owning_hyperscaler", model="deepseek-r1", precision="fp4", workload="1k/1k",
                     interactivity=50.0, hardware="b200")  # fmt: skip
     assert f"{b200['usd_per_million_output']:.3g}" == "0.905"  # the Overview's cell (test_public_api.py)
+
+
+def test_ctrl_c_while_the_store_hangs_stops_at_once_and_leaves_the_uploads_pending(write_recipe) -> None:
+    """Before: with a long S3 timeout and an endpoint that never answers, Ctrl-C waited for boto3's upload thread to
+    give up its read (300 s, until SIGTERM), and the stop then tried the uploads again."""
+    recipe = write_recipe({"engine": {"simulated": {"ttft_ms": 10, "itl_ms": 20}}, "workload": {"concurrency": [1, 2]}})
+    with answers_heads_only() as (endpoint, taken):
+        env = {**s3_env(endpoint, "hang"), "INFERSWEEP_S3_TIMEOUT_S": "300", "AWS_ACCESS_KEY_ID": "testing",
+               "AWS_SECRET_ACCESS_KEY": "testing", "COLUMNS": "200"}  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", "s3-hang-ctrl-c"],
+            cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its own process group: Ctrl-C reaches it and what it started, as in a terminal
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and not any(line.startswith("PUT ") for line in taken):
+                assert process.poll() is None, process.communicate(timeout=30)
+                time.sleep(0.2)
+            assert any(line.startswith("PUT ") for line in taken), f"no upload reached the store: {taken}"
+            time.sleep(1.0)  # the upload is waiting on the endpoint's answer now
+            connections, interrupted_at = len(taken), time.monotonic()
+            os.killpg(process.pid, signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=150)
+            stopped_s = time.monotonic() - interrupted_at
+            tried_after = len(taken) - connections
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 130, stdout + stderr
+    assert stopped_s < 60, f"Ctrl-C took {stopped_s:.0f} s to stop the sweep"
+    assert tried_after == 0, f"{tried_after} uploads were tried while stopping"
+    assert "Traceback" not in stderr, stderr
+    with open_session(make_engine()) as session:
+        sweep, _ = recording.get_or_create_sweep(session, "s3-hang-ctrl-c")
+        stored = reads.list_results(session, sweep="s3-hang-ctrl-c")
+        pending = [item for item in recording.pending_artifacts(session) if item.sweep_id == sweep.id]
+    assert stored and pending and all(Path(item.local_path).exists() for item in pending)

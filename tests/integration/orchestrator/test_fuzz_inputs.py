@@ -34,7 +34,8 @@ from runners.traces.formats import load_trace
 from tests.conftest import ROOT, SIMULATED_RECIPE
 
 SEED = 46
-CASES_PER_FILE = 24
+CASES_PER_FORMAT = 150  # spread over the format's files: 7 formats, 1,050 mutations in all
+STORED_PER_FORMAT = 40  # of the readable mutations, those also stored (storing is the slow part; reading is all)
 PEERS = ROOT / "tests" / "data" / "peers"
 INFERENCEX = sorted((ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
 PEER_FILES = {
@@ -85,7 +86,11 @@ YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # Every file gets each of these once (a deep nesting costs PyYAML's scanner about a second), the rest at random.
 ONCE = ["deep", "bomb"]
-AT_RANDOM = ["number", "number", "number", "type", "type", "delete", "long", "bytes", "truncate", "nul"]
+# "huge": an integer past Python's 4,300-digit conversion limit; "key": a mapping key that is a mapping (YAML only;
+# JSON keys are text, so a JSON file gets another "huge"). Both were tracebacks in the fault tour of round 4.
+AT_RANDOM = ["number", "number", "number", "type", "type", "delete", "long", "bytes", "truncate", "nul", "huge",
+             "key"]  # fmt: skip
+HUGE_DIGITS = "9" * 4_400
 
 
 def mutate(raw: bytes, document: Any, suffix: str, kind: str, rng: random.Random) -> tuple[str, bytes]:
@@ -106,7 +111,9 @@ def mutate(raw: bytes, document: Any, suffix: str, kind: str, rng: random.Random
     if kind == "nul":
         return f"{kind} at {at}", raw[:at] + b"\x00" + raw[at:]
     found = [(path, value) for path, value in leaves(document) if path]
-    if kind == "number":
+    if kind == "key" and not is_yaml:
+        kind = "huge"
+    if kind in {"number", "huge"}:
         numeric = [item for item in found if isinstance(item[1], int | float) and not isinstance(item[1], bool)]
         found = numeric or found
     if not found:
@@ -120,25 +127,30 @@ def mutate(raw: bytes, document: Any, suffix: str, kind: str, rng: random.Random
         # Past the 1 MiB bound of a recipe; a JSON result file may hold it.
         "long": lambda: replaced(document, path, "a" * (1_100_000 if is_yaml else 2_000_000)),
         "deep": lambda: replaced(document, path, marker),
+        "huge": lambda: replaced(document, path, marker),
+        "key": lambda: replaced(document, path, marker),
     }[kind]()
     text = yaml.dump(changed, Dumper=YAML_DUMPER, sort_keys=False) if is_yaml else json.dumps(changed)
-    text = text.replace(marker if is_yaml else json.dumps(marker), "[" * 20_000 + "]" * 20_000)
+    stand_in = {"deep": "[" * 20_000 + "]" * 20_000, "huge": HUGE_DIGITS, "key": "{{}: 1}"}.get(kind, "")
+    text = text.replace(marker if is_yaml else json.dumps(marker), stand_in)
     return f"{kind} {'.'.join(str(part) for part in path)}", text.encode()
 
 
 def cases(files: list[Path], tmp_path: Path, label: str) -> list[tuple[str, Path]]:
-    """CASES_PER_FILE mutated copies of each file, named as the originals (run ids and suffixes kept)."""
+    """CASES_PER_FORMAT mutated copies of the format's files, spread over them, named as the originals (run ids
+    and suffixes kept)."""
     rng = random.Random(f"{SEED}-{label}")
     made = []
+    per_file = math.ceil(CASES_PER_FORMAT / len(files))
     for file in files:
         raw = file.read_bytes()
         document = None if file.suffix == ".jsonl" else (
             yaml.load(raw, Loader=YAML_LOADER) if file.suffix == ".yaml" else json.loads(raw)
         )  # fmt: skip
-        kinds = ONCE + [rng.choice(AT_RANDOM) for _ in range(CASES_PER_FILE - len(ONCE))]
+        kinds = ONCE + [rng.choice(AT_RANDOM) for _ in range(per_file - len(ONCE))]
         for number, kind in enumerate(kinds):
             what, mutated = mutate(raw, document, file.suffix, kind, rng)
-            folder = tmp_path / label / f"{number:02d}-{file.stem}" / file.parent.name
+            folder = tmp_path / label / f"{number:03d}-{file.stem}" / file.parent.name
             folder.mkdir(parents=True)
             target = folder / file.name
             target.write_bytes(mutated)
@@ -183,8 +195,9 @@ def test_mutated_real_files_end_in_success_or_an_error_and_never_store_a_bad_fig
             read += 1
             readable.append(path)
     outcome_of(
-        lambda: import_inferencex(engine, readable, None, None), "storing the readable InferenceX files", failures
-    )
+        lambda: import_inferencex(engine, readable[:STORED_PER_FORMAT], None, None),
+        "storing the readable InferenceX files", failures,
+    )  # fmt: skip
     # Peer result files: the same, per format (lengths given where a file does not state them).
     for format_name, files in PEER_FILES.items():
         reader, readable = PEER_FORMATS[format_name], []
@@ -195,9 +208,12 @@ def test_mutated_real_files_end_in_success_or_an_error_and_never_store_a_bad_fig
             ):
                 read += 1
                 readable.append(path)
-        store = lambda name=format_name, readable=readable: import_peer_results(  # noqa: E731
-            engine, name, readable, loaded, LengthFlags(isl=64, osl=16), "fuzz"
-        )
+
+        def store(name: str = format_name, files: list[Path] = readable) -> object:
+            return import_peer_results(
+                engine, name, files[:STORED_PER_FORMAT], loaded, LengthFlags(isl=64, osl=16), "fuzz"
+            )
+
         outcome_of(store, f"storing the readable {format_name} files", failures)
     for case, path in cases(TRACES, tmp_path, "traces"):
         total += 1
@@ -206,7 +222,7 @@ def test_mutated_real_files_end_in_success_or_an_error_and_never_store_a_bad_fig
         total += 1
         read += outcome_of(lambda path=path: load_recipe(path), case, failures)
 
-    assert total >= 500 and PEER_FORMATS.keys() >= PEER_FILES.keys()
+    assert total >= 1000 and PEER_FORMATS.keys() >= PEER_FILES.keys()
     assert failures == [], f"{len(failures)} of {total} cases ended badly:\n" + "\n".join(failures[:20])
     assert 0 < read < total  # the mutations both pass and refuse: the fuzz is not all one outcome
     with open_session(engine) as session:
