@@ -8,16 +8,18 @@ read-only API's views of it as static JSON files at `/api/v1/<view>.json` (`orch
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import streamlit as st
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 HERE = Path(__file__).resolve().parent
 API_ROUTE = "/api/v1"
@@ -49,9 +51,44 @@ class ApiFiles(StaticFiles):
             return not_found(scope)
 
 
+# How many session streams one client address may hold open at once (`infersweep site --sessions-per-client`).
+SESSIONS_PER_CLIENT = int(os.environ.get("INFERSWEEP_HUB_SESSIONS_PER_CLIENT") or 0)
+TRUSTED_CLIENTS = {"127.0.0.1", "::1"}  # this machine: a reader here, or the documented proxy in front
+
+
+class SessionsPerClient:
+    """At most `limit` open session streams (`/_stcore/stream`, one WebSocket per browser tab, whose session runs
+    the page's script on the server) per client address; one more is refused at its handshake (HTTP 403), so one
+    client's 50 tabs cannot make every other reader wait (8.6-10.3 s behind 50 sessions from one client, measured on
+    a 2-core hub). This machine's own clients are not counted: a reverse proxy in front (packaging/hub/nginx.conf)
+    applies its own per-client limits, and all its requests come from here."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+        self.open: Counter[str] = Counter()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client = (scope.get("client") or ("",))[0]
+        if scope["type"] != "websocket" or not scope["path"].endswith("/_stcore/stream") or client in TRUSTED_CLIENTS:
+            await self.app(scope, receive, send)
+            return
+        if self.open[client] >= self.limit:
+            await receive()  # the handshake's websocket.connect; closing before accepting refuses it
+            await send({"type": "websocket.close", "code": 1008, "reason": "too many open sessions from one address"})
+            return
+        self.open[client] += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.open[client] -= 1
+            if not self.open[client]:
+                del self.open[client]
+
+
 # Public, read-only data: any web page may fetch it (GET only, no credentials). The /api mount after the views': an
 # unknown version or path is the API's 404, never Streamlit's page answering 200.
 views = [Mount(API_ROUTE, app=CORSMiddleware(ApiFiles(directory=API_DIR), allow_origins=["*"],
                                              allow_methods=["GET"]))] if API_DIR else []  # fmt: skip
 routes = [*views, Mount("/api", app=api_not_found)]
-app = st.App(HERE / "app.py", routes=routes)
+middleware = [Middleware(SessionsPerClient, limit=SESSIONS_PER_CLIENT)] if SESSIONS_PER_CLIENT > 0 else []
+app = st.App(HERE / "app.py", routes=routes, middleware=middleware)

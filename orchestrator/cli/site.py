@@ -364,15 +364,22 @@ def listen_address(address: str | None, public: bool) -> str:
     return address
 
 
-def run_hub(database: HubDatabase, port: int, address: str, public: bool = False) -> int:
+SESSIONS_PER_CLIENT = 8  # a reader's tabs; as packaging/hub/nginx.conf's limit_conn
+
+
+def run_hub(
+    database: HubDatabase, port: int, address: str, public: bool = False, sessions_per_client: int = SESSIONS_PER_CLIENT
+) -> int:
     """Run Streamlit until it exits or this process is asked to stop; return its exit code. `public`: served to
-    other machines (error details hidden)."""
+    other machines (error details hidden). `sessions_per_client`: open pages one address of another machine may
+    hold at once (0: no limit)."""
     for needed in (APP, SERVER):
         if not needed.is_file():
             raise ConfigurationError(f"{needed} not found: `infersweep site` runs from a source checkout of InferSweep")
     _check_port(address, port)
     env = {**os.environ, "INFERSWEEP_DATABASE_URL": database.url, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     env.pop("INFERSWEEP_API_DIR", None)
+    env["INFERSWEEP_HUB_SESSIONS_PER_CLIENT"] = str(sessions_per_client)
     if database.api_dir is not None:
         env["INFERSWEEP_API_DIR"] = str(database.api_dir)
     # The repository root is the working directory so Streamlit also reads its .streamlit/config.toml.
@@ -427,6 +434,16 @@ def site(
     public: Annotated[
         bool, typer.Option(help="Serve other machines too: needed to listen on any address but loopback.")
     ] = False,
+    sessions_per_client: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=10_000,
+            help="Pages one address of another machine may hold open at once; one more is refused, so no client can "
+            "make the others wait (this machine's own clients, a proxy in front included, are not counted; 0: no "
+            "limit).",
+        ),
+    ] = SESSIONS_PER_CLIENT,
 ) -> None:
     """Open the results hub in Streamlit (read-only) on the configured database, a URL or a snapshot."""
     try:
@@ -439,7 +456,7 @@ def site(
             database = given_database(database_url)
         else:
             database = configured_database()
-        code = run_hub(database, port, address, public)
+        code = run_hub(database, port, address, public, sessions_per_client)
     except InferSweepError as error:
         fail(error)
     raise typer.Exit(code)

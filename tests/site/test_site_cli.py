@@ -266,3 +266,49 @@ def test_a_non_loopback_address_needs_public(tmp_path: Path) -> None:
     assert site_cli.listen_address(None, public=True) == "0.0.0.0"
     assert site_cli.listen_address("::1", public=False) == "::1"
     assert site_cli.listen_address("10.0.0.5", public=True) == "10.0.0.5"
+
+
+def _outward_address() -> str:
+    """This machine's address on its outward interface (no packet is sent: a UDP socket's connect only routes)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.254", 9))
+        return str(probe.getsockname()[0])
+
+
+def test_a_public_hub_refuses_one_client_more_pages_than_its_limit(tmp_path: Path) -> None:
+    """The fault tour: without the documented proxy, a 51st reader waited 8.6-10.3 s behind 50 sessions one client
+    held open. The hub keeps its own per-address limit: past it a page's session is refused at its handshake, and
+    every other reader (this machine's own, a proxy in front included) is not counted."""
+    import asyncio
+
+    import websockets
+
+    outward = _outward_address()
+    assert outward not in {"127.0.0.1", "::1"}, outward
+    database = tmp_path / "infersweep.db"
+    process, port = _start("--public", "--sessions-per-client", "2",
+                           env={"INFERSWEEP_DATABASE_URL": f"sqlite:///{database}"})  # fmt: skip
+
+    async def sessions(host: str, tries: int) -> tuple[int, list[int]]:
+        opened, refused = [], []
+        for _ in range(tries):
+            try:
+                opened.append(await websockets.connect(f"ws://{host}:{port}/_stcore/stream", open_timeout=20))
+            except websockets.InvalidStatus as error:
+                refused.append(error.response.status_code)
+        again = None
+        if opened:  # one page closed: its place is free again
+            await opened.pop().close()
+            again = await websockets.connect(f"ws://{host}:{port}/_stcore/stream", open_timeout=20)
+            opened.append(again)
+        for connection in opened:
+            await connection.close()
+        return len(opened), refused
+
+    try:
+        _healthy(process, port)
+        assert asyncio.run(sessions(outward, 4)) == (2, [403, 403])
+        assert asyncio.run(sessions("127.0.0.1", 4)) == (4, [])
+    finally:
+        if process.poll() is None:
+            _stop(process, port, signal.SIGTERM)
