@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from db.reads import workload_label
 from orchestrator.analysis.interpolate import interpolate_at
 from orchestrator.analysis.pareto import pareto_frontier
 
@@ -196,7 +197,9 @@ def _generation_of(row: Any, by_run: dict[RunConfiguration, set[str]]) -> str:
 
 
 def _key_of(row: Any) -> CurveKey:
-    return CurveKey(row.model, row.precision, row.engine, row.workload, _speculative_of(row))
+    # The workload's lengths alone: the speculative method is the key's own field (projected recipes are named by both).
+    workload = workload_label(row.workload_kind, row.isl, row.osl)
+    return CurveKey(row.model, row.precision, row.engine, workload, _speculative_of(row))
 
 
 def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str], Curve]:

@@ -38,14 +38,18 @@ NUMBERS = tuple(
     if set(get_args(hint) or (hint,)) - {NoneType} <= {int, float}
 )
 # The fields `configuration_label` reads.
-LABELLED = ("hardware", "engine", "model", "precision", "parallelism", "kv_offload")
+LABELLED = ("hardware", "engine", "model", "precision", "parallelism", "kv_offload", "speculative_decoding")
 
 
 def configuration_label(row: object) -> str:
-    """'b200 · vllm · deepseek-r1 fp8 · tp8·ep8 · offload dram 1024 GiB': what was measured, in one line."""
+    """'b200 · vllm · deepseek-r1 fp8 · tp8·ep8 · offload dram 1024 GiB · mtp': what was measured, in one line (the
+    speculative decoding method last, where there is one: the same deployment without it is another series)."""
     parts = [row.hardware, row.engine, f"{row.model} {row.precision}".strip(), row.parallelism]  # type: ignore[attr-defined]
     if row.kv_offload != "none":  # type: ignore[attr-defined]
         parts.append(f"offload {row.kv_offload}")  # type: ignore[attr-defined]
+    speculative = row.speculative_decoding  # type: ignore[attr-defined]
+    if isinstance(speculative, str) and speculative:
+        parts.append(speculative)
     return " · ".join(part for part in parts if part)
 
 
@@ -53,10 +57,12 @@ def results_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     """Every public result, one row per Point repeat, from `db.reads.result_columns(session, public=True)` (no dry
     runs, nothing retracted or under embargo).
 
-    Derived columns: `workload` (e.g. '1k/128' or 'agentic'), `configuration` (a readable label of what was
-    measured), `latest` (the row belongs to the latest sweep of its configuration), `order_unknown`,
-    `input_throughput_per_gpu` and `validity` ('valid', 'invalid', 'not checked')."""
-    workloads = zip(columns["workload_kind"], columns["isl"], columns["osl"], strict=True)
+    Derived columns: `workload` (e.g. '1k/128', 'agentic', '1k/1k · mtp': `db.reads.workload_label`), `configuration`
+    (a readable label of what was measured), `latest` (the row belongs to the latest sweep of its configuration),
+    `order_unknown`, `input_throughput_per_gpu` and `validity` ('valid', 'invalid', 'not checked')."""
+    workloads = zip(
+        columns["workload_kind"], columns["isl"], columns["osl"], columns["speculative_decoding"], strict=True
+    )
     columns["workload"] = _labels(workload_label, workloads)
     columns["configuration"] = _labels(
         lambda *key: configuration_label(SimpleNamespace(**dict(zip(LABELLED, key, strict=True)))),

@@ -224,6 +224,9 @@ with scorecard_tab:
     page.table(grid, column_config={name: st.column_config.Column(pinned=True) for name in grid.columns[:5]})
     controls.csv_download(table, "scorecard")  # the figures as numbers, not the cells' text
     st.caption(
+        "**workload**: the sequence lengths, with '· mtp' where the configurations decode with speculative decoding "
+        "(multi-token prediction, several tokens a step): a row of its own, never folded into the row without it, "
+        "whose figures are all without speculative decoding. "
         f"**cheapest**: the chip with the lowest cost in the row. Each chip's cell: the chip's envelope (the best of "
         f"all its configurations at that speed or faster) read at the tier, its change against {reference}, the "
         "runs that measured the configurations it rests on and their spread ('1 run': a single run, no spread "

@@ -128,8 +128,11 @@ def raw_curves(paths: list[str]) -> dict[tuple[str, str, str, str], list[list[tu
             output = row["output_tput_per_gpu"]
             if row.get("disagg"):
                 output *= row["num_decode_gpu"] / (row["num_prefill_gpu"] + row["num_decode_gpu"])
+            # Speculative decoding is a series of its own: '1k/1k · mtp' (db.reads.workload_label).
+            spec = row.get("spec_decoding")
+            variant = f" · {spec}" if spec not in (None, "", "none") else ""
             key = (model_key_for(row.get("infmax_model_prefix"), row["model"]), row["precision"],
-                   f"{names[row['isl']]}/{names[row['osl']]}", hardware_key_for(row["hw"]))  # fmt: skip
+                   f"{names[row['isl']]}/{names[row['osl']]}{variant}", hardware_key_for(row["hw"]))  # fmt: skip
             configuration = path + json.dumps({k: v for k, v in row.items() if k not in MEASURED}, sort_keys=True)
             curves[key][configuration].append((row["median_intvty"], output))
     return {key: list(by_configuration.values()) for key, by_configuration in curves.items()}
@@ -260,3 +263,72 @@ def test_after_a_filter_change_every_figure_is_what_a_fresh_page_reads(hub_datab
     fresh = figures(open_page("overview", {"tab": "All figures", "hardware": chips[1:]}))
     assert set(changed["hardware"]) == set(chips[1:])
     pd.testing.assert_frame_equal(changed.reset_index(drop=True), fresh.reset_index(drop=True))
+
+
+MTP_RUN = ROOT / "tests" / "data" / "inferencex" / "run_20806551498" / "agg_bmk.json"  # MI355X DeepSeek-R1 FP8, MTP
+
+
+def test_speculative_decoding_is_a_labelled_series_of_its_own_on_every_surface(hub_database: str, tmp_path) -> None:
+    """The sample's MTP run (MI355X DeepSeek-R1 FP8 1k/1k, disaggregated) beside the same deployment without MTP (its
+    rows at half the throughput, as a run of its own): two series, each labelled, never one envelope, on the
+    Overview, TCO, Profit, Pareto, the API and `compare --json`. (The sample has no chip measured both ways; on a
+    corpus that has, GB200's MTP rows read $0.490/M against $0.742/M without, folded in unlabelled.)"""
+    from orchestrator.public_api import build_views
+
+    plain = tmp_path / "run_20806551497" / "agg_bmk.json"
+    plain.parent.mkdir()
+    plain.write_text(json.dumps([
+        {**row, "spec_decoding": "none", **{name: row[name] / 2 for name in
+                                            ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu")}}
+        for row in json.loads(MTP_RUN.read_text())
+    ]))  # fmt: skip
+    assert run_cli("import", "inferencex", *SAMPLE, str(plain)).returncode == 0
+    mtp, without = ("deepseek-r1", "fp8", "1k/1k · mtp"), ("deepseek-r1", "fp8", "1k/1k")
+
+    grid = open_page("overview", {"model": "deepseek-r1", "precision": "fp8", "tiers": ["50"], "hardware": ["mi355x"]})
+    rows = grid.dataframe[0].value.set_index(["model", "precision", "workload", "tok/s/user"])
+    cost = {key: float(rows.loc[(*key, 50.0)]["mi355x"].split(" ")[0].lstrip("$")) for key in (mtp, without)}
+    assert cost[without] == pytest.approx(2 * cost[mtp], rel=0.02), cost  # half the throughput, twice the cost
+    assert any("'· mtp'" in caption.value for caption in grid.caption)  # the page says what the label means
+
+    for page_name in ("tco", "profit"):
+        app = open_page(page_name, {"model": "deepseek-r1", "precision": "fp8", "hardware": ["mi355x"]},
+                        from_overview=True)  # fmt: skip
+        shown = app.dataframe[0].value
+        shown = shown[(shown["model"] == "deepseek-r1") & (shown["precision"] == "fp8")].set_index(["workload",
+                                                                                                  "hardware"])  # fmt: skip
+        assert {("1k/1k · mtp", "mi355x"), ("1k/1k", "mi355x")} <= set(shown.index), (page_name, list(shown.index))
+        figure = "$/M output tokens" if page_name == "tco" else "revenue $/GPU-hr (100 % utilised)"
+        assert shown.loc[("1k/1k · mtp", "mi355x"), figure] != shown.loc[("1k/1k", "mi355x"), figure]
+
+    import pyarrow as pa
+
+    for workload, labelled in (("1k/1k · mtp", True), ("1k/1k", False)):
+        pareto = open_page("pareto", {"model": "deepseek-r1", "precision": "fp8", "hardware": "mi355x",
+                                      "workload": workload})  # fmt: skip
+        charts = pareto.get("arrow_vega_lite_chart") + pareto.get("vega_lite_chart")
+        drawn = pd.concat([pa.ipc.open_stream(dataset.data.data).read_pandas() for chart in charts
+                           for dataset in chart.proto.datasets if dataset.name == "points"])  # fmt: skip
+        series = set(drawn.loc[drawn["hardware"] == "mi355x", "series"])
+        assert series and all(("· mtp" in name) == labelled for name in series), (workload, series)
+
+    engine = make_engine_for(hub_database)
+    items = [item for item in build_views(engine, None)["envelopes"].items  # type: ignore[attr-defined]
+             if item.hardware == "mi355x" and (item.model, item.precision) == ("deepseek-r1", "fp8")
+             and item.interactivity == 50.0 and item.tco_tier == "owning_hyperscaler"]  # fmt: skip
+    api = {item.workload: item.usd_per_million_output for item in items}
+    assert len(items) == 2 and api["1k/1k"] == pytest.approx(2 * api["1k/1k · mtp"], rel=0.02)
+    assert {key[2]: round(value, 2) for key, value in cost.items()} == {name: round(value, 2) for name, value in
+                                                                        api.items()}  # the Overview's figures  # fmt: skip
+
+    compared = run_cli("compare", "--at-interactivity", "50", "--json", "--model", "deepseek-r1", "--precision", "fp8")
+    answers = {(row["hardware"], row["workload"]): row for row in json.loads(compared.stdout)}
+    assert answers[("mi355x", "1k/1k · mtp")]["usd_per_million_output"] == pytest.approx(api["1k/1k · mtp"], rel=5e-3)
+    assert answers[("mi355x", "1k/1k")]["usd_per_million_output"] == pytest.approx(api["1k/1k"], rel=5e-3)
+    assert answers[("mi355x", "1k/1k · mtp")]["configurations"][0].endswith("-mtp")
+
+
+def make_engine_for(url: str):  # -> sqlalchemy Engine
+    from db.session import make_engine
+
+    return make_engine(url)
