@@ -16,6 +16,7 @@ A missing figure is `null`, never NaN: every file is strict JSON.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -23,9 +24,9 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import models_json_schema
 from sqlalchemy import Engine
 
@@ -65,6 +66,21 @@ class _View(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _Item(_View):
+    """An item of a view, with an `id` made from the fields that say which series and point it is (`IDENTITY`): the
+    same item has the same id in every publish of the same data, whatever else it holds or where it stands."""
+
+    IDENTITY: ClassVar[tuple[str, ...]] = ()
+    id: str = Field("", description="The item's stable identity: the first 16 hex digits of SHA-256 over the fields "
+                    "that say which series and point it is (the view's description names them).")  # fmt: skip
+
+    @model_validator(mode="after")
+    def _identify(self) -> Self:
+        parts = json.dumps([getattr(self, name) for name in self.IDENTITY], sort_keys=True, default=str)
+        self.id = hashlib.sha256(parts.encode()).hexdigest()[:16]
+        return self
+
+
 class ViewHeader(_View):
     """What every view starts with: which API, which view, which snapshot."""
 
@@ -78,8 +94,10 @@ class ViewHeader(_View):
     )
 
 
-class ResultItem(_View):
+class ResultItem(_Item):
     """One public result: one repeat of one Point (a concurrency level of one configuration)."""
+
+    IDENTITY = ("sweep", "point_key", "repeat_index")
 
     sweep: str = Field(..., description="The sweep (a run of recipes) the result belongs to.")
     point_key: str = Field(..., description="The Point's stable identity within its sweep.")
@@ -117,15 +135,21 @@ class ResultItem(_View):
     input_throughput_per_gpu: float = Field(..., description="Input (prompt) tokens per second per accelerator.")
     total_token_throughput_per_gpu: float = Field(..., description="Input plus output tokens per second per "
                                                   "accelerator.")  # fmt: skip
-    request_throughput: float = Field(..., description="Completed requests per second.")
+    request_throughput: float | None = Field(
+        ...,
+        description="Completed requests per second; null where the source counts no requests (an imported "
+        "aggregate row states figures, not requests).",
+    )
     source_url: str | None = Field(..., description="Where an imported result comes from (e.g. its GitHub Actions "
                                    "run); null for results measured here.")  # fmt: skip
     hub_path: str = Field(..., description="The result's Run detail page on the hub, relative to the hub's address.")
 
 
-class EnvelopeItem(_View):
+class EnvelopeItem(_Item):
     """One chip's cheapest configuration for a model, precision and workload at one interactivity tier and TCO tier:
     the Overview's scorecard cell (read along the chip's envelope; never extrapolated)."""
+
+    IDENTITY = ("tco_tier", "model", "precision", "workload", "interactivity", "hardware")
 
     tco_tier: str = Field(..., description="TCO tier the costs use (a key of the hardware registry's TCO figures).")
     model: str = Field(..., description="Model key.")
@@ -153,11 +177,13 @@ class EnvelopeItem(_View):
     reference: str | None = Field(..., description="The reference chip of `vs_reference`.")
     vs_reference: float | None = Field(..., description="Cost relative to the reference chip's cell, minus one.")
     configurations: int = Field(..., description="Configurations of this chip in the row (covered or not).")
-    no_figure_because: str = Field(..., description="Why there is no cost ('' when there is one).")
+    no_figure_because: str | None = Field(..., description="Why there is no cost; null when there is one.")
 
 
-class CoverageItem(_View):
+class CoverageItem(_Item):
     """One chip on one model, precision and workload: the strongest evidence there is."""
+
+    IDENTITY = ("hardware", "model", "precision", "workload")
 
     hardware: str = Field(..., description="Chip (hardware registry key).")
     model: str = Field(..., description="Model key.")
@@ -169,8 +195,10 @@ class CoverageItem(_View):
                                     "a date.")  # fmt: skip
 
 
-class CapacityItem(_View):
+class CapacityItem(_Item):
     """The live agents one configuration serves at one SLO tier (`infersweep capacity`, the hub's Capacity page)."""
+
+    IDENTITY = ("recipe", "hardware", "sweep", "tier")
 
     configuration: str = Field(..., description="What was measured, in one line.")
     recipe: str = Field(..., description="The recipe's name.")
@@ -309,7 +337,7 @@ def _result_item(row: Any) -> ResultItem:
         output_throughput_per_gpu=float(row.output_throughput_per_gpu),
         input_throughput_per_gpu=float(row.input_throughput_per_gpu),
         total_token_throughput_per_gpu=float(row.total_token_throughput_per_gpu),
-        request_throughput=float(row.request_throughput),
+        request_throughput=float(row.request_throughput) if row.completed + row.failed > 0 else None,
         source_url=_source_url(row.source) if row.origin != "measured" else None,
         hub_path=run_path(row.sweep, row.point_key),
     )  # fmt: skip
@@ -332,7 +360,7 @@ def _envelope_item(tier: str, cell: ScorecardCell) -> EnvelopeItem:
         usd_per_million_input=best.input.usd_per_million if best and best.input else None,
         usd_per_million_total=best.total.usd_per_million if best and best.total else None,
         reference=cell.reference, vs_reference=_number(cell.vs_reference), configurations=cell.configurations,
-        no_figure_because=cell.empty_because,
+        no_figure_because=cell.empty_because or None,
     )  # fmt: skip
 
 

@@ -92,3 +92,33 @@ def test_an_imported_result_links_to_its_source_run(published: tuple[Path, dict]
     for item in documents["results.json"]["items"]:
         assert item["source_url"].startswith("https://github.com/SemiAnalysisAI/InferenceX/actions/runs/"), item
         assert item["hub_path"].startswith("/run?sweep=") and "/tmp" not in json.dumps(item), item
+
+
+def test_an_items_id_is_the_same_after_another_publish_of_the_same_data(
+    published: tuple[Path, dict], tmp_path: Path
+) -> None:
+    """Ids come from what the item is (its series and point), not where it stands: publishing the same results again,
+    into another store from another database, gives every item the same id; every id is one item's."""
+    _, documents = published
+    env = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'again.db'}", "INFERSWEEP_ARTIFACTS": str(tmp_path / "s")}
+    for argv in (["import", "inferencex", *reversed(SAMPLE)], ["publish", "--snapshot"]):
+        completed = run_cli(*argv, env=env)
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+    for name in ("results.json", "envelopes.json", "coverage.json", "capacity.json"):
+        before = {item["id"]: item for item in documents[name]["items"]}
+        again = strict_json((tmp_path / "s" / "api" / "v1" / name).read_bytes(), name)["items"]
+        assert len(before) == len(documents[name]["items"]), f"{name}: two items share an id"
+        after = {item["id"]: item for item in again}
+        assert after.keys() == before.keys(), name
+        if name != "results.json":  # a result's sweep-local figures are the same; its import time is not shown
+            assert all(after[key] == before[key] for key in before), name
+
+
+def test_an_absent_figure_is_null_never_zero_or_empty(published: tuple[Path, dict]) -> None:
+    _, documents = published
+    results = documents["results.json"]["items"]
+    assert results and all(item["request_throughput"] is None for item in results if item["origin"] == "imported")
+    envelopes = documents["envelopes.json"]["items"]
+    assert all((item["usd_per_million_output"] is None) == (item["no_figure_because"] is not None)
+               for item in envelopes)  # fmt: skip
+    assert any(item["no_figure_because"] for item in envelopes) and "" not in {i["no_figure_because"] for i in envelopes}
