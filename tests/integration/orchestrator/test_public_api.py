@@ -121,4 +121,6 @@ def test_an_absent_figure_is_null_never_zero_or_empty(published: tuple[Path, dic
     envelopes = documents["envelopes.json"]["items"]
     assert all((item["usd_per_million_output"] is None) == (item["no_figure_because"] is not None)
                for item in envelopes)  # fmt: skip
-    assert any(item["no_figure_because"] for item in envelopes) and "" not in {i["no_figure_because"] for i in envelopes}
+    assert any(item["no_figure_because"] for item in envelopes) and "" not in {
+        i["no_figure_because"] for i in envelopes
+    }
