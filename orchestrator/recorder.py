@@ -37,6 +37,7 @@ from db import recording
 from db.artifacts import sha256_of
 from db.faults import disk_full
 from db.lifecycle import JobState, PointState, SweepState
+from db.local_paths import without_local_paths
 from db.models import ArtifactRow, ModelRow, PointResultRow, ServerMetricDeltaRow
 from db.session import open_session
 from orchestrator.artifacts import STAGING_SPARE_ENV, ArtifactStore, content_key, staging_dirs, store_from_environment
@@ -529,7 +530,9 @@ class Recorder:
         staged = _stage_records(outcome) if outcome.records else None
         # Besides the rows: the request records (Parquet), the result exactly as the runner reported it, and the
         # engine's raw /metrics before and after, so every stored figure can be checked against its evidence.
-        result = {"point_key": outcome.point_key, "origin": outcome.origin, "source": source,
+        # The result's artifact is published as its bytes are: where an import was read from goes in by file name (the
+        # maintainer's database keeps the whole path in the row's `source`).
+        result = {"point_key": outcome.point_key, "origin": outcome.origin, "source": without_local_paths(source),
                   "started_at": outcome.started_at.isoformat(), "finished_at": outcome.finished_at.isoformat(),
                   "metrics": metrics.model_dump(mode="json")}  # fmt: skip
         files = [(staged, "records"), (_stage_json(outcome, "result", result), "result")]

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from db import reads
+from db.local_paths import without_local_paths
 from db.reads import workload_label
 from orchestrator.analysis.envelope import by_configuration
 from orchestrator.analysis.recency import latest_sweeps_of, order_unknown, sweep_recency
@@ -64,6 +65,11 @@ def results_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
         columns["workload_kind"], columns["isl"], columns["osl"], columns["speculative_decoding"], strict=True
     )
     columns["workload"] = _labels(workload_label, workloads)
+    # Where an imported row was read from is a path of the importing machine: every page, CSV and view shows the file's
+    # name only (as a published snapshot holds it), never the machine's folders.
+    shown: dict[object, object] = {}
+    columns["source"] = [shown.setdefault(source, without_local_paths(source)) if source not in shown else shown[source]
+                         for source in columns["source"]]  # fmt: skip
     columns["configuration"] = _labels(
         lambda *key: configuration_label(SimpleNamespace(**dict(zip(LABELLED, key, strict=True)))),
         zip(*(columns[name] for name in LABELLED), strict=True),

@@ -231,7 +231,7 @@ if build is not None:
     version = build.version or (f"{tagged} (read from the image tag)" if tagged else "(version not stated)")
     st.markdown(f"Engine build: `{build.name}` {version}{image}.")
 if stored is not None and stored.engine_argv:
-    st.code(command_line(stored.engine_argv), language="bash")
+    st.code(str(without_local_paths(command_line(stored.engine_argv))), language="bash")  # this host's folders: no
     names = ", ".join(f"`{name}`" for name in stored.env_names or []) or "none"
     st.caption(
         "The command line the runner started the engine with, as it reported it once the engine was up (a container: "
@@ -243,7 +243,8 @@ for artifact in commands:
     readable = local_file(artifact)
     st.markdown(f"Stored with the job as `{artifact.kind}`: {where(artifact)}")
     if readable is not None:
-        st.code(readable.read_text(encoding="utf-8", errors="replace"), language="bash")
+        # Shown with the host's folders left out; the file offered below is the stored bytes, as its SHA-256 says.
+        st.code(str(without_local_paths(readable.read_text(encoding="utf-8", errors="replace"))), language="bash")
     offer(artifact, readable)
 if not commands and (stored is None or not stored.engine_argv):
     st.info(
@@ -366,7 +367,10 @@ for artifact in logs:
 # --- lifecycle ------------------------------------------------------------------------------------
 st.header("Lifecycle")
 timeline = pd.DataFrame(
-    [{"subject": t.subject, "state": t.state, "at": t.at, "reason": t.reason} for t in detail.transitions]
+    [
+        {"subject": t.subject, "state": t.state, "at": t.at, "reason": without_local_paths(t.reason)}
+        for t in detail.transitions
+    ]
 )
 if timeline.empty:
     st.info("No lifecycle transitions are stored for this job.")
