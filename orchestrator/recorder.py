@@ -533,7 +533,10 @@ class Recorder:
         # The result's artifact is published as its bytes are: where an import was read from goes in by file name (the
         # maintainer's database keeps the whole path in the row's `source`).
         result = {"point_key": outcome.point_key, "origin": outcome.origin, "source": without_local_paths(source),
-                  "started_at": outcome.started_at.isoformat(), "finished_at": outcome.finished_at.isoformat(),
+                  # A source that states no date has none: its import's time is said as that, never as its finish.
+                  **({"started_at": outcome.started_at.isoformat(), "finished_at": outcome.finished_at.isoformat()}
+                     if outcome.date_known else {"started_at": None, "finished_at": None,
+                                                 "imported_at": outcome.finished_at.isoformat()}),
                   "metrics": metrics.model_dump(mode="json")}  # fmt: skip
         files = [(staged, "records"), (_stage_json(outcome, "result", result), "result")]
         if outcome.server_scrapes is not None:

@@ -55,7 +55,11 @@ def point_table(points: pd.DataFrame, x_label: str, y_label: str) -> pd.DataFram
             "tp/ep": points["parallelism"], "offload": points["offload"], "hardware": points["hardware"],
             "engine": points["serving_engine"], "model": points["model"], "precision": points["precision"],
             "$/GPU-hr": points["usd"], "all-in kW/GPU": points["kw"], "validity": points["validity"],
-            "validity reasons": points["reasons"], "finished": points["finished"], "run": run_links(points),
+            "validity reasons": points["reasons"],
+            # Only where the source states one: an undated import's finish would be the time it was imported.
+            "finished": points["finished"].where(points["dated"]),
+            "date": points["finished"].astype(str).str[:10].where(points["dated"], "date unknown"),
+            "run": run_links(points),
             # Energy per token = measured accelerator power per GPU / output tok/s per GPU (where power was sampled).
             "J per output token": (points["power"] / points["throughput"]).map(page.sig),
         }

@@ -289,6 +289,8 @@ def test_real_inferencex_rows_put_b200_and_mi355x_on_one_deepseek_fp4_chart(hub_
     frame = table(app)
     assert set(frame["hardware"]) == {"b200", "mi355x"}, set(frame["hardware"])
     assert set(frame["workload"]) == {"1k/1k"} and set(frame["precision"]) == {"fp4"}
+    # The rows state no date: none is given the import's time as its finish (the table is the page's CSV).
+    assert frame["finished"].isna().all() and set(frame["date"]) == {"date unknown"}
 
 
 def test_frontier_lines_are_drawn_by_default_on_a_log_y_and_a_linear_option_from_zero(seeded_hub: str) -> None:

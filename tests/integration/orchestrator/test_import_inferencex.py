@@ -476,6 +476,17 @@ def test_rows_without_a_date_are_date_unknown_ordered_by_run_id_never_by_the_imp
     from orchestrator.cli.results import latest_sweeps
 
     assert {view.sweep for view in latest_sweeps(views)} == {"inferencex-run-9000000002"}
+    # A result's stored file says the same: no finish, the import's time named as that.
+    from db import recording
+    from db.artifacts import local_copy
+
+    with open_session(engine) as session:
+        sweep, _ = recording.get_or_create_sweep(session, views[0].sweep)
+        [artifact] = [
+            a for a in recording.artifacts_of_point(session, sweep.id, views[0].point_key) if a.kind == "result"
+        ]
+        stored = json.loads(local_copy(artifact).read_text())  # type: ignore[union-attr]
+    assert stored["finished_at"] is None and stored["started_at"] is None and stored["imported_at"]
     dated = run_cli("import", "inferencex", str(tmp_path / "run_9000000003" / "agg_bmk.json"), "--run-date",
                     "2020-01-01")  # fmt: skip
     assert dated.returncode == 0 and "state no date" not in dated.stdout
