@@ -620,15 +620,17 @@ def profits_at(
     utilisation: float = DEFAULT_UTILISATION, licence_fee: float = DEFAULT_LICENCE_FEE,
     custom_prices: TokenPrices | None = None, models: Mapping[str, RegistryModel] | None = None,
     price_table: Mapping[str, ModelPrice] | None = None, per_sweep: bool = True, per_chip: bool = False,
+    history: Iterable[Any] | None = None,
 ) -> list[ProfitRead]:  # fmt: skip
-    """Every configuration's profit at `target` tok/s/user; with `per_chip`, each chip's along its envelope.
+    """Every configuration's profit at `target` tok/s/user; with `per_chip`, each chip's along its envelope, its runs
+    counted in `history` as the Overview and the TCO calculator count them (`read_chips`).
 
     Prices are `custom_prices` for every model when given, else each model's entry of `price_table`
     (found by `model_price` through `models`).
     """
     rate = rate or GpuHourRate()
     table = []
-    reads = read_chips(rows, target) if per_chip else read_configurations(rows, target, per_sweep)
+    reads = read_chips(rows, target, history=history) if per_chip else read_configurations(rows, target, per_sweep)
     for read in reads:
         prices: TokenPrices | None
         if custom_prices is not None:

@@ -146,10 +146,11 @@ if price_choice == CUSTOM_PRICES:
         output_per_m=controls.number("Output $/M tokens", "pout", float(defaults[2]), step=0.05),
     )
 
+# The same reads as the Overview and the TCO calculator: a chip's runs are every run of the configurations shown.
 profits = profits_at(
-    frame.itertuples(index=False), target, data.hardware_registry(), rate, utilisation=utilisation,
+    data.rows_of(data.database_url(), frame), target, data.hardware_registry(), rate, utilisation=utilisation,
     licence_fee=licence_fee, custom_prices=custom, models=load_model_registry(), price_table=data.price_registry(),
-    per_chip=True,
+    per_chip=True, history=data.every_run_of(data.database_url(), frame),
 )  # fmt: skip
 # Chips are compared for one model, precision and workload: each chip along its envelope.
 best, _ = best_profit_per(profits, key=page.chip_of)

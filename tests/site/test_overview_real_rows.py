@@ -332,3 +332,55 @@ def make_engine_for(url: str):  # -> sqlalchemy Engine
     from db.session import make_engine
 
     return make_engine(url)
+
+
+def _sig(value: float) -> float:
+    return float(f"{value:.3g}")
+
+
+def test_every_cell_reads_the_same_on_every_surface(hub_database: str) -> None:
+    """Every (model, precision, workload, chip, tier) of the sample through the Overview, the TCO calculator, the
+    Profit estimator, the API's envelopes and `compare --json`: one figure (output tok/s/GPU and $/M output tokens,
+    to three significant figures), one run count; and each figure lies within its runs' spread, or its note says
+    why it cannot (several runs joined: no run alone gives it)."""
+    from orchestrator.public_api import build_views
+
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    api = {(item.model, item.precision, item.workload, item.hardware, item.interactivity): item
+           for item in build_views(make_engine_for(hub_database), None)["envelopes"].items  # type: ignore[attr-defined]
+           if item.tco_tier == "owning_hyperscaler" and item.usd_per_million_output is not None}  # fmt: skip
+    assert len(api) >= 30
+    checked = 0
+    for tier in (30.0, 50.0, 100.0):
+        overview = open_page("overview", {"tiers": [f"{tier:g}"], "tab": "All figures"})
+        table = next(frame.value for frame in overview.dataframe if "$/M output tokens" in frame.value.columns)
+        surfaces = {
+            "overview": {(r["model"], r["precision"], r["workload"], r["hardware"]): r for _, r in table.iterrows()}
+        }
+        for name in ("tco", "profit"):
+            app = open_page(name, {"at": f"{tier:g}"}, from_overview=True)
+            shown = app.dataframe[0].value
+            surfaces[name] = {
+                (r["model"], r["precision"], r["workload"], r["hardware"]): r for _, r in shown.iterrows()
+            }
+        answers = json.loads(run_cli("compare", "--at-interactivity", f"{tier:g}", "--json").stdout)
+        cli = {(a["model"], a["precision"], a["workload"], a["hardware"]): a for a in answers}
+        for (model, precision, workload, hardware, at), item in api.items():
+            if at != tier:
+                continue
+            key = (model, precision, workload, hardware)
+            figure = _sig(item.output_throughput_per_gpu.mean)
+            cost = _sig(item.usd_per_million_output)
+            assert cli[key]["output_throughput_per_gpu"] == figure, (key, tier, "compare --json", cli[key])
+            assert cli[key]["usd_per_million_output"] == cost and cli[key]["runs"] == item.runs, (key, tier)
+            row = surfaces["overview"][key]
+            assert _sig(row["output tok/s/GPU"]) == figure and _sig(row["$/M output tokens"]) == cost, (key, tier, row)
+            for name in ("tco", "profit"):
+                shown = surfaces[name][key]
+                assert _sig(shown["output tok/s/GPU"]) == figure and shown["runs"] == item.runs, (name, key, tier)
+            spread = cli[key]["runs_output_throughput_per_gpu"]
+            if spread is not None and item.runs > 1:
+                inside = spread[0] * 0.995 <= figure <= spread[1] * 1.005
+                assert inside or "joins" in (row.get("note") or "") + (cli[key]["note"] or ""), (key, tier, spread)
+            checked += 1
+    assert checked == len(api)
