@@ -5,7 +5,9 @@ Every y metric is derived from one measured figure, output tokens/s per GPU (doc
 - output tok/s per GPU, as measured (higher is better);
 - cost per million output tokens = ($/GPU/hr) / (tok/s/GPU × 3600 / 10⁶) (lower is better);
 - output tokens per dollar = tok/s/GPU × 3600 / ($/GPU/hr), i.e. 10⁶ / cost per million (higher is better);
-- output tok/s per all-in MW = tok/s/GPU × 1000 / (all-in kW per GPU) (higher is better).
+- output tok/s per all-in MW = tok/s/GPU × 1000 / (all-in kW per GPU) (higher is better);
+- total (input + output) and input tok/s per GPU, as measured (higher is better): each its own figure, with its own
+  interval over repeats (`Y_FIGURES`).
 
 Each is a monotone function of throughput, so the 95 % interval of a derived metric is the image of the
 throughput interval (its bounds swap for a decreasing function such as cost), and the derived figure of
@@ -13,7 +15,7 @@ several repeats is the function of their *mean throughput*: the same rule as for
 interactivity, where $/Mtok comes from the interpolated throughput rather than from averaging reciprocals.
 
 The x metrics are measured directly: interactivity p50 (1000 / TPOT p50, higher is better), E2E latency
-p50 and TTFT p50 (lower is better), and the agentic E2E-normalised interactivity p90 (higher is better).
+p50, TTFT p50 and p90 (lower is better), and the agentic E2E-normalised interactivity p90 (higher is better).
 A frontier on a pair of axes keeps the points no other point beats in both directions (`pareto.py`).
 
 The explorer plots tens of thousands of points, so the conversions and the per-point repeat intervals
@@ -46,6 +48,8 @@ THROUGHPUT = "throughput"
 COST = "cost"
 TOKENS_PER_DOLLAR = "tokens_per_dollar"
 TOKENS_PER_MW = "tokens_per_mw"
+TOTAL_THROUGHPUT = "total_throughput"
+INPUT_THROUGHPUT = "input_throughput"
 
 Y_AXES: dict[str, Axis] = {
     THROUGHPUT: Axis(THROUGHPUT, "Output tok/s per GPU", True, "output tokens/s over the measured window ÷ GPUs"),
@@ -54,17 +58,38 @@ Y_AXES: dict[str, Axis] = {
     TOKENS_PER_MW: Axis(
         TOKENS_PER_MW, "Output tok/s per all-in MW", True, "output tok/s/GPU × 1000 ÷ (all-in kW per GPU)"
     ),
+    # InferenceX's dashboard plots these too: the same Point, counted in every token or in prompt tokens only.
+    TOTAL_THROUGHPUT: Axis(
+        TOTAL_THROUGHPUT,
+        "Total (input + output) tok/s per GPU",
+        True,
+        "input + output tokens/s over the measured window ÷ GPUs",
+    ),
+    INPUT_THROUGHPUT: Axis(
+        INPUT_THROUGHPUT,
+        "Input tok/s per GPU",
+        True,
+        "prompt tokens/s over the measured window ÷ GPUs (total − output)",
+    ),
 }
+# The measured figure each y metric is made from (the rest are made from output tok/s per GPU).
+Y_FIGURES: dict[str, str] = {
+    TOTAL_THROUGHPUT: "total_token_throughput_per_gpu",
+    INPUT_THROUGHPUT: "input_throughput_per_gpu",
+}
+OUTPUT_FIGURE = "output_throughput_per_gpu"
 
 INTERACTIVITY = "interactivity"
 E2E_LATENCY = "e2e_latency"
 TTFT = "ttft"
+TTFT_P90 = "ttft_p90"
 E2E_INTERACTIVITY = "e2e_interactivity"
 
 X_AXES: dict[str, Axis] = {
     INTERACTIVITY: Axis(INTERACTIVITY, "Interactivity p50 (tok/s/user)", True, "1000 ÷ TPOT p50 (ms)"),
     E2E_LATENCY: Axis(E2E_LATENCY, "E2E latency p50 (ms)", False, "end − sent, median over requests"),
     TTFT: Axis(TTFT, "TTFT p50 (ms)", False, "first generated token − sent, median over requests"),
+    TTFT_P90: Axis(TTFT_P90, "TTFT p90 (ms)", False, "first generated token − sent, 90th percentile over requests"),
     E2E_INTERACTIVITY: Axis(
         E2E_INTERACTIVITY,
         "E2E-normalised interactivity p90 (tok/s/user)",
@@ -91,7 +116,7 @@ def y_values(
     for all.
     """
     tokens = np.atleast_1d(np.asarray(throughput, dtype=float))
-    if metric == THROUGHPUT:
+    if metric in (THROUGHPUT, *Y_FIGURES):  # the measured figure itself
         return tokens.copy()
     with np.errstate(divide="ignore", invalid="ignore"):
         if metric in (COST, TOKENS_PER_DOLLAR):

@@ -30,7 +30,8 @@ from recipes.validity import INVALID, NOT_CHECKED, VALID
 
 PRICED = (axes.COST, axes.TOKENS_PER_DOLLAR)
 # The measured column behind each x metric (E2E-normalised interactivity is chosen per row below).
-X_COLUMNS = {axes.INTERACTIVITY: "interactivity_p50", axes.E2E_LATENCY: "e2el_p50_ms", axes.TTFT: "ttft_p50_ms"}
+X_COLUMNS = {axes.INTERACTIVITY: "interactivity_p50", axes.E2E_LATENCY: "e2el_p50_ms", axes.TTFT: "ttft_p50_ms",
+             axes.TTFT_P90: "ttft_p90_ms"}  # fmt: skip
 # Above this many points the chart draws a thinned set (`analysis.thinning`); a browser takes seconds to draw
 # tens of thousands of marks (docs/BENCHMARKS.md, "Hub render"). The table lists at most TABLE_ROWS; the CSV all.
 CHART_POINTS = 2_500
@@ -61,7 +62,7 @@ def point_table(points: pd.DataFrame, x_label: str, y_label: str) -> pd.DataFram
             "date": points["finished"].astype(str).str[:10].where(points["dated"], "date unknown"),
             "run": run_links(points),
             # Energy per token = measured accelerator power per GPU / output tok/s per GPU (where power was sampled).
-            "J per output token": (points["power"] / points["throughput"]).map(page.sig),
+            "J per output token": (points["power"] / points["output"]).map(page.sig),
         }
     )  # fmt: skip
 
@@ -173,8 +174,9 @@ def x_values(frame: pd.DataFrame, metric: str) -> tuple[pd.Series, int]:
     return recorded.fillna(frame["interactivity_p90"].astype(float)).where(agentic), int(fallback.sum())
 
 
-def summarise(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per point: throughput mean with its 95 % interval over repeats, x mean, descriptive columns.
+def summarise(frame: pd.DataFrame, figure: str = axes.OUTPUT_FIGURE) -> pd.DataFrame:
+    """One row per point: the mean of `figure` (output tok/s/GPU, or the one a y metric reads: `axes.Y_FIGURES`) with
+    its 95 % interval over repeats as `throughput`, output tok/s/GPU's mean as `output`, x mean, descriptive columns.
 
     Built from whole columns (no Python loop per point), so 50,000 points stay quick to draw.
     """
@@ -192,10 +194,13 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()  # fmt: skip
     # Group numbers follow the same sorted order as the rows of `points`.
     group = grouped.ngroup().to_numpy()
-    mean, low, high, _ = axes.repeat_intervals(group, frame["output_throughput_per_gpu"].to_numpy(dtype=float))
+    mean, low, high, _ = axes.repeat_intervals(group, frame[figure].to_numpy(dtype=float))
+    output = mean if figure == axes.OUTPUT_FIGURE else axes.repeat_intervals(
+        group, frame[axes.OUTPUT_FIGURE].to_numpy(dtype=float))[0]  # fmt: skip
     checked = np.where(points["unchecked"].to_numpy(dtype=bool), NOT_CHECKED, VALID)
     validity = np.where(points["valid"].to_numpy(dtype=bool), checked, INVALID)
-    points = points.assign(throughput=mean, throughput_low=low, throughput_high=high, reasons="", validity=validity)
+    points = points.assign(throughput=mean, throughput_low=low, throughput_high=high, output=output, reasons="",
+                           validity=validity)  # fmt: skip
     # Only invalid repeats carry reasons: join those few rather than every point's empty list.
     has_reasons = frame["validity_reasons"].str.len().fillna(0).to_numpy() > 0
     if has_reasons.any():
@@ -241,7 +246,7 @@ def plotted(
                             "envelopes": pd.DataFrame(columns=["x", "y", "hardware"])}  # fmt: skip
     if frame.empty:
         return view
-    points = derive_y(summarise(frame), y_metric)
+    points = derive_y(summarise(frame, axes.Y_FIGURES.get(y_metric, axes.OUTPUT_FIGURE)), y_metric)
     view["unpriced"] = sorted(points.loc[points["y"].isna(), "hardware"].unique())
     # Latest first, so that when a configuration measured the very same point in several sweeps, the frontier
     # keeps the newest of the equal points; then shown in a stable reading order.

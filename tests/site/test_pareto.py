@@ -34,6 +34,12 @@ def open_pareto(link: dict[str, str | list[str]] | None = None) -> AppTest:
     return open_page("pareto", link)
 
 
+def raw_rows_of(run: str) -> list[dict]:
+    import json
+
+    return json.loads((ROOT / "tests" / "data" / "inferencex" / f"run_{run}" / "agg_bmk.json").read_text())
+
+
 def table(app: AppTest) -> pd.DataFrame:
     """The points as a table: the view's alternative to the chart (one radio click away, kept in the link)."""
     if not app.dataframe:
@@ -291,6 +297,18 @@ def test_real_inferencex_rows_put_b200_and_mi355x_on_one_deepseek_fp4_chart(hub_
     assert set(frame["workload"]) == {"1k/1k"} and set(frame["precision"]) == {"fp4"}
     # The rows state no date: none is given the import's time as its finish (the table is the page's CSV).
     assert frame["finished"].isna().all() and set(frame["date"]) == {"date unknown"}
+    # Total (input + output) and input tok/s per GPU as the y axis, TTFT p90 as the x axis, as InferenceX's dashboard
+    # draws them: B200's point at concurrency 64 (run 20286929996, TP4·EP4) is its row's tput_per_gpu and its input part.
+    # TTFT p90 is not in the rows (they state median and p99): such points have no x, and the page says so.
+    [row] = [r for r in raw_rows_of("20286929996") if r["conc"] == 64 and r["tp"] == 4 and r["isl"] == r["osl"] == 1024
+             and r["precision"] == "fp4"]  # fmt: skip
+    for label, expected in (("Total (input + output) tok/s per GPU", row["tput_per_gpu"]),
+                            ("Input tok/s per GPU", row["tput_per_gpu"] - row["output_tput_per_gpu"])):  # fmt: skip
+        shown = table(open_pareto({**link, "hardware": "b200", "y": label}))
+        point = shown[(shown["concurrency"] == 64) & shown["configuration"].str.contains("tp4")]
+        assert float(point[label].iloc[0]) == pytest.approx(expected, rel=5e-3), (label, point[label].tolist())
+    later = open_pareto({**link, "x": "TTFT p90 (ms)"})
+    assert [w.value for w in later.warning] == ["None of these results has a figure for the x axis (TTFT p90 (ms))."]
 
 
 def test_frontier_lines_are_drawn_by_default_on_a_log_y_and_a_linear_option_from_zero(seeded_hub: str) -> None:
