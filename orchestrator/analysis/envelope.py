@@ -36,8 +36,10 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 from orchestrator.analysis.compare import workload_of
-from orchestrator.analysis.interpolate import interpolate_at
+from orchestrator.analysis.interpolate import interpolate_at, pchip_evaluate
 from orchestrator.analysis.intervals import Interval, mean_interval
 from orchestrator.analysis.pareto import pareto_frontier
 
@@ -198,12 +200,21 @@ def best_curve(rows: Sequence[Any], target: float) -> list[Any]:
     $1.56/M at 50 tok/s/user along the point envelope, while one of its configurations' own curve read $1.19/M
     there. So every configuration's own frontier is read too, and the highest read wins: still non-increasing in
     the target (a maximum of non-increasing curves), so a cost never falls as the speed rises."""
+    return _best_of(_candidates(rows), target)
+
+
+def _candidates(rows: Sequence[Any]) -> list[list[Any]]:
+    """The curves a chip's read may stand on: the envelope of its points, then each configuration's own frontier."""
     candidates = [envelope(rows)]
     by_configuration: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for row in rows:
         by_configuration[_configuration_key(row)].append(row)
     if len(by_configuration) > 1:
         candidates += [envelope(members) for members in by_configuration.values()]
+    return candidates
+
+
+def _best_of(candidates: list[list[Any]], target: float) -> list[Any]:
     best: list[Any] = []
     best_value = -math.inf
     for frontier in candidates:
@@ -211,6 +222,38 @@ def best_curve(rows: Sequence[Any], target: float) -> list[Any]:
         if read is not None and read.value > best_value:
             best, best_value = frontier, read.value
     return best or candidates[0]
+
+
+ENVELOPE_SAMPLES = 64  # points of a drawn envelope: the chart's monotone line through them stays within 0.5 % of it
+
+
+def envelope_curve(rows: Sequence[Any], samples: int = ENVELOPE_SAMPLES) -> list[tuple[float, float]]:
+    """(interactivity, output tok/s/GPU) along the curve `read_chip` reads, from the chip's slowest envelope point to
+    its fastest: at each speed the highest read of the envelope of points and of each configuration's own curve (as
+    `best_curve` picks), so a chart drawn through it shows exactly what the Overview reads at any tier. Each curve's
+    monotone cubic is evaluated at every speed at once (`read_envelope`'s rule: below its slowest point, that point;
+    above its fastest, nothing)."""
+    candidates = [frontier for frontier in _candidates(rows) if frontier]  # once for every speed of the line
+    if not candidates:
+        return []
+    frontier = candidates[0]
+    low, high = float(frontier[0].interactivity_p50), float(frontier[-1].interactivity_p50)
+    if len(frontier) == 1 or high <= low:
+        return [(low, output_of(frontier[0]))]
+    # Every measured speed of the envelope, and an even grid between: the line passes through each point it rests on.
+    grid = np.array(sorted({*(float(row.interactivity_p50) for row in frontier),
+                            *np.linspace(low, high, samples).tolist()}))  # fmt: skip
+    best = np.full(grid.shape, -np.inf)
+    for curve in candidates:
+        xs = np.array([float(row.interactivity_p50) for row in curve])
+        ys = np.array([output_of(row) for row in curve])
+        values = np.full(grid.shape, -np.inf)
+        values[grid <= xs[0]] = ys[0]
+        inside = (grid > xs[0]) & (grid <= xs[-1])
+        if inside.any() and len(xs) > 1:
+            values[inside] = pchip_evaluate(xs, ys, grid[inside])
+        best = np.maximum(best, values)
+    return [(float(speed), float(value)) for speed, value in zip(grid, best, strict=True) if np.isfinite(value)]
 
 
 def read_chip(rows: Sequence[Any], target: float) -> EnvelopeRead:
@@ -312,6 +355,7 @@ __all__ = [
     "chip_groups",
     "configuration_label",
     "envelope",
+    "envelope_curve",
     "hit_of",
     "input_of",
     "output_of",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import date
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from hubkit import charts, controls, data, page
-from orchestrator.analysis import axes
+from orchestrator.analysis import axes, envelope
 from orchestrator.analysis.comparability import split_by_basis
 from orchestrator.analysis.pareto import frontier_mask
 from orchestrator.analysis.public_results import run_path
@@ -220,6 +221,29 @@ def derive_y(points: pd.DataFrame, metric: str) -> pd.DataFrame:
     return points.assign(y=axes.y_values(metric, points["throughput"], **rates), y_low=low, y_high=high)
 
 
+def read_envelopes(points: pd.DataFrame, y_metric: str) -> pd.DataFrame:
+    """Each chip's envelope as the Overview reads it (`envelope.envelope_curve`: where a configuration's own curve
+    passes above the line between envelope points, that curve), over its valid and not-checked points, in the y
+    metric: a tier's figure on the Overview lies on this line."""
+    curves = []
+    readable = points[points["validity"] != INVALID]
+    for hardware, members in readable.groupby("hardware", sort=True):
+        rows = [SimpleNamespace(interactivity_p50=x, output_throughput_per_gpu=y, fingerprint=f, sweep=s)
+                for x, y, f, s in zip(members["x"], members["output"], members["fingerprint"], members["sweep"],
+                                      strict=True)]  # fmt: skip
+        curve = envelope.envelope_curve(rows)
+        if not curve:
+            continue
+        speeds, outputs = zip(*curve, strict=True)
+        rates = {"usd_per_gpu_hour": float(members["usd"].iloc[0]), "all_in_kw": float(members["kw"].iloc[0])}
+        curves.append(pd.DataFrame({"x": speeds, "y": axes.y_values(y_metric, list(outputs), **rates),
+                                    "hardware": hardware}))  # fmt: skip
+    if not curves:
+        return pd.DataFrame(columns=["x", "y", "hardware"])
+    drawn = pd.concat(curves, ignore_index=True)
+    return drawn[np.isfinite(drawn["y"].to_numpy(dtype=float))]
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def plotted(
     url: str, version: tuple[int, ...], rows: str, x_metric: str, y_metric: str, tier: str | None,
@@ -262,6 +286,8 @@ def plotted(
     )
     points["envelope"] = chip_frontier
     view["envelopes"] = points.loc[chip_frontier, ["x", "y", "hardware"]].sort_values(["hardware", "x"])
+    if x_metric == axes.INTERACTIVITY and y_metric not in axes.Y_FIGURES:
+        view["envelopes"] = read_envelopes(points, y_metric)
     # A point on its chip's envelope is on its configuration's frontier too (no point of the chip beats it), so the
     # envelope's points are the narrower choice.
     if envelope_only:

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -384,3 +385,27 @@ def test_every_cell_reads_the_same_on_every_surface(hub_database: str) -> None:
                 assert inside or "joins" in (row.get("note") or "") + (cli[key]["note"] or ""), (key, tier, spread)
             checked += 1
     assert checked == len(api)
+
+
+def test_the_pareto_page_draws_the_envelope_the_overview_reads(hub_database: str) -> None:
+    """Each chip's pale envelope line on the Pareto explorer passes through the figure the Overview reads at every
+    tier (where a configuration's own curve passes above the envelope's points, the line follows it: the headline
+    never sits above the band drawn under it)."""
+    import pyarrow as pa
+
+    assert run_cli("import", "inferencex", *SAMPLE).returncode == 0
+    link = {"model": "deepseek-r1", "precision": "fp4", "workload": "1k/1k"}
+    pareto = open_page("pareto", link)
+    charts = pareto.get("arrow_vega_lite_chart") + pareto.get("vega_lite_chart")
+    [drawn] = [pa.ipc.open_stream(dataset.data.data).read_pandas() for chart in charts
+               for dataset in chart.proto.datasets if dataset.name == "envelopes"]  # fmt: skip
+    overview = open_page("overview", {**link, "tiers": ["30", "50", "100"], "tab": "All figures"})
+    table = next(frame.value for frame in overview.dataframe if "$/M output tokens" in frame.value.columns)
+    checked = 0
+    for _, cell in table[table["output tok/s/GPU"].notna()].iterrows():
+        line = drawn[drawn["hardware"] == cell["hardware"]].sort_values("x")
+        at = max(float(cell["tok/s/user"]), float(line["x"].min()))  # below the slowest point: that point
+        drawn_there = float(np.interp(at, line["x"], line["y"]))
+        assert drawn_there == pytest.approx(float(cell["output tok/s/GPU"]), rel=0.01), (cell["hardware"], at)
+        checked += 1
+    assert checked >= 4

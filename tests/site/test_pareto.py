@@ -352,7 +352,12 @@ def test_each_chip_envelope_is_the_frontier_over_all_its_configurations(hub_data
     for row in rows.itertuples():
         by_chip.setdefault(row.hardware, []).append((row.x, row.y))
     assert set(by_chip) == {"b200", "h200", "mi355x", "b300", "h100"}
-    assert all(sorted(points) == [(40.0, 900.0), (80.0, 400.0)] for points in by_chip.values()), by_chip
+    # Drawn as the Overview reads it (`envelope.envelope_curve`): from the slowest envelope point to the fastest, through
+    # both; between two points, the monotone cubic, here the straight line.
+    for points in by_chip.values():
+        points.sort()
+        assert points[0] == (40.0, 900.0) and points[-1] == (80.0, 400.0) and len(points) > 2, points
+        assert all(y == pytest.approx(900.0 - (x - 40.0) * 12.5) for x, y in points), points
     hidden = open_pareto({"envelopes": "0"})
     spec = json.loads((hidden.get("arrow_vega_lite_chart") + hidden.get("vega_lite_chart"))[0].proto.spec)
     assert not [layer for layer in spec.get("layer", []) if layer.get("mark", {}).get("strokeWidth") == 7]
