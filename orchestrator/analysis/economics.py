@@ -695,6 +695,31 @@ class ScorecardCell:
         return "outside the measured range"
 
 
+def cost_band(cell: ScorecardCell) -> tuple[float, float] | None:
+    """The $/M output tokens a cell's figure may be: the span of its figure, its repeats' 95 % interval and each of its
+    runs' read at the tier (the run spread); None without a cost."""
+    best = cell.best
+    if best is None or best.output is None or best.usd_per_gpu_hour is None:
+        return None
+    costs = [value for value in (best.output.usd_per_million, best.output.low, best.output.high) if value is not None]
+    spread = best.read.run_spread
+    if spread is not None:
+        costs += [cost_per_million_tokens(best.usd_per_gpu_hour, tokens) for tokens in spread if tokens > 0]
+    return min(costs), max(costs)
+
+
+def cheapest_and_ties(row: Iterable[ScorecardCell]) -> list[ScorecardCell]:
+    """The cheapest priced cell of a scorecard row, then every other cell whose cost band (`cost_band`) overlaps the
+    cheapest's: chips the runs and repeats measured cannot tell apart. GB200 at $0.0860/M against B200 at $0.0865/M,
+    inside B200's ±3 % run spread, is a tie, not a winner. Empty when no cell is priced."""
+    priced = sorted(((band, cell) for cell in row if (band := cost_band(cell)) is not None),
+                    key=lambda item: item[1].best.output.usd_per_million)  # type: ignore[union-attr]  # fmt: skip
+    if not priced:
+        return []
+    (_, high), cheapest = priced[0]
+    return [cheapest, *(cell for (other_low, _), cell in priced[1:] if other_low <= high)]
+
+
 def default_reference(rows: Iterable[Any]) -> str | None:
     """The hardware measured in the most model × precision × workload rows (ties: first by name)."""
     cells = {(str(row.hardware), str(getattr(row, "model", "")), str(getattr(row, "precision", "")), workload_of(row))
@@ -766,10 +791,12 @@ __all__ = [
     "ScorecardCell",
     "best_per",
     "best_profit_per",
+    "cheapest_and_ties",
     "chip_costs_at",
     "chip_key",
     "chip_key_of",
     "chip_ratios",
+    "cost_band",
     "cost_figure",
     "cost_of",
     "costs_at",

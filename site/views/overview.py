@@ -16,7 +16,13 @@ import streamlit as st
 
 from hubkit import charts, controls, data, page
 from hubkit.page import dollars
-from orchestrator.analysis.economics import INTERACTIVITY_TIERS, ScorecardCell, default_reference, scorecard
+from orchestrator.analysis.economics import (
+    INTERACTIVITY_TIERS,
+    ScorecardCell,
+    cheapest_and_ties,
+    default_reference,
+    scorecard,
+)
 
 MISSING = "–"
 NOT_MEASURED = f"{MISSING} (not measured)"
@@ -69,15 +75,18 @@ def cell_text(cell: ScorecardCell, reference: str | None) -> str:
 
 
 def cheapest_of(row: list[ScorecardCell]) -> str:
-    """'gb200-nvl72 $0.490' for the cheapest priced cell of a scorecard row (its origin when not measured here); '–'
-    with the reason when no chip has a cost there (the chips' own cells say which reason is whose)."""
-    priced = [cell for cell in row if cell.best is not None and cell.best.output is not None]
-    if not priced:
+    """'gb200-nvl72 $0.490' for the cheapest priced cell of a scorecard row (its origin when not measured here); 'tie:
+    gb200-nvl72 $0.0860, b200 $0.0865' where another chip's cost lies within the cheapest's spread over its runs and
+    repeats (`cheapest_and_ties`); '–' with the reason when no chip has a cost there (the chips' own cells say which
+    reason is whose)."""
+    ranked = cheapest_and_ties(row)
+    if not ranked:
         reasons = sorted({cell.empty_because for cell in row if cell.empty_because})
         return f"{MISSING} (no chip: {'; '.join(reasons)})" if reasons else NOT_MEASURED
-    best = min(priced, key=lambda cell: cell.best.output.usd_per_million)  # type: ignore[union-attr]
-    label = origin_label(best.best.read.origins)  # type: ignore[union-attr]
-    text = f"{best.hardware} {page.money(best.best.output.usd_per_million)}"  # type: ignore[union-attr]
+    named = ", ".join(f"{cell.hardware} {page.money(cell.best.output.usd_per_million)}"  # type: ignore[union-attr]
+                      for cell in ranked)  # fmt: skip
+    text = f"tie: {named}" if len(ranked) > 1 else named
+    label = origin_label(tuple(sorted({o for cell in ranked for o in cell.best.read.origins})))  # type: ignore[union-attr]
     return f"{text} {label}" if label else text
 
 
@@ -227,7 +236,9 @@ with scorecard_tab:
         "**workload**: the sequence lengths, with '· mtp' where the configurations decode with speculative decoding "
         "(multi-token prediction, several tokens a step): a row of its own, never folded into the row without it, "
         "whose figures are all without speculative decoding. "
-        f"**cheapest**: the chip with the lowest cost in the row. Each chip's cell: the chip's envelope (the best of "
+        "**cheapest**: the chip with the lowest cost in the row; 'tie:' and every chip whose cost lies within the "
+        "cheapest's spread over its runs and repeats, which the measurements cannot tell apart. "
+        f"Each chip's cell: the chip's envelope (the best of "
         f"all its configurations at that speed or faster) read at the tier, its change against {reference}, the "
         "runs that measured the configurations it rests on and their spread ('1 run': a single run, no spread "
         "known; 'joins 2 runs' where those configurations were measured in different runs, so no single run gave "

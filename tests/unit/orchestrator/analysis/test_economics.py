@@ -14,6 +14,8 @@ from orchestrator.analysis.economics import (
     GpuHourRate,
     best_per,
     best_profit_per,
+    cheapest_and_ties,
+    cost_band,
     cost_figure,
     costs_at,
     default_reference,
@@ -326,3 +328,17 @@ def test_a_recipe_measuring_two_workloads_reads_two_curves_never_one() -> None:
     assert set(reads) == {"8192/1024", "1024/8192"}
     assert reads["8192/1024"].output is None  # 50 is outside its own points (60-100)
     assert reads["1024/8192"].output is not None and 2000.0 <= reads["1024/8192"].output.mean <= 4000.0
+
+
+def test_a_chip_within_the_cheapest_ones_spread_is_a_tie_not_a_loser() -> None:
+    # B200: three repeats, 1500 ± 49.68 tok/s/GPU at 50 (95 % interval), so $2 / 5.4 = $0.3704 with a band from
+    # $2 / (1549.68 × 0.0036) = $0.3585 to $2 / (1450.32 × 0.0036) = $0.3830. H200 one point at 50 reading 1470:
+    # $0.3779, inside B200's band: a tie. At 1400 ($0.3968) it is outside: B200 alone is the cheapest.
+    for h200_output, tie in ((1470.0, True), (1400.0, False)):
+        rows = [*b200_three_repeats(), row(50.0, h200_output, fingerprint="fp-h200", hardware="h200")]
+        cells = scorecard(rows, REGISTRY, GpuHourRate(custom_usd=2.0), (50.0,), reference="b200")
+        band = cost_band(next(cell for cell in cells if cell.hardware == "b200"))
+        assert band == pytest.approx((2 / (1549.683 * 0.0036), 2 / (1450.317 * 0.0036)), rel=1e-4)
+        ranked = [cell.hardware for cell in cheapest_and_ties(cells)]
+        assert ranked == (["b200", "h200"] if tie else ["b200"]), (h200_output, ranked)
+    assert cheapest_and_ties([]) == []
