@@ -53,13 +53,15 @@ def stats(
             "sessions": sum(1 for _ in trace.walk_sessions()), "requests": len(timeline),
             "input_tokens": sum(inputs), "median_input_tokens": statistics.median(inputs) if inputs else 0,
             "max_input_tokens": max(inputs, default=0), "theoretical_hit_rate": walk.rate,
+            "agentx_cache_hit_rate": walk.request_mean_rate,
             "engine_hit_rates": {str(size): walk.rebase(size).rate for size in engine_block_size},
         })  # fmt: skip
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     table = Table(title="Theoretical prefix-cache hit rate (unbounded cache, trace order)")
-    for column in ("trace", "kind", "sessions", "requests", "median in", "max in", "block", "hit rate"):
+    for column in ("trace", "kind", "sessions", "requests", "median in", "max in", "block", "hit rate (tokens)",
+                   "AgentX hit rate (per request)"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("trace", "kind") else "right")
     for size in engine_block_size:
         table.add_column(f"at {size}-token blocks", justify="right")
@@ -67,10 +69,17 @@ def stats(
         table.add_row(
             Path(row["file"]).name, row["kind"], f"{row['root_sessions']} ({row['sessions']})", str(row["requests"]),
             f"{row['median_input_tokens']:,.0f}", f"{row['max_input_tokens']:,}", str(row["block_size"]),
-            f"{row['theoretical_hit_rate']:.4f}", *(f"{rate:.4f}" for rate in row["engine_hit_rates"].values()),
+            f"{row['theoretical_hit_rate']:.4f}",
+            "–" if row["agentx_cache_hit_rate"] is None else f"{row['agentx_cache_hit_rate']:.4f}",
+            *(f"{rate:.4f}" for rate in row["engine_hit_rates"].values()),
         )  # fmt: skip
     console.print(table)
-    console.print("sessions: roots (with subagents). Engine columns: whole engine blocks only, last token recomputed.")
+    console.print(
+        "sessions: roots (with subagents). hit rate (tokens): Σ hit tokens / Σ prompt tokens (ours). AgentX hit rate: "
+        "the mean over requests of the share of each request's blocks before its first unseen one, as `agentx "
+        "analyze-trace` reports cache_hit_rate (a short request counts as much as a long one). Engine columns: "
+        "whole engine blocks only, last token recomputed."
+    )
 
 
 @trace_app.command("synth")

@@ -75,6 +75,19 @@ class HitRate:
     input_tokens: np.ndarray  # per request
     runs: np.ndarray  # leading run of trace blocks already seen, per request
     hit_tokens: np.ndarray  # per request, at this granularity
+    blocks: np.ndarray | None = None  # trace blocks (hash ids) per request; None where not counted
+
+    @property
+    def request_mean_rate(self) -> float | None:
+        """AgentX's `cache_hit_rate` (`agentx analyze-trace`, agentx-harness 1.0.12): the mean over requests of each
+        request's share of its blocks before its first unseen one (infinite cache, trace order). Not token-weighted:
+        a short request counts as much as a long one, so it differs from `rate` (0.3843 against 0.3736 on
+        traces/mooncake/conversation_trace.jsonl, 0.4232 against 0.6512 on synthetic_trace.jsonl). Requests without
+        blocks are left out; None where the walk did not count blocks or counted none."""
+        if self.blocks is None:
+            return None
+        counted = self.blocks > 0
+        return float(np.mean(self.runs[counted] / self.blocks[counted])) if counted.any() else None
 
     @property
     def requests(self) -> int:
@@ -106,7 +119,14 @@ class HitRate:
         else:
             raise ValueError(f"recompute: got {recompute!r}; expected 'block' or 'token'")
         return HitRate(
-            block_size, self.trace_block_size, True, self.keys, self.input_tokens, self.runs, np.maximum(hits, 0)
+            block_size,
+            self.trace_block_size,
+            True,
+            self.keys,
+            self.input_tokens,
+            self.runs,
+            np.maximum(hits, 0),
+            self.blocks,
         )
 
 
@@ -124,7 +144,8 @@ def replayed_hit_rate(trace: Trace, engine_block_size: int, length_scale: float 
         return walk.rebase(engine_block_size)
     block = max(1, round(walk.trace_block_size * length_scale))
     inputs = np.maximum(1, np.ceil(walk.input_tokens * length_scale)).astype(np.int64)
-    scaled = HitRate(block, block, False, walk.keys, inputs, walk.runs, np.minimum(walk.runs * block, inputs))
+    scaled = HitRate(block, block, False, walk.keys, inputs, walk.runs, np.minimum(walk.runs * block, inputs),
+                     walk.blocks)  # fmt: skip
     return scaled.rebase(engine_block_size)
 
 
@@ -142,6 +163,7 @@ def theoretical_hit_rate(trace: Trace, *, subagent_cache: SubagentCache = "share
     keys: list[str] = []
     inputs: list[int] = []
     runs: list[int] = []
+    blocks: list[int] = []
     for item in trace.timeline():
         seen = seen_by_scope.setdefault(_cache_scope(trace, item, subagent_cache), set())
         hash_ids = item.request.hash_ids
@@ -154,10 +176,12 @@ def theoretical_hit_rate(trace: Trace, *, subagent_cache: SubagentCache = "share
         keys.append(item.request.key)
         inputs.append(item.request.input_tokens)
         runs.append(run)
+        blocks.append(len(hash_ids))
     input_tokens = np.asarray(inputs, dtype=np.int64)
     run_array = np.asarray(runs, dtype=np.int64)
     hits = np.minimum(run_array * trace.block_size, input_tokens)
-    return HitRate(trace.block_size, trace.block_size, False, tuple(keys), input_tokens, run_array, hits)
+    return HitRate(trace.block_size, trace.block_size, False, tuple(keys), input_tokens, run_array, hits,
+                   np.asarray(blocks, dtype=np.int64))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,10 @@ def test_stats_of_the_mooncake_traces_match_an_independent_walk() -> None:
         assert row["kind"] == "mooncake" and row["block_size"] == 512
         assert row["theoretical_hit_rate"] == pytest.approx(_mooncake_walk(path), abs=1e-12)
     assert [round(row["theoretical_hit_rate"], 4) for row in rows] == [0.3736, 0.6512]  # pinned (measured)
+    # Beside it, AgentX's definition, as `agentx analyze-trace` (agentx-harness 1.0.12) reports it on these files.
+    assert [round(row["agentx_cache_hit_rate"], 4) for row in rows] == [0.3843, 0.4232]
+    table = runner.invoke(app, ["trace", "stats", *map(str, MOONCAKE)]).output
+    assert "hit rate (tokens)" in table and "AgentX hit rate (per request)" in table and "0.4232" in table
 
 
 def test_stats_table_and_a_bad_trace(tmp_path: Path) -> None:
