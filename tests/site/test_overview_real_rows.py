@@ -352,9 +352,10 @@ def test_every_cell_reads_the_same_on_every_surface(hub_database: str) -> None:
            if item.tco_tier == "owning_hyperscaler" and item.usd_per_million_output is not None}  # fmt: skip
     assert len(api) >= 30
     checked = 0
+    overview = open_page("overview", {"tiers": ["30", "50", "100"], "tab": "All figures"})
+    every_tier = next(frame.value for frame in overview.dataframe if "$/M output tokens" in frame.value.columns)
     for tier in (30.0, 50.0, 100.0):
-        overview = open_page("overview", {"tiers": [f"{tier:g}"], "tab": "All figures"})
-        table = next(frame.value for frame in overview.dataframe if "$/M output tokens" in frame.value.columns)
+        table = every_tier[every_tier["tok/s/user"] == tier]
         surfaces = {
             "overview": {(r["model"], r["precision"], r["workload"], r["hardware"]): r for _, r in table.iterrows()}
         }
