@@ -289,7 +289,7 @@ class SweepRunner:
         job = _ActiveJob(spec, plan, {p.point_key: p for p in plan.points}, label)
         self.active[job_id] = job
         self._unfinished += 1
-        problem = self._cannot_run(loaded, targets)
+        problem = self._cannot_run(loaded, targets, retry=plan.attempt > 1)
         if problem is not None:
             error = ErrorInfo(kind=problem[0], message=problem[1], retryable=False)
             self._fail_unstarted(job, error, progress, summary)
@@ -347,7 +347,7 @@ class SweepRunner:
                 self.dispatcher.forget(job.spec.job_id)  # cancelled; its stream may never end (no node runs it)
                 self._stream_ended(job, progress, summary)
 
-    def _cannot_run(self, loaded: LoadedRecipe, targets: list[Target]) -> tuple[str, str] | None:
+    def _cannot_run(self, loaded: LoadedRecipe, targets: list[Target], retry: bool = False) -> tuple[str, str] | None:
         """Why this job can never start here, checked before anything is reserved; None when it can."""
         recipe = loaded.recipe
         limits = runner_class(recipe.runner.kind).limitations(recipe, targets)
@@ -359,8 +359,9 @@ class SweepRunner:
                 f"{loaded.path}: runner.kind {recipe.runner.kind!r} with hardware {recipe.hardware!r}: the inventory "
                 f"has no {recipe.runner.kind} target for that hardware (pass --inventory or set INFERSWEEP_INVENTORY)"
             )
-        if self.dispatcher.pool_capacity(recipe.hardware) < 1:
-            # Ray would wait forever for a resource nobody offers: refuse now, with the reason.
+        if self.dispatcher.pool_capacity(recipe.hardware) < 1 and not retry:
+            # Ray would wait forever for a resource nobody offers: refuse now, with the reason. A retry's pool was there
+            # for its first attempt (a node was lost): it waits for a live node up to the placement deadline.
             return "NoCapacity", (
                 f"hardware: no node of the Ray cluster offers pool {recipe.hardware!r} "
                 f"(recipe {loaded.path}); start a host with that pool or run against a cluster that has one"

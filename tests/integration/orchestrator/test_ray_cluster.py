@@ -323,8 +323,8 @@ def test_a_lost_local_node_fails_the_job_naming_its_pool_instead_of_queueing_for
         {"name": name, "engine": {"simulated": {"itl_ms": 25}}, "workload": {"concurrency": [1, 2, 4]}}
     )
     process = subprocess.Popen(
-        # Retries 2 and 4 s after a failure: by then Ray has marked the node dead, and no live node offers the pool.
-        [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", name, "--retry-backoff", "2",
+        # Retries 3 and 6 s after a failure: by then Ray has marked the node dead, and no live node offers the pool.
+        [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", name, "--retry-backoff", "3",
          "--max-attempts", "3", "--placement-timeout", "5"],
         cwd=ROOT, env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
