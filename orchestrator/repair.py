@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 from pydantic import ValidationError
 from sqlalchemy import inspect
@@ -29,25 +30,18 @@ class RepairedRow:
     problems: list[str]
 
 
-def _figures_out_of_range(row: PointResultRow) -> list[str]:
-    """Figures of the row's metrics that are finite but impossible: the figures-in-range rule, and the
-    figures-possible rule where it has not judged the row yet (stored before it existed)."""
+def _figures_out_of_range(row: PointResultRow) -> tuple[list[str], PointMetrics | None]:
+    """Figures of the row's metrics that are finite but impossible (the figures-in-range rule, and the
+    figures-possible rule where it has not judged the row yet: stored before it existed), and the metrics with that
+    rule's verdict, which a repair stores so that a second one finds nothing new (None for a shape not read)."""
     try:
         metrics = PointMetrics.model_validate(row.metrics)
     except ValidationError:
-        return []  # an older or foreign shape: its non-finite numbers are still found below
+        return [], None  # an older or foreign shape: its non-finite numbers are still found below
     judged = metrics.with_figures_judged()
     impossible = [reason for reason in judged.validity.reasons if reason not in metrics.validity.reasons]
     return [problem(name, value, f"expected {expected}") for name, value, expected in metrics.out_of_range()
-            if not (isinstance(value, float) and not math.isfinite(value))] + impossible  # fmt: skip
-
-
-def _judged_metrics(row: PointResultRow) -> dict[str, object] | None:
-    """The row's metrics with the figures-possible rule's verdict, so that a second repair finds nothing new."""
-    try:
-        return PointMetrics.model_validate(row.metrics).with_figures_judged().model_dump(mode="json")
-    except ValidationError:
-        return None
+            if not (isinstance(value, float) and not math.isfinite(value))] + impossible, judged  # fmt: skip
 
 
 def _clean(row: PointResultRow) -> None:
@@ -66,16 +60,16 @@ def repair_stored_figures(session: Session, *, apply: bool = True) -> list[Repai
     repaired = []
     for row in session.exec(select(PointResultRow).order_by(col(PointResultRow.id))).all():
         found = row_non_finite_fields(row)
-        problems = [problem(path, value, "expected a finite number") for path, value in found] + _figures_out_of_range(
-            row
-        )
+        impossible, judged = _figures_out_of_range(row)
+        problems = [problem(path, value, "expected a finite number") for path, value in found] + impossible
         if not problems:
             continue
         repaired.append(RepairedRow(row.id, row.point_key, problems))
         if not apply:
             continue
         _clean(row)
-        row.metrics = _judged_metrics(row) or row.metrics
+        if judged is not None:  # the figures-possible verdict kept: a second repair finds nothing new
+            row.metrics = cast(dict[str, Any], without_non_finite(judged.model_dump(mode="json")))
         reason = "figures out of range (infersweep repair): " + "; ".join(problems)
         row.valid = False
         row.validity_reasons = [*row.validity_reasons, reason]

@@ -6,6 +6,7 @@ before it costs memory."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,7 +49,7 @@ def _construct_bounded_int(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> i
         ) from None
 
 
-_MAX_DIGITS = 4300  # Python's limit on converting digits to an int (sys.get_int_max_str_digits)
+_MAX_DIGITS = sys.get_int_max_str_digits() or 4300  # Python's limit on converting digits to an int (0: none set)
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from types import NoneType, SimpleNamespace
-from typing import Any, get_args, get_type_hints
+from typing import Any, TypeVar, get_args, get_type_hints
 from urllib.parse import urlencode
 
 import numpy as np
@@ -31,6 +31,8 @@ NOT_MEASUREMENTS = {
     "projected": "projected from another chip's measurements by a model (hollow markers, dashed lines), "
     "not a measurement: see Methodology, Projections, for how wrong such projections have been",
 }
+
+T = TypeVar("T")
 
 # The ResultView fields that hold numbers (or None).
 NUMBERS = tuple(
@@ -67,9 +69,7 @@ def results_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     columns["workload"] = _labels(workload_label, workloads)
     # Where an imported row was read from is a path of the importing machine: every page, CSV and view shows the file's
     # name only (as a published snapshot holds it), never the machine's folders.
-    shown: dict[object, object] = {}
-    columns["source"] = [shown.setdefault(source, without_local_paths(source)) if source not in shown else shown[source]
-                         for source in columns["source"]]  # fmt: skip
+    columns["source"] = _labels(without_local_paths, ((source,) for source in columns["source"]))
     columns["configuration"] = _labels(
         lambda *key: configuration_label(SimpleNamespace(**dict(zip(LABELLED, key, strict=True)))),
         zip(*(columns[name] for name in LABELLED), strict=True),
@@ -101,9 +101,9 @@ def results_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     return frame
 
 
-def _labels(label: Callable[..., str], keys: Iterable[tuple[Any, ...]]) -> list[str]:
+def _labels(label: Callable[..., T], keys: Iterable[tuple[Any, ...]]) -> list[T]:
     """`label(*key)` for each key, worked out once per distinct key (a configuration has many rows)."""
-    known: dict[tuple[Any, ...], str] = {}
+    known: dict[tuple[Any, ...], T] = {}
     return [known[key] if key in known else known.setdefault(key, label(*key)) for key in keys]
 
 

@@ -88,7 +88,10 @@ def close_imported(recorder: Recorder) -> None:
 
 def distinct_files(files: list[Path]) -> list[Path]:
     """`files` in their order, each once: a file named twice (or by two paths) was counted twice as "read"."""
-    return list({file.resolve(): file for file in reversed(files)}.values())[::-1]
+    first: dict[Path, Path] = {}
+    for file in files:
+        first.setdefault(file.resolve(), file)
+    return list(first.values())
 
 
 @contextmanager
