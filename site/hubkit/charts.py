@@ -51,6 +51,70 @@ UNKNOWN_CHIP = "#BBBBBB"
 BAR_LABELS = alt.Axis(labelAngle=0, labelExpr="split(datum.value, ' ')", labelLimit=0)
 
 
+# Pixels per bar of `chip_bars`: the chip's label and the figure at the bar's end on one line.
+BAR_HEIGHT = 26
+# Room past the longest bar (a share of the axis) for the figure written at its end ("$12.3 · 61 %").
+_LABEL_ROOM = 0.45
+
+
+def bar_domain(values: Iterable[float | None], room: float = _LABEL_ROOM) -> tuple[float, float]:
+    """The x scale of `chip_bars` over `values` (every bar end, error-bar end and band end a page compares): from 0 (or
+    the largest loss) to the largest, with `room` (a share of the span) past each end for the figure written there."""
+    present = [float(value) for value in values if value is not None and value == value]
+    low, high = min([0.0, *present]), max([0.0, *present])
+    span = (high - low) or 1.0
+    return (low - room * span if low < 0 else 0.0, high + room * span)
+
+
+def chip_bars(
+    table: pd.DataFrame, value: str, title: str, text: str, order: Sequence[str], domain: tuple[float, float],
+    tooltip: Sequence[object] = (), low: str | None = None, high: str | None = None,
+    band: tuple[str, str] | None = None, group: str | None = None,
+) -> alt.LayerChart:  # fmt: skip
+    """Horizontal bars, one per chip (`table`'s `label`, in `order`), `value` along x on the scale `domain` (one scale
+    for every bar a reader compares), each bar's figure (`table`'s preformatted `text`) written past its end: a
+    loss's to the left of the bar, the rest to the right. Error bars from `low` to `high`; a projected chip's band,
+    dashed, from `band`. With `group` (a speed tier), a block of bars per group, one chip's bar in each.
+
+    Horizontal because the answer must read at 390 px: vertical bars in facets needed 110 px a bar, so a phone and
+    even 1,400 px cut the chips past the third, and rotated the facet titles; a bar's name and figure here are text
+    on one line, the chart as wide as the page."""
+    chips = chip_colour(table["hardware"])
+    chips.legend = None  # each bar names its chip
+    scale = alt.Scale(domain=list(domain), nice=False, zero=True)
+    y = alt.Y("label:N", title=None, sort=list(order), axis=alt.Axis(labelLimit=0, labelFontSize=12))
+    encoding: dict[str, Any] = {"y": y}
+    if group is not None:
+        groups = list(dict.fromkeys(table[group]))
+        encoding = {"y": alt.Y(f"{group}:N", title=None, sort=groups, axis=alt.Axis(labelLimit=0, labelFontSize=12)),
+                    "yOffset": alt.YOffset("label:N", sort=list(order))}  # fmt: skip
+    base = alt.Chart().encode(**encoding)
+    axis = alt.Axis(tickCount=5)  # a label every few bars' width, readable at 390 px
+    bars = base.mark_bar().encode(x=alt.X(f"{value}:Q", title=title, scale=scale, axis=axis), color=chips,
+                                  tooltip=list(tooltip))  # fmt: skip
+    layers: list[alt.Chart] = [bars, base.mark_rule(color=INK).encode(x=alt.datum(0))]
+    if low is not None and high is not None and table[low].notna().any():
+        errors = base.mark_rule(color=INK, strokeWidth=1.5)
+        layers.append(errors.encode(x=alt.X(f"{low}:Q", scale=scale), x2=f"{high}:Q"))
+    if band is not None and table[band[0]].notna().any():
+        layers.append(base.mark_rule(color=INK, strokeDash=[4, 3], strokeWidth=2).encode(
+            x=alt.X(f"{band[0]}:Q", scale=scale), x2=f"{band[1]}:Q"))  # fmt: skip
+    # The figure past the bar's outer end (past its error bar where it has one), outside the bar: a loss's on the left.
+    ends = [name for name in (value, high, band[1] if band else None) if name is not None]
+    at = f"max({', '.join(f'isValid(datum[{name!r}]) ? datum[{name!r}] : 0' for name in ends)})"
+    written = {"text": alt.Text(f"{text}:N"), "color": alt.value(INK)}
+    for sign, align, dx in ((">=", "left", 4), ("<", "right", -4)):
+        layers.append(
+            base.transform_filter(f"datum[{value!r}] {sign} 0")
+            .transform_calculate(text_at=at if sign == ">=" else f"datum[{value!r}]")
+            .mark_text(align=align, dx=dx, fontSize=12)
+            .encode(x=alt.X("text_at:Q", scale=scale), **written)
+        )
+    # A height per bar (a step), not a whole height: Streamlit's stretched charts collapsed a band axis given a fixed
+    # height, every bar drawn on one line.
+    return alt.layer(*layers, data=table).properties(height=alt.Step(BAR_HEIGHT))
+
+
 def colour_scale(values: Iterable[object] | None = None) -> dict[str, list[str]]:
     """A colour scale: each chip's fixed colour (`CHIP_COLOURS`) over the chips in `values`, so a legend lists only
     the chips shown; with no values, the palette in order (series, configurations)."""
@@ -79,8 +143,8 @@ def is_many(series_count: int) -> bool:
 
 def legend_of(many: bool) -> dict[str, object]:
     """The legend under a chart: configuration labels are long, so one whole label a row when few; the short
-    hardware and engine entries side by side when many (`is_many`)."""
-    return {"orient": "bottom", "columns": 6} if many else {"orient": "bottom", "labelLimit": 0, "columns": 1}
+    hardware and engine entries three a row when many (`is_many`): six a row ran past a phone's 390 px."""
+    return {"orient": "bottom", "columns": 3} if many else {"orient": "bottom", "labelLimit": 0, "columns": 1}
 
 
 def many_caption(series_count: int) -> str:
@@ -134,7 +198,8 @@ def scatter(
         # A shape legend of its own (the engine, beside the chip's colours) draws its symbols in the theme-neutral
         # grey: Vega's default black vanished on the dark theme. Sharing the colour's field, the one legend keeps
         # the colours.
-        shape["legend"] = {"symbolFillColor": INK, "symbolStrokeColor": INK}
+        # Above the chart: beside the colours' legend under it, the two ran past a phone's 390 px.
+        shape["legend"] = {"symbolFillColor": INK, "symbolStrokeColor": INK, "orient": "top"}
     # Projected points (a model's, not a measurement) are hollow and their lines dashed, on every chart.
     projected = "origin" in frame.columns and bool((frame["origin"] == "projected").any())
     is_projected = "datum.origin === 'projected'"

@@ -7,7 +7,7 @@ only: nothing here computes a figure (that is `orchestrator.analysis`) or writes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import altair as alt
@@ -28,7 +28,6 @@ NO_RESULTS = (
 )
 CUSTOM_RATE = "custom $/GPU-hr"  # one option (and query parameters `tier`, `usd`) on every priced page
 DEFAULT_TARGET = 50.0  # tok/s/user: the middle of the Overview's interactivity tiers
-BAR_STEP = 110  # pixels per bar: room for a label such as 'mi355x [imported]'
 
 
 class ChipRead(Protocol):
@@ -57,14 +56,15 @@ def sig(value: float | None, digits: int = SIGNIFICANT) -> float | None:
 
 
 def money(value: float) -> str:
-    """'$0.490', '$12.3', '$1,230': dollars to three significant figures."""
+    """'$0.490', '$12.3', '$1,230', '−$4.56' (a loss): dollars to three significant figures."""
     rounded = sig(value)
     if rounded is None:
         return "–"
-    if abs(rounded) >= 100:
-        return f"${rounded:,.0f}"
-    decimals = max(SIGNIFICANT - 1 - int(f"{abs(rounded):e}".split("e")[1]), 0) if rounded else 2
-    return f"${rounded:,.{decimals}f}"
+    sign, rounded = ("−" if rounded < 0 else ""), abs(rounded)
+    if rounded >= 100:
+        return f"{sign}${rounded:,.0f}"
+    decimals = max(SIGNIFICANT - 1 - int(f"{rounded:e}".split("e")[1]), 0) if rounded else 2
+    return f"{sign}${rounded:,.{decimals}f}"
 
 
 def runs_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
@@ -198,16 +198,14 @@ def chip_label(read: ConfigurationRead) -> str:
     return f"{read.hardware} [{', '.join(others)}]" if others else read.hardware
 
 
-def per_chip_bars(layers: Sequence[alt.Chart], table: pd.DataFrame) -> alt.LayerChart | alt.FacetChart:
-    """`layers` (charts without data of their own) over `table`, one row of panels per model, precision and
-    workload (chips of two precisions are never bars under one heading)."""
+def bars_per_row(table: pd.DataFrame, chart_of: Callable[[pd.DataFrame], alt.LayerChart]) -> None:
+    """`chart_of` each model, precision and workload's rows of `table` (chips of two precisions are never bars under
+    one heading), under the row's name as a heading: text that wraps on a phone, where a facet's title was rotated
+    and cut."""
     labels = [row_label(*key) for key in zip(table["model"], table["precision"], table["workload"], strict=True)]
-    several = len(set(labels)) > 1
-    chart = alt.layer(*layers, data=table.assign(row=labels))
-    chart = chart.properties(width=alt.Step(BAR_STEP))
-    if several:
-        return chart.facet(row=alt.Row("row:N", title=None)).resolve_scale(x="independent", y="independent")
-    return chart
+    for label, rows in table.assign(row=labels).groupby("row", sort=False):
+        st.markdown(f"**{label}**")
+        st.altair_chart(chart_of(rows), width="stretch")
 
 
 def dropped_warning(reads: Iterable[ChipRead], shown: Mapping[tuple[str, ...], object], lead: str) -> None:

@@ -90,6 +90,22 @@ def cheapest_of(row: list[ScorecardCell]) -> str:
     return f"{text} {label}" if label else text
 
 
+def card_markdown(tiers: dict[float, list[ScorecardCell]], reference: str | None, chips: list[str]) -> str:
+    """One card of the scorecard (a model, precision and workload): per tier, the cheapest chip, then each chip's
+    cell (`cell_text`), and the page's other `chips` ("not measured") in one line. Text that wraps: the answer reads
+    at 390 px, where the table's chip columns were cut past the first."""
+    lines = []
+    for tier, row in sorted(tiers.items()):
+        lines.append(f"**{tier:g} tok/s/user** · cheapest: **{page.dollars(cheapest_of(row))}**")
+        lines += [f"- {cell.hardware}: {page.dollars(cell_text(cell, reference))}"
+                  for cell in sorted(row, key=lambda cell: cell.hardware)]  # fmt: skip
+        absent = sorted(set(chips) - {cell.hardware for cell in row})
+        if absent:
+            lines.append(f"- not measured: {', '.join(absent)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def figures(cells: list[ScorecardCell]) -> pd.DataFrame:
     """One row per cell with every figure behind it (the long table, the chart and the CSV): numbers only, to three
     significant figures."""
@@ -134,38 +150,27 @@ def figures(cells: list[ScorecardCell]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def bar_chart(table: pd.DataFrame) -> alt.FacetChart:
-    """$/M output tokens per hardware, one panel per interactivity tier and row, with 95 % error bars."""
-    shown = table[table["$/M output tokens"].notna()].assign(
-        row=lambda t: t["model"] + " " + t["precision"] + " · " + t["workload"],
-        label=lambda t: t["hardware"] + [f" [{o}]" if o != "measured" else "" for o in t["origin"]],
-    )
+def bar_chart(rows: pd.DataFrame) -> alt.LayerChart:
+    """$/M output tokens per chip for one model, precision and workload: a block of bars per interactivity tier on one
+    scale (the tiers are compared too), the cost at each bar's end, 95 % error bars."""
     tooltip = ["configuration", "origin", "sweep", alt.Tooltip("output tok/s/GPU", format=",.3r"),
                alt.Tooltip("$/M output tokens", format="$.3r"), alt.Tooltip("vs reference", format="+.1%")]  # fmt: skip
-    bars = (
-        alt.Chart()
-        .mark_bar()
-        .encode(
-            x=alt.X("label:N", title=None, axis=charts.BAR_LABELS),
-            y=alt.Y("$/M output tokens:Q", title="$ per million output tokens"),
-            color=charts.chip_colour(shown["hardware"]),
-            tooltip=tooltip,
-        )
-    )
-    errors = (
-        alt.Chart()
-        .mark_errorbar(ticks=True, color=charts.INK)
-        .encode(x="label:N", y=alt.Y("$/M output, low:Q", title="$ per million output tokens"), y2="$/M output, high:Q")
-    )
-    # A fixed step per bar keeps every panel readable however many chips it holds.
-    return (
-        alt.layer(bars, errors, data=shown)
-        .properties(width=alt.Step(page.BAR_STEP))
-        .facet(column=alt.Column("tok/s/user:O", title="tok/s/user"), row=alt.Row("row:N", title=None))
-        # One y scale per panel: costs at 100 tok/s/user are many times those at 20, and a shared axis flattened the
-        # cheaper panels' bars to slivers.
-        .resolve_scale(x="independent", y="independent")
-    )
+    # Bars in a tier's block are told apart by colour and by the chip named beside the cost (no legend to look up).
+    costs = zip(rows["hardware"], rows["$/M output tokens"], strict=True)
+    shown = rows.assign(shown=[f"{chip} {page.money(value)}" for chip, value in costs])
+    order = list(shown.sort_values("$/M output tokens")["label"].drop_duplicates())
+    domain = charts.bar_domain([*shown["$/M output tokens"], *shown["$/M output, high"]], room=0.9)
+    return charts.chip_bars(shown, "$/M output tokens", "$ per million output tokens", "shown", order, domain,
+                            tooltip, low="$/M output, low", high="$/M output, high", group="tier")  # fmt: skip
+
+
+def chart_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The priced cells of `table` (`figures`), each labelled with its chip (and origin) and its tier."""
+    shown = table[table["$/M output tokens"].notna()]
+    return shown.assign(
+        label=shown["hardware"] + [f" [{o}]" if o != "measured" else "" for o in shown["origin"]],
+        tier=[f"{tier:g} tok/s/user" for tier in shown["tok/s/user"]],
+    ).sort_values("tok/s/user")
 
 
 st.title("Overview")
@@ -228,9 +233,18 @@ page.illustrative_prices(frame["hardware"], rate)
 scorecard_tab, chart_tab, table_tab = st.tabs(["Scorecard", "Chart", "All figures"], key="tab", bind="query-params",
                                               on_change="rerun")  # fmt: skip
 with scorecard_tab:
-    # A chip's column is wide (its cost, change, runs and their spread), so several chips scroll sideways: the row's
-    # identity and its answer stay pinned on the left while they do.
-    page.table(grid, column_config={name: st.column_config.Column(pinned=True) for name in grid.columns[:5]})
+    cards: dict[tuple[str, str, str], dict[float, list[ScorecardCell]]] = {}
+    for c in cells:
+        cards.setdefault((c.model, c.precision, c.workload), {}).setdefault(c.interactivity, []).append(c)
+    # Two cards a line on a wide screen; Streamlit stacks columns on a phone's width, one card a line.
+    for start in range(0, len(cards), 2):
+        for column, (key, tiers_of_card) in zip(st.columns(2), list(cards.items())[start : start + 2], strict=False):
+            with column.container(border=True):
+                st.markdown(f"**{page.row_label(*key)}**")
+                st.markdown(card_markdown(tiers_of_card, reference, hardware))
+    with st.expander("The scorecard as one table (a column per chip; scrolls sideways past a few chips)"):
+        # The row's identity and its answer stay pinned on the left while the chips scroll.
+        page.table(grid, column_config={name: st.column_config.Column(pinned=True) for name in grid.columns[:5]})
     controls.csv_download(table, "scorecard")  # the figures as numbers, not the cells' text
     st.caption(
         "**workload**: the sequence lengths, with '· mtp' where the configurations decode with speculative decoding "
@@ -251,7 +265,7 @@ with scorecard_tab:
 if chart_tab.open:
     with chart_tab:
         if table["$/M output tokens"].notna().any():
-            st.altair_chart(bar_chart(table))
+            page.bars_per_row(chart_rows(table), bar_chart)
             st.caption("Error bars: the cost at the ends of the 95 % interval of the throughput over repeats.")
         else:
             st.info("No configuration has a cost at these tiers: see the notes in All figures.")

@@ -182,40 +182,22 @@ else:
                    alt.Tooltip("margin", format=".1%"), alt.Tooltip("realised revenue $/GPU-hr", format="$,.3r"),
                    alt.Tooltip("TCO $/GPU-hr", format="$,.3r"), alt.Tooltip("licence $/GPU-hr", format="$,.3r"),
                    alt.Tooltip("cache hit", format=".1%")]  # fmt: skip
-        bars = (
-            alt.Chart()
-            .mark_bar()
-            .encode(
-                x=alt.X(
-                    "label:N",
-                    title="hardware",
-                    axis=charts.BAR_LABELS,
-                    # An explicit order: a sort by field is dropped by Vega-Lite once a second layer shares x.
-                    sort=list(table.sort_values("profit $/GPU-hr", ascending=False)["label"].drop_duplicates()),
-                ),
-                y=alt.Y("profit $/GPU-hr:Q", title="profit, $ per GPU-hour"),
-                color=charts.chip_colour(table["hardware"]),
-                tooltip=tooltip,
-            )
-        )
-        zero = alt.Chart().mark_rule(color=charts.INK).encode(y=alt.datum(0))
-        # The margin at each bar's end, outside it, so it is read without opening the table: above a profit, below a
-        # loss (one text layer above every bar drew a loss's "-112%" over the bar itself). Made from the bars
-        # themselves: a layer with its own x encoding would undo the bars' sort.
-        margin_text = {"text": alt.Text("margin:Q", format=".0%"), "color": alt.value(charts.INK)}
-        profit_labels = (
-            bars.transform_filter("datum['profit $/GPU-hr'] >= 0")
-            .mark_text(dy=-4, baseline="bottom", fontSize=12)
-            .encode(**margin_text)
-        )
-        loss_labels = (
-            bars.transform_filter("datum['profit $/GPU-hr'] < 0")
-            .mark_text(dy=4, baseline="top", fontSize=12)
-            .encode(**margin_text)
-        )
-        st.altair_chart(page.per_chip_bars([bars, zero, profit_labels, loss_labels], table), width="content")
+        profit_column = "profit $/GPU-hr"
+        domain = charts.bar_domain(table[profit_column])  # one scale for every row of bars
+        # Each bar's profit and margin (profit / realised revenue) at its end, read without opening the table.
+        written = table.assign(shown=[
+            f"{page.money(profit)} · {margin:.0%}" if margin == margin and margin is not None else page.money(profit)
+            for profit, margin in zip(table[profit_column], table["margin"], strict=True)
+        ])  # fmt: skip
+
+        def profit_bars(rows: pd.DataFrame) -> alt.LayerChart:
+            order = list(rows.sort_values(profit_column, ascending=False)["label"].drop_duplicates())
+            return charts.chip_bars(rows, profit_column, "profit, $ per GPU-hour", "shown", order, domain, tooltip)
+
+        page.bars_per_row(written, profit_bars)
         st.caption("Each bar: the chip's envelope (the best of its configurations at this speed or faster) for that "
-                   "model, precision and workload; above it, its margin (profit / realised revenue).")  # fmt: skip
+                   "model, precision and workload; at its end, the profit and the margin (profit / realised "
+                   "revenue).")  # fmt: skip
     with table_tab:
         shown = table.drop(columns=["label"])
         page.table(

@@ -138,30 +138,20 @@ else:
         tooltip = ["configuration", "origin", "sweep", alt.Tooltip(f"{kind} tok/s/GPU", format=",.3r"),
                    alt.Tooltip(cost_column, format="$.3r"), alt.Tooltip("$/M, low", format="$.3r"),
                    alt.Tooltip("$/M, high", format="$.3r"), alt.Tooltip("$/GPU-hr", format="$.3r"), "runs"]  # fmt: skip
-        base = alt.Chart()
-        bars = base.mark_bar().encode(
-            x=alt.X(
-                "label:N",
-                title="hardware",
-                sort=alt.EncodingSortField(cost_column, order="ascending"),
-                axis=charts.BAR_LABELS,
-            ),
-            y=alt.Y(f"{cost_column}:Q", title=f"$ per million {kind} tokens"),
-            color=charts.chip_colour(table["hardware"]),
-            tooltip=tooltip,
-        )
-        errors = base.mark_errorbar(ticks=True, color=charts.INK).encode(
-            x=alt.X("label:N", sort=alt.EncodingSortField(cost_column, order="ascending")),
-            y=alt.Y("$/M, low:Q", title=f"$ per million {kind} tokens"), y2="$/M, high:Q",
-        )  # fmt: skip
-        # A projected chip's band, dashed: where its figure ranges put it (never one end taken silently).
-        band = base.mark_rule(color="grey", strokeDash=[4, 3], strokeWidth=2).encode(
-            x=alt.X("label:N", sort=alt.EncodingSortField(cost_column, order="ascending")),
-            y=alt.Y("$/M output, band low:Q", title=f"$ per million {kind} tokens"), y2="$/M output, band high:Q",
-        )  # fmt: skip
-        layers = [bars, errors, band] if kind == "output" and table["$/M output, band low"].notna().any() else [
-            bars, errors]  # fmt: skip
-        st.altair_chart(page.per_chip_bars(layers, table), width="content")
+        banded = kind == "output" and table["$/M output, band low"].notna().any()
+        # One scale for every row: a bar's length is comparable down the page, not only within its row.
+        domain = charts.bar_domain([*table[cost_column], *table["$/M, high"],
+                                    *(table["$/M output, band high"] if banded else [])])  # fmt: skip
+        written = table.assign(shown=[page.money(value) for value in table[cost_column]])
+
+        def cost_bars(rows: pd.DataFrame) -> alt.LayerChart:
+            return charts.chip_bars(
+                rows, cost_column, f"$ per million {kind} tokens", "shown",
+                list(rows.sort_values(cost_column)["label"]), domain, tooltip, low="$/M, low", high="$/M, high",
+                band=("$/M output, band low", "$/M output, band high") if banded else None,
+            )  # fmt: skip
+
+        page.bars_per_row(written, cost_bars)
         st.caption("Each bar: the chip's envelope, the best of its configurations at this speed or faster. Error "
                    "bars: the cost at the ends of the 95 % interval of the throughput over repeats (none for a single "
                    "run); dashed grey: a projected chip's band, the cost at the ends of its figure ranges (the bar is "

@@ -373,6 +373,56 @@ def test_every_page_in_the_dark_theme_on_a_phone(
     assert dark_phone.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
 
 
+# What runs past the page's right edge in the main area, as "testid-or-tag right-edge text": nothing may, but a code
+# block, a tab bar and a table scroll in their own box, by design. A chart does not count as such a box: a chart
+# wider than the page is cut for a reader who does not think to scroll inside it (the Pareto legend at 390 px was).
+CUT_AT_THE_RIGHT = """() => {
+    const width = document.documentElement.clientWidth, found = [];
+    const scrolls = '[data-testid="stDataFrame"], [data-testid="stCode"], [data-testid="stJson"], pre, [role="tablist"]';
+    for (const element of document.querySelectorAll('[data-testid="stMain"] *')) {
+        const box = element.getBoundingClientRect();
+        if (box.width > 0 && box.height > 0 && box.right > width + 1 && !element.closest(scrolls)) {
+            const name = element.getAttribute('data-testid') || element.tagName;
+            found.push(`${name} ${Math.round(box.right)} ${(element.textContent || '').slice(0, 40)}`);
+        }
+    }
+    return found;
+}"""
+# Where a reader looks for the answer: the Overview's cards and its chart, the Pareto explorer, TCO and Profit.
+ANSWER_PAGES = (("", "Overview"), ("?tab=Chart", "Overview"), ("pareto", "Pareto explorer"),
+                ("tco", "TCO calculator"), ("profit", "Profit estimator"))  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_answer_is_whole_on_a_desktop_and_on_a_phone(
+    imported_hub: str, browser_context: tuple[BrowserContext, Observed], artifacts: Path, width: int
+) -> None:  # fmt: skip
+    """On the real sample at 1,400 and 390 px, nothing on the answer pages runs past the right edge (the scorecard
+    table showed two chips of five at 1,400 px, facets cut the 100 tok/s/user panel), and the Overview names each
+    chip with its figure as text a reader sees (cards, not a wide table)."""
+    context, observed = browser_context
+    assert context.browser is not None
+    reader = context.browser.new_context(viewport={"width": width, "height": 2400})
+    reader.route("**/*", _local_only(observed))
+    page = reader.new_page()
+    try:
+        for path, title in ANSWER_PAGES:
+            page.goto(f"{imported_hub}/{path}")
+            _settled(page, title)
+            page.screenshot(path=str(artifacts / f"answer-{path.strip('?').replace('=', '-') or 'overview'}-{width}.png"),
+                            full_page=True)  # fmt: skip
+            cut = page.evaluate(CUT_AT_THE_RIGHT)
+            assert not cut, f"/{path} at {width} px: runs past the right edge: {cut[:5]}"
+            if not path:
+                shown = page.inner_text('[data-testid="stMain"]')
+                # The sample's gpt-oss-120b fp4 1k/1k at 50 tok/s/user: four chips, each with a cost.
+                for chip in ("b200", "gb200-nvl72", "h100", "h200", "mi355x"):
+                    assert f"{chip}: $" in shown, f"{chip}'s figure is not shown at {width} px"
+                assert "cheapest: gb200-nvl72 $" in shown
+    finally:
+        reader.close()
+
+
 def _hardware_tags(page: Page) -> list[str]:
     """The values shown as chosen in the sidebar's Hardware multiselect."""
     widget = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(

@@ -83,19 +83,19 @@ def test_profit_per_hardware_at_50_tok_s_user(seeded_hub: str) -> None:
     assert "as of 2026-12" in source
     # The bars, and the margin over interactivity (test_the_margin_curve_...).
     assert len(app.get("vega_lite_chart")) == 2 and len(app.get("download_button")) == 1
-    # Each bar's margin outside its end: above a profit, below a loss (a loss's label was drawn over its bar).
+    # Each bar's figure outside its end: right of a profit, left of a loss (a loss's label was drawn over its bar).
     labels = dict(_text_layers(json.loads(app.get("vega_lite_chart")[0].proto.spec)))
-    assert labels == {"datum['profit $/GPU-hr'] >= 0": "bottom", "datum['profit $/GPU-hr'] < 0": "top"}, labels
+    assert labels == {"datum['profit $/GPU-hr'] >= 0": "left", "datum['profit $/GPU-hr'] < 0": "right"}, labels
 
 
 def _text_layers(node: object) -> list[tuple[str, str]]:
-    """(filter, baseline) of every text layer of a Vega-Lite spec."""
+    """(filter, align) of every text layer of a Vega-Lite spec."""
     found = []
     if isinstance(node, dict):
         mark = node.get("mark")
         if isinstance(mark, dict) and mark.get("type") == "text":
             filters = [step["filter"] for step in node.get("transform", []) if "filter" in step]
-            found.append((" and ".join(filters), mark.get("baseline", "")))
+            found.append((" and ".join(filters), mark.get("align", "")))
         for value in node.values():
             found += _text_layers(value)
     elif isinstance(node, list):
@@ -180,9 +180,12 @@ def test_the_margin_is_on_the_chart_not_only_in_the_table(seeded_hub: str) -> No
     import json
 
     app = open_page("profit", from_overview=True)
-    spec = json.loads(app.get("vega_lite_chart")[0].proto.spec)
-    text = json.dumps(spec)
-    assert '"text": {"field": "margin", "format": ".0%"' in text and '"type": "text"' in text
+    chart = app.get("vega_lite_chart")[0]
+    text = json.dumps(json.loads(chart.proto.spec))
+    assert '"text": {"field": "shown"' in text and '"type": "text"' in text
+    (data,) = [pa.ipc.open_stream(d.data.data).read_all().to_pandas() for d in chart.proto.datasets]
+    # B200: $12.2182 profit per GPU-hour, margin 12.2182 / 19.926 (test_profit_per_hardware_at_50_tok_s_user).
+    assert data.set_index("hardware").loc["b200", "shown"] == "$12.2 · 61%"
     # The bars keep their order by profit (an explicit order: Vega-Lite drops a sort by field across layers).
     assert '"sort": ["b200", "mi355x [imported]", "h200"]' in text
 
