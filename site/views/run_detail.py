@@ -149,22 +149,23 @@ else:
 headline = pd.DataFrame(
     [
         {
-            "output tok/s/GPU": point.output_throughput_per_gpu,
-            "total tok/s/GPU": point.total_token_throughput_per_gpu,
-            "interactivity p50 (tok/s/user)": point.interactivity_p50,
-            "interactivity p90 (tok/s/user)": point.interactivity_p90,
-            "TTFT p50 (ms)": point.ttft_p50_ms,
-            "TPOT p50 (ms)": point.tpot_p50_ms,
-            "E2EL p50 (ms)": point.e2el_p50_ms,
+            "output tok/s/GPU": page.sig(point.output_throughput_per_gpu),
+            "total tok/s/GPU": page.sig(point.total_token_throughput_per_gpu),
+            "interactivity p50 (tok/s/user)": page.sig(point.interactivity_p50),
+            "interactivity p90 (tok/s/user)": page.sig(point.interactivity_p90),
+            "TTFT p50 (ms)": page.sig(point.ttft_p50_ms),
+            "TPOT p50 (ms)": page.sig(point.tpot_p50_ms),
+            "E2EL p50 (ms)": page.sig(point.e2el_p50_ms),
             "requests completed": point.completed,
             "requests failed": point.failed,
             "accelerators": point.accelerators,
-            "window (s)": point.duration_s,
+            "window (s)": page.sig(point.duration_s),
         }
     ]
 )
-# A figure the point does not have (an imported row carries no p90, say) reads as a dash (`page.table`), and is an
-# empty cell in the CSV: numbers stay numbers.
+# Three significant figures, as every figure of the hub (the stored values, unrounded, are in the result artifact and
+# the point's JSON below). A figure the point does not have (an imported row carries no p90, say) reads as a dash
+# (`page.table`), and is an empty cell in the CSV: numbers stay numbers.
 table_with_csv(headline, f"point-{point.point_key}")
 st.caption(
     "Per GPU = throughput / accelerators the engine uses (TP × PP × DP); interactivity = 1000 / TPOT at the same "
