@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.analysis import cost_per_million_tokens, interpolate_at, pareto_frontier
+from analysis import cost_per_million_tokens, interpolate_at, pareto_frontier
 from runners.loadgen.records import RequestRecord, records_frame
 
 

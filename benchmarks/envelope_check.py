@@ -26,10 +26,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from analysis.economics import GpuHourRate, best_per, cost_of, read_configurations, scorecard
+from analysis.recency import latest_sweeps_of, sweep_keys
 from db import reads
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.economics import GpuHourRate, best_per, cost_of, read_configurations, scorecard
-from orchestrator.analysis.recency import latest_sweeps_of, sweep_keys
 from orchestrator.importers.store import import_inferencex
 from recipes.hardware import load_hardware_registry
 

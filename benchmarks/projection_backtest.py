@@ -2,7 +2,7 @@
 most 15 % over same-vendor pairs (H100 -> H200 -> B200, MI300X -> MI325X -> MI355X), cross-vendor pairs apart.
 
 What runs: the InferenceX result files given (default: the real sample in tests/data/inferencex) are imported into
-a new SQLite database and `orchestrator.analysis.backtest.backtest` projects every chip's curve to every other
+a new SQLite database and `analysis.backtest.backtest` projects every chip's curve to every other
 chip that measured the same model, precision, engine, workload and parallelism, read at 30, 50 and 100 tok/s/user.
 The peers in the same run are the plain roofline (every second of a step follows a hardware figure), the
 unchanged-curve baseline (the source chip's own curve, as if the chips were equal) and a variant of the model whose
@@ -31,9 +31,9 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from analysis.backtest import backtest, fitted_overheads, groups, medians, step_changes
 from db import reads
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.backtest import backtest, fitted_overheads, groups, medians, step_changes
 from orchestrator.importers.store import import_inferencex
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry

@@ -144,7 +144,7 @@ class ResultView:
     # How the replay's settings depart from AgentX's (recipes.schema.agentx_differences), "; "-joined; "" when none.
     replay_agentx_differences: str | None = None
     # The trace version a replay Point replayed and the salt its prompts were made with (ReplayStats): readers never
-    # draw Points of two versions, or salted and unsalted ones, as one curve (orchestrator/analysis/comparability.py).
+    # draw Points of two versions, or salted and unsalted ones, as one curve (analysis/comparability.py).
     replay_trace_version: str | None = None
     replay_prompt_salt: str | None = None
     # Per SLO tier, the share of the Point's requests that met it, as stored (JSON text; `PointMetrics.slo_goodput`):

@@ -1,6 +1,6 @@
 """Projected points into the database: origin `projected`, each with its source curve, model and parameters.
 
-`orchestrator.analysis.projection` works a projection out; this module stores it through the Recorder (the only
+`analysis.projection` works a projection out; this module stores it through the Recorder (the only
 database writer) as one recipe per projected configuration and band edge, whose snapshot carries the projection
 (model version, ratios, fitted coefficients, the source chip and the source points' keys), so a reader can tell
 what a projected point came from. Storing the same projection again stores nothing.
@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from orchestrator.analysis.curves import Curve
-from orchestrator.analysis.projection import ProjectedPoint, Projection
+from analysis.curves import Curve
+from analysis.projection import ProjectedPoint, Projection
 from orchestrator.importers.store import close_imported
 from orchestrator.plan import point_key
 from orchestrator.recorder import RecipeIdentity, Recorder

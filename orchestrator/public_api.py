@@ -3,7 +3,7 @@
 `infersweep publish --snapshot` stores them beside the snapshot (`api/v1/<view>.json` in the artifact store, so a
 bucket alone serves them), and a hub serving a snapshot serves the same files at `/api/v1/<view>.json`
 (`infersweep site`, `site/server.py`). Both are made by `build_views` from the snapshot itself, so they hold the same
-bytes, and every figure is read by the code the hub's pages read it with (`orchestrator.analysis`): an envelope's
+bytes, and every figure is read by the code the hub's pages read it with (`analysis`): an envelope's
 $/M output tokens here is the Overview's cell at the same tier.
 
 Views: `index` (what there is), `results` (every public result, one item per Point repeat), `envelopes` (each chip's
@@ -30,11 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import models_json_schema
 from sqlalchemy import Engine
 
-from db import reads
-from db.session import open_session
-from orchestrator.analysis.capacity import capacities, split_readable
-from orchestrator.analysis.coverage import chips_to_cover, chips_without_results, coverage
-from orchestrator.analysis.economics import (
+from analysis.capacity import capacities, split_readable
+from analysis.coverage import chips_to_cover, chips_without_results, coverage
+from analysis.economics import (
     DEFAULT_TIER,
     INTERACTIVITY_TIERS,
     GpuHourRate,
@@ -43,8 +41,8 @@ from orchestrator.analysis.economics import (
     default_reference,
     scorecard,
 )
-from orchestrator.analysis.intervals import Interval
-from orchestrator.analysis.public_results import (
+from analysis.intervals import Interval
+from analysis.public_results import (
     NOT_MEASUREMENTS,
     SHOWN_BY_DEFAULT,
     default_view,
@@ -52,6 +50,8 @@ from orchestrator.analysis.public_results import (
     results_frame,
     run_path,
 )
+from db import reads
+from db.session import open_session
 from recipes.hardware import TCO_TIER_LABELS, TCO_TIERS, Figure, Hardware, load_hardware_registry
 from recipes.slo import SloTier, load_slo_tiers
 from recipes.validity import CHECKS

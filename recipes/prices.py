@@ -3,7 +3,7 @@
 `recipes/prices.yaml` holds one entry per model (keyed by its hub repository id, e.g.
 'deepseek-ai/DeepSeek-R1-0528'): the list price in USD per million input tokens, per million cached
 input tokens (prefix-cache hits, usually discounted) and per million output tokens, with the `source`
-of the prices and the month they describe (`as_of`, YYYY-MM). `orchestrator.analysis.cost` blends
+of the prices and the month they describe (`as_of`, YYYY-MM). `analysis.cost` blends
 them by the measured token mix to turn throughput into revenue ($/GPU/hr), profit and margin.
 
 Prices change often and differ by provider, so every entry names where its figures come from (`source`,

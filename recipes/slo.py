@@ -2,7 +2,7 @@
 
 `recipes/slo_tiers.yaml` holds one entry per tier: the largest TTFT p90 (ms) and the smallest median output speed
 per user (tok/s/user) of a Point that serves at the tier, and the `source` of the thresholds. The capacity read
-(`orchestrator.analysis.capacity`, `infersweep capacity`) counts the live agents a configuration serves at each
+(`analysis.capacity`, `infersweep capacity`) counts the live agents a configuration serves at each
 tier. Validated strictly like the other registries (recipes/keyed_file.py): a problem names the file and field.
 """
 

@@ -1,6 +1,6 @@
 """InferSweep hub: the entry point only declares the pages; each page lives in `views/`.
 
-Presentation only: pages read through `db.reads` and `orchestrator.analysis` (via `hubkit`), never
+Presentation only: pages read through `db.reads` and `analysis` (via `hubkit`), never
 write. Open it with `infersweep site` (or `make hub`).
 """
 

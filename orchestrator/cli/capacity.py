@@ -13,7 +13,7 @@ from orchestrator.cli.results import check_sweep_exists, check_tco_tier, shown_o
 from recipes.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from orchestrator.analysis.capacity import LoadLevel
+    from analysis.capacity import LoadLevel
     from recipes.slo import SloTier
 
 
@@ -33,9 +33,9 @@ def capacity(
     """The most live agents each configuration serves while its Points keep an SLO tier's TTFT p90 and median
     tok/s/user, read from the measured concurrencies only (interpolated between two of them, labelled; never
     extrapolated), per accelerator, per all-in kW and per TCO dollar-hour. Tiers: recipes/slo_tiers.yaml."""
+    from analysis.capacity import Capacity, capacities
     from db import reads
     from db.session import make_engine, migrate, open_session
-    from orchestrator.analysis.capacity import Capacity, capacities
     from recipes.hardware import load_hardware_registry
     from recipes.slo import load_slo_tiers
 

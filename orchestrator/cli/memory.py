@@ -1,4 +1,4 @@
-"""`memory engram`: whether an Engram table can live in host DRAM or on SSD (orchestrator/analysis/engram.py)."""
+"""`memory engram`: whether an Engram table can live in host DRAM or on SSD (analysis/engram.py)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _registries(hardware: str, model: str) -> tuple[dict, dict, str]:
 
 def _operating_point(hardware: str, model: str, interactivity: float, batch: int | None, from_results: bool):
     """The point given by the flags, or the stored frontier point of `hardware` and `model` nearest `interactivity`."""
-    from orchestrator.analysis.engram import OperatingPoint
+    from analysis.engram import OperatingPoint
 
     if not from_results:
         if batch is None:
@@ -57,7 +57,7 @@ def engram(
 ) -> None:
     """Model-based: per memory tier, whether one decode step's Engram lookups arrive before the first layer that
     reads them, and what moving the table off HBM frees (arXiv 2601.07372 is the work modelled)."""
-    from orchestrator.analysis.engram import EngramTable, what_if
+    from analysis.engram import EngramTable, what_if
 
     registry, models, key = _registries(hardware, model)
     table = EngramTable(table_gb=table_gb, lookups_per_token=lookups_per_token,
@@ -92,9 +92,9 @@ def engram(
 
 def _stored_points(hardware: str, model: str, levels: list[float]) -> list:
     """Per level, the stored frontier point of `hardware` and `model` nearest it (fast_tokens.operating_points)."""
+    from analysis.fast_tokens import nearest_point, operating_points
     from db import reads
     from db.session import make_engine, migrate, open_session
-    from orchestrator.analysis.fast_tokens import nearest_point, operating_points
 
     engine = make_engine()
     migrate(engine)
@@ -134,8 +134,8 @@ def offload(
     requests_per_lane: Annotated[int, typer.Option(min=1, help="Replayed requests per session lane.")] = 50,
 ) -> None:
     """Model-based: where a DRAM tier for the KV cache lowers $/M output tokens by at least --threshold, over
-    concurrency x tokens/s/user (orchestrator/analysis/offload.py states the model)."""
-    from orchestrator.analysis.offload import ServingRates, offload_map, planned_hits, rates_at
+    concurrency x tokens/s/user (analysis/offload.py states the model)."""
+    from analysis.offload import ServingRates, offload_map, planned_hits, rates_at
     from recipes.hardware import offload_budget_gib
     from runners.traces.formats import load_trace
     from runners.traces.planner import kv_capacity

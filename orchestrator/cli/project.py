@@ -1,5 +1,5 @@
 """`project`: projected points for a chip from another chip's measured curve; `project backtest`: how wrong that
-has been on chips that were measured (orchestrator/analysis/projection.py states the model)."""
+has been on chips that were measured (analysis/projection.py states the model)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _hardware_keys(registry: dict, labels: dict[str, str]) -> dict[str, str]:
 
 def _source_curves(rows: list, chip: str, **wanted: str | None) -> list:
     """The chip's measured or imported curves matching the filters; none is an error (exit 1)."""
-    from orchestrator.analysis.curves import curves_of
+    from analysis.curves import curves_of
 
     curves = [
         by_chip[chip] for key, by_chip in curves_of(rows).items()
@@ -61,7 +61,7 @@ def _source_curves(rows: list, chip: str, **wanted: str | None) -> list:
 def _print_how_wrong(rows: list, registry: dict, source: str, targets: list[str], curves: list) -> None:
     """How wrong projections like these have been: the backtest's group for each (source, target, kind of
     deployment) projected, on this database's measured and imported results."""
-    from orchestrator.analysis.backtest import backtest, group_of, how_wrong
+    from analysis.backtest import backtest, group_of, how_wrong
     from recipes.model_registry import load_model_registry
 
     kinds = sorted({point.split is not None for curve in curves for point in curve.points})
@@ -102,8 +102,8 @@ def project(
     if source is None or target is None:
         errors.print("error (usage, not retryable): give --from and --to, or a subcommand (backtest)", markup=False)
         raise typer.Exit(2)
+    from analysis.projection import ProjectionError, project_band
     from db.session import make_engine
-    from orchestrator.analysis.projection import ProjectionError, project_band
     from orchestrator.projections import store_projection
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
@@ -150,8 +150,8 @@ def backtest(
 ) -> None:
     """Project every measured chip onto every other chip that measured the same model, precision, engine and
     workload, and compare with its measurement; ends with the median absolute error over all pairs."""
-    from orchestrator.analysis import backtest as backtests
-    from orchestrator.analysis.curves import SPARSE_GAP
+    from analysis import backtest as backtests
+    from analysis.curves import SPARSE_GAP
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
 
@@ -212,8 +212,8 @@ def ratio(
 ) -> None:
     """`--to` over `--over` in output tok/s per accelerator, both projected from `--from`'s measured curves (stores
     nothing): at one interactivity and at each frontier's highest throughput, one row per end of a figure range."""
-    from orchestrator.analysis.curves import SPARSE_GAP
-    from orchestrator.analysis.projection import ProjectionError, chip_ratios
+    from analysis.curves import SPARSE_GAP
+    from analysis.projection import ProjectionError, chip_ratios
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
 

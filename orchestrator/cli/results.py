@@ -122,10 +122,10 @@ def compare(
     Profit per GPU-hour = revenue × utilisation − TCO − licence fee × revenue × utilisation, revenue selling the
     measured token mix at the model's prices in recipes/prices.yaml (cache hits at the cached-input price).
     """
+    from analysis.compare import compare_at_interactivity
+    from analysis.economics import GpuHourRate, profits_at
     from db import reads
     from db.session import make_engine, migrate, open_session
-    from orchestrator.analysis.compare import compare_at_interactivity
-    from orchestrator.analysis.economics import GpuHourRate, profits_at
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
     from recipes.prices import load_price_table
@@ -210,7 +210,7 @@ def print_chip_answers(rows: list, history: list, target: float, registry: dict,
     object per hardware (and model, precision, workload), cheapest first, figures to three significant figures."""
     import json
 
-    from orchestrator.analysis.economics import GpuHourRate, chip_costs_at
+    from analysis.economics import GpuHourRate, chip_costs_at
 
     def sig(value: float | None) -> float | None:
         return None if value is None else float(f"{value:.3g}")
@@ -237,8 +237,8 @@ def print_chip_answers(rows: list, history: list, target: float, registry: dict,
 
 
 def latest_sweeps(rows: list) -> list:
-    """Only the rows of each configuration's latest sweep (orchestrator/analysis/recency.py)."""
-    from orchestrator.analysis.recency import latest_sweeps_of, sweep_keys
+    """Only the rows of each configuration's latest sweep (analysis/recency.py)."""
+    from analysis.recency import latest_sweeps_of, sweep_keys
 
     latest = latest_sweeps_of(sweep_keys(rows))  # several where their order is unknown: all shown, none picked
     return [row for row in rows if row.sweep in latest[row.fingerprint]]
@@ -249,9 +249,9 @@ def regressions(
     min_drop: Annotated[float, typer.Option(help="Smallest relative drop worth flagging.")] = 0.05,
 ) -> None:
     """Compare each configuration's latest sweep with its history; exit 1 when any regressed."""
+    from analysis.trends import trends_at
     from db import reads
     from db.session import make_engine, migrate, open_session
-    from orchestrator.analysis.trends import trends_at
 
     engine = make_engine()
     migrate(engine)

@@ -214,7 +214,7 @@ def workflow(
 ) -> None:
     """How much of an agent's session is model time, and what K× faster decode saves, from the trace's records
     (as recorded, and with AgentX's per-tree idle cap) and at each chip's operating points (runners/traces/workflow.py,
-    orchestrator/analysis/fast_tokens.py)."""
+    analysis/fast_tokens.py)."""
     from runners.traces.formats import load_trace
     from runners.traces.workflow import decode_speedup as faster
     from runners.traces.workflow import model_share, saving, trace_times
@@ -253,9 +253,9 @@ def _workflow_on_chips(
     loaded: list, speedups: list[float], idle_cap_s: float, sweep: str | None, model: str | None,
     precision: str | None, at_interactivity: float,
 ) -> None:  # fmt: skip
+    from analysis.fast_tokens import chip_session_times, nearest_per_chip, operating_points, takeaway
     from db.reads import list_results
     from db.session import make_engine, migrate, open_session
-    from orchestrator.analysis.fast_tokens import chip_session_times, nearest_per_chip, operating_points, takeaway
 
     engine = make_engine()
     migrate(engine)

@@ -258,7 +258,7 @@ def source_run(path: Path, run_id: str | None = None) -> str:
     """The InferenceX run a file comes from: `run_id` when the importer names it, else the GitHub Actions run id of
     either layout the benchmark's artifacts come in, `run_<id>/agg_bmk.json` or `run_<id>.json` (run ids grow with
     time, so they order runs), else the file's content hash: the same file is the same run wherever it lies, and its
-    order among runs is unknown (`orchestrator.analysis.recency`)."""
+    order among runs is unknown (`analysis.recency`)."""
     if run_id is not None:
         return run_id
     for name in (path.resolve().parent.name, path.stem):

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analysis.public_results import NOT_MEASUREMENTS, default_origins, local_host_rows
 from hubkit import data
-from orchestrator.analysis.public_results import NOT_MEASUREMENTS, default_origins, local_host_rows
 
 
 def _link(param: str, value: str | list[str], default: str | list[str] | None) -> None:

@@ -14,12 +14,12 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine, inspect
 
+from analysis import envelope, public_results
+from analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
+from analysis.economics import ConfigurationRead, ReadMemo
+from analysis.public_results import results_frame
 from db import reads
 from db.session import default_database_url, make_engine, open_session
-from orchestrator.analysis import envelope, public_results
-from orchestrator.analysis.backtest import backtest, fitted_overheads, group_of, groups, medians
-from orchestrator.analysis.economics import ConfigurationRead, ReadMemo
-from orchestrator.analysis.public_results import results_frame
 from recipes.hardware import Hardware, load_hardware_registry
 from recipes.model_registry import RegistryModelSpec, load_model_registry
 from recipes.prices import ModelPrice, load_price_table

@@ -2,7 +2,7 @@
 
 Each block is written once here so every page says the same words and binds the same query parameters
 (a link made on the TCO calculator opens the Profit estimator at the same target and rate). Presentation
-only: nothing here computes a figure (that is `orchestrator.analysis`) or writes.
+only: nothing here computes a figure (that is `analysis`) or writes.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from analysis.cost import cost_per_million_tokens
+from analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate, chip_key_of
 from hubkit import controls, data
 from hubkit.charts import PALETTE
-from orchestrator.analysis.cost import cost_per_million_tokens
-from orchestrator.analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate, chip_key_of
 from recipes.hardware import TCO_TIERS
 from recipes.validity import STATES
 

@@ -4,7 +4,7 @@ Per concurrency (live session trees), the share of prompt tokens served from HBM
 cache), loaded back from the DRAM/CPU offload tier, or recomputed, from the engine's counters over the
 Point; the trace's theoretical hit rate is the ceiling of the first two together. Offload on and off arms
 of one model and hardware sit side by side (one panel per configuration). The shares come from
-`orchestrator.analysis.cache_tiers`; repeats of a Point are averaged.
+`analysis.cache_tiers`; repeats of a Point are averaged.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analysis.cache_tiers import prompt_tier_shares
 from hubkit import charts, controls, data, page
 from hubkit.charts import PALETTE
-from orchestrator.analysis.cache_tiers import prompt_tier_shares
 
 TIERS = ("HBM", "DRAM/CPU offload", "recomputed")
 NO_PREDICTION = "no prediction stored for this point"

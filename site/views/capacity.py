@@ -1,6 +1,6 @@
 """InferSweep hub, Capacity: how many live agents each configuration serves at each SLO tier (recipes/slo_tiers.yaml).
 
-The same read as `infersweep capacity` (orchestrator/analysis/capacity.py): the largest measured load level (live
+The same read as `infersweep capacity` (analysis/capacity.py): the largest measured load level (live
 replay sessions, or requests in flight of a fixed-length sweep) that, with every level below it, keeps the tier's
 TTFT p90 and median tok/s/user; the crossing to the next level interpolated (labelled); never extrapolated. Per
 accelerator, per all-in kW and per TCO dollar-hour. Each level also shows its goodput: the share of its requests that
@@ -13,8 +13,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from analysis.capacity import LoadLevel, capacities, split_readable
 from hubkit import charts, controls, data, page
-from orchestrator.analysis.capacity import LoadLevel, capacities, split_readable
 from recipes.slo import SloTier
 
 

@@ -2,7 +2,7 @@
 
 Their curves on one chart (output tok/s/GPU against interactivity, mean ± 95 % interval over repeats),
 a table at one target interactivity (each configuration's per-repeat frontiers read there by
-`orchestrator.analysis.compare.compare_at_interactivity`, never extrapolated, with the cost per million
+`analysis.compare.compare_at_interactivity`, never extrapolated, with the cost per million
 output tokens derived from the read throughput), and the key latencies per concurrency. Each
 configuration is shown by its latest sweep. Presentation only: nothing here writes.
 """
@@ -12,13 +12,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from analysis import axes
+from analysis.compare import compare_at_interactivity
+from analysis.economics import DEFAULT_TIER
+from analysis.envelope import run_spread
+from analysis.intervals import mean_interval
+from analysis.public_results import run_path
 from hubkit import charts, controls, data, page
-from orchestrator.analysis import axes
-from orchestrator.analysis.compare import compare_at_interactivity
-from orchestrator.analysis.economics import DEFAULT_TIER
-from orchestrator.analysis.envelope import run_spread
-from orchestrator.analysis.intervals import mean_interval
-from orchestrator.analysis.public_results import run_path
 
 LATENCIES = (("ttft_p50_ms", "TTFT p50 (ms)"), ("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p50_ms", "TPOT p50 (ms)"),
              ("e2el_p50_ms", "E2E latency p50 (ms)"))  # fmt: skip

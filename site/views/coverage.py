@@ -1,5 +1,5 @@
 """InferSweep hub, Coverage: every chip of the registry against every model, precision and workload with a result,
-each cell measured / imported / projected / missing with its date (orchestrator/analysis/coverage.py).
+each cell measured / imported / projected / missing with its date (analysis/coverage.py).
 
 The page a reader opens to learn what is *not* there: a chip without a single result says so in a sentence, instead
 of other chips being shown in its place.
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from analysis.coverage import EVIDENCE, MISSING, chips_to_cover, chips_without_results, coverage
 from hubkit import controls, data, page
-from orchestrator.analysis.coverage import EVIDENCE, MISSING, chips_to_cover, chips_without_results, coverage
 
 st.title("Coverage")
 st.caption(

@@ -2,7 +2,7 @@
 
 From a real session trace's own records (runners/traces/workflow.py): the session's wall time split into model
 time and tool/user time, as recorded and with AgentX's per-tree idle cap. Then the same session served at each
-chip's frontier operating points from the results (orchestrator/analysis/fast_tokens.py): its wall time there,
+chip's frontier operating points from the results (analysis/fast_tokens.py): its wall time there,
 and the share K-times faster decode saves of it. Measured, imported and (when switched on) simulated points are
 labelled by origin.
 """
@@ -15,10 +15,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, data, page
-from hubkit.charts import chip_colour, colour
-from orchestrator.analysis.corpora import Trace, load_corpus, shipped_trace_names
-from orchestrator.analysis.fast_tokens import (
+from analysis.corpora import Trace, load_corpus, shipped_trace_names
+from analysis.fast_tokens import (
     IDLE_CAP_S,
     chip_session_times,
     nearest_per_chip,
@@ -28,6 +26,8 @@ from orchestrator.analysis.fast_tokens import (
     replay_estimate,
     takeaway,
 )
+from hubkit import controls, data, page
+from hubkit.charts import chip_colour, colour
 from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S
 from recipes.errors import InferSweepError
 

@@ -1,6 +1,6 @@
 """InferSweep hub, Memory tiers: whether an Engram table can live in host DRAM or on SSD, per chip (model-based).
 
-The what-if (orchestrator/analysis/engram.py states the model) takes the table, where the model first reads it and
+The what-if (analysis/engram.py states the model) takes the table, where the model first reads it and
 an operating point: the one given here, or each chip's stored valid point nearest the chosen speed (labelled by
 origin: measured, imported or projected). Link figures come from recipes/hardware.yaml, each with its source.
 """
@@ -11,10 +11,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from analysis.engram import EngramTable, OperatingPoint, what_if
+from analysis.fast_tokens import nearest_point, operating_points
 from hubkit import charts, controls, data, page
 from hubkit.charts import PALETTE
-from orchestrator.analysis.engram import EngramTable, OperatingPoint, what_if
-from orchestrator.analysis.fast_tokens import nearest_point, operating_points
 
 PAPER = "https://arxiv.org/abs/2601.07372"
 VERDICT_COLOURS = {"hidden": PALETTE[2], "not hidden": PALETTE[3], "unknown": "#999999"}

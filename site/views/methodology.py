@@ -15,10 +15,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, data
-from hubkit.charts import CHIP_COLOURS, PALETTE
-from hubkit.page import table_with_csv
-from orchestrator.analysis import (
+from analysis import (
     cache_tiers,
     compare,
     cost,
@@ -31,7 +28,10 @@ from orchestrator.analysis import (
     request_latency,
     trends,
 )
-from orchestrator.analysis.public_results import NOT_MEASUREMENTS, SHOWN_BY_DEFAULT
+from analysis.public_results import NOT_MEASUREMENTS, SHOWN_BY_DEFAULT
+from hubkit import controls, data
+from hubkit.charts import CHIP_COLOURS, PALETTE
+from hubkit.page import table_with_csv
 from recipes.validity import CHECKS, ORIGIN_CHECKS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -159,12 +159,12 @@ with validity:
 
 with formulas:
     st.caption("Cost, interpolation, intervals and regressions as the hub computes them: the documentation of "
-               "each `orchestrator.analysis` module, the code every page calls.")  # fmt: skip
+               "each `analysis` module, the code every page calls.")  # fmt: skip
     for module in FORMULA_MODULES:
         name = module.__name__.rpartition(".")[2]
         if module.__doc__:
             first, _, rest = module.__doc__.strip().partition("\n")
-            with st.expander(f"{first}  (`orchestrator/analysis/{name}.py`)", expanded=name == "cost"):
+            with st.expander(f"{first}  (`analysis/{name}.py`)", expanded=name == "cost"):
                 st.markdown(rest.strip())
 
 with costs:

@@ -1,7 +1,7 @@
 """InferSweep hub, DRAM offload map: where a host-DRAM tier for the KV cache lowers $/M tokens (model-based).
 
 For one deployment and agent corpus, the capacity planner's hit rate with HBM only and with the DRAM tier at each
-concurrency, and what the prefill it saves is worth at each operating point (orchestrator/analysis/offload.py
+concurrency, and what the prefill it saves is worth at each operating point (analysis/offload.py
 states the model): the stored valid point of the chip nearest each speed (measured, imported or projected,
 labelled), or rates given here. Measured replays of the chip with and without offload are listed beside the
 prediction.
@@ -15,9 +15,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import controls, data, page
-from hubkit.charts import PALETTE
-from orchestrator.analysis.corpora import (
+from analysis.corpora import (
     WEIGHT_PRECISIONS,
     Trace,
     corpus_file_name,
@@ -25,8 +23,8 @@ from orchestrator.analysis.corpora import (
     kv_capacity,
     load_corpus,
 )
-from orchestrator.analysis.fast_tokens import nearest_point, operating_points
-from orchestrator.analysis.offload import (
+from analysis.fast_tokens import nearest_point, operating_points
+from analysis.offload import (
     DEFAULT_THRESHOLD,
     HitRates,
     ServingRates,
@@ -34,6 +32,8 @@ from orchestrator.analysis.offload import (
     planned_hits,
     rates_at,
 )
+from hubkit import controls, data, page
+from hubkit.charts import PALETTE
 from recipes.hardware import TCO_TIERS, offload_budget_gib
 
 CONCURRENCIES = [4, 8, 16, 32, 64, 128, 256]

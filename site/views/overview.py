@@ -4,7 +4,7 @@ A scorecard of models × hardware at fixed interactivity tiers (30 / 50 / 100 to
 model, precision and workload, each chip's cost per million output tokens at the chosen TCO tier, read along
 the chip's envelope (the best of all its configurations at that speed or faster), and its change against a
 reference chip, only where the reference measured the same model, precision and workload at that speed. The
-figures come from `orchestrator.analysis.economics.scorecard` (`envelope.py`: never extrapolated; mean of
+figures come from `analysis.economics.scorecard` (`envelope.py`: never extrapolated; mean of
 repeats with a 95 % interval; runs and their spread). Presentation only: nothing here writes.
 """
 
@@ -14,15 +14,15 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import charts, controls, data, page
-from hubkit.page import dollars
-from orchestrator.analysis.economics import (
+from analysis.economics import (
     INTERACTIVITY_TIERS,
     ScorecardCell,
     cheapest_and_ties,
     default_reference,
     scorecard,
 )
+from hubkit import charts, controls, data, page
+from hubkit.page import dollars
 
 MISSING = "–"
 NOT_MEASURED = f"{MISSING} (not measured)"

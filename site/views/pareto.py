@@ -1,11 +1,11 @@
 """InferSweep hub, Pareto explorer: every configuration's trade-off between speed per user and economy.
 
 One point per configuration, sweep and concurrency: the mean over its repeats, with a 95 % interval as
-error bars (`orchestrator.analysis.axes.repeat_intervals`, i.e. `intervals.mean_interval` for every point
+error bars (`analysis.axes.repeat_intervals`, i.e. `intervals.mean_interval` for every point
 at once). The y metric is output tok/s per GPU or a figure derived from it (cost per million output
-tokens at a TCO tier or a custom $/GPU-hr, tokens per $, tok/s per all-in MW: `orchestrator.analysis.axes`);
+tokens at a TCO tier or a custom $/GPU-hr, tokens per $, tok/s per all-in MW: `analysis.axes`);
 the frontier of each configuration is taken in the direction that is better for that pair of axes
-(`orchestrator.analysis.pareto.frontier_mask`). Each point links to its Run detail page.
+(`analysis.pareto.frontier_mask`). Each point links to its Run detail page.
 Presentation only: nothing here writes.
 """
 
@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analysis import axes, envelope
+from analysis.comparability import split_by_basis
+from analysis.pareto import frontier_mask
+from analysis.public_results import run_path
+from analysis.thinning import thin_mask
 from hubkit import charts, controls, data, page
-from orchestrator.analysis import axes, envelope
-from orchestrator.analysis.comparability import split_by_basis
-from orchestrator.analysis.pareto import frontier_mask
-from orchestrator.analysis.public_results import run_path
-from orchestrator.analysis.thinning import thin_mask
 from recipes.hardware import TCO_TIER_LABELS
 from recipes.validity import INVALID, NOT_CHECKED, VALID
 

@@ -4,7 +4,7 @@ Each chip is read at the target interactivity along its envelope, the best of al
 speed or faster (mean of repeats, never extrapolated), and its measured token mix is sold at the model's token
 prices (recipes/prices.yaml, or custom prices), with the measured prefix-cache hit share billed at the
 cached-input price: revenue × utilisation − TCO − licence fee × revenue × utilisation = profit
-(`orchestrator.analysis.economics.profits_at`, `per_chip`). Chips whose fastest point is slower than the target
+(`analysis.economics.profits_at`, `per_chip`). Chips whose fastest point is slower than the target
 are dropped with a visible note. Presentation only: nothing here writes.
 """
 
@@ -16,16 +16,16 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import charts, controls, data, page
-from hubkit.page import dollars
-from orchestrator.analysis.cost import DEFAULT_LICENCE_FEE, TokenPrices
-from orchestrator.analysis.economics import (
+from analysis.cost import DEFAULT_LICENCE_FEE, TokenPrices
+from analysis.economics import (
     DEFAULT_UTILISATION,
     GpuHourRate,
     best_profit_per,
     model_price,
     profits_at,
 )
+from hubkit import charts, controls, data, page
+from hubkit.page import dollars
 from recipes.model_registry import load_model_registry
 
 TABLE_PRICES, CUSTOM_PRICES = "price table", "custom"

@@ -3,7 +3,7 @@
 Selected by the query parameters `sweep` and `point` (its point key), which the sidebar selectboxes keep
 in the URL. Only public points open: retracted, embargoed and dry-run points read as missing (the query
 itself refuses them, whatever the link says). Presentation only: the numbers were computed when the point
-was measured; per-request latencies are derived by `orchestrator.analysis.request_latency`.
+was measured; per-request latencies are derived by `analysis.request_latency`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import pandas as pd
 import streamlit as st
 import yaml
 
+from analysis.public_results import NOT_MEASUREMENTS
+from analysis.request_latency import request_latencies
 from db import reads
 from db.artifacts import local_copy
 from db.local_paths import without_local_paths
@@ -26,8 +28,6 @@ from db.session import open_session
 from hubkit import controls, data, page
 from hubkit.charts import PALETTE
 from hubkit.page import table_with_csv
-from orchestrator.analysis.public_results import NOT_MEASUREMENTS
-from orchestrator.analysis.request_latency import request_latencies
 from recipes.rules import image_tag_version
 from recipes.validity import requests_known, rules_applied, rules_not_applied
 

@@ -1,7 +1,7 @@
 """InferSweep hub, TCO calculator: what a million tokens costs on each chip at a target speed per user.
 
 For one model, precision and workload, each chip is read at the target interactivity (tok/s/user) along its
-envelope, the best of all its configurations at that speed or faster (`orchestrator.analysis.economics.
+envelope, the best of all its configurations at that speed or faster (`analysis.economics.
 chip_costs_at`: mean of repeats with a 95 % interval, never extrapolated), priced at a TCO tier or a custom
 $/GPU-hr, with the throughput interval as error bars. Presentation only: nothing here writes.
 """
@@ -14,10 +14,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from hubkit import charts, controls, data, page
-from hubkit.page import dollars
-from orchestrator.analysis.cost import cost_per_million_tokens
-from orchestrator.analysis.economics import (
+from analysis.cost import cost_per_million_tokens
+from analysis.economics import (
     TOKEN_KINDS,
     CostRead,
     GpuHourRate,
@@ -25,6 +23,8 @@ from orchestrator.analysis.economics import (
     chip_ratios,
     costs_at,
 )
+from hubkit import charts, controls, data, page
+from hubkit.page import dollars
 
 
 def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], CostRead]:

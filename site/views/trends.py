@@ -2,7 +2,7 @@
 
 Every sweep that measured a configuration is read at the target interactivity along that sweep's
 frontiers (mean over repeats with a 95 % interval), in time order, and the latest sweep is judged
-against the earlier ones (`orchestrator.analysis.trends.trends_at`: a regression is a latest value below
+against the earlier ones (`analysis.trends.trends_at`: a regression is a latest value below
 the history's 95 % prediction interval *and* at least the minimum drop below its mean). All sweeps are
 used here, not only the latest. Presentation only: nothing here writes.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from analysis.recency import run_id_of
+from analysis.trends import Trend, trends_at
 from hubkit import charts, controls, page
-from orchestrator.analysis.recency import run_id_of
-from orchestrator.analysis.trends import Trend, trends_at
 
 DEFAULT_MIN_DROP_PERCENT = 5.0  # the CLI's `infersweep regressions` default
 
@@ -110,7 +110,7 @@ for trend in trends:
             "a run with neither a date nor a run id (a file keyed by its content) is of unknown order and left out; "
             "fewer than two others could be compared" if trend.order_unknown else "; ".join(latest.read.reasons)),
     })  # fmt: skip
-# Each configuration's sweeps oldest first, in trends' order (orchestrator/analysis/recency.py).
+# Each configuration's sweeps oldest first, in trends' order (analysis/recency.py).
 history = pd.DataFrame(history_rows).sort_values(["configuration", "order"], kind="stable").drop(columns="order")
 # Figures as numbers, one type per column (Arrow draws them; a missing one is NaN, not an object None).
 for column in ("output tok/s/GPU", "95 % low", "95 % high"):

@@ -46,7 +46,7 @@ def test_simulated_replay_realizes_the_theoretical_rate(write_recipe) -> None:
     replay = row.metrics["replay"]
     assert row.origin == "simulated" and row.valid and row.isl is None and row.concurrency == 1
     assert replay["requests_measured"] > 50 and replay["theoretical_hit_rate"] > 0.9
-    # What readers need to keep it off another version's curve (orchestrator/analysis/comparability.py).
+    # What readers need to keep it off another version's curve (analysis/comparability.py).
     assert replay["trace_version"] == load_trace(TRACE).content_hash and replay["prompt_salt"] == "0-c1"
     # The client's own pace: one live session keeps its process far from a whole core, and it began writing its
     # requests on time (dispatch lag within the schedule lag, which adds the writing).

@@ -1,5 +1,5 @@
 """The hub's Memory tiers page (site/views/memory_tiers.py) with AppTest: the Engram what-if of
-tests/unit/orchestrator/analysis/test_engram.py (a case worked by hand) is what its defaults show."""
+tests/unit/analysis/test_engram.py (a case worked by hand) is what its defaults show."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The hub's DRAM offload map (site/views/offload_map.py) with AppTest.
 
 One B200 serving gpt-oss-120b in FP4 keeps 48,932 blocks of 64 tokens of KV in HBM after its 58 GB of weights
-(tests/unit/orchestrator/analysis/test_offload.py checks the map itself on a corpus worked by hand). The shipped
+(tests/unit/analysis/test_offload.py checks the map itself on a corpus worked by hand). The shipped
 sample session re-sends a prompt of about 34,000 tokens (about 535 blocks), so HBM holds every live session up to
 about 48,932 / 535 = 91 of them: at 64 the DRAM tier adds nothing, at 128 and 256 HBM alone thrashes while 1 TiB of
 DRAM (466,033 blocks) still holds them all, and at the given rates (prefill 10,000, decode 1,000 tokens/s per

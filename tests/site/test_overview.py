@@ -213,11 +213,11 @@ def test_a_local_hosts_results_are_hidden_beside_accelerators_and_shown_on_reque
 def test_a_figure_that_joins_two_runs_says_so_with_what_the_runs_read_alone() -> None:
     """On the public corpus MI355X DeepSeek-R1 FP4 1k/1k at 100 tok/s/user read "$5.16 · 3 runs $6.51–6.51": a figure
     outside its own spread. It joins two runs' configurations; alone, one run reaches 100 (at $6.51)."""
+    from analysis.economics import GpuHourRate, cost_of, read_chips
+    from analysis.envelope import read_chip
     from hubkit.page import runs_text
-    from orchestrator.analysis.economics import GpuHourRate, cost_of, read_chips
-    from orchestrator.analysis.envelope import read_chip
     from recipes.hardware import load_hardware_registry
-    from tests.unit.orchestrator.analysis.test_envelope import joined_runs
+    from tests.unit.analysis.test_envelope import joined_runs
 
     rows = joined_runs()
     (read,) = read_chips(rows, 100.0, history=rows)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("recipes", "runners", "db", "orchestrator")
+PACKAGES = ("recipes", "runners", "db", "analysis", "orchestrator")
 SITE = ROOT / "site"  # not a package (stdlib name): its modules import each other as `hubkit.*`, `views.*`
 
 # runners/ in layers, lowest first; a module may import its own layer and the ones below, never above.
@@ -149,11 +149,14 @@ def folder_of(module: str) -> str:
 
 
 def allowed_imports(readme: str) -> tuple[str, ...]:
-    """The module prefixes a folder README's "May import:" line names (in backticks); none for "nothing"."""
-    lines = [line for line in readme.splitlines() if line.startswith("May import:")]
-    if len(lines) != 1:
-        raise ValueError(f"expected one 'May import:' line, found {len(lines)}")
-    return tuple(re.findall(r"`([a-z_.]+)`", lines[0]))
+    """The module prefixes a folder README's "May import:" paragraph names (in backticks, up to the first sentence's
+    end: a README may wrap the list over lines); none for "nothing"."""
+    starts = [match.start() for match in re.finditer(r"^May import:", readme, re.MULTILINE)]
+    if len(starts) != 1:
+        raise ValueError(f"expected one 'May import:' line, found {len(starts)}")
+    paragraph = readme[starts[0] :].split("\n\n")[0]
+    listed = re.split(r"[.;](?:\s|$)", paragraph.replace("\n", " "))[0]
+    return tuple(re.findall(r"`([a-z_.]+)`", listed))
 
 
 def forbidden_imports(graph: dict[str, set[str]], allowed: dict[str, tuple[str, ...]]) -> list[str]:
@@ -176,6 +179,50 @@ def readme_tables() -> dict[str, tuple[str, ...]]:
 
 def test_every_folder_imports_only_what_its_readme_allows() -> None:
     assert forbidden_imports(import_graph(), readme_tables()) == []
+
+
+def sub_folder_readmes() -> dict[str, tuple[str, ...]]:
+    """Every sub-folder README's "May import:" prefixes, by the sub-folder's dotted name ('orchestrator.review')."""
+    found = {}
+    for folder in PACKAGES:
+        for readme in sorted((ROOT / folder).rglob("*/README.md")):
+            if "May import:" in readme.read_text():
+                found[_dotted(readme.parent.relative_to(ROOT) / "x")[: -len(".x")]] = allowed_imports(
+                    readme.read_text()
+                )
+    return found
+
+
+def sub_folder_breaches(graph: dict[str, set[str]], allowed: dict[str, tuple[str, ...]]) -> list[str]:
+    """Every import out of a sub-folder (to anything of the project outside it, its parent folder included) that the
+    sub-folder's README does not allow."""
+    problems = []
+    for source, targets in sorted(graph.items()):
+        for folder, prefixes in allowed.items():
+            if not source.startswith(folder + "."):
+                continue
+            for target in sorted(targets):
+                inside = target == folder or target.startswith(folder + ".")
+                if not inside and not any(target == p or target.startswith(p + ".") for p in prefixes):
+                    problems.append(f"{source} imports {target}: {folder.replace('.', '/')}/README.md allows "
+                                    f"{list(prefixes)}")  # fmt: skip
+    return problems
+
+
+def test_every_sub_folder_imports_only_what_its_readme_allows() -> None:
+    readmes = sub_folder_readmes()
+    assert {"orchestrator.cli", "orchestrator.review", "runners.fleet", "runners.host"} <= set(readmes)
+    assert sub_folder_breaches(import_graph(), readmes) == []
+
+
+def test_a_planted_import_in_a_sub_folder_is_found() -> None:
+    tree = ast.parse("from orchestrator.sweep import run_sweep\n")
+    graph = {"orchestrator.review.plan_report": imported_modules(tree, "orchestrator.review"),
+             "orchestrator.sweep": set()}  # fmt: skip
+    (breach,) = sub_folder_breaches(graph, sub_folder_readmes())
+    assert breach.startswith(
+        "orchestrator.review.plan_report imports orchestrator.sweep: orchestrator/review/README.md"
+    )
 
 
 def test_the_project_has_no_import_circle() -> None:
@@ -235,17 +282,16 @@ def test_every_spelling_of_an_import_is_resolved(source: str, package: str, expe
 
 
 def test_the_analysis_package_lists_every_module_it_holds() -> None:
-    listed = set(re.findall(r"`([a-z_]+)`", (ROOT / "orchestrator" / "analysis" / "__init__.py").read_text()))
-    modules = {path.stem for path in (ROOT / "orchestrator" / "analysis").glob("*.py") if path.stem != "__init__"}
-    assert modules - listed == set(), "add each module's line to orchestrator/analysis/__init__.py"
+    listed = set(re.findall(r"`([a-z_]+)`", (ROOT / "analysis" / "__init__.py").read_text()))
+    modules = {path.stem for path in (ROOT / "analysis").glob("*.py") if path.stem != "__init__"}
+    assert modules - listed == set(), "add each module's line to analysis/__init__.py"
 
 
 def test_a_planted_import_of_runners_in_the_hub_is_found() -> None:
     tree = ast.parse("from runners.traces.formats import load_trace\n")
     graph = {"views.offload_map": imported_modules(tree, "views"), "runners.traces.formats": set()}
     assert forbidden_imports(graph, readme_tables()) == [
-        "views.offload_map imports runners.traces.formats: site/README.md allows "
-        "['db', 'orchestrator.analysis', 'recipes']"
+        "views.offload_map imports runners.traces.formats: site/README.md allows ['db', 'analysis', 'recipes']"
     ]
     assert allowed_imports("May import: nothing from the project.") == ()
 

@@ -146,7 +146,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
                                                                                               0.01, 1.0)  # fmt: skip
     assert agentic.replay_max_output_tokens == 16
     assert (agentic.replay_trace_version, agentic.replay_prompt_salt) == ("ab" * 32, "0-c2")  # read as text
-    # Goodput per SLO tier: the stored object, as its JSON text, by either database (orchestrator.analysis.capacity).
+    # Goodput per SLO tier: the stored object, as its JSON text, by either database (analysis.capacity).
     assert agentic.slo_goodput is not None
     assert json.loads(agentic.slo_goodput) == {"interactive": {"ttft_ms": 2000.0, "interactivity": 60.0, "share": 0.75}}
     # How its settings depart from AgentX's (recipes.schema.agentx_differences), from the stored snapshot.

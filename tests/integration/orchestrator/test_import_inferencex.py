@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
+from analysis.compare import compare_at_interactivity
 from db import reads
 from db.models import PointResultRow, SweepRow
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.compare import compare_at_interactivity
 from orchestrator.importers.inferencex import read_rows
 from recipes.errors import RecipeError
 from recipes.hardware import load_hardware_registry
@@ -500,7 +500,7 @@ def test_speculative_decoding_rows_are_a_curve_of_their_own(tmp_path: Path) -> N
     """Found backtesting on the dashboard API's captured response: InferenceX publishes one chip, image and
     parallelism with and without MTP (e.g. MI325X SGLang TP8 1k/1k: 3 MTP and 2 plain rows), and the projection
     fitted them as one curve, a median across two different step mechanisms. They are two curves."""
-    from orchestrator.analysis.curves import image_curves_of
+    from analysis.curves import image_curves_of
 
     single = [row for row in raw_rows("20316427102") if not row["disagg"]][:3]
     plain = [as_api_row(row, "2026-05-22", 3001) for row in single]
@@ -590,7 +590,7 @@ def test_either_file_layout_names_the_same_runs_in_the_same_order(tmp_path: Path
     for its run id, and 'latest' then sorted by the hash. Two real MI355X runs of the same configurations (runs
     20248091324 and 20384527243, the later one measured again) saved both ways: same run ids, same order, same
     latest; saved under names that state no run, their order is unknown and neither is picked."""
-    from orchestrator.analysis.recency import latest_sweeps_of, order_unknown, sweep_keys
+    from analysis.recency import latest_sweeps_of, order_unknown, sweep_keys
     from orchestrator.importers import store
 
     runs = ("20248091324", "20384527243")

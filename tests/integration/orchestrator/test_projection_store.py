@@ -7,11 +7,11 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from analysis.curves import Curve, CurveKey, CurvePoint
+from analysis.projection import DISAGG_MODEL, project_between
 from db import reads
 from db.models import RecipeRow
 from db.session import make_engine, migrate, open_session
-from orchestrator.analysis.curves import Curve, CurveKey, CurvePoint
-from orchestrator.analysis.projection import DISAGG_MODEL, project_between
 from orchestrator.projections import store_projection
 from recipes.hardware import load_hardware_registry
 from recipes.model_registry import load_model_registry
