@@ -200,16 +200,17 @@ def usage_evidence(succeeded: Sequence[RequestRecord]) -> list[str]:
 
 
 def meets_slo(record: RequestRecord, slo: GoodputSlo) -> bool:
-    if not record.ok or record.sent is None or record.end is None or not record.chunk_times:
+    """Whether a request kept every bound of `slo`, judged on its latencies as the Point reports them
+    (`request_latency`, the one definition): a request with no content chunk has no TTFT and fails; one with a single
+    output token has no time per output token to exceed, and keeps a TPOT bound (vLLM's goodput counts its TPOT as
+    0)."""
+    latency = request_latency(record)
+    if latency is None or latency.ttft_ms is None:
         return False
-    ttft = (record.chunk_times[0] - record.sent) * 1000
-    e2el = (record.end - record.sent) * 1000
-    tokens = record.output_tokens
-    tpot = (record.chunk_times[-1] - record.chunk_times[0]) * 1000 / (tokens - 1) if tokens > 1 else 0.0
     return (
-        (slo.ttft_ms is None or ttft <= slo.ttft_ms)
-        and (slo.tpot_ms is None or tpot <= slo.tpot_ms)
-        and (slo.e2el_ms is None or e2el <= slo.e2el_ms)
+        (slo.ttft_ms is None or latency.ttft_ms <= slo.ttft_ms)
+        and (slo.tpot_ms is None or latency.tpot_ms is None or latency.tpot_ms <= slo.tpot_ms)
+        and (slo.e2el_ms is None or latency.e2el_ms <= slo.e2el_ms)
     )
 
 

@@ -454,3 +454,24 @@ def test_slo_goodput_is_the_share_of_requests_that_met_each_tier_on_their_own() 
     # By default the tiers of recipes/slo_tiers.yaml, each by its name.
     default = compute_point_metrics(records, 1, 1, ValidityThresholds())
     assert default.slo_goodput is not None and set(default.slo_goodput) == {"interactive", "standard", "background"}
+
+
+def test_a_one_token_output_has_one_tpot_answer_on_every_path() -> None:
+    """One definition of a request's TPOT (`request_latency`): a one-token output has none, so the Point's TPOT
+    series, the per-request latencies the hub draws and goodput (a TPOT bound it cannot exceed) agree. Goodput used
+    to compute its own TPOT (0.0) beside the Point's (None)."""
+    from runners.loadgen.metrics import meets_slo, request_latency
+    from runners.loadgen.records import GoodputSlo
+
+    one = make_record(0, 0.0, 0.2, chunks=[0.1], completion=1)
+    two = make_record(1, 0.0, 0.5, chunks=[0.1, 0.4], completion=2)
+    assert request_latency(one).tpot_ms is None  # type: ignore[union-attr]
+    assert request_latency(two).tpot_ms == pytest.approx(300.0)  # type: ignore[union-attr]
+    tight = GoodputSlo(tpot_ms=100.0)
+    assert meets_slo(one, tight) and not meets_slo(two, tight)
+    metrics = compute_point_metrics([one, two], concurrency=1, accelerators=1, thresholds=DEFAULTS)
+    # The Point's TPOT is the two-token request's alone: the one-token request adds nothing to the series.
+    assert (metrics.tpot_ms.n, metrics.tpot_ms.p50) == (1, pytest.approx(300.0))
+    # A request with no content chunk has no TTFT: it meets no SLO, whatever the bounds.
+    silent = make_record(2, 0.0, 0.2, chunks=[], completion=0)
+    assert request_latency(silent).ttft_ms is None and not meets_slo(silent, GoodputSlo(e2el_ms=1000.0))  # type: ignore[union-attr]
