@@ -50,6 +50,7 @@ from analysis.cost import (
     ProfitInputs,
     TokenMix,
     TokenPrices,
+    cost_band,
     cost_per_million_tokens,
     profit,
     tokens_per_all_in_mw,
@@ -448,11 +449,7 @@ def cost_figure(usd_per_gpu_hour: float, throughput: Interval | None) -> CostFig
     """$/M tokens from an interpolated throughput (mean and interval); None when there is no positive mean."""
     if throughput is None or not throughput.mean > 0:
         return None
-    low = high = None
-    if throughput.high is not None and throughput.high > 0:
-        low = cost_per_million_tokens(usd_per_gpu_hour, throughput.high)
-    if throughput.low is not None and throughput.low > 0:
-        high = cost_per_million_tokens(usd_per_gpu_hour, throughput.low)
+    low, high = cost_band(usd_per_gpu_hour, (throughput.low, throughput.high))
     return CostFigure(cost_per_million_tokens(usd_per_gpu_hour, throughput.mean), low, high)
 
 
@@ -695,7 +692,7 @@ class ScorecardCell:
         return "outside the measured range"
 
 
-def cost_band(cell: ScorecardCell) -> tuple[float, float] | None:
+def cell_cost_band(cell: ScorecardCell) -> tuple[float, float] | None:
     """The $/M output tokens a cell's figure may be: the span of its figure, its repeats' 95 % interval and each of its
     runs' read at the tier (the run spread); None without a cost."""
     best = cell.best
@@ -703,16 +700,15 @@ def cost_band(cell: ScorecardCell) -> tuple[float, float] | None:
         return None
     costs = [value for value in (best.output.usd_per_million, best.output.low, best.output.high) if value is not None]
     spread = best.read.run_spread
-    if spread is not None:
-        costs += [cost_per_million_tokens(best.usd_per_gpu_hour, tokens) for tokens in spread if tokens > 0]
+    costs += [cost for cost in cost_band(best.usd_per_gpu_hour, spread or (None, None)) if cost is not None]
     return min(costs), max(costs)
 
 
 def cheapest_and_ties(row: Iterable[ScorecardCell]) -> list[ScorecardCell]:
-    """The cheapest priced cell of a scorecard row, then every other cell whose cost band (`cost_band`) overlaps the
-    cheapest's: chips the runs and repeats measured cannot tell apart. GB200 at $0.0860/M against B200 at $0.0865/M,
-    inside B200's ±3 % run spread, is a tie, not a winner. Empty when no cell is priced."""
-    priced = sorted(((band, cell) for cell in row if (band := cost_band(cell)) is not None),
+    """The cheapest priced cell of a scorecard row, then every other cell whose cost band (`cell_cost_band`) overlaps
+    the cheapest's: chips the runs and repeats measured cannot tell apart. GB200 at $0.0860/M against B200 at
+    $0.0865/M, inside B200's ±3 % run spread, is a tie, not a winner. Empty when no cell is priced."""
+    priced = sorted(((band, cell) for cell in row if (band := cell_cost_band(cell)) is not None),
                     key=lambda item: item[1].best.output.usd_per_million)  # type: ignore[union-attr]  # fmt: skip
     if not priced:
         return []
@@ -791,12 +787,12 @@ __all__ = [
     "ScorecardCell",
     "best_per",
     "best_profit_per",
+    "cell_cost_band",
     "cheapest_and_ties",
     "chip_costs_at",
     "chip_key",
     "chip_key_of",
     "chip_ratios",
-    "cost_band",
     "cost_figure",
     "cost_of",
     "costs_at",

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from analysis.cost import cost_per_million_tokens
+from analysis.cost import cost_band
 from analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate, chip_key_of
 from hubkit import controls, data
 from hubkit.charts import PALETTE
@@ -80,10 +80,9 @@ def runs_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
 
 
 def _spread_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
-    if read.run_spread is None or not usd_per_gpu_hour:
+    low, high = cost_band(usd_per_gpu_hour, read.run_spread or (None, None))
+    if low is None or high is None:
         return "1 run" if read.runs <= 1 else f"{read.runs} runs"
-    high_tput, low_tput = read.run_spread[1], read.run_spread[0]
-    low, high = (cost_per_million_tokens(usd_per_gpu_hour, value) for value in (high_tput, low_tput))
     if read.runs == 1:  # the figure itself where the read rests on one run; what that run read where it joins runs
         return "1 run" if len(read.sweeps) <= 1 else f"1 run {money(low)}"
     return f"{read.runs} runs {money(low)}–{money(high)[1:]}"
@@ -96,8 +95,8 @@ def projection_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> 
     if not read.projected_from:
         return ""
     parts = []
-    if read.band is not None and usd_per_gpu_hour:
-        low, high = (cost_per_million_tokens(usd_per_gpu_hour, value) for value in (read.band[1], read.band[0]))
+    low, high = cost_band(usd_per_gpu_hour, read.band or (None, None))
+    if low is not None and high is not None:
         parts.append(f"band {money(low)}–{money(high)[1:]}")
     for source in read.projected_from:
         found = data.backtest_group(source, read.hardware, read.disaggregated)

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from analysis.cost import cost_per_million_tokens
+from analysis.cost import cost_band
 from analysis.economics import (
     TOKEN_KINDS,
     CostRead,
@@ -33,9 +33,8 @@ def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], Cost
 
 
 def band_cost(item: CostRead, end: int) -> float | None:
-    """$/M output tokens at one end of a projected read's band (end 1: its high throughput, the low cost)."""
-    band, usd = item.read.band, item.usd_per_gpu_hour
-    return page.sig(cost_per_million_tokens(usd, band[end])) if band is not None and usd and band[end] > 0 else None
+    """$/M output tokens at one end of a projected read's band (end 0: the low cost, 1: the high)."""
+    return page.sig(cost_band(item.usd_per_gpu_hour, item.read.band or (None, None))[end])
 
 
 def best_table(best: dict, kind: str) -> pd.DataFrame:
@@ -60,7 +59,7 @@ def best_table(best: dict, kind: str) -> pd.DataFrame:
                 "$/M total tokens": sig(item.total.usd_per_million) if item.total else None,
                 "output tok/s per all-in MW": sig(item.output_tokens_per_all_in_mw),
                 # A projected chip's band: the cost at the ends of the figure ranges (output tokens).
-                "$/M output, band low": band_cost(item, 1), "$/M output, band high": band_cost(item, 0),
+                "$/M output, band low": band_cost(item, 0), "$/M output, band high": band_cost(item, 1),
                 "projection": page.projection_text(read, item.usd_per_gpu_hour),
                 "note": item.reason,
             }

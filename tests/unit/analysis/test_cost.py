@@ -110,3 +110,16 @@ def test_inconsistent_inputs_are_rejected() -> None:
         TokenMix(input_tokens=10, cached_input_tokens=11, output_tokens=1)
     with pytest.raises(ValueError):
         ProfitInputs(total_tokens_per_s_per_gpu=1, prices=PRICES, mix=MIX, tco_usd_per_gpu_hour=1, utilisation=1.5)
+
+
+def test_a_throughput_band_becomes_a_cost_band_with_its_ends_swapped_and_no_cost_at_zero() -> None:
+    """The one conversion of a band into costs (`cost_band`): more tokens, lower cost; an end at or below 0 tok/s
+    has no cost, nor has anything without a price."""
+    from analysis.cost import cost_band, cost_per_million_tokens
+
+    assert cost_band(2.0, (500.0, 1000.0)) == (
+        cost_per_million_tokens(2.0, 1000.0),
+        cost_per_million_tokens(2.0, 500.0),
+    )
+    assert cost_band(2.0, (0.0, 1000.0)) == (cost_per_million_tokens(2.0, 1000.0), None)
+    assert cost_band(2.0, (None, None)) == (None, None) and cost_band(None, (500.0, 1000.0)) == (None, None)

@@ -14,8 +14,8 @@ from analysis.economics import (
     GpuHourRate,
     best_per,
     best_profit_per,
+    cell_cost_band,
     cheapest_and_ties,
-    cost_band,
     cost_figure,
     costs_at,
     default_reference,
@@ -337,7 +337,7 @@ def test_a_chip_within_the_cheapest_ones_spread_is_a_tie_not_a_loser() -> None:
     for h200_output, tie in ((1470.0, True), (1400.0, False)):
         rows = [*b200_three_repeats(), row(50.0, h200_output, fingerprint="fp-h200", hardware="h200")]
         cells = scorecard(rows, REGISTRY, GpuHourRate(custom_usd=2.0), (50.0,), reference="b200")
-        band = cost_band(next(cell for cell in cells if cell.hardware == "b200"))
+        band = cell_cost_band(next(cell for cell in cells if cell.hardware == "b200"))
         assert band == pytest.approx((2 / (1549.683 * 0.0036), 2 / (1450.317 * 0.0036)), rel=1e-4)
         ranked = [cell.hardware for cell in cheapest_and_ties(cells)]
         assert ranked == (["b200", "h200"] if tie else ["b200"]), (h200_output, ranked)
