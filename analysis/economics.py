@@ -192,10 +192,13 @@ def read_configurations(rows: Iterable[Any], target: float, per_sweep: bool = Tr
     return [read_configuration(members, target) for members in groups.values()]
 
 
-def chip_key(row: Any) -> tuple[str, str, str, str]:
-    """A chip is read for one model, precision and workload: (model, precision, workload, hardware)."""
-    return (_text(getattr(row, "model", "")), _text(getattr(row, "precision", "")), workload_of(row),
-            str(row.hardware))  # fmt: skip
+def chip_key(item: Any) -> tuple[str, str, str, str]:
+    """A chip is read for one model, precision and workload: (model, precision, workload, hardware), of a result row
+    or of a read made from such rows (`ConfigurationRead`), alike: the one key of a chip on every page."""
+    if isinstance(item, ConfigurationRead):
+        return (item.model, item.precision, item.workload, item.hardware)
+    return (_text(getattr(item, "model", "")), _text(getattr(item, "precision", "")), workload_of(item),
+            str(item.hardware))  # fmt: skip
 
 
 def read_chip_envelope(
@@ -317,7 +320,7 @@ def _below_source(reads: list[ConfigurationRead]) -> list[ConfigurationRead]:
     runs at each concurrency, `curves.py`), while a view reads the source's runs it selects: projected GB300 read
     230 tok/s/GPU at 50 tok/s/user on the real InferenceX files, below the B200 run the Overview showed (309),
     though no GB300 figure is below B200's. Such a read keeps its figure and carries why, never silently."""
-    by_chip = {chip_key_of(read): read for read in reads}
+    by_chip = {chip_key(read): read for read in reads}
     checked = []
     for read in reads:
         for source in read.projected_from:
@@ -385,7 +388,7 @@ def chip_ratios(rows: Iterable[Any], over: str, under: str, target: float) -> li
     rows = list(rows)
     ratios = []
     for at, label in ((target, f"{target:g} tok/s/user"), (PEAK, "peak")):
-        reads = {chip_key_of(read): read for read in read_chips(rows, at)}
+        reads = {chip_key(read): read for read in read_chips(rows, at)}
         for (model, precision, workload, hardware), numerator in sorted(reads.items()):
             denominator = reads.get((model, precision, workload, under))
             if hardware != over or denominator is None:
@@ -745,7 +748,7 @@ def scorecard(
     cells = []
     for target in interactivity_tiers:
         reads = _read_groups(groups, target, past, by_fingerprint, memo)
-        chips = {chip_key_of(read): cost_of(read, registry, rate) for read in reads}
+        chips = {chip_key(read): cost_of(read, registry, rate) for read in reads}
         for key, item in chips.items():
             model, precision, workload, hardware = key
             chosen = item if item.output is not None else None
@@ -767,11 +770,6 @@ def scorecard(
     return cells
 
 
-def chip_key_of(read: ConfigurationRead) -> tuple[str, str, str, str]:
-    """The scorecard's cell of a chip read: (model, precision, workload, hardware), as `chip_key` of its rows."""
-    return (read.model, read.precision, read.workload, read.hardware)
-
-
 __all__ = [
     "DEFAULT_TIER",
     "DEFAULT_UTILISATION",
@@ -791,7 +789,6 @@ __all__ = [
     "cheapest_and_ties",
     "chip_costs_at",
     "chip_key",
-    "chip_key_of",
     "chip_ratios",
     "cost_figure",
     "cost_of",

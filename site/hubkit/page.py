@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.cost import cost_band
-from analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate, chip_key_of
+from analysis.economics import DEFAULT_TIER, ConfigurationRead, GpuHourRate, chip_key
 from hubkit import controls, data
 from hubkit.charts import PALETTE
 from recipes.hardware import TCO_TIERS
@@ -181,11 +181,6 @@ def rate_control(custom: bool = True) -> GpuHourRate:
     return GpuHourRate(str(tier))
 
 
-def chip_of(read: ConfigurationRead) -> tuple[str, str, str, str]:
-    """Chips are compared for one model, precision and workload: (model, precision, workload, chip)."""
-    return chip_key_of(read)
-
-
 def row_label(model: str, precision: str, workload: str) -> str:
     """'deepseek-r1 fp4 · 8k/1k': the heading of one comparable row of chips (one precision, never mixed)."""
     return f"{model} {precision}".strip() + f" · {workload}"
@@ -210,12 +205,12 @@ def bars_per_row(table: pd.DataFrame, chart_of: Callable[[pd.DataFrame], alt.Lay
 def dropped_warning(reads: Iterable[ChipRead], shown: Mapping[tuple[str, ...], object], lead: str) -> None:
     """Name every chip without a figure, with why (its envelope's reason), after `lead`."""
     reads = list(reads)
-    dropped = sorted({chip_of(item.read) for item in reads} - set(shown))
+    dropped = sorted({chip_key(item.read) for item in reads} - set(shown))
     if not dropped:
         return
     reasons: dict[tuple[str, ...], set[str]] = {}
     for item in reads:
-        reasons.setdefault(chip_of(item.read), set()).add(item.reason)
+        reasons.setdefault(chip_key(item.read), set()).add(item.reason)
     chips = "; ".join(f"**{key[3]}** ({row_label(*key[:3])})" for key in dropped)
     st.warning(f"{lead}: {chips}.")
     with st.expander("Why each was dropped"):

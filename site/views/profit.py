@@ -21,6 +21,7 @@ from analysis.economics import (
     DEFAULT_UTILISATION,
     GpuHourRate,
     best_profit_per,
+    chip_key,
     model_price,
     profits_at,
 )
@@ -102,7 +103,7 @@ def margin_curve(
             licence_fee=licence_fee, custom_prices=custom_prices, models=load_model_registry(),
             price_table=data.price_registry(), per_chip=True,
         )  # fmt: skip
-        best, _ = best_profit_per(profits, key=page.chip_of)
+        best, _ = best_profit_per(profits, key=chip_key)
         for (model, precision, workload, hardware), item in best.items():
             row = page.row_label(model, precision, workload)
             records.append({"tok/s/user": level, "hardware": hardware, "row": row,
@@ -153,7 +154,7 @@ profits = profits_at(
     per_chip=True, history=data.every_run_of(data.database_url(), frame),
 )  # fmt: skip
 # Chips are compared for one model, precision and workload: each chip along its envelope.
-best, _ = best_profit_per(profits, key=page.chip_of)
+best, _ = best_profit_per(profits, key=chip_key)
 table = profit_table(best)
 
 st.subheader(

@@ -20,6 +20,7 @@ from analysis.economics import (
     CostRead,
     GpuHourRate,
     chip_costs_at,
+    chip_key,
     chip_ratios,
     costs_at,
 )
@@ -29,7 +30,7 @@ from hubkit.page import dollars
 
 def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], CostRead]:
     """The chips with a $/M `kind` figure, by (model, precision, workload, chip)."""
-    return {page.chip_of(item.read): item for item in chips if item.per_million(kind) is not None}  # type: ignore[arg-type]
+    return {chip_key(item.read): item for item in chips if item.per_million(kind) is not None}  # type: ignore[arg-type]
 
 
 def band_cost(item: CostRead, end: int) -> float | None:
