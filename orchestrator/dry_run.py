@@ -33,6 +33,7 @@ from recipes.schema import (
     SequenceLengths,
     SimulatedEngineSettings,
 )
+from recipes.validity import minimum_requests
 
 DryRunEngine = Literal["simulated", "vllm-cpu"]
 
@@ -73,13 +74,14 @@ def _scaled_workload(recipe: Recipe) -> FixedLengthWorkload | AgenticReplayWorkl
     workload = recipe.workload
     if isinstance(workload, FixedLengthWorkload):
         levels = _levels(workload.concurrency)
-        floor = recipe.validity.min_requests_floor
+        # Enough measured requests at every level for a valid verdict, no more: the validity rule's own minimum
+        # (`minimum_requests`), not a copy of its numbers.
+        prompts = max(math.ceil(minimum_requests(level, recipe.validity) / level) for level in levels)
         return workload.model_copy(
             update={
                 "sequences": [_scaled_lengths(lengths) for lengths in workload.sequences],
                 "concurrency": levels,
-                # Enough measured requests at the lowest level for a valid verdict, no more.
-                "prompts_per_concurrency": max(2, math.ceil(floor / levels[0])),
+                "prompts_per_concurrency": prompts,
                 "warmup_per_concurrency": min(workload.warmup_per_concurrency, 1),
             }
         )

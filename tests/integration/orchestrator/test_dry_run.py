@@ -8,6 +8,8 @@ engine refused vLLM's SimpleCPUOffloadConnector, which its DRAM tier stands in f
 
 from __future__ import annotations
 
+import dataclasses
+
 from sqlmodel import select
 
 from db import reads
@@ -80,3 +82,19 @@ def test_dry_run_of_every_catalogue_recipe() -> None:
     texts = [copy.read_text() for copy in copies if copy is not None]
     assert len(texts) == len(commands), "a command's artifact is not on this machine with its bytes"
     assert any("vllm/vllm-tpu" in text for text in texts)
+
+
+def test_the_stand_in_measures_what_the_recipes_own_validity_rule_asks_at_every_level() -> None:
+    """The stand-in sends enough requests for the validity rule (`minimum_requests`) at every level, for the
+    recipe's own thresholds: the dry run hard-coded 2 requests per concurrency, so a recipe asking 12× was judged
+    invalid on its own stand-in."""
+    from recipes.validity import minimum_requests
+
+    original = load_recipe(RECIPES[0])
+    stricter = original.recipe.validity.model_copy(update={"min_requests_per_concurrency": 12.0})
+    loaded = dataclasses.replace(original, recipe=original.recipe.model_copy(update={"validity": stricter}))
+    recipe = prepare_dry_run(loaded).stand_in.recipe
+    for level in recipe.workload.concurrency:
+        sent = level * recipe.workload.prompts_per_concurrency
+        assert sent >= minimum_requests(level, recipe.validity), (level, sent)
+    assert recipe.workload.prompts_per_concurrency >= 12
