@@ -18,6 +18,7 @@ from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
 
 from db.finite import finite_json
+from recipes.errors import ConfigurationError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -141,6 +142,32 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     finally:
         if migrating is not engine:
             migrating.dispose()
+
+
+def open_database(*, writes: bool, url: str | None = None) -> Engine:
+    """The results database for one command, opened once here for every command: a command that writes brings the
+    schema to head (`migrate`); one that only reads never changes it (a reading command used to migrate, which a
+    read-only role cannot and a reader should not) and says what to do where the schema is missing or older than
+    this code. A schema newer than this checkout is read as it is (its columns are a superset)."""
+    engine = make_engine(url)
+    if writes:
+        migrate(engine)
+        return engine
+    config = alembic_config(engine)
+    heads = set(ScriptDirectory.from_config(config).get_heads())
+    with engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    known = {revision.revision for revision in ScriptDirectory.from_config(config).walk_revisions()}
+    if current == heads or (current and not current <= known):
+        return engine
+    engine.dispose()
+    shown = shown_database_url(url)
+    if not current:
+        raise ConfigurationError(f"the results database {shown} holds no results yet (no InferSweep tables): run a "
+                                 "sweep (`make demo`, `infersweep run RECIPE`) or import results first")  # fmt: skip
+    raise ConfigurationError(f"the results database {shown} is at schema revision {', '.join(sorted(current))}, "
+                             f"older than this code's {', '.join(sorted(heads))}: run `infersweep db upgrade` (a "
+                             "reading command never changes the schema)")  # fmt: skip
 
 
 def _at_head(engine: Engine, config: Config) -> bool:

@@ -69,10 +69,14 @@ def main() -> None:
     from orchestrator.cli.faults import environment_fault
     from orchestrator.cli.output import print_error
 
+    from recipes.errors import InferSweepError
+
     try:
         code = app()
     except Exception as error:  # only the faults environment_fault knows; anything else is a bug, shown whole
-        known = environment_fault(error)
+        # A project error nothing caught on its way out (opening the database: `db.session.open_database`) is
+        # already worded for the reader.
+        known = error if isinstance(error, InferSweepError) else environment_fault(error)
         if known is None:
             raise
         print_error(known)

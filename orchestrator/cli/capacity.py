@@ -35,7 +35,7 @@ def capacity(
     extrapolated), per accelerator, per all-in kW and per TCO dollar-hour. Tiers: recipes/slo_tiers.yaml."""
     from analysis.capacity import Capacity, capacities
     from db import reads
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
     from recipes.hardware import load_hardware_registry
     from recipes.slo import load_slo_tiers
 
@@ -45,8 +45,7 @@ def capacity(
     if unknown:
         fail(ConfigurationError(f"--tier: got {', '.join(map(repr, unknown))}; the tiers are {', '.join(available)}"))
     chosen = [available[name] for name in tier] if tier else list(available.values())
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         check_sweep_exists(session, sweep)
         rows = reads.list_results(session, sweep=sweep)

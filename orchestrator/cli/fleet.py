@@ -36,10 +36,9 @@ def _age(moment: datetime | None) -> str:
 def _sweeps_table() -> Table:
     from db import reads, recording
     from db.models import stored_id
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     table = Table("sweep", "state", "jobs", "points", "updated", title="Sweeps")
     with open_session(engine) as session:
         for sweep in reads.list_sweeps(session):
@@ -54,10 +53,9 @@ def _sweep_view(name: str) -> tuple[Group, bool]:
     from db import reads
     from db.lifecycle import TERMINAL_SWEEP_STATES, SweepState
     from db.models import stored_id
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         sweep = reads.sweep_by_name(session, name)
         if sweep is None:
@@ -107,10 +105,9 @@ def cancel(sweep: Annotated[str, typer.Argument(help="Sweep to stop.")]) -> None
     """Stop a running sweep cleanly: its driver cancels the jobs, stops their engines and keeps finished points."""
     from db import reads, recording
     from db.lifecycle import TERMINAL_SWEEP_STATES, SweepState
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=True)
     with open_session(engine) as session:
         row = reads.sweep_by_name(session, sweep)
         if row is None:

@@ -36,15 +36,14 @@ def peer_import_command(format_name: str, description: str) -> Callable[..., Non
         # A default, not an annotation: the help names this format, and annotations are evaluated lazily.
         files: list[Path] = typer.Argument(..., help=description),  # noqa: B008
     ) -> None:
-        from db.session import make_engine, migrate
+        from db.session import open_database
         from orchestrator.importers import store
         from recipes.loader import load_recipe
 
         measured_at = _iso_date(run_date)
         try:
             loaded = load_recipe(recipe)
-            engine = make_engine()
-            migrate(engine)
+            engine = open_database(writes=True)
             imports = store.import_peer_results(
                 engine, format_name, files, loaded, store.LengthFlags(isl=isl, osl=osl), sweep, measured_at
             )
@@ -107,15 +106,14 @@ def import_inferencex(
     A file's run is its `run_<id>/` folder or `run_<id>.json` name (GitHub Actions run ids grow with time, so they
     order runs); `--run-id` names it otherwise. A file with neither is keyed by its content: its order among runs is
     unknown, and the hub shows every such run rather than pick a 'latest'."""
-    from db.session import make_engine, migrate
+    from db.session import open_database
     from orchestrator.importers import store
 
     measured_at = _iso_date(run_date)
     if run_id is not None and not run_id.isdigit():
         fail(ConfigurationError(f"--run-id: got {run_id!r}; expected a GitHub Actions run id (digits only)"))
     try:
-        engine = make_engine()
-        migrate(engine)
+        engine = open_database(writes=True)
         summary = store.import_inferencex(engine, files, sweep, measured_at, run_id=run_id)
     except InferSweepError as error:
         fail(error)
@@ -137,7 +135,7 @@ def import_inferencex_snapshot(
     its rows leave out comes from the flags; throughput is per chip as the rows state it (`chips`)."""
     from pydantic import ValidationError
 
-    from db.session import make_engine, migrate
+    from db.session import open_database
     from orchestrator.importers import store
     from orchestrator.importers.inferencex import SnapshotContext
 
@@ -151,8 +149,7 @@ def import_inferencex_snapshot(
     except ValidationError as error:
         fail(ConfigurationError(f"flags: {error.errors(include_url=False)[0]['msg']}"))
     try:
-        engine = make_engine()
-        migrate(engine)
+        engine = open_database(writes=True)
         summary = store.import_inferencex(engine, [file], sweep, when, snapshot=context)
     except InferSweepError as error:
         fail(error)

@@ -94,10 +94,9 @@ def _stored_points(hardware: str, model: str, levels: list[float]) -> list:
     """Per level, the stored frontier point of `hardware` and `model` nearest it (fast_tokens.operating_points)."""
     from analysis.fast_tokens import nearest_point, operating_points
     from db import reads
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         points = operating_points(reads.list_results(session))
     chosen = [nearest_point(points, hardware, model, level) for level in levels]

@@ -20,10 +20,9 @@ LEVELS_HELP = "Interactivity levels (tok/s/user) to compare at; repeat the optio
 
 def _rows() -> list:
     from db import reads
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         return reads.list_results(session)
 

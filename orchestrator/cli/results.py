@@ -44,10 +44,9 @@ def shown_origins(include_simulated: bool, include_projected: bool = False) -> s
 
 def print_results(sweep: str | None) -> int:
     from db import reads
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         if sweep is not None:
             check_sweep_exists(session, sweep)
@@ -125,14 +124,13 @@ def compare(
     from analysis.compare import compare_at_interactivity
     from analysis.economics import GpuHourRate, profits_at
     from db import reads
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
     from recipes.prices import load_price_table
 
     check_tco_tier(tier, "--tier")
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         if sweep is not None:
             check_sweep_exists(session, sweep)
@@ -251,10 +249,9 @@ def regressions(
     """Compare each configuration's latest sweep with its history; exit 1 when any regressed."""
     from analysis.trends import trends_at
     from db import reads
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         rows = [row for row in reads.list_results(session) if row.origin in {"measured", "imported"}]
     table = Table(title=f"Output tok/s/GPU at {at_interactivity:g} tok/s/user, sweep by sweep")
@@ -303,10 +300,9 @@ def retract(
 ) -> None:
     """Hide results from the hub and from comparisons; they stay in the database with the reason."""
     from db import recording
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=True)
     with open_session(engine) as session:
         changed = recording.retract(session, reason, sweep, point)
     console.print(f"{changed} point(s) of sweep {sweep} retracted")
@@ -320,11 +316,10 @@ def repair(
     """Check every stored result's figures again: a row holding NaN, infinity or a figure no chip can have
     (stored before such rows were refused) is retracted with a reason naming each field, and its non-finite
     numbers are replaced, so no reader of the database fails on it."""
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
     from orchestrator.repair import repair_stored_figures
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=True)
     with open_session(engine) as session:
         found = repair_stored_figures(session, apply=not dry_run)
     for row in found:
@@ -341,15 +336,14 @@ def embargo(
     from datetime import UTC, datetime
 
     from db import recording
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
     try:
         moment = datetime.fromisoformat(until)
     except ValueError:
         fail(InferSweepError(f"--until: got {until!r}; expected an ISO date such as 2027-03-18"))
     moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=True)
     with open_session(engine) as session:
         changed = recording.embargo(session, sweep, moment)
     console.print(f"{changed} point(s) of sweep {sweep} embargoed until {moment.isoformat()}")
@@ -367,12 +361,11 @@ def export(
     import pandas as pd
 
     from db import reads
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
     if output.suffix not in {".csv", ".parquet"}:
         fail(InferSweepError(f"output: got {str(output)!r}; expected a .csv or .parquet file name"))
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         if sweep is not None:
             check_sweep_exists(session, sweep)

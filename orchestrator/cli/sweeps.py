@@ -148,13 +148,12 @@ def publish(
     snapshot: Annotated[bool, typer.Option(help="Also write a read-only snapshot of the public results.")] = False,
 ) -> None:
     """Finish pending artifact uploads (and publish a snapshot for a public hub)."""
-    from db.session import make_engine, migrate
+    from db.session import open_database
     from orchestrator.artifacts import store_from_environment
     from orchestrator.publish import publish_pending, publish_snapshot
 
     try:
-        engine = make_engine()
-        migrate(engine)
+        engine = open_database(writes=True)
         store = store_from_environment()
         stored, pending = publish_pending(engine, store)
         console.print(f"artifacts: {stored} uploaded, {pending} still pending")

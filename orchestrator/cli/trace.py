@@ -255,10 +255,9 @@ def _workflow_on_chips(
 ) -> None:  # fmt: skip
     from analysis.fast_tokens import chip_session_times, nearest_per_chip, operating_points, takeaway
     from db.reads import list_results
-    from db.session import make_engine, migrate, open_session
+    from db.session import open_database, open_session
 
-    engine = make_engine()
-    migrate(engine)
+    engine = open_database(writes=False)
     with open_session(engine) as session:
         views = list_results(session, sweep=sweep)
     if model is not None:

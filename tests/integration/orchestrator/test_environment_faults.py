@@ -59,7 +59,7 @@ def test_a_folder_at_the_database_path_is_called_a_folder(tmp_path: Path) -> Non
 
 def test_a_sqlite_database_locked_by_another_process(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'results.db'}"
-    assert run_cli("results", env={"INFERSWEEP_DATABASE_URL": url}).returncode == 0  # created, at head
+    assert run_cli("db", "upgrade", env={"INFERSWEEP_DATABASE_URL": url}).returncode == 0  # created, at head
     holder = sqlite3.connect(tmp_path / "results.db", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # what an open `sqlite3` shell in a transaction, or a migration, holds
     try:
@@ -117,7 +117,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def test_a_full_disk_under_the_database_stops_at_once_naming_it(small_disk: Path, tmp_path: Path) -> None:
     env = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{small_disk / 'results.db'}"}
-    assert run_cli("results", env=env).returncode == 0  # created and migrated, then the disk fills
+    assert run_cli("db", "upgrade", env=env).returncode == 0  # created and migrated, then the disk fills
     stats = os.statvfs(small_disk)
     (small_disk / "filler").write_bytes(b"x" * (stats.f_bavail * stats.f_frsize - 64 * 1024))
     recipe = tmp_path / "recipe.yaml"

@@ -36,6 +36,7 @@ def test_an_unknown_sweep_is_an_error_not_an_empty_table(command: list[str], tmp
     monkeypatch.setenv("INFERSWEEP_HOME", str(tmp_path))
     monkeypatch.delenv("INFERSWEEP_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(app, ["db", "upgrade"]).exit_code == 0  # a reading command never creates the schema
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 2
     assert f"--sweep: got {command[-1]!r}; no sweep of that name" in result.output
