@@ -68,7 +68,6 @@ def main() -> None:
     (what failed, which database without its password, whether a retry can help), never a traceback."""
     from orchestrator.cli.faults import environment_fault
     from orchestrator.cli.output import print_error
-
     from recipes.errors import InferSweepError
 
     try:
