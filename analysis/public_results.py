@@ -14,7 +14,6 @@ from types import NoneType, SimpleNamespace
 from typing import Any, TypeVar, get_args, get_type_hints
 from urllib.parse import urlencode
 
-import numpy as np
 import pandas as pd
 
 from analysis.envelope import by_configuration
@@ -22,7 +21,7 @@ from analysis.recency import latest_sweeps_of, order_unknown, sweep_recency
 from db import reads
 from db.local_paths import without_local_paths
 from db.reads import workload_label
-from recipes.validity import INVALID, NOT_CHECKED, VALID
+from recipes.validity import state_of
 
 # What the public sees unless the viewer asks for more: measurements and imported measurements.
 SHOWN_BY_DEFAULT = ("measured", "imported")
@@ -96,8 +95,10 @@ def results_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
     # Valid, invalid, or not checked (no request counted: an imported aggregate row, a projection), by the one rule
     # of recipes/validity.py: a row whose request rules had nothing to read is never called valid.
-    counted = (frame["completed"] + frame["failed"]).to_numpy() > 0
-    frame["validity"] = np.where(~frame["valid"].to_numpy(dtype=bool), INVALID, np.where(counted, VALID, NOT_CHECKED))
+    # (Its four answers worked out once each: `state_of` itself, not a vectorised copy of it.)
+    counted = ((frame["completed"] + frame["failed"]).to_numpy() > 0).tolist()
+    valid = frame["valid"].to_numpy(dtype=bool).tolist()
+    frame["validity"] = _labels(lambda ok, known: state_of(ok, int(known), 0), zip(valid, counted, strict=True))
     return frame
 
 

@@ -35,8 +35,10 @@ def check_tco_tier(tier: str, flag: str) -> None:
 
 def shown_origins(include_simulated: bool, include_projected: bool = False) -> set[str]:
     """The origins a reading command shows: measurements and imports, and what the flags add (never as measured)."""
+    from analysis.public_results import SHOWN_BY_DEFAULT
+
     return (
-        {"measured", "imported"}
+        set(SHOWN_BY_DEFAULT)
         | ({"simulated"} if include_simulated else set())
         | ({"projected"} if include_projected else set())
     )
