@@ -31,7 +31,7 @@ class PlannedJob:
 def point_key(fingerprint: str, workload: FixedLengthPoint | ReplayPoint, repeat_index: int) -> str:
     if isinstance(workload, ReplayPoint):
         # The trace's content, not its path on this machine, is part of the identity.
-        fields = workload.model_dump(mode="json", exclude={"trace_path"})
+        fields = ReplayPoint.identity_of(workload.model_dump(mode="json", exclude={"trace_path"}))
         label = f"replay-c{workload.concurrency}"
     else:
         fields = workload.model_dump(mode="json", exclude={"kind"})  # keys predate the kind field

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from recipes.errors import RecipeError
 from recipes.hardware import load_hardware_registry
 from recipes.rules import check_recipe
-from recipes.schema import ACCURACY_QUESTION_SETS, AgenticReplayWorkload, Recipe
+from recipes.schema import ACCURACY_QUESTION_SETS, AgenticReplayWorkload, Recipe, ReplaySettings
 from recipes.yamlio import read_yaml, validation_problems
 
 
@@ -37,6 +37,8 @@ def fingerprint_of(recipe: Recipe) -> str:
     what is measured, so moving a recipe to another runner kind resumes rather than re-measures. So is
     `reference`: which public configuration a recipe cites changes nothing measured."""
     dumped = recipe.model_dump(mode="json", exclude={"runner", "reference"})
+    if isinstance(recipe.workload, ReplaySettings):
+        dumped["workload"] = ReplaySettings.identity_of(dumped["workload"])
     canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

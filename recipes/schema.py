@@ -673,6 +673,17 @@ class ReplaySettings(StrictModel):
     `settings_since_v1`, so that while it holds its default, fingerprints and Point keys stay as they were."""
 
     settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane", "api", "processes")
+    # How the client runs, not what is measured: left out of fingerprints and Point keys (`identity_of`), so an
+    # explicit `processes: 2` is the same Point as an automatic 2, and a recipe moved to a machine with more cores
+    # resumes. The split the Point ran with is stored with it (ReplayStats.client_processes); whether the client kept
+    # up is judged (schedule-lag, client-saturated); that AgentX's whole-system idle cap sees each process's lanes is
+    # in docs/METRICS.md.
+    not_in_identity: ClassVar[tuple[str, ...]] = ("processes",)
+
+    @classmethod
+    def identity_of(cls, dumped: dict[str, Any]) -> dict[str, Any]:
+        """`dumped` (these settings as JSON) without the fields that are not part of a Point's identity."""
+        return {name: value for name, value in dumped.items() if name not in cls.not_in_identity}
 
     mode: Literal["sessions", "timeline"] = Field(
         "sessions", description="Closed-loop session trees, or open loop on the trace's timestamps."

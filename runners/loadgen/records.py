@@ -381,6 +381,12 @@ class ReplayBucket(Strict):
 
 class ReplayStats(Strict):
     requests_measured: int = Field(description="Requests sent inside the measured window.")
+    client_processes: int | None = Field(
+        None, ge=1,
+        description="Client processes the live sessions were split among, as resolved for this Point: the recipe's "
+        "`processes`, else one per 256 live sessions up to the cores the client may use (not part of the Point's "
+        "identity: ReplaySettings.not_in_identity). None in results stored before it was recorded.",
+    )  # fmt: skip
     sessions_completed: int = Field(description="Session trees that started and ended inside the window.")
     session_time_s: Stats = Field(description="Wall time of completed session trees.")
     schedule_lag_ms: Stats = Field(description="How late requests were sent against their schedule.")

@@ -485,12 +485,12 @@ def replay(
     if processes > 1:
         replayer.absorb(replay_sharded(trace, endpoint, settings, concurrency, vocabulary, window_opened, decode,
                                        processes))  # fmt: skip
-        return replayer.stats(), replayer.records
+        return replayer.stats().model_copy(update={"client_processes": processes}), replayer.records
     # The trace's many small objects never die during a replay: loop.run freezes them out of the collector and
     # holds full collections until the replay has ended.
     loop.run(replayer.run_sessions() if settings.mode == "sessions" else replayer.run_timeline())
     replayer.finished()
-    return replayer.stats(), replayer.records
+    return replayer.stats().model_copy(update={"client_processes": 1}), replayer.records
 
 
 def replay_sharded(

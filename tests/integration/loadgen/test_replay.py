@@ -317,8 +317,9 @@ def test_lanes_split_among_processes_replay_what_one_process_replays_in_one_wind
     settings = ReplaySettings(duration_s=2, warmup=True, warmup_requests_per_lane=1, time_scale=0.005,
                               length_scale=0.25, max_output_tokens=8, seed=5)  # fmt: skip
     endpoint = Endpoint(base_url=caching_server, model="sim")
-    _one_stats, one = replay(trace, endpoint, settings.model_copy(update={"processes": 1}), 4)
+    one_stats, one = replay(trace, endpoint, settings.model_copy(update={"processes": 1}), 4)
     stats, split = replay(trace, endpoint, settings.model_copy(update={"processes": 2}), 4)
+    assert (one_stats.client_processes, stats.client_processes) == (1, 2)  # the split each ran with, stored
 
     def primed(items: list) -> dict[int, set[str]]:  # lane -> the sessions its priming requests were for
         lanes: dict[int, set[str]] = {}
