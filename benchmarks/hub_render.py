@@ -62,7 +62,10 @@ new MutationObserver(() => {
     const state = app ? app.getAttribute('data-test-script-state') : null;
     if (state === 'running') mark('running');
     if (state === 'notRunning' && 'running' in window.__hub) mark('finished');
-    if (document.querySelector('[data-testid="stDataFrame"] canvas')) mark('table');
+    // The answer shown: a table drawn, or the Overview's scorecard cards (their text names the cheapest chip).
+    const cards = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')];
+    if (document.querySelector('[data-testid="stDataFrame"] canvas') || cards.some((card) =>
+        card.textContent.includes('cheapest:'))) mark('table');
 }).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
 """
 # The chart has drawn: a canvas with anything but background on it (downscaled first, so the check is
@@ -268,7 +271,7 @@ def overview_view(context: Any, base: str, timeout_s: float = 300, then_filter: 
     page = context.new_page()
     page.add_init_script(MILESTONES)
     page.goto(base, wait_until="commit")
-    page.locator('[data-testid="stDataFrame"] canvas').first.wait_for(timeout=timeout_s * 1000)
+    page.get_by_text("cheapest:").first.wait_for(timeout=timeout_s * 1000)  # the scorecard's cards
     page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=timeout_s * 1000)
     page.wait_for_function("() => 'finished' in window.__hub && 'table' in window.__hub", timeout=timeout_s * 1000)
     milestones = {name: ms / 1000 for name, ms in page.evaluate("window.__hub").items()}
