@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast setup engine browser hub lint results clean lock
+.PHONY: demo test test-fast test-integration test-system setup engine browser hub lint results clean lock
 
 # Every dependency at the version and with the file hashes of requirements.lock (pip refuses any other bytes); then
 # the project itself, editable, adding nothing. `make lock` refreshes the lock after pyproject.toml changes.
@@ -52,6 +52,13 @@ test: engine browser lint
 # The unit tier alone: no process, socket, service or sleep (tests/unit/conftest.py refuses them).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
+
+# The other two tiers on their own (tests/README.md), as the GitHub workflow's jobs run them: `make test` is all three.
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest -m integration -n $(PYTEST_WORKERS) --dist loadgroup
+
+test-system: engine browser
+	$(BIN)/python -m pytest -m system -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The hub on the results database (read-only, this machine only): http://127.0.0.1:8501
 hub: $(STAMP)

@@ -169,3 +169,14 @@ def test_recipe_comment_workflow_posts_without_running_pull_request_code() -> No
     assert [use.split("@")[0] for use in uses] == ["actions/download-artifact"]  # no checkout: nothing of the PR runs
     post = job["steps"][-1]["run"]
     assert '"$head" != "$RUN_HEAD_SHA"' in post and "^[0-9]+$" in post
+
+
+def test_ci_runs_each_tier_as_its_own_job_the_unit_tier_first() -> None:
+    """The unit tier (with lint and types) answers every push in minutes; integration and system run after it."""
+    jobs = load(ROOT / ".github" / "workflows" / "ci.yml")["jobs"]
+    scripts = {name: " ".join(step["run"] for step in job["steps"] if "run" in step) for name, job in jobs.items()}
+    assert scripts == {"unit": "make lint test-fast", "integration": "make test-integration",
+                       "system": "make test-system"}  # fmt: skip
+    assert "needs" not in jobs["unit"] and jobs["integration"]["needs"] == jobs["system"]["needs"] == "unit"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "pytest -m integration" in makefile and "pytest -m system" in makefile
