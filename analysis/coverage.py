@@ -1,7 +1,7 @@
 """Coverage: which chips have results for which model, precision and workload, and what kind of results.
 
-A reader who looks for a chip must learn that it is missing, not be shown other chips in its place (issue 42: the
-hub was silent about TPU v7, which has no result). Each cell holds the strongest evidence there is for that chip on
+A reader who looks for a chip must learn that it is missing, not be shown other chips in its place (the hub
+was once silent about TPU v7, which has no result). Each cell holds the strongest evidence there is for that chip on
 that row: `measured` (here), `imported` (another lab's measurement, e.g. InferenceX's), `projected` (a model's
 estimate from another chip's measurements), else `missing`; with how many results and the date of the latest one
 (or none, where no result of the cell states its date). Simulated results and dry runs say nothing about a chip and

@@ -1,4 +1,4 @@
-"""Analysis and ingest at scale, against the targets of issue 6.
+"""Analysis and ingest at scale, against their targets.
 
 1. Frontier + interpolation + cost over 100,000 points (1,000 configurations x 100 points): target 1 s.
 2. Ingest of 1,000,000 per-request records to Parquet, the path the recorder uses

@@ -2,7 +2,7 @@
 
 Each job goes the whole way a real one does (queued in the driver, submitted when its pool has a
 slot, a Ray generator task, events streamed back, every state change written to SQL), with the
-`noop` runner behind it instead of an engine. Target (issue 5): at least 100 jobs/s on this machine.
+`noop` runner behind it instead of an engine. Target: at least 100 jobs/s on this machine.
 
 Peer: the same number of bare Ray generator tasks (submit, stream two events, done) with the same
 concurrency, no database: the floor our scheduler adds its bookkeeping to. Both run after a warm-up

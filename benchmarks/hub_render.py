@@ -1,5 +1,5 @@
-"""Hub render time in headless Chromium: the Pareto explorer with 50,000 points (target, issue 7: under 2 s) and the
-Overview's first render on the real InferenceX sample (target, issue 22: under 3 s).
+"""Hub render time in headless Chromium: the Pareto explorer with 50,000 points (target: under 2 s) and the
+Overview's first render on the real InferenceX sample (target: under 3 s).
 
 A temporary SQLite database gets 50,000 public points (500 configurations x 100 concurrency levels, one
 measured sweep, one repeat each), written in bulk with SQLAlchemy Core. `infersweep site` serves it;
@@ -41,8 +41,8 @@ from typing import Any
 
 TARGET_S = 2.0
 OVERVIEW_TARGET_S = 3.0
-PUBLIC_FIRST_RENDER_S = 1.5  # issue 42: the Overview and the Pareto explorer, first render on the whole real corpus
-FILTER_CHANGE_S = 0.3  # issue 42: the same pages, a filter changed (the script run again and finished)
+PUBLIC_FIRST_RENDER_S = 1.5  # target: the Overview and the Pareto explorer, first render on the whole real corpus
+FILTER_CHANGE_S = 0.3  # target: the same pages, a filter changed (the script run again and finished)
 ROOT = Path(__file__).resolve().parents[1]
 HARDWARE = ("h100", "h200", "b200", "b300", "gb200-nvl72", "mi300x", "mi325x", "mi355x", "tpu-v7", "gb300-nvl72")
 ENGINES = ("vllm", "sglang", "trtllm", "dynamo", "vllm-tpu")
@@ -353,13 +353,13 @@ def overview_on_the_sample(browser: Any, home: Path, runs: int, rows: Path) -> N
             f"{times['finished']:.2f} s]; Pareto explorer on the same sample drawn in {peer['drawn']:.2f} s: "
             f"ratio Overview/Pareto {ratio:.2f}; a bare Streamlit page with one table drawn in {floor:.2f} s: "
             f"ratio Overview/bare page {times['rendered'] / floor:.2f}; both first renders within "
-            f"{PUBLIC_FIRST_RENDER_S:g} s (issue 42): {public}"
+            f"{PUBLIC_FIRST_RENDER_S:g} s: {public}"
         )
         changes = (times["filter_change"], peer["filter_change"])
         changed = "MET" if max(changes) <= FILTER_CHANGE_S else "NOT MET"
         print(f"run {run}: a filter change (one chip removed from Hardware) ran and finished in {changes[0]:.2f} s on "
               f"the Overview and {changes[1]:.2f} s on the Pareto explorer from the reader's press (target "
-              f"{FILTER_CHANGE_S:g} s each, issue 42): {changed} [from the driver's call to click: "
+              f"{FILTER_CHANGE_S:g} s each): {changed} [from the driver's call to click: "
               f"{times['filter_change_call']:.2f} s and {peer['filter_change_call']:.2f} s]; the bare page's filter "
               f"change {floor_change:.2f} s: ratio Overview/bare {changes[0] / floor_change:.2f}, Pareto/bare "
               f"{changes[1] / floor_change:.2f}; load average "

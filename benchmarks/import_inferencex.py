@@ -1,4 +1,4 @@
-"""Importing real InferenceX rows, against the target of issue 21: the whole public corpus (1,622 rows in 35
+"""Importing real InferenceX rows, against its target: the whole public corpus (1,622 rows in 35
 files) in under 10 s, i.e. at least 162 rows/s.
 
 What runs: `infersweep import inferencex` over the real sample in tests/data/inferencex (125 rows in 7 files)

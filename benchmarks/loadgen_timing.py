@@ -1,7 +1,7 @@
 """Timing accuracy: our median TTFT/TPOT vs the server's own record, next to vLLM's client's error.
 
 The simulated server injects TTFT 50 ms and a 10 ms inter-token gap and writes, per request, when it
-received it and when it sent each token. Error = client median - server median. Targets (issue 3): our
+received it and when it sent each token. Error = client median - server median. Targets: our
 TTFT error <= half of vLLM's client's at concurrency 32; our TPOT error < 0.2 ms.
 
 Run: .venv/bin/python -m benchmarks.loadgen_timing [--concurrency 1 32 128]

@@ -1,6 +1,6 @@
 """Client efficiency: `infersweep bench` vs vLLM's client against one zero-delay streaming server, on two shapes.
 
-Targets (issue 20, item 8): on both shapes our requests/s >= 1.2x vLLM's client's at concurrency 128, and our
+Targets: on both shapes our requests/s >= 1.2x vLLM's client's at concurrency 128, and our
 client CPU-seconds per request <= 0.5x its. The shapes, each at fixed lengths (range ratio 1.0 for ours, 0 for
 vLLM's: both fixed):
 - short: 1,280 requests of 128 in / 32 out tokens;

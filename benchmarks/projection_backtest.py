@@ -1,4 +1,4 @@
-"""How wrong projections to other chips have been, against the target of issue 24: a median absolute error of at
+"""How wrong projections to other chips have been, against its target: a median absolute error of at
 most 15 % over same-vendor pairs (H100 -> H200 -> B200, MI300X -> MI325X -> MI355X), cross-vendor pairs apart.
 
 What runs: the InferenceX result files given (default: the real sample in tests/data/inferencex) are imported into

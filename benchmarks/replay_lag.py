@@ -1,8 +1,8 @@
 """Replay fidelity under load: schedule lag at 200 live synthetic sessions against the simulated engine.
 
 Schedule lag is how late each request was sent against its schedule (the end of the previous answer plus
-the recorded think time): the replayer's own delay, from its event loop and prompt synthesis. Target
-(issue 4): p99 under 50 ms on this machine at 200 concurrent sessions. The corpus is the CI-sized synthetic
+the recorded think time): the replayer's own delay, from its event loop and prompt synthesis. Target:
+p99 under 50 ms on this machine at 200 concurrent sessions. The corpus is the CI-sized synthetic
 AgentX-like profile with 200 sessions (`infersweep trace synth --profile ci --sessions 200`); think times are
 replayed at full length (time scale 1), as AgentX does. No peer replays session traces, so no ratio.
 

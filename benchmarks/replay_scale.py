@@ -14,7 +14,7 @@ system idle cap, start positions in [25 %, 75 %]), with `--unsafe-override` for 
 at least 900 s, which would take hours here.
 
 Figures, per lane count:
-- schedule lag p50/p99 (ours; target, issue 20: p99 < 50 ms at 256 sessions): how late requests were sent against
+- schedule lag p50/p99 (ours; target: p99 < 50 ms at 256 sessions): how late requests were sent against
   their schedule (their last bytes written), and the dispatch lag p99: how late the client began writing them. The
   difference is the engine's: a busy engine reads a 600 KB body slowly (its CPU share is printed beside).
   With `--processes N` the replayer splits its lanes among N processes (the setting `processes`) and merges them.

@@ -1,7 +1,7 @@
 """Synthetic AgentX-like coding-agent traces: many sessions, written as a Weka JSON Lines corpus.
 
 The shipped Claude Code samples are two conversations; a capacity study needs many sessions with the
-statistics of agentic coding (docs/ARCHITECTURE.md §6, issue 4): every tool call appends to an ever-longer context, so
+statistics of agentic coding (docs/ARCHITECTURE.md §6): every tool call appends to an ever-longer context, so
 each request re-sends its predecessor's prompt and answer and adds a tool result; contexts grow to ~100k+
 tokens and the theoretical prefix-cache hit rate is above 98 %. The generator draws such sessions:
 

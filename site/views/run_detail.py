@@ -50,7 +50,7 @@ def local_file(artifact: ArtifactRow | None, fallback: str | None = None) -> Pat
 
 def where(artifact: ArtifactRow) -> str:
     """Where the artifact is, in words a public page may show: an object store's address, or the store's key; never a
-    path of the machine that stored it (issue 42: a `file:///...` of the importing host reached the public page)."""
+    path of the machine that stored it (a `file:///...` of the importing host once reached the public page)."""
     if artifact.uri and not artifact.uri.startswith("file:"):
         return f"`{artifact.uri}`"
     if artifact.uri:
