@@ -144,6 +144,11 @@ def migrate(engine: Engine, revision: str = "head") -> None:
             migrating.dispose()
 
 
+class NoResultsYet(ConfigurationError):
+    """A reading command opened a database with no InferSweep tables: nothing was ever stored there. A command with
+    something to say without results (`trace workflow` serves the corpus either way) catches it."""
+
+
 def open_database(*, writes: bool, url: str | None = None) -> Engine:
     """The results database for one command, opened once here for every command: a command that writes brings the
     schema to head (`migrate`); one that only reads never changes it (a reading command used to migrate, which a
@@ -153,17 +158,17 @@ def open_database(*, writes: bool, url: str | None = None) -> Engine:
     if writes:
         migrate(engine)
         return engine
-    config = alembic_config(engine)
-    heads = set(ScriptDirectory.from_config(config).get_heads())
+    script = ScriptDirectory.from_config(alembic_config(engine))
+    heads = set(script.get_heads())
     with engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())
-    known = {revision.revision for revision in ScriptDirectory.from_config(config).walk_revisions()}
+    known = {revision.revision for revision in script.walk_revisions()}
     if current == heads or (current and not current <= known):
         return engine
     engine.dispose()
     shown = shown_database_url(url)
     if not current:
-        raise ConfigurationError(f"the results database {shown} holds no results yet (no InferSweep tables): run a "
+        raise NoResultsYet(f"the results database {shown} holds no results yet (no InferSweep tables): run a "
                                  "sweep (`make demo`, `infersweep run RECIPE`) or import results first")  # fmt: skip
     raise ConfigurationError(f"the results database {shown} is at schema revision {', '.join(sorted(current))}, "
                              f"older than this code's {', '.join(sorted(heads))}: run `infersweep db upgrade` (a "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,20 @@ def test_workflow_prints_the_model_time_share_recorded_and_capped() -> None:
     recorded, capped = api / (api + think), api / (api + think - 17.91)  # the one gap over 300 s is 317.91 s
     assert f"{recorded:.1%} as recorded, {capped:.1%} capped at 300 s idle" in result.output
     assert f"{api:.1f}" in result.output and f"{think:.1f}" in result.output
+
+
+def test_workflow_on_a_fresh_database_serves_the_corpus_and_says_why_no_chips(tmp_path: Path) -> None:
+    """The default (`--chips`) on a machine with no results: the corpus's figures and one line saying there are no
+    chips to serve it at, exit 0; the reading command creates no schema (it used to migrate; then, for a while, it
+    failed on the empty database after printing the corpus)."""
+    database = tmp_path / "results.db"
+    result = runner.invoke(app, ["trace", "workflow", str(WEKA[0])],
+                           env={"COLUMNS": "200", "INFERSWEEP_DATABASE_URL": f"sqlite:///{database}"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "capped at 300 s idle" in result.output and "no valid results" in result.output
+    if database.exists():  # opened (SQLite writes its header), never given a table
+        with sqlite3.connect(database) as connection:
+            assert connection.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone() == (0,)
 
 
 def test_workflow_names_a_request_without_a_response_time(tmp_path: Path) -> None:
