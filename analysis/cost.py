@@ -140,19 +140,20 @@ def cost_per_million_tokens(usd_per_gpu_hour: float, tokens_per_s_per_gpu: float
 
 
 def cost_band(
-    usd_per_gpu_hour: float | None, throughput: tuple[float | None, float | None]
+    usd_per_gpu_hour: float | None, throughput: tuple[float | None, float | None] | None
 ) -> tuple[float | None, float | None]:
     """The $/M tokens at the ends of a throughput band (low, high tok/s/GPU): (lowest cost, highest cost), the ends
     swapped (more tokens, lower cost); an end that is missing or not positive has no cost (None), and nothing has one
-    without a price. The one conversion of a band (an interval, a run spread, a projection band) into costs: four
-    copies of it swapped the ends each its own way."""
+    without a price or a band. The one conversion of a band (an interval, a run spread, a projection band) into
+    costs: four copies of it swapped the ends each its own way."""
 
     def at(tokens: float | None) -> float | None:
         if not usd_per_gpu_hour or tokens is None or not tokens > 0:
             return None
         return cost_per_million_tokens(usd_per_gpu_hour, tokens)
 
-    return at(throughput[1]), at(throughput[0])
+    low, high = throughput or (None, None)
+    return at(high), at(low)
 
 
 def cost_breakdown(

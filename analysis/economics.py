@@ -702,8 +702,7 @@ def cell_cost_band(cell: ScorecardCell) -> tuple[float, float] | None:
     if best is None or best.output is None or best.usd_per_gpu_hour is None:
         return None
     costs = [value for value in (best.output.usd_per_million, best.output.low, best.output.high) if value is not None]
-    spread = best.read.run_spread
-    costs += [cost for cost in cost_band(best.usd_per_gpu_hour, spread or (None, None)) if cost is not None]
+    costs += [cost for cost in cost_band(best.usd_per_gpu_hour, best.read.run_spread) if cost is not None]
     return min(costs), max(costs)
 
 

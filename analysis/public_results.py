@@ -20,11 +20,9 @@ from analysis.envelope import by_configuration
 from analysis.recency import latest_sweeps_of, order_unknown, sweep_recency
 from db import reads
 from db.local_paths import without_local_paths
-from db.reads import workload_label
+from db.reads import SHOWN_BY_DEFAULT, workload_label
 from recipes.validity import state_of
 
-# What the public sees unless the viewer asks for more: measurements and imported measurements.
-SHOWN_BY_DEFAULT = ("measured", "imported")
 NOT_MEASUREMENTS = {
     "simulated": "simulated engine, not a measurement",
     "projected": "projected from another chip's measurements by a model (hollow markers, dashed lines), "

@@ -221,6 +221,11 @@ _TEXT_METRIC_PATHS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 # Counts (tokens, sessions): read as numbers, kept as int.
+# What the public sees unless the viewer asks for more: measurements and imported measurements. Here, below the hub's
+# table (analysis.public_results) and the CLI's reading commands, so a command that only lists rows need not load
+# pandas to know it.
+SHOWN_BY_DEFAULT = ("measured", "imported")
+
 _INTEGER_METRICS = ("replay_prompt_tokens", "replay_cached_tokens", "replay_sessions_completed")
 
 # Point columns a ResultView carries under the same name.

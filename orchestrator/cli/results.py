@@ -35,7 +35,7 @@ def check_tco_tier(tier: str, flag: str) -> None:
 
 def shown_origins(include_simulated: bool, include_projected: bool = False) -> set[str]:
     """The origins a reading command shows: measurements and imports, and what the flags add (never as measured)."""
-    from analysis.public_results import SHOWN_BY_DEFAULT
+    from db.reads import SHOWN_BY_DEFAULT
 
     return (
         set(SHOWN_BY_DEFAULT)

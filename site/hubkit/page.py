@@ -80,7 +80,7 @@ def runs_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
 
 
 def _spread_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> str:
-    low, high = cost_band(usd_per_gpu_hour, read.run_spread or (None, None))
+    low, high = cost_band(usd_per_gpu_hour, read.run_spread)
     if low is None or high is None:
         return "1 run" if read.runs <= 1 else f"{read.runs} runs"
     if read.runs == 1:  # the figure itself where the read rests on one run; what that run read where it joins runs
@@ -95,7 +95,7 @@ def projection_text(read: ConfigurationRead, usd_per_gpu_hour: float | None) -> 
     if not read.projected_from:
         return ""
     parts = []
-    low, high = cost_band(usd_per_gpu_hour, read.band or (None, None))
+    low, high = cost_band(usd_per_gpu_hour, read.band)
     if low is not None and high is not None:
         parts.append(f"band {money(low)}–{money(high)[1:]}")
     for source in read.projected_from:

@@ -35,7 +35,7 @@ def priced_chips(chips: list[CostRead], kind: str) -> dict[tuple[str, ...], Cost
 
 def band_cost(item: CostRead, end: int) -> float | None:
     """$/M output tokens at one end of a projected read's band (end 0: the low cost, 1: the high)."""
-    return page.sig(cost_band(item.usd_per_gpu_hour, item.read.band or (None, None))[end])
+    return page.sig(cost_band(item.usd_per_gpu_hour, item.read.band)[end])
 
 
 def best_table(best: dict, kind: str) -> pd.DataFrame:

@@ -122,4 +122,6 @@ def test_a_throughput_band_becomes_a_cost_band_with_its_ends_swapped_and_no_cost
         cost_per_million_tokens(2.0, 500.0),
     )
     assert cost_band(2.0, (0.0, 1000.0)) == (cost_per_million_tokens(2.0, 1000.0), None)
-    assert cost_band(2.0, (None, None)) == (None, None) and cost_band(None, (500.0, 1000.0)) == (None, None)
+    assert cost_band(2.0, None) == cost_band(2.0, (None, None)) == (None, None) and cost_band(
+        None, (500.0, 1000.0)
+    ) == (None, None)
