@@ -348,7 +348,8 @@ class PlannerPrediction(Strict):
 
     model: Literal["lru", "scheduler"] = Field(
         "lru",
-        description="'lru': the replay's requests one after another through an LRU of the cache (traces/planner.py);"
+        description="'lru': the replay's requests, in the order they were sent, through an LRU of the cache "
+        "(traces/planner.py);"
         " 'scheduler': a vLLM-style scheduler that pins running requests' blocks, queues and preempts, at the "
         "speed the Point measured (traces/scheduler_sim.py).",
     )

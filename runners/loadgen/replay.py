@@ -55,7 +55,7 @@ from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import replayed_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
-from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scaled_lengths
+from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scaled_lengths, sent_order
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
 from runners.traces.synthesis import BlockCache, copy_salt, point_salt, scope_key, synthesize_prompt
 
@@ -647,7 +647,7 @@ def run_replay_point(
             "theoretical_hit_rate": walk.rate,
             "per_turn": by_turn(records, walk, _trace_path),
             "per_context": by_context(records, walk, _trace_path),
-            "planner": _prediction(trace, point, cache, stats, timing),
+            "planner": _prediction(trace, point, cache, stats, timing, records),
             "trace_version": trace.content_hash,
             "prompt_salt": point_salt(point.seed, point.concurrency),
         }
@@ -676,10 +676,11 @@ def _timing(records: list[RequestRecord], metrics: PointMetrics, token_budget: i
 
 
 def _prediction(
-    trace: Trace, point: ReplayPoint, cache: CacheShape | None, stats: ReplayStats, timing: StepTiming | None
-) -> PlannerPrediction | None:
+    trace: Trace, point: ReplayPoint, cache: CacheShape | None, stats: ReplayStats, timing: StepTiming | None,
+    records: list[RequestRecord],
+) -> PlannerPrediction | None:  # fmt: skip
     """The planner's hit rates for the engine's cache: its scheduler replayed for the requests the Point measured when
-    `timing` is known and there is no DRAM tier, else the LRU over as many requests per lane as were measured."""
+    `timing` is known and there is no DRAM tier, else the LRU over the requests in the order they were sent."""
     if cache is None or cache.gpu_blocks is None or point.mode != "sessions" or not stats.requests_measured:
         return None
     shape = replay_shape(point, point.concurrency)
@@ -697,7 +698,14 @@ def _prediction(
             preemptions=scheduled.preemptions,
         )  # fmt: skip
     per_lane = max(1, round(stats.requests_measured / point.concurrency))
-    predicted = ReplayTraffic(trace, shape, cache.block_size, per_lane).hit_rate(cache.gpu_blocks, cache.cpu_blocks)
+    sent = sorted(
+        ((r.sent, SessionId.parse(r.session), r.turn, r.warmup)
+         for r in records if r.sent is not None and r.session is not None and r.turn is not None),
+        key=lambda item: item[0],
+    )  # fmt: skip
+    order = sent_order(trace, [(session.copy, session.path, turn, warmup) for _, session, turn, warmup in sent])
+    traffic = ReplayTraffic(trace, shape, cache.block_size, order=order)
+    predicted = traffic.hit_rate(cache.gpu_blocks, cache.cpu_blocks)
     return PlannerPrediction(
         block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=cache.cpu_blocks,
         requests_per_lane=per_lane, hbm_hit_rate=predicted.hbm_rate, dram_hit_rate=predicted.dram_rate,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -170,6 +170,17 @@ def replay_order(trace: Trace, shape: ReplayShape, requests_per_lane: int) -> li
     return order
 
 
+def sent_order(trace: Trace, sent: Iterable[tuple[int, str, int, bool]]) -> list[_Step]:
+    """A replay's requests in the order they were sent, from what its records say of each: (copy, session path,
+    turn, warm-up). The order a cache saw, where `replay_order` can only assume one (lanes round-robin): a lane
+    whose replies come back sooner sends sooner, and on a busy client the lanes interleave otherwise."""
+    nodes = {node.path: (root, node) for root, node in trace.walk_sessions()}
+    return [
+        _Step(lane=0, root=nodes[path][0], copy=copy, session=nodes[path][1], turn=turn, primer=warmup)
+        for copy, path, turn, warmup in sent
+    ]
+
+
 def scaled_lengths(
     input_tokens: int, output_tokens: int, block_size: int, length_scale: float, max_output_tokens: int | None
 ) -> tuple[int, int, int]:
@@ -205,12 +216,16 @@ class ReplayTraffic:
     """A replay's cache traffic, built once and run through as many capacities as asked (the costly part
     is building the keys: a 100k-token prompt is ~1,600 blocks)."""
 
-    def __init__(self, trace: Trace, shape: ReplayShape, engine_block_size: int, requests_per_lane: int = 50) -> None:
+    def __init__(
+        self, trace: Trace, shape: ReplayShape, engine_block_size: int, requests_per_lane: int = 50,
+        order: list[_Step] | None = None,
+    ) -> None:  # fmt: skip
+        """`order`: the requests as they were sent (`sent_order`); else lanes round-robin, `requests_per_lane` each."""
         if engine_block_size < 1:
             raise ValueError(f"engine_block_size: got {engine_block_size}; expected >= 1")
         self.trace = trace
         self.block_size = engine_block_size
-        order = replay_order(trace, shape, requests_per_lane)
+        order = replay_order(trace, shape, requests_per_lane) if order is None else order
         self.accesses = _accesses(trace, shape, order, engine_block_size)
         self.requests = sum(access.counted for access in self.accesses)
 

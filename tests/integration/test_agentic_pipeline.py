@@ -114,12 +114,13 @@ def test_planner_predicts_the_simulated_cache_at_two_capacities_and_with_dram_of
     for name, row in rows.items():
         planner = row.metrics["replay"]["planner"]
         hbm, dram = _counter_rates(row)
-        # The prediction for the cache the engine reported (vllm:cache_config_info), within 10 points of it.
+        # The prediction for the cache the engine reported (vllm:cache_config_info), over the requests in the order
+        # they were sent: within 5 points of it, per tier too. (Lanes round-robin, as the planner once assumed, were
+        # 0.2 off on a loaded machine, where lanes interleave otherwise; measured with four busy loops on the two
+        # cores: gaps 0.003-0.014.)
         assert planner["hbm_blocks"] == (600 if name == "large" else 300)
-        assert planner["hit_rate"] == pytest.approx(hbm + dram, abs=0.10), (name, planner, hbm, dram)
-        # How hits split between the tiers depends on how the lanes interleave in time, which the planner's
-        # round-robin order only approximates (measured gaps 0.0-0.16): a looser bound than for the total.
-        assert planner["dram_hit_rate"] == pytest.approx(dram, abs=0.2), (name, planner, dram)
+        assert planner["hit_rate"] == pytest.approx(hbm + dram, abs=0.05), (name, planner, hbm, dram)
+        assert planner["dram_hit_rate"] == pytest.approx(dram, abs=0.05), (name, planner, dram)
     assert _counter_rates(rows["small"])[0] < _counter_rates(rows["large"])[0] - 0.2  # eviction below the working set
     # 0.005 GiB of DRAM at tiny-llama's 1 KiB per token = 327 blocks of 16 tokens behind the same 300 in HBM.
     assert rows["offload"].metrics["replay"]["planner"]["dram_blocks"] == 327

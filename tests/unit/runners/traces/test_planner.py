@@ -18,6 +18,7 @@ from runners.traces.planner import (
     lane_trees,
     predict_replay_hit_rate,
     replay_order,
+    sent_order,
 )
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -57,6 +58,25 @@ def test_hand_worked_lru_with_two_lanes() -> None:
     tiered = traffic.hit_rate(3, dram_blocks=10)
     assert tiered.rate == pytest.approx(traffic.hit_rate(13).rate) and tiered.dram_rate > 0
     assert tiered.hbm_rate == pytest.approx(traffic.hit_rate(3).rate)
+
+
+def test_the_order_requests_were_sent_is_the_order_the_cache_sees() -> None:
+    trace = parse_trace(_conversation([[1], [1, 2], [1, 2, 3]]), "hand.json")
+    shape = ReplayShape(concurrency=2, warmup=False)
+    as_planned = [(step.copy, step.session.path, step.turn, step.primer) for step in replay_order(trace, shape, 3)]
+    assert ReplayTraffic(trace, shape, 4, order=sent_order(trace, as_planned)).hit_rate(3).rate == pytest.approx(
+        12 / 54
+    )
+    # Copy 0's lane answered fast and sent its three turns before copy 1 sent its first: with 3 blocks,
+    #   A1 miss | A1 hit (4) -> [A2 A1] | A1 A2 hit (8) -> [A3 A2 A1] | B1 miss -> [A2 A1 B1] evicts A3 |
+    #   B1 hit (4), inserting B2 evicts A2 -> [A1 B2 B1] | B1 B2 hit (8): 0 + 4 + 8 + 0 + 4 + 8 = 24 of 54.
+    lane_by_lane = [(0, "0", 0, False), (0, "0", 1, False), (0, "0", 2, False),
+                    (1, "0", 0, False), (1, "0", 1, False), (1, "0", 2, False)]  # fmt: skip
+    traffic = ReplayTraffic(trace, shape, 4, order=sent_order(trace, lane_by_lane))
+    assert traffic.hit_rate(3).rate == pytest.approx(24 / 54)
+    # A warm-up request (the last field) primes the cache and is not counted: copy 0's turn 1 alone then hits 4 of 9.
+    primed = sent_order(trace, [(0, "0", 0, True), (0, "0", 1, False)])
+    assert ReplayTraffic(trace, shape, 4, order=primed).hit_rate(3).rate == pytest.approx(4 / 9)
 
 
 def test_warm_start_primes_history_without_counting_it() -> None:
