@@ -6,7 +6,8 @@ runners never open the database and the hub reads through `db.reads`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -399,6 +400,83 @@ def record_point_with_artifacts(
     return True
 
 
+_POINT = table_of(PointResultRow)
+# What a Point's row holds unless told otherwise (not retracted, no embargo): for bulk inserts, which take no
+# model's defaults.
+_POINT_DEFAULTS = {name: field.default for name, field in PointResultRow.model_fields.items()
+                   if name != "id" and not field.is_required() and field.default_factory is None}  # fmt: skip
+_ARTIFACT = table_of(ArtifactRow)
+_DELTA = table_of(ServerMetricDeltaRow)
+
+
+def record_imported(
+    session: Session,
+    sweep_id: int,
+    jobs: Sequence[tuple[str, int, int | None, str, str]],
+    points: Sequence[dict[str, Any]],
+    artifacts: Sequence[dict[str, Any]],
+    provenance: dict[str, Any],
+    deltas: Mapping[str, Sequence[ServerMetricDeltaRow]] | None = None,
+    replaced: Sequence[tuple[str, str]] = (),
+) -> None:
+    """Results not measured here, in one transaction with bulk inserts: the `jobs` (job id, recipe id, engine id,
+    recipe path, reason) in state imported, each with its provenance (`provenance`: the project's commit); the
+    `points` (column values, each naming its job) with their 'recorded' transitions, `artifacts` rows and
+    server-counter `deltas` (by point key); and the Points of `replaced` (point key, reason) retracted. Whatever
+    stops it rolls it back: IntegrityError where one is already stored (the caller leaves out what it knows to be
+    stored), a lost connection, Ctrl-C."""
+    if not points:
+        return
+    now, connection = utcnow(), session.connection()
+    planned = Counter(point["job_id"] for point in points)
+    try:
+        connection.execute(_INSERT_JOB, [
+            {"id": job_id, "sweep_id": sweep_id, "recipe_id": recipe_id, "attempt": 1,
+             "points_planned": planned[job_id], "log_dir": "", "status": JobState.IMPORTED.value, "created_at": now,
+             "started_at": None, "finished_at": now, "engine_id": engine_id}
+            for job_id, recipe_id, engine_id, *_ in jobs
+        ])  # fmt: skip
+        connection.execute(_INSERT_PROVENANCE, [
+            {"job_id": job_id, "engine_argv": None, "env_names": None, "host": None, "accelerator_driver": None,
+             "accelerator_runtime": None, "preflight": None, "engine_image": None, "engine_image_digest": None,
+             "created_at": now, "recipe_path": recipe_path, **provenance}
+            for job_id, _, _, recipe_path, _ in jobs
+        ])  # fmt: skip
+        transitions = [
+            {"sweep_id": sweep_id, "job_id": job_id, "point_key": None, "subject": "job", "at": now, "state": state,
+             "reason": reason}
+            for job_id, *_, imported in jobs
+            for state, reason in ((JobState.QUEUED.value, f"attempt 1, {planned[job_id]} point(s)"),
+                                  (JobState.IMPORTED.value, imported))
+        ] + [
+            {"sweep_id": sweep_id, "job_id": point["job_id"], "point_key": point["point_key"], "subject": "point",
+             "at": now, "state": PointState.RECORDED.value, "reason": "valid" if point["valid"] else "invalid"}
+            for point in points
+        ]  # fmt: skip
+        connection.execute(_INSERT_TRANSITION, transitions)
+        connection.execute(insert(_POINT), [{**_POINT_DEFAULTS, **point} for point in points])
+        if artifacts:
+            connection.execute(insert(_ARTIFACT), list(artifacts))
+        if deltas:
+            query = core_select(_POINT.c.point_key, _POINT.c.id).where(
+                _POINT.c.sweep_id == sweep_id, _POINT.c.point_key.in_(deltas)
+            )
+            ids = dict(connection.execute(query).tuples().all())
+            rows = [dict(delta.model_dump(exclude={"id"}), point_result_id=ids[key])
+                    for key, of_point in deltas.items() for delta in of_point]  # fmt: skip
+            connection.execute(insert(_DELTA), rows)
+        for point_key, reason in replaced:
+            connection.execute(
+                update(_POINT)
+                .where(_POINT.c.sweep_id == sweep_id, _POINT.c.point_key == point_key, _POINT.c.retracted.is_(False))
+                .values(retracted=True, retraction_reason=reason, retracted_at=now)
+            )
+        session.commit()
+    except BaseException:  # an IntegrityError, a lost connection, Ctrl-C: no part of the batch may be committed later
+        session.rollback()
+        raise
+
+
 def add_artifact(session: Session, artifact: ArtifactRow) -> ArtifactRow:
     session.add(artifact)
     session.commit()
@@ -407,8 +485,16 @@ def add_artifact(session: Session, artifact: ArtifactRow) -> ArtifactRow:
 
 
 def mark_artifact_stored(session: Session, artifact: ArtifactRow, uri: str) -> None:
+    """The artifact is stored at `uri`, and so is every other pending row of the same bytes staged at the same path
+    (content-addressed: one file, several rows, as a batch of imported results shares one)."""
     artifact.status, artifact.uri, artifact.error, artifact.stored_at = "stored", uri, None, utcnow()
     session.add(artifact)
+    session.connection().execute(
+        update(_ARTIFACT)
+        .where(_ARTIFACT.c.key == artifact.key, _ARTIFACT.c.local_path == artifact.local_path,
+               _ARTIFACT.c.status == "pending")
+        .values(status="stored", uri=uri, error=None, stored_at=artifact.stored_at)
+    )  # fmt: skip
     session.commit()
 
 
@@ -418,10 +504,10 @@ def mark_artifact_failed(session: Session, artifact: ArtifactRow, error: str) ->
     session.commit()
 
 
-def pending_artifacts_at(session: Session, local_path: str) -> list[ArtifactRow]:
+def pending_artifacts_at(session: Session, local_path: str, limit: int | None = None) -> list[ArtifactRow]:
     """Artifacts still to upload from this staged file (content-addressed: the same bytes, several rows)."""
     query = select(ArtifactRow).where(ArtifactRow.status == "pending", ArtifactRow.local_path == local_path)
-    return list(session.exec(query).all())
+    return list(session.exec(query.limit(limit)).all())
 
 
 def pending_artifacts(session: Session) -> list[ArtifactRow]:

@@ -53,7 +53,11 @@ def upload_artifacts(
     The staged file is checked against the artifact's SHA-256 before it is uploaded: other bytes under its name
     are an error naming the artifact, never an upload. Once stored, its staged copy is removed."""
     stored = failed = 0
+    done: set[tuple[str, str]] = set()  # (key, staged path): marked stored with every row of those bytes
     for position, artifact in enumerate(artifacts):
+        if (artifact.key, artifact.local_path) in done:
+            stored += 1
+            continue
         local = Path(artifact.local_path)
         try:
             found = sha256_of(local)
@@ -72,6 +76,7 @@ def upload_artifacts(
                 return stored, failed + len(artifacts) - position - 1
             continue
         recording.mark_artifact_stored(session, artifact, uri)
+        done.add((artifact.key, artifact.local_path))
         _unstage(session, local)
         stored += 1
     return stored, failed
@@ -85,7 +90,7 @@ def _unstage(session: Session, local: Path) -> None:
     """Remove a stored artifact's staged copy, unless another pending artifact has the same bytes staged there."""
     if not is_staged(local):
         return  # an engine log in its job's directory: not ours to remove
-    if recording.pending_artifacts_at(session, str(local)):
+    if recording.pending_artifacts_at(session, str(local), limit=1):
         return
     local.unlink(missing_ok=True)
 

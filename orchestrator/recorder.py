@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,6 +108,22 @@ def _stage_json(outcome: PointOutcome, kind: str, document: object) -> Path | No
     return _stage(kind, ".json", lambda path: path.write_text(text, encoding="utf-8"), outcome.point_key)
 
 
+def _result_document(
+    outcome: PointOutcome, source: str | None, metrics: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Point's result as its `result` artifact keeps it (`metrics`: its figures as JSON, where already dumped):
+    published as its bytes are, so where an import was read from goes in by file name (the maintainer's database
+    keeps the whole path in the row's `source`)."""
+    # A source that states no date has none: its import's time is said as that, never as its finish.
+    dates = (
+        {"started_at": outcome.started_at.isoformat(), "finished_at": outcome.finished_at.isoformat()}
+        if outcome.date_known
+        else {"started_at": None, "finished_at": None, "imported_at": outcome.finished_at.isoformat()}
+    )
+    return {"point_key": outcome.point_key, "origin": outcome.origin, "source": without_local_paths(source), **dates,
+            "metrics": metrics if metrics is not None else outcome.metrics.model_dump(mode="json")}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class RecipeIdentity:
     """What the database keeps of a recipe: native (from a LoadedRecipe) or imported (another tool's)."""
@@ -136,6 +152,19 @@ class RecipeIdentity:
 
 
 AnyRecipe = LoadedRecipe | RecipeIdentity
+
+
+@dataclass(frozen=True)
+class ImportedPoint:
+    """A result not measured here, as an importer hands it to `Recorder.points_imported`."""
+
+    recipe: AnyRecipe
+    point: PointRequest
+    metrics: PointMetrics
+    source: str  # where it was read from (file, row), the job's reason and the Point's source
+    measured_at: datetime | None  # None: the source states no date
+    replaces: str | None = None  # the key of this sweep's Point it replaces, retracted in the same transaction
+
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -387,6 +416,14 @@ class Recorder:
             self.launches[loaded.fingerprint] = self._engine_launch(recipe)
         return row.id
 
+    def knows_recipes_of(self, other: Recorder) -> None:
+        """The recipes (and engines) `other` registered, known here too without registering them again: rows of the
+        same database, not of a sweep (an import opens a Recorder per source run, of the same few configurations)."""
+        self.recipe_ids.update(other.recipe_ids)
+        self.launches.update(other.launches)
+        self._recipes.update(other._recipes)
+        self._engine_ids.update(other._engine_ids)
+
     def _engine_launch(self, recipe: AnyRecipe) -> EngineLaunch:
         identity = _engine_identity(recipe)
         engine_id = self._engine_ids.get(identity)
@@ -484,20 +521,73 @@ class Recorder:
         self, loaded: AnyRecipe, point: PointRequest, metrics: PointMetrics, source: str,
         measured_at: datetime | None, origin: Literal["imported", "projected"] = "imported",
     ) -> bool:  # fmt: skip
-        """Store a result not measured here: its own job row, origin `imported` (another tool measured it) or
-        `projected` (a model derived it from another chip's measurements), and its source. Without `measured_at`
-        (the source states no date) the import's time is stored and marked as not the result's date."""
-        if point.point_key in self.finished_points():
-            return False
-        job_id = f"import-{uuid.uuid4().hex[:12]}"
-        self.job_created(job_id, loaded, attempt=1, points=1, log_dir="")
-        recording.update_job(self.session, job_id, JobState.IMPORTED, reason=source)
-        when = measured_at or datetime.now(UTC)
-        outcome = PointOutcome(
-            point_key=point.point_key, origin=origin, metrics=metrics, records=[], started_at=when, finished_at=when,
-            date_known=measured_at is not None,
-        )  # fmt: skip
-        return self.point_finished(job_id, loaded, point, outcome, source=source)
+        """Store one result not measured here (`points_imported`); False when it is already stored."""
+        return self.points_imported([ImportedPoint(loaded, point, metrics, source, measured_at)], origin)[0]
+
+    @_survives_database_faults
+    def points_imported(
+        self, items: Sequence[ImportedPoint], origin: Literal["imported", "projected"] = "imported"
+    ) -> list[bool]:
+        """Store results not measured here, origin `imported` (another tool measured them) or `projected` (a model
+        derived them from another chip's measurements), a job row per recipe, each Point with its source; without
+        `measured_at` (the source states no date) the import's time is stored and marked as not the result's date.
+
+        All in one transaction with bulk inserts, their result documents in one staged file (an artifact row per
+        Point): a batch is stored whole or not at all, and a killed import stores, run again, exactly the batches
+        it had not. True for each Point stored; False for one already stored, or refused (a figure out of range,
+        its transition saying which)."""
+        finished = self.finished_points()
+        stored = [False] * len(items)
+        batch: list[tuple[int, ImportedPoint, PointOutcome]] = []
+        for index, item in enumerate(items):
+            key = item.point.point_key
+            if key in finished:
+                continue
+            finished.add(key)  # the same Point twice in one batch: stored once
+            when = item.measured_at or datetime.now(UTC)
+            outcome = PointOutcome(
+                point_key=key, origin=origin, metrics=item.metrics.with_figures_judged(), records=[], started_at=when,
+                finished_at=when, date_known=item.measured_at is not None,
+            )  # fmt: skip
+            if outcome.metrics.out_of_range():  # refused, its job and transition saying why (point_finished)
+                job_id = f"import-{uuid.uuid4().hex[:12]}"
+                self.job_created(job_id, item.recipe, attempt=1, points=1, log_dir="")
+                recording.update_job(self.session, job_id, JobState.IMPORTED, reason=item.source)
+                self.point_finished(job_id, item.recipe, item.point, outcome, source=item.source)
+                continue
+            batch.append((index, item, outcome))
+        if not batch:
+            return stored
+        # One job per recipe of the batch (its Points as one import of that configuration), named for its first source.
+        jobs: dict[str, tuple[str, int, int | None, str, str]] = {}
+        points, deltas = [], {}
+        for index, item, outcome in batch:
+            fingerprint = item.recipe.fingerprint
+            if fingerprint not in jobs:
+                launch = self.launches.get(fingerprint)  # the engine its recipe states (nothing launched here)
+                jobs[fingerprint] = (f"import-{uuid.uuid4().hex[:12]}", self.recipe_ids[fingerprint],
+                                     launch.engine_id if launch else None, item.recipe.path, item.source)  # fmt: skip
+            points.append(self._point_values(jobs[fingerprint][0], item.recipe, item.point, outcome, None, item.source))
+            if outcome.metrics.server is not None:
+                deltas[outcome.point_key] = server_metric_rows(outcome.metrics.server)
+            stored[index] = True
+        documents = {point["point_key"]: _result_document(outcome, item.source, point["metrics"])
+                     for point, (_, item, outcome) in zip(points, batch, strict=True)}  # fmt: skip
+        text = json.dumps(documents, sort_keys=True, default=str)
+        staged = _stage("result", ".json", lambda path: path.write_text(text, encoding="utf-8"),
+                        f"{len(batch)} imported result(s)")  # fmt: skip
+        artifacts = []
+        if staged is not None:
+            shared = self._artifact(staged, "result", None, None).model_dump(exclude={"id"})
+            artifacts = [dict(shared, job_id=point["job_id"], point_key=point["point_key"]) for point in points]
+        revision, dirty = project_commit()
+        replaced = [(item.replaces, f"the same measurement naming its image: {item.source}")
+                    for _, item, _ in batch if item.replaces is not None]  # fmt: skip
+        recording.record_imported(self.session, self.sweep_id, list(jobs.values()), points, artifacts,
+                                  {"git_commit": revision, "git_dirty": dirty}, deltas, replaced)  # fmt: skip
+        if staged is not None:  # one upload, and every row of the batch marked with it (mark_artifact_stored)
+            self.upload(recording.pending_artifacts_at(self.session, str(staged), limit=1))
+        return stored
 
     @_survives_database_faults
     def retract_point(self, point_key: str, reason: str) -> int:
@@ -530,29 +620,49 @@ class Recorder:
         staged = _stage_records(outcome) if outcome.records else None
         # Besides the rows: the request records (Parquet), the result exactly as the runner reported it, and the
         # engine's raw /metrics before and after, so every stored figure can be checked against its evidence.
-        # The result's artifact is published as its bytes are: where an import was read from goes in by file name (the
-        # maintainer's database keeps the whole path in the row's `source`).
-        result = {"point_key": outcome.point_key, "origin": outcome.origin, "source": without_local_paths(source),
-                  # A source that states no date has none: its import's time is said as that, never as its finish.
-                  **({"started_at": outcome.started_at.isoformat(), "finished_at": outcome.finished_at.isoformat()}
-                     if outcome.date_known else {"started_at": None, "finished_at": None,
-                                                 "imported_at": outcome.finished_at.isoformat()}),
-                  "metrics": metrics.model_dump(mode="json")}  # fmt: skip
+        result = _result_document(outcome.model_copy(update={"metrics": metrics}), source)
         files = [(staged, "records"), (_stage_json(outcome, "result", result), "result")]
         if outcome.server_scrapes is not None:
             files.append(
                 (_stage_json(outcome, "server-metrics", outcome.server_scrapes.model_dump()), "server-metrics")
             )
         artifacts = [self._artifact(path, kind, job_id, outcome.point_key) for path, kind in files if path is not None]
-        row = PointResultRow(
+        records_key = next((a.key for a in artifacts if a.kind == "records"), None)
+        judged = outcome.model_copy(update={"metrics": metrics})
+        row = PointResultRow(**self._point_values(job_id, loaded, point, judged, records_key, source))
+        if metrics.host is not None and metrics.host.preflight is not None:
+            # The checks ran once, before the engine started: the job's first Point brings them.
+            preflight = metrics.host.preflight.model_dump(mode="json")
+            recording.set_provenance_preflight(self.session, job_id, preflight, commit=False)
+        deltas = server_metric_rows(metrics.server)
+        if not recording.record_point_with_artifacts(self.session, row, artifacts, deltas):
+            # Already there. Done again after a lost connection, it may be this very job's own write, whose COMMIT
+            # reached the server before the connection went: then it was recorded now, and its uploads are due.
+            if not self._redoing or recording.job_of_point(self.session, self.sweep_id, outcome.point_key) != job_id:
+                return False
+            landed = recording.artifacts_of_point(self.session, self.sweep_id, outcome.point_key)
+            self.upload([artifact for artifact in landed if artifact.status == "pending"])
+            return True
+        self.upload(artifacts)
+        return True
+
+    def _point_values(
+        self, job_id: str, loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, records_key: str | None,
+        source: str | None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The Point's row (PointResultRow's fields, its defaults left out): its judged figures (`outcome.metrics`),
+        where it came from and when. As values: a bulk insert takes them as they are, thousands a second."""
+        metrics = outcome.metrics
+        fixed = point.workload if isinstance(point.workload, FixedLengthPoint) else None
+        return dict(
             sweep_id=self.sweep_id,
             job_id=job_id,
             recipe_id=self.recipe_ids[loaded.fingerprint],
             point_key=outcome.point_key,
             repeat_index=point.repeat_index,
             workload_kind=RecipeIdentity.of(loaded).workload_kind,
-            isl=point.workload.isl if isinstance(point.workload, FixedLengthPoint) else None,
-            osl=point.workload.osl if isinstance(point.workload, FixedLengthPoint) else None,
+            isl=fixed.isl if fixed else None,
+            osl=fixed.osl if fixed else None,
             concurrency=point.workload.concurrency,
             origin=outcome.origin,
             valid=metrics.validity.valid,
@@ -574,27 +684,12 @@ class Recorder:
             interactivity_p50=metrics.interactivity.p50,
             interactivity_p90=metrics.interactivity.p90,
             metrics=metrics.model_dump(mode="json"),
-            records_path=next((a.key for a in artifacts if a.kind == "records"), None),
+            records_path=records_key,
             source=source,
             started_at=outcome.started_at,
             finished_at=outcome.finished_at,
             date_known=outcome.date_known,
         )
-        if metrics.host is not None and metrics.host.preflight is not None:
-            # The checks ran once, before the engine started: the job's first Point brings them.
-            preflight = metrics.host.preflight.model_dump(mode="json")
-            recording.set_provenance_preflight(self.session, job_id, preflight, commit=False)
-        deltas = server_metric_rows(metrics.server)
-        if not recording.record_point_with_artifacts(self.session, row, artifacts, deltas):
-            # Already there. Done again after a lost connection, it may be this very job's own write, whose COMMIT
-            # reached the server before the connection went: then it was recorded now, and its uploads are due.
-            if not self._redoing or recording.job_of_point(self.session, self.sweep_id, outcome.point_key) != job_id:
-                return False
-            landed = recording.artifacts_of_point(self.session, self.sweep_id, outcome.point_key)
-            self.upload([artifact for artifact in landed if artifact.status == "pending"])
-            return True
-        self.upload(artifacts)
-        return True
 
     def _artifact(self, path: Path, kind: str, job_id: str | None, point_key: str | None) -> ArtifactRow:
         digest = sha256_of(path)

@@ -4,6 +4,10 @@ The parsers (`inferencex.py`, and the peer tools' readers in `peer_formats.py`) 
 gives each result its Point (one constructor per Point kind: `FixedLengthPoint.of` with the source's methodology
 written as a workload), its key and its sweep, stores it once, and returns a summary for the CLI to print.
 Importing a file again stores nothing and says so.
+
+Every row is read and judged first (a bad row refused alone, named); then a sweep's rows go to the Recorder in
+batches (`IMPORT_BATCH`), each one transaction of bulk inserts (`Recorder.points_imported`): a killed import keeps
+its whole batches, and run again stores only what is missing.
 """
 
 from __future__ import annotations
@@ -34,11 +38,11 @@ from orchestrator.importers.inferencex import (
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from orchestrator.importers.peers import PeerLevel, Refusal
 from orchestrator.plan import point_key
-from orchestrator.recorder import RecipeIdentity, Recorder
+from orchestrator.recorder import ImportedPoint, RecipeIdentity, Recorder
 from recipes.loader import LoadedRecipe
 from recipes.schema import FixedLengthWorkload, SequenceLengths
 from runners.job import PointRequest
-from runners.loadgen.records import FixedLengthPoint
+from runners.loadgen.records import FixedLengthPoint, PointMetrics
 
 # The fixed-length methodology InferenceX rows are measured with, as docs/ARCHITECTURE.md §4 states it (ours too):
 # lengths uniform in [0.8 L, L], 10 x concurrency measured prompts after 2 x concurrency warm-up prompts.
@@ -46,6 +50,11 @@ INFERENCEX_METHOD = FixedLengthWorkload(
     kind="fixed-length", sequences=[SequenceLengths(isl=1, osl=1)], concurrency=[1], range_ratio=0.8,
     prompts_per_concurrency=10, warmup_per_concurrency=2,
 )  # fmt: skip
+
+
+# Rows stored per transaction: a killed import keeps every whole batch before it, and a batch's inserts go to the
+# database together (thousands of rows a second, where one transaction per row made ~160).
+IMPORT_BATCH = 2000
 
 
 @dataclass
@@ -95,11 +104,15 @@ def distinct_files(files: list[Path]) -> list[Path]:
 
 
 @contextmanager
-def _recorder(engine: Engine, sweep: str) -> Iterator[Recorder]:
-    """One sweep's Recorder for an import, closed (and its sweep finished) however the import ends."""
+def _recorder(engine: Engine, sweep: str, previous: Recorder | None = None) -> Iterator[Recorder]:
+    """One sweep's Recorder for an import, closed (and its sweep finished) however the import ends. The first of an
+    import writes the registry tables from the registry files; a later one knows what the `previous` registered."""
     recorder = Recorder(engine, sweep)
     try:
-        recorder.sync_hardware()
+        if previous is None:
+            recorder.sync_hardware()
+        else:
+            recorder.knows_recipes_of(previous)
         yield recorder
     finally:
         close_imported(recorder)
@@ -113,8 +126,10 @@ def import_inferencex(
     dated by the row's date, else `run_date`, else 'date unknown' (ordered by run id, never by the import). `run_id`
     names the run of files whose name and folder do not."""
     summary = InferenceXSummary()
+    previous: Recorder | None = None
     for file in distinct_files(files):
         read = read_row_file(file, snapshot, run_id)
+        path = str(file.resolve())
         imported = present = undated = replaced = 0
         by_sweep: dict[str, list[ImportedRow]] = defaultdict(list)  # insertion-ordered: the file's order per run
         for item in read.rows:
@@ -133,21 +148,26 @@ def import_inferencex(
                     items.append((item, metrics))
             if not items:  # every row refused: no sweep is opened for none
                 continue
-            with open_session(engine) as session:
-                stored = _by_measurement(reads.list_results(session, sweep=name))
-            with _recorder(engine, name) as recorder:
+            batch: list[ImportedPoint] = []
+            with _recorder(engine, name, previous) as recorder:
+                previous = recorder
+                stored: dict[Measurement, list[ResultView]] = {}
+                if recorder.resumed:  # a sweep of its own: one made now holds nothing to be a twin of
+                    with open_session(engine) as session:
+                        stored = _by_measurement(reads.list_results(session, sweep=name))
                 for item, metrics in items:
                     row = item.row
-                    twin = _twin_of(item, stored)
+                    twin = _twin_of(item, metrics, stored)
                     if twin is not None and row.image is None:
                         present += 1  # the same measurement is stored, naming its image
                         continue
                     identity = RecipeIdentity(
-                        fingerprint=item.fingerprint, name=item.recipe_name, path=str(file.resolve()),
+                        fingerprint=item.fingerprint, name=item.recipe_name, path=path,
                         hardware=item.hardware, engine_kind=row.framework, workload_kind="fixed-length",
                         snapshot=item.configuration(),
                     )  # fmt: skip
-                    recorder.register_recipe(identity)
+                    if identity.fingerprint not in recorder.recipe_ids:
+                        recorder.register_recipe(identity)
                     lengths = SequenceLengths(isl=row.isl, osl=row.osl)
                     workload = FixedLengthPoint.of(INFERENCEX_METHOD, lengths, row.conc)
                     point = PointRequest(
@@ -156,17 +176,17 @@ def import_inferencex(
                     )  # fmt: skip
                     link = run_link(row, item.source_run)
                     run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
-                    source = f"{run}, row {item.index}: {file.resolve()}"
+                    source = f"{run}, row {item.index}: {path}"
                     when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
-                    if recorder.point_imported(identity, point, metrics, source, when):
-                        imported += 1
-                        undated += when is None
-                    else:
-                        present += 1
-                    # Also where this row was stored before: an import stopped between the two steps resumes here.
-                    if twin is not None:
-                        recorder.retract_point(twin.point_key, f"the same measurement naming its image: {source}")
-                        replaced += 1
+                    batch.append(ImportedPoint(identity, point, metrics, source, when,
+                                               twin.point_key if twin is not None else None))  # fmt: skip
+                for start in range(0, len(batch), IMPORT_BATCH):
+                    part = batch[start : start + IMPORT_BATCH]
+                    for imported_point, was_stored in zip(part, recorder.points_imported(part), strict=True):
+                        imported += was_stored
+                        present += not was_stored
+                        undated += was_stored and imported_point.measured_at is None
+                        replaced += was_stored and imported_point.replaces is not None
         for _index, field_name, _value, expected in read.refused:
             summary.refusals[f"{field_name}: {expected}"[:160]] += 1
         summary.unknown_models.update(read.unknown_models)
@@ -185,7 +205,9 @@ def _by_measurement(results: list[ResultView]) -> dict[Measurement, list[ResultV
     return found
 
 
-def _twin_of(item: ImportedRow, stored: dict[Measurement, list[ResultView]]) -> ResultView | None:
+def _twin_of(
+    item: ImportedRow, metrics: PointMetrics, stored: dict[Measurement, list[ResultView]]
+) -> ResultView | None:
     """The stored result that is `item`'s measurement under another fingerprint, where one of the two names no
     image: the dashboard serves one run's rows twice, naming the image in its latest results and not in its
     history (InferenceX-app's two API captures of 2026-05 share 233 such rows, figures identical), and the image
@@ -193,7 +215,7 @@ def _twin_of(item: ImportedRow, stored: dict[Measurement, list[ResultView]]) -> 
     configuration but the image), lengths, concurrency and output per GPU: one measurement. Two images that
     differ are two configurations."""
     row = item.row
-    figure = to_point_metrics(row).output_throughput_per_gpu
+    figure = metrics.output_throughput_per_gpu
     for result in stored.get((item.recipe_name, row.isl, row.osl, row.conc), []):
         if result.fingerprint == item.fingerprint or (result.engine_image is not None and row.image is not None):
             continue
@@ -290,12 +312,13 @@ def import_peer_results(
             storable.append((result, level, point, chosen, f"{read.tool}: {read.path.resolve()}, {level.label}"))
     if not storable:
         return imports
+    points = [ImportedPoint(loaded, point, level.metrics, source, level.measured_at or run_date)
+              for _, level, point, _, source in storable]  # fmt: skip
     with _recorder(engine, sweep) as recorder:
         recorder.register_recipe(loaded)
-        for result, level, point, chosen, source in storable:
-            when = level.measured_at or run_date
-            stored = recorder.point_imported(loaded, point, level.metrics, source, when)
-            result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
-                                             level.metrics.with_figures_judged().validity.valid,
-                                             when is not None))  # fmt: skip
+        outcomes = recorder.points_imported(points)
+    for (result, level, _, chosen, _), stored, imported in zip(storable, outcomes, points, strict=True):
+        result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
+                                         level.metrics.with_figures_judged().validity.valid,
+                                         imported.measured_at is not None))  # fmt: skip
     return imports

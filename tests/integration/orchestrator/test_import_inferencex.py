@@ -485,7 +485,9 @@ def test_rows_without_a_date_are_date_unknown_ordered_by_run_id_never_by_the_imp
         [artifact] = [
             a for a in recording.artifacts_of_point(session, sweep.id, views[0].point_key) if a.kind == "result"
         ]
-        stored = json.loads(local_copy(artifact).read_text())  # type: ignore[union-attr]
+        # One file holds the results of the import's batch, by point key (every Point's artifact row names it).
+        stored = json.loads(local_copy(artifact).read_text())[views[0].point_key]  # type: ignore[union-attr]
+    assert stored["point_key"] == views[0].point_key and stored["origin"] == "imported"
     assert stored["finished_at"] is None and stored["started_at"] is None and stored["imported_at"]
     dated = run_cli("import", "inferencex", str(tmp_path / "run_9000000003" / "agg_bmk.json"), "--run-date",
                     "2020-01-01")  # fmt: skip
@@ -554,11 +556,13 @@ def test_one_runs_rows_with_and_without_their_image_are_one_measurement(tmp_path
         assert len(every) == 2 * len(rows)
 
 
-def test_an_import_stopped_between_storing_a_row_and_retracting_its_twin_resumes(
+def test_an_import_stopped_in_its_batch_stores_no_row_and_retracts_no_twin_then_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A batch's rows and the retraction of their twins are one transaction: stopped at its commit (Ctrl-C), none of
+    it is stored, not even by the sweep's closing commit after it; run again, every row is stored once."""
+    from db import recording
     from orchestrator.importers import store
-    from orchestrator.recorder import Recorder
 
     run = "99990003"
     rows = raw_rows("20316427102")
@@ -568,21 +572,32 @@ def test_an_import_stopped_between_storing_a_row_and_retracting_its_twin_resumes
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(content))
     assert run_cli("import", "inferencex", str(history)).returncode == 0
+    record_imported = recording.record_imported
 
-    def killed(self: Recorder, point_key: str, reason: str) -> int:
-        raise KeyboardInterrupt  # the first row naming its image is stored, its twin not yet retracted
+    def killed_at_its_commit(session, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        def interrupted() -> None:
+            del session.commit  # the sweep's own closing commit goes through
+            raise KeyboardInterrupt
+
+        session.commit = interrupted
+        record_imported(session, *args, **kwargs)
 
     engine = make_engine()
     with monkeypatch.context() as patched:
-        patched.setattr(Recorder, "retract_point", killed)
+        patched.setattr(recording, "record_imported", killed_at_its_commit)
         with pytest.raises(KeyboardInterrupt):
             store.import_inferencex(engine, [named], sweep=None, run_date=None)
-    again = run_cli("import", "inferencex", str(named))
-    assert again.returncode == 0, again.stderr
-    assert f"{len(rows)} row(s) read, {len(rows) - 1} imported, 1 already present" in again.stdout
     with open_session(engine) as session:
         views = reads.list_results(session, sweep=f"inferencex-run-{run}")
+    assert len(views) == len(rows) and {view.engine_image for view in views} == {None}  # the twins, not retracted
+    again = run_cli("import", "inferencex", str(named))
+    assert again.returncode == 0, again.stderr
+    assert f"{len(rows)} row(s) read, {len(rows)} imported, 0 already present" in again.stdout
+    with open_session(engine) as session:
+        views = reads.list_results(session, sweep=f"inferencex-run-{run}")
+        every = reads.list_results(session, sweep=f"inferencex-run-{run}", include_retracted=True)
     assert len(views) == len(rows) and {view.engine_image for view in views} == {rows[0]["image"]}
+    assert len(every) == 2 * len(rows)
 
 
 def test_either_file_layout_names_the_same_runs_in_the_same_order(tmp_path: Path) -> None:
