@@ -66,13 +66,16 @@ fleet_app.command("resources")(fleet.resources)
 def main() -> None:
     """Run the command; a fault of the results database or a full disk, wherever it surfaces, is one error line
     (what failed, which database without its password, whether a retry can help), never a traceback."""
-    from orchestrator.cli.faults import environment_fault
     from orchestrator.cli.output import print_error
     from recipes.errors import InferSweepError
 
     try:
         code = app()
     except Exception as error:  # only the faults environment_fault knows; anything else is a bug, shown whole
+        # Imported here: it reads the database's exceptions (SQLAlchemy, a third of a second), which a command that
+        # opens no database (--help) need not pay for.
+        from orchestrator.cli.faults import environment_fault
+
         # A project error nothing caught on its way out (opening the database: `db.session.open_database`) is
         # already worded for the reader.
         known = error if isinstance(error, InferSweepError) else environment_fault(error)
