@@ -8,8 +8,8 @@ PostgreSQL (a database of its own, dropped after):
 - `infersweep import inferencex` of every file into an empty database: rows/s against the target (>= 3,300 rows/s,
   100k rows in <= 30 s) and against the floor measured in the same run: the very rows the import stored, copied into
   an empty database's same tables with one bare `executemany` per table in one transaction (SQLAlchemy Core);
-- `infersweep compare --json` (target <= 1 s at 100k rows), `infersweep results`, `infersweep publish`
-  (target <= 60 s at 100k rows);
+- `infersweep compare --json` (target <= 1 s at 100k rows), `infersweep results`, `infersweep publish --snapshot`
+  (the snapshot and its static API; target <= 60 s at 100k rows);
 - `infersweep --help` (target <= 1 s).
 
 Run: .venv/bin/python -m benchmarks.history_scale [--sizes 1622,10000,100000] [--backends sqlite,postgresql]
@@ -162,11 +162,11 @@ def main() -> None:
                     )
                     compare_s, _ = infersweep(home, url, "compare", "--json", "--at-interactivity", "50")
                     results_s, _ = infersweep(home, url, "results")
-                    publish_s, _ = infersweep(home, url, "publish")
+                    publish_s, _ = infersweep(home, url, "publish", "--snapshot")
                     print(
                         f"{backend} {size:,} rows: compare --json {compare_s:.2f} s (target <= {COMPARE_S:g} s): "
-                        f"{verdict(compare_s, COMPARE_S)}; results {results_s:.2f} s; publish {publish_s:.1f} s "
-                        f"(target <= {PUBLISH_S:g} s): {verdict(publish_s, PUBLISH_S)}"
+                        f"{verdict(compare_s, COMPARE_S)}; results {results_s:.2f} s; publish --snapshot "
+                        f"{publish_s:.1f} s (target <= {PUBLISH_S:g} s): {verdict(publish_s, PUBLISH_S)}"
                     )
                 finally:
                     drop_database(backend, name)

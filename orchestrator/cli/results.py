@@ -384,3 +384,70 @@ def results(sweep: Annotated[str | None, typer.Option(help="Only this sweep.")] 
     """Show stored results (retracted ones are hidden)."""
     if print_results(sweep) == 0:
         console.print("No results yet. Run a sweep first: `infersweep run recipes/local/tiny-llama-cpu.yaml`.")
+
+
+def public_rows_of(option: str, where: str) -> list:
+    """The public results of a snapshot file (`infersweep publish --snapshot`) or a database URL, as the hub reads
+    them: the origins it shows by default, each configuration's latest sweep."""
+    from db import reads
+    from db.session import open_database, open_session
+
+    if "://" not in where and not Path(where).is_file():
+        raise typer.BadParameter(f"got {where!r}: no such file; expected a snapshot file written by `infersweep "
+                                 "publish --snapshot` or a database URL", param_hint=option)  # fmt: skip
+    engine = open_database(writes=False, url=where if "://" in where else f"sqlite:///{Path(where).resolve()}")
+    with open_session(engine) as session:
+        rows = [row for row in reads.list_results(session) if row.origin in reads.SHOWN_BY_DEFAULT]
+    return latest_sweeps(rows)
+
+
+def uplift(
+    base: Annotated[str, typer.Option(help="The results before the change: a snapshot file or a database URL.")],
+    head: Annotated[str, typer.Option(help="The results after the change: a snapshot file or a database URL.")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print each chip's figures as JSON.")] = False,
+) -> None:
+    """How each chip's frontier moved between two states of the public results, per model, precision and workload:
+    the area its (interactivity, output tok/s/GPU) frontier dominates, and its output tok/s/GPU at each tier
+    (analysis/uplift.py). Only chips whose frontier moved, appeared or went are listed."""
+    import json
+
+    from analysis.uplift import uplift as uplift_of
+
+    try:
+        changes = [item for item in uplift_of(public_rows_of("--base", base), public_rows_of("--head", head))
+                   if item.status != "same"]  # fmt: skip
+    except InferSweepError as error:
+        fail(error, code=1)
+
+    def sig(value: float | None) -> float | None:
+        return None if value is None else float(f"{value:.4g}")
+
+    if json_output:
+        print(json.dumps([{
+            "model": item.key[0], "precision": item.key[1], "workload": item.key[2], "hardware": item.key[3],
+            "status": item.status, "base_area": sig(item.base_area), "head_area": sig(item.head_area),
+            "area_change": sig(item.change),
+            "output_throughput_per_gpu": {f"{tier:g}": {"base": sig(value), "head": sig(item.head_at[tier])}
+                                          for tier, value in item.base_at.items()},
+        } for item in changes], indent=2))  # fmt: skip
+        return
+    if not changes:
+        console.print("no chip's frontier moved")
+        return
+    table = Table(title="Frontier uplift: area dominated in (tok/s/user × output tok/s/GPU), and output tok/s/GPU "
+                        "at each tier, before → after")  # fmt: skip
+    tiers = list(changes[0].base_at)
+    for column in ("hw", "model", "precision", "workload", "area before", "area after", "change",
+                   *(f"at {tier:g} tok/s/user" for tier in tiers)):  # fmt: skip
+        table.add_column(column)
+
+    def shown(value: float | None, form: str = ",.4g") -> str:
+        return "-" if value is None else format(value, form)
+
+    for item in changes:
+        model, precision, workload, hardware = item.key
+        change = item.status if item.change is None else f"{item.change:+.1%}"  # a chip new or gone has no ratio
+        areas = (shown(item.base_area, ",.0f"), shown(item.head_area, ",.0f"))
+        reads = (f"{shown(item.base_at[tier])} → {shown(item.head_at[tier])}" for tier in tiers)
+        table.add_row(hardware, model, precision, workload, *areas, change, *reads)
+    console.print(table)
