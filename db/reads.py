@@ -426,6 +426,17 @@ def sweep_by_name(session: Session, name: str) -> SweepRow | None:
     return session.exec(select(SweepRow).where(SweepRow.name == name)).first()
 
 
+def points_of_sweep(session: Session, sweep_id: int) -> list[tuple[PointResultRow, RecipeRow]]:
+    """The sweep's Points not retracted, each with its recipe, in the order they were recorded."""
+    query = (
+        select(PointResultRow, RecipeRow)
+        .join(RecipeRow, col(RecipeRow.id) == col(PointResultRow.recipe_id))
+        .where(PointResultRow.sweep_id == sweep_id, col(PointResultRow.retracted).is_(False))
+        .order_by(col(PointResultRow.id))
+    )
+    return [(point, recipe) for point, recipe in session.exec(query).all()]
+
+
 def points_per_job(session: Session, sweep_id: int) -> dict[str, int]:
     """Recorded Points of each job of the sweep."""
     query = (

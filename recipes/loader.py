@@ -87,7 +87,9 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
 
 
 # Data files that live beside recipes but are not recipes.
-REGISTRY_FILES = frozenset({"hardware.yaml", "models.yaml", "prices.yaml", "slo_tiers.yaml", "CHANGES.yaml"})
+REGISTRY_FILES = frozenset(
+    {"hardware.yaml", "models.yaml", "prices.yaml", "slo_tiers.yaml", "CHANGES.yaml", "trusted_keys.yaml"}
+)
 
 
 def recipe_files_in(directory: Path) -> list[Path]:

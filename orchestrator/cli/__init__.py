@@ -12,6 +12,7 @@ import sys
 import typer
 
 from orchestrator.cli import capacity, fleet, imports, measure, prepare, recipe, results, schedule, site, sweeps, trace
+from orchestrator.cli.bundle import bundle_app, verify
 from orchestrator.cli.memory import memory_app
 from orchestrator.cli.project import project_app
 from orchestrator.importers.peer_formats import PEER_FORMATS
@@ -32,6 +33,7 @@ app.add_typer(fleet_app, name="fleet")
 app.add_typer(trace.trace_app, name="trace")
 app.add_typer(project_app, name="project")
 app.add_typer(memory_app, name="memory")
+app.add_typer(bundle_app, name="bundle")
 
 app.command()(sweeps.run)
 app.command()(measure.bench)
@@ -44,6 +46,7 @@ app.command()(results.compare)
 app.command()(capacity.capacity)
 app.command()(results.regressions)
 app.command()(results.uplift)
+app.command()(verify)
 app.command()(results.retract)
 app.command()(results.embargo)
 app.command()(results.repair)

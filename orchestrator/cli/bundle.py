@@ -1,0 +1,76 @@
+"""`bundle keygen`, `bundle make` and `verify`: signed result bundles anyone can check offline
+(orchestrator/bundles.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.output import console, fail
+from recipes.errors import InferSweepError
+
+bundle_app = typer.Typer(help="Signed result bundles: what each Point was computed from, checkable offline.",
+                         no_args_is_help=True)  # fmt: skip
+
+
+@bundle_app.command("keygen")
+def keygen(
+    owner: Annotated[str, typer.Option(help="Who signs with the key: a runner's host or a contributor's name.")],
+    private_key: Annotated[Path, typer.Option(help="Where to write the new private key (PEM, owner-only).")],
+) -> None:
+    """A new ed25519 signing key; prints the entry to add to recipes/trusted_keys.yaml."""
+    from orchestrator.bundles import new_key
+    from recipes.errors import ConfigurationError
+
+    if private_key.exists():
+        fail(ConfigurationError(f"--private-key: {private_key} exists; a key is never overwritten"))
+    public = new_key(private_key)
+    console.print(f"private key written to {private_key}; add this entry under `keys:` in "
+                  "recipes/trusted_keys.yaml:")  # fmt: skip
+    print(f"  - owner: {owner}\n    public_key: {public}")
+
+
+@bundle_app.command("make")
+def make(
+    sweep: Annotated[str, typer.Argument(help="The sweep whose Points to bundle.")],
+    key: Annotated[Path, typer.Option(help="The ed25519 private key to sign with (`infersweep bundle keygen`).")],
+    out: Annotated[Path, typer.Option(help="A new folder for the bundle.")],
+) -> None:
+    """Bundle a sweep's Points with their raw records and recipes, signed (an in-toto Statement in a DSSE envelope)."""
+    from db.session import open_database
+    from orchestrator.bundles import write_bundle
+
+    try:
+        count = write_bundle(open_database(writes=False), sweep, key, out)
+    except InferSweepError as error:
+        fail(error)
+    console.print(f"bundle of {count} Point(s) written to {out}; check it with `infersweep verify {out}`")
+
+
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="A bundle folder (`infersweep bundle make`).")],
+    keys: Annotated[Path | None, typer.Option(help="The trusted keys (default: recipes/trusted_keys.yaml).")] = None,
+) -> None:
+    """Check a bundle offline: the signer is trusted, the signature and every file's hash hold, each recipe is its
+    fingerprint; then recompute every figure of every Point from its raw records and say what differs. Exit 1 when
+    it does not verify."""
+    from orchestrator.bundles import verify_bundle
+    from recipes.trusted_keys import TRUSTED_KEYS, load_trusted_keys
+
+    try:
+        trusted = load_trusted_keys(keys or TRUSTED_KEYS)
+    except InferSweepError as error:
+        fail(error)
+    found = verify_bundle(bundle, trusted)
+    if found.refused is not None:
+        console.print(f"[red]not verified[/red]: {found.refused}")
+        raise typer.Exit(1)
+    for difference in found.differences:
+        console.print(f"[red]differs[/red]: {difference}")
+    if found.differences:
+        console.print(f"[red]not verified[/red]: {len(found.differences)} figure(s) differ from their records")
+        raise typer.Exit(1)
+    console.print(f"verified: signed by {found.owner}; {found.points} Point(s), {found.recomputed} recomputed from "
+                  "their records with every figure the same")  # fmt: skip
