@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import pyarrow.parquet as pq
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import (
@@ -226,7 +226,7 @@ def _recomputed(folder: Path, entry: dict[str, Any]) -> list[str]:
     recomputed Y'."""
     result = json.loads((folder / entry["result"]).read_text())
     stored = PointMetrics.model_validate(result["metrics"])
-    records = [RequestRecord.from_stored(row) for row in pd.read_parquet(folder / entry["records"]).to_dict("records")]
+    records = [RequestRecord.from_stored(row) for row in pq.read_table(folder / entry["records"]).to_pylist()]
     again = compute_point_metrics(records, result["concurrency"], stored.accelerators, ValidityThresholds(),
                                   open_loop=result["workload_kind"] == "agentic-replay")  # fmt: skip
     differences = []

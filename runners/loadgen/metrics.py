@@ -13,7 +13,8 @@ Definitions (docs/ARCHITECTURE.md §4, docs/METRICS.md):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,11 +133,15 @@ def request_latency(record: RequestRecord) -> RequestLatency | None:
         ttft = (first - record.sent) * 1000
         if record.output_tokens > 1:
             tpot = (last - first) * 1000 / (record.output_tokens - 1)
-        for previous, current, tokens in zip(
-            record.chunk_times, record.chunk_times[1:], record.chunk_tokens[1:], strict=False
-        ):
-            share = max(tokens, 1)
-            gaps.extend([(current - previous) * 1000 / share] * share)
+        times = record.chunk_times[: len(record.chunk_tokens)]
+        if max(record.chunk_tokens[1:], default=1) <= 1:  # a token a chunk (most streams): one gap each
+            gaps = [(current - previous) * 1000 for previous, current in itertools.pairwise(times)]
+        else:
+            for previous, current, tokens in zip(
+                record.chunk_times, record.chunk_times[1:], record.chunk_tokens[1:], strict=False
+            ):
+                share = max(tokens, 1)
+                gaps.extend([(current - previous) * 1000 / share] * share)
     return RequestLatency(
         index=record.index, output_tokens=record.output_tokens, ttft_ms=ttft, tpot_ms=tpot,
         e2el_ms=(record.end - record.sent) * 1000, queue_ms=(record.sent - record.scheduled) * 1000,
@@ -144,10 +149,9 @@ def request_latency(record: RequestRecord) -> RequestLatency | None:
     )  # fmt: skip
 
 
-def _latencies(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
+def _latencies(latencies: Iterable[RequestLatency | None]) -> dict[str, list[float]]:
     series: dict[str, list[float]] = {"ttft": [], "tpot": [], "itl": [], "e2el": [], "queue": []}
-    for record in records:
-        latency = request_latency(record)
+    for latency in latencies:
         if latency is None:
             continue
         series["e2el"].append(latency.e2el_ms)
@@ -178,7 +182,7 @@ def usage_evidence(succeeded: Sequence[RequestRecord]) -> list[str]:
     a count is never negative, never below the content chunks streamed (a chunk carries one token or more:
     speculative decoding and stream intervals batch tokens), and never above max_tokens."""
     reported = [(r, r.completion_tokens) for r in succeeded if r.completion_tokens is not None]
-    negative = [r for r, usage in reported if usage < 0 or any(t < 0 for t in r.chunk_tokens)]
+    negative = [r for r, usage in reported if usage < 0 or min(r.chunk_tokens, default=0) < 0]
     over = [(usage, r.max_tokens) for r, usage in reported if usage > r.max_tokens]
     under = [(usage, len(r.chunk_times)) for r, usage in reported if 0 <= usage < len(r.chunk_times)]
     reasons = []
@@ -199,12 +203,11 @@ def usage_evidence(succeeded: Sequence[RequestRecord]) -> list[str]:
     return reasons
 
 
-def meets_slo(record: RequestRecord, slo: GoodputSlo) -> bool:
+def meets_slo(latency: RequestLatency | None, slo: GoodputSlo) -> bool:
     """Whether a request kept every bound of `slo`, judged on its latencies as the Point reports them
-    (`request_latency`, the one definition): a request with no content chunk has no TTFT and fails; one with a single
-    output token has no time per output token to exceed, and keeps a TPOT bound (vLLM's goodput counts its TPOT as
-    0)."""
-    latency = request_latency(record)
+    (`request_latency`, the one definition, worked out once per request; None: it failed): a request with no content
+    chunk has no TTFT and fails; one with a single output token has no time per output token to exceed, and keeps a
+    TPOT bound (vLLM's goodput counts its TPOT as 0)."""
     if latency is None or latency.ttft_ms is None:
         return False
     return (
@@ -214,16 +217,17 @@ def meets_slo(record: RequestRecord, slo: GoodputSlo) -> bool:
     )
 
 
-def tier_goodput(measured: Sequence[RequestRecord], tiers: Sequence[SloTier]) -> dict[str, TierGoodput] | None:
-    """For each SLO tier, the share of `measured` requests that met it on their own: first token within the tier's
-    TTFT and their own output speed (1000 / TPOT) at least the tier's tok/s/user; a failed request met none.
-    (The tier judges a Point by its TTFT p90 and median speed; this says how many requests that leaves behind.)"""
+def tier_goodput(measured: Sequence[RequestLatency | None], tiers: Sequence[SloTier]) -> dict[str, TierGoodput] | None:
+    """For each SLO tier, the share of the measured requests (their latencies; None: failed) that met it on their
+    own: first token within the tier's TTFT and their own output speed (1000 / TPOT) at least the tier's tok/s/user;
+    a failed request met none. (The tier judges a Point by its TTFT p90 and median speed; this says how many requests
+    that leaves behind.)"""
     if not measured:
         return None
     shares = {}
     for tier in tiers:
         slo = GoodputSlo(ttft_ms=tier.ttft_p90_ms, tpot_ms=1000.0 / tier.interactivity_p50)
-        met = sum(1 for record in measured if meets_slo(record, slo))
+        met = sum(1 for latency in measured if meets_slo(latency, slo))
         shares[tier.name] = TierGoodput(ttft_ms=tier.ttft_p90_ms, interactivity=tier.interactivity_p50,
                                         share=met / len(measured))  # fmt: skip
     return shares
@@ -259,10 +263,15 @@ def compute_point_metrics(
     # request and token throughput would disagree. Shares make tokens per request exactly the workload's.
     shares: dict[int, float] = {}
     for record in succeeded:
-        tokens = [max(t, 0) for t in record.chunk_tokens]
+        chunks = record.chunk_tokens
+        tokens = chunks if min(chunks, default=0) >= 0 else [max(t, 0) for t in chunks]
         streamed = sum(tokens)
-        inside = sum(t for t, at in zip(tokens, record.chunk_times, strict=False) if _in_window(at, window))
-        share = inside / streamed if streamed else (1.0 if _in_window(record.end, window) else 0.0)
+        times = record.chunk_times
+        if streamed and len(times) >= len(tokens) and window.start <= min(times) and max(times) <= window.end:
+            share = 1.0  # streamed wholly inside (most requests): no chunk to weigh one by one
+        else:
+            inside = sum(t for t, at in zip(tokens, record.chunk_times, strict=False) if _in_window(at, window))
+            share = inside / streamed if streamed else (1.0 if _in_window(record.end, window) else 0.0)
         shares[record.index] = share
         # Streamed counts scaled to the server's usage, so throughput agrees with usage totals.
         output_in_window += share * record.output_tokens
@@ -273,7 +282,9 @@ def compute_point_metrics(
     def rate(amount: float) -> float:
         return amount / duration if duration > 0 else 0.0
 
-    series = _latencies(succeeded)
+    latency_of = {record.index: request_latency(record) for record in measured}  # once per request, for every figure
+    measured_latencies = [latency_of[record.index] for record in measured]
+    series = _latencies(latency_of[record.index] for record in succeeded)
     tpot = summarize(series["tpot"])
     server_tokens = sum(r.completion_tokens for r in succeeded if r.completion_tokens is not None)
     client_tokens = sum(r.client_tokens for r in succeeded if r.completion_tokens is not None)
@@ -288,7 +299,7 @@ def compute_point_metrics(
     )  # fmt: skip
     verdict = judge(origin, dataclasses.replace(shown, **(evidence or {})), thresholds)
 
-    good = sum(shares[r.index] for r in succeeded if meets_slo(r, slo)) if slo else None
+    good = sum(shares[r.index] for r in succeeded if meets_slo(latency_of[r.index], slo)) if slo else None
     output_throughput = rate(output_in_window)
     total_throughput = rate(output_in_window + input_in_window)
     return PointMetrics(
@@ -310,7 +321,7 @@ def compute_point_metrics(
         client_queue_ms=summarize(series["queue"]),
         interactivity=interactivity_from(tpot),
         goodput=rate(good) if good is not None else None,
-        slo_goodput=tier_goodput(measured, list(load_slo_tiers().values()) if tiers is None else tiers),
+        slo_goodput=tier_goodput(measured_latencies, list(load_slo_tiers().values()) if tiers is None else tiers),
         token_disagreement=disagreement,
         window=window,
         validity=Validity.of(verdict),

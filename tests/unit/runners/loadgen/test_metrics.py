@@ -468,10 +468,11 @@ def test_a_one_token_output_has_one_tpot_answer_on_every_path() -> None:
     assert request_latency(one).tpot_ms is None  # type: ignore[union-attr]
     assert request_latency(two).tpot_ms == pytest.approx(300.0)  # type: ignore[union-attr]
     tight = GoodputSlo(tpot_ms=100.0)
-    assert meets_slo(one, tight) and not meets_slo(two, tight)
+    assert meets_slo(request_latency(one), tight) and not meets_slo(request_latency(two), tight)
     metrics = compute_point_metrics([one, two], concurrency=1, accelerators=1, thresholds=DEFAULTS)
     # The Point's TPOT is the two-token request's alone: the one-token request adds nothing to the series.
     assert (metrics.tpot_ms.n, metrics.tpot_ms.p50) == (1, pytest.approx(300.0))
     # A request with no content chunk has no TTFT: it meets no SLO, whatever the bounds.
     silent = make_record(2, 0.0, 0.2, chunks=[], completion=0)
-    assert request_latency(silent).ttft_ms is None and not meets_slo(silent, GoodputSlo(e2el_ms=1000.0))  # type: ignore[union-attr]
+    assert request_latency(silent).ttft_ms is None  # type: ignore[union-attr]
+    assert not meets_slo(request_latency(silent), GoodputSlo(e2el_ms=1000.0))
