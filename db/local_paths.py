@@ -3,6 +3,7 @@ page (an imported row names the file it was read from; a stored recipe, the file
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -15,6 +16,10 @@ def without_local_paths(value: object) -> object:
     """`value` (text, or a JSON document of it) with every local file path replaced by the file's name."""
     if isinstance(value, str):
         return _LOCAL_PATH.sub(lambda found: Path(found.group(1) or found.group(2)).name, value)
+    if isinstance(value, dict | list) and not _LOCAL_PATH.search(json.dumps(value, ensure_ascii=False, default=str)):
+        # No path anywhere in it: a path in any of its texts shows in its JSON text too (escapes only lengthen one),
+        # and one search at C speed is what a snapshot of 100k Points can afford, where walking every figure is not.
+        return value
     if isinstance(value, dict):
         return {key: without_local_paths(item) for key, item in value.items()}
     if isinstance(value, list):

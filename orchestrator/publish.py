@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlalchemy import Engine, insert
+from sqlmodel import Session, SQLModel, col, select
 
 from db import reads, recording
 from db.artifacts import sha256_of
@@ -32,6 +32,7 @@ from db.models import (
     RecipeRow,
     ServerMetricDeltaRow,
     SweepRow,
+    table_of,
 )
 from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import ArtifactStore, content_key, is_staged
@@ -100,37 +101,40 @@ def publish_pending(engine: Engine, store: ArtifactStore) -> tuple[int, int]:
         return upload_artifacts(session, store, recording.pending_artifacts(session))
 
 
-def _copy(source: Session, target: Session, rows: list) -> None:
-    for row in rows:
-        fields = {name: without_local_paths(value) for name, value in row.model_dump().items()}
-        target.add(type(row).model_validate(fields))
-    target.commit()
+def _copy(target: Session, rows: Sequence[SQLModel]) -> None:
+    """`rows` into the snapshot as they are, but for the publishing machine's paths: one bulk insert per table (an
+    ORM object each took two minutes for 100k Points)."""
+    if rows:
+        values = [{name: without_local_paths(value) for name, value in row.model_dump().items()} for row in rows]
+        target.connection().execute(insert(table_of(type(rows[0]))), values)
 
 
 def write_snapshot(engine: Engine, path: Path) -> int:
     """Write the public results into a new SQLite file at `path`; return the number of points."""
     snapshot = make_engine(f"sqlite:///{path}")
     migrate(snapshot)
+    # What the public Points refer to is selected by subqueries, never by lists of ids: 100k Points' job ids were
+    # more parameters than PostgreSQL takes in one statement (65,535).
+    public = [col(PointResultRow.retracted).is_(False), reads.not_embargoed(), reads.not_dry_run()]
+    public_points = select(PointResultRow.id).where(*public)
+    public_jobs = select(PointResultRow.job_id).where(*public)
     with open_session(engine) as source, open_session(snapshot) as target:
-        public = select(PointResultRow).where(
-            col(PointResultRow.retracted).is_(False), reads.not_embargoed(), reads.not_dry_run()
-        )
-        points = source.exec(public).all()
-        job_ids = {p.job_id for p in points}
-        recipe_ids = {p.recipe_id for p in points}
-        sweep_ids = {p.sweep_id for p in points}
-        _copy(source, target, list(source.exec(select(HardwareRow)).all()))
-        _copy(source, target, list(source.exec(select(ModelRow)).all()))
-        _copy(source, target, list(source.exec(select(SweepRow).where(col(SweepRow.id).in_(sweep_ids))).all()))
-        _copy(source, target, list(source.exec(select(RecipeRow).where(col(RecipeRow.id).in_(recipe_ids))).all()))
-        jobs = list(source.exec(select(JobRow).where(col(JobRow.id).in_(job_ids))).all())
-        engine_ids = {job.engine_id for job in jobs if job.engine_id is not None}
-        _copy(source, target, list(source.exec(select(EngineRow).where(col(EngineRow.id).in_(engine_ids))).all()))
-        _copy(source, target, jobs)
-        _copy(source, target, list(points))
-        point_ids = [point.id for point in points]
-        deltas = select(ServerMetricDeltaRow).where(col(ServerMetricDeltaRow.point_result_id).in_(point_ids))
-        _copy(source, target, list(source.exec(deltas).all()))
+        points = source.exec(select(PointResultRow).where(*public).order_by(col(PointResultRow.id))).all()
+        for query in (
+            select(HardwareRow),
+            select(ModelRow),
+            select(SweepRow).where(col(SweepRow.id).in_(select(PointResultRow.sweep_id).where(*public))),
+            select(RecipeRow).where(col(RecipeRow.id).in_(select(PointResultRow.recipe_id).where(*public))),
+            select(EngineRow).where(
+                col(EngineRow.id).in_(select(JobRow.engine_id).where(col(JobRow.id).in_(public_jobs)))
+            ),
+            select(JobRow).where(col(JobRow.id).in_(public_jobs)),
+        ):
+            _copy(target, source.exec(query).all())
+        _copy(target, points)
+        deltas = select(ServerMetricDeltaRow).where(col(ServerMetricDeltaRow.point_result_id).in_(public_points))
+        _copy(target, source.exec(deltas).all())
+        target.commit()
     snapshot.dispose()
     return len(points)
 
