@@ -134,8 +134,12 @@ def write_bundle(engine: Engine, sweep: str, key_path: Path, out: Path) -> int:
             files[f"points/{index}/records.parquet"] = folder / "records.parquet"
             entry["records"] = f"points/{index}/records.parquet"
         points.append(entry)
+        # A recipe of results imported or projected is another tool's configuration (or a model's), not a recipe
+        # this project resolves: its fingerprint is not recomputed.
+        measured_here = point.origin not in ("imported", "projected")
         recipes[recipe.fingerprint] = {"name": recipe.name, "hardware": recipe.hardware_key,
-                                       "engine": recipe.engine_kind, "snapshot": recipe.snapshot}  # fmt: skip
+                                       "engine": recipe.engine_kind, "snapshot": recipe.snapshot,
+                                       "measured_here": measured_here}  # fmt: skip
     (out / "recipes").mkdir()
     for fingerprint, recipe_facts in recipes.items():
         path = out / "recipes" / f"{fingerprint}.json"
@@ -191,18 +195,39 @@ def verify_bundle(folder: Path, trusted: TrustedKeys) -> Verification:
                          "after it was signed, or another key signed it")  # fmt: skip
         return found
     found.owner = key.owner
-    statement = json.loads(body)
+    try:
+        return _checked(folder, json.loads(body), payload_type, found)
+    except (KeyError, TypeError, ValueError, OSError, ValidationError) as error:  # signed, but not a bundle we wrote
+        found.refused = f"the signed statement is not a result bundle ({type(error).__name__}: {error})"
+        return found
+
+
+def _checked(folder: Path, statement: dict[str, Any], payload_type: str, found: Verification) -> Verification:
+    """The checks after the signature's (`verify_bundle`), on the statement it covers."""
     if payload_type != PAYLOAD_TYPE or statement.get("_type") != STATEMENT_TYPE:
         found.refused = f"a signed {payload_type} of type {statement.get('_type')!r}; expected an in-toto Statement v1"
         return found
+    hashed = set()
     for subject in statement["subject"]:
         path = folder / subject["name"]
-        digest = sha256_of(path) if path.is_file() else None
+        inside = path.resolve().is_relative_to(folder.resolve())
+        digest = sha256_of(path) if inside and path.is_file() else None
         if digest != subject["digest"]["sha256"]:
             found.refused = (f"{subject['name']}: sha256 {digest or 'missing file'}, the signed statement says "
                              f"{subject['digest']['sha256']}")  # fmt: skip
             return found
-    for fingerprint in statement["predicate"]["recipes"]:
+        hashed.add(subject["name"])
+    # Every file read from here on is one the signature covers by its hash.
+    predicate = statement["predicate"]
+    read = [f"recipes/{fingerprint}.json" for fingerprint in predicate["recipes"]]
+    read += [entry[part] for entry in predicate["points"] for part in ("result", "records") if part in entry]
+    unhashed = sorted(set(read) - hashed)
+    if unhashed:
+        found.refused = f"{unhashed[0]}: read to verify, but the signed statement names no hash for it"
+        return found
+    for fingerprint, facts in predicate["recipes"].items():
+        if not facts.get("measured_here", True):
+            continue
         try:
             recipe = Recipe.model_validate(json.loads((folder / "recipes" / f"{fingerprint}.json").read_text()))
         except (OSError, ValueError, ValidationError) as error:
@@ -213,7 +238,7 @@ def verify_bundle(folder: Path, trusted: TrustedKeys) -> Verification:
                 f"recipes/{fingerprint}.json: its fingerprint is {fingerprint_of(recipe)}, not {fingerprint}"
             )
             return found
-    for entry in statement["predicate"]["points"]:
+    for entry in predicate["points"]:
         found.points += 1
         if "records" in entry:
             found.differences += _recomputed(folder, entry)

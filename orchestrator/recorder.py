@@ -535,7 +535,8 @@ class Recorder:
         All in one transaction with bulk inserts, their result documents in one staged file (an artifact row per
         Point): a batch is stored whole or not at all, and a killed import stores, run again, exactly the batches
         it had not. True for each Point stored; False for one already stored, or refused (a figure out of range,
-        its transition saying which)."""
+        its transition saying which). Redone after a lost connection whose COMMIT had landed, the batch reads as
+        already stored (False): nothing is stored twice."""
         finished = self.finished_points()
         stored = [False] * len(items)
         batch: list[tuple[int, ImportedPoint, PointOutcome]] = []
@@ -620,15 +621,14 @@ class Recorder:
         staged = _stage_records(outcome) if outcome.records else None
         # Besides the rows: the request records (Parquet), the result exactly as the runner reported it, and the
         # engine's raw /metrics before and after, so every stored figure can be checked against its evidence.
-        result = _result_document(outcome.model_copy(update={"metrics": metrics}), source)
-        files = [(staged, "records"), (_stage_json(outcome, "result", result), "result")]
+        judged = outcome.model_copy(update={"metrics": metrics})
+        files = [(staged, "records"), (_stage_json(outcome, "result", _result_document(judged, source)), "result")]
         if outcome.server_scrapes is not None:
             files.append(
                 (_stage_json(outcome, "server-metrics", outcome.server_scrapes.model_dump()), "server-metrics")
             )
         artifacts = [self._artifact(path, kind, job_id, outcome.point_key) for path, kind in files if path is not None]
         records_key = next((a.key for a in artifacts if a.kind == "records"), None)
-        judged = outcome.model_copy(update={"metrics": metrics})
         row = PointResultRow(**self._point_values(job_id, loaded, point, judged, records_key, source))
         if metrics.host is not None and metrics.host.preflight is not None:
             # The checks ran once, before the engine started: the job's first Point brings them.

@@ -72,5 +72,7 @@ def verify(
     if found.differences:
         console.print(f"[red]not verified[/red]: {len(found.differences)} figure(s) differ from their records")
         raise typer.Exit(1)
+    unrecorded = found.points - found.recomputed
+    rest = f"; {unrecorded} without records (imported: checked by their hash only)" if unrecorded else ""
     console.print(f"verified: signed by {found.owner}; {found.points} Point(s), {found.recomputed} recomputed from "
-                  "their records with every figure the same")  # fmt: skip
+                  f"their records with every figure the same{rest}")  # fmt: skip

@@ -157,3 +157,39 @@ def test_a_key_not_in_the_list_and_another_key_under_a_listed_id_are_refused(
     (copy / ENVELOPE).write_text(json.dumps(envelope))
     code, said = _verify(copy, trusted)
     assert code == 1 and "the signature does not hold for ci-runner's key" in said
+
+
+def test_a_file_read_to_verify_must_be_hashed_by_the_signed_statement(
+    signed: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """A statement signed by a trusted key that leaves a Point's records out of its subjects: those records could be
+    any bytes, so verify refuses to read them rather than recompute from them."""
+    bundle, key, trusted = signed
+    copy = _copy(bundle, tmp_path)
+    statement = _statement(copy)
+    statement["subject"] = [
+        subject for subject in statement["subject"] if subject["name"] != "points/0/records.parquet"
+    ]
+    _resign(copy, statement, key)
+    code, said = _verify(copy, trusted)
+    assert (
+        code == 1 and "points/0/records.parquet: read to verify, but the signed statement names no hash for it" in said
+    )
+
+
+def test_a_bundle_of_imported_results_verifies_by_hash_and_recomputes_nothing(
+    signed: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Imported rows carry no request records: their bundle verifies signer and hashes, and says none was
+    recomputed (another tool's configuration has no fingerprint of ours to check)."""
+    from tests.conftest import ROOT
+
+    _, key, trusted = signed
+    env = {"INFERSWEEP_DATABASE_URL": f"sqlite:///{tmp_path / 'imported.db'}"}
+    rows = ROOT / "tests" / "data" / "inferencex" / "run_20316427102" / "agg_bmk.json"
+    assert run_cli("import", "inferencex", str(rows), env=env).returncode == 0
+    made = run_cli("bundle", "make", "inferencex-run-20316427102", "--key", str(key), "--out", str(tmp_path / "b"),
+                   env=env)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    code, said = _verify(tmp_path / "b", trusted)
+    assert code == 0 and "11 Point(s), 0 recomputed" in said and "11 without records (imported" in said, said
