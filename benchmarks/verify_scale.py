@@ -23,6 +23,8 @@ from pathlib import Path
 
 from sqlalchemy import insert, select
 
+from orchestrator.bundles import new_key
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "examples" / "tiny-llama-simulated.yaml"
 TARGET_S = 10.0
@@ -81,12 +83,7 @@ def main() -> None:
         infersweep(env, "run", str(RECIPE), "--sweep", "verify-scale")
         grow(url, args.points)
         key = folder / "signer.pem"
-        infersweep(env, "bundle", "keygen", "--owner", "benchmark", "--private-key", str(key))
-        public = subprocess.run([sys.executable, "-c", "import base64,sys;from cryptography.hazmat.primitives."
-                                 "serialization import load_pem_private_key as l,Encoding as E,PublicFormat as F;"
-                                 "k=l(open(sys.argv[1],'rb').read(),None);"
-                                 "print(base64.b64encode(k.public_key().public_bytes(E.Raw,F.Raw)).decode())",
-                                 str(key)], capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        public = new_key(key)  # what `infersweep bundle keygen` writes and prints
         trusted = folder / "trusted.yaml"
         trusted.write_text(f"keys:\n  - owner: benchmark\n    public_key: {public}\n")
         bundle = folder / "bundle"

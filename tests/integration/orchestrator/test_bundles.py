@@ -52,6 +52,20 @@ def _statement(bundle: Path) -> dict:
     return json.loads(base64.b64decode(json.loads((bundle / ENVELOPE).read_text())["payload"]))
 
 
+def _edit_envelope(bundle: Path, change) -> None:  # type: ignore[no-untyped-def]
+    """The envelope as `change(envelope)` leaves it, written back without signing again."""
+    envelope = json.loads((bundle / ENVELOPE).read_text())
+    change(envelope)
+    (bundle / ENVELOPE).write_text(json.dumps(envelope))
+
+
+def _rehash(statement: dict, bundle: Path, name: str) -> None:
+    """The statement's digest of file `name` set to the file's bytes as they are now."""
+    for subject in statement["subject"]:
+        if subject["name"] == name:
+            subject["digest"]["sha256"] = hashlib.sha256((bundle / name).read_bytes()).hexdigest()
+
+
 def _resign(bundle: Path, statement: dict, key: Path) -> None:
     private = load_pem_private_key(key.read_bytes(), password=None)
     (bundle / ENVELOPE).write_text(json.dumps(sign(statement, private)))  # type: ignore[arg-type]
@@ -97,11 +111,9 @@ def test_changed_records_signed_again_are_refused_by_the_figures_they_give(
     """A signer who changes a record and signs again: hashes and signature hold, the figures do not."""
     bundle, key, trusted = signed
     copy = _copy(bundle, tmp_path)
-    point_key, records = _longer_ttft(copy)
+    point_key, _ = _longer_ttft(copy)
     statement = _statement(copy)
-    for subject in statement["subject"]:
-        if subject["name"] == "points/0/records.parquet":
-            subject["digest"]["sha256"] = hashlib.sha256(records.read_bytes()).hexdigest()
+    _rehash(statement, copy, "points/0/records.parquet")
     _resign(copy, statement, key)
     code, said = _verify(copy, trusted)
     assert code == 1 and f"differs: point {point_key}: ttft_ms.mean stored" in said and "recomputed" in said
@@ -110,12 +122,13 @@ def test_changed_records_signed_again_are_refused_by_the_figures_they_give(
 def test_one_byte_of_the_manifest_changed_breaks_the_signature(signed: tuple[Path, Path, Path], tmp_path: Path) -> None:
     bundle, _, trusted = signed
     copy = _copy(bundle, tmp_path)
-    envelope = json.loads((copy / ENVELOPE).read_text())
-    body = bytearray(base64.b64decode(envelope["payload"]))
-    at = body.index(b'"sweep":"to-bundle"') + len('"sweep":"to-b')
-    body[at] = ord("B")
-    envelope["payload"] = base64.b64encode(bytes(body)).decode()
-    (copy / ENVELOPE).write_text(json.dumps(envelope))
+
+    def one_byte(envelope: dict) -> None:
+        body = bytearray(base64.b64decode(envelope["payload"]))
+        body[body.index(b'"sweep":"to-bundle"') + len('"sweep":"to-b')] = ord("B")
+        envelope["payload"] = base64.b64encode(bytes(body)).decode()
+
+    _edit_envelope(copy, one_byte)
     code, said = _verify(copy, trusted)
     assert code == 1 and "the signature does not hold for ci-runner's key" in said
 
@@ -132,9 +145,7 @@ def test_a_swapped_recipe_is_refused_by_its_hash_and_signed_again_by_its_fingerp
     code, said = _verify(copy, trusted)
     assert code == 1 and f"not verified: recipes/{recipe.name}: sha256 " in said
     statement = _statement(copy)
-    for subject in statement["subject"]:
-        if subject["name"] == f"recipes/{recipe.name}":
-            subject["digest"]["sha256"] = hashlib.sha256(recipe.read_bytes()).hexdigest()
+    _rehash(statement, copy, f"recipes/{recipe.name}")
     _resign(copy, statement, key)
     code, said = _verify(copy, trusted)
     assert code == 1 and f"not verified: recipes/{recipe.name}: its fingerprint is " in said
@@ -152,9 +163,7 @@ def test_a_key_not_in_the_list_and_another_key_under_a_listed_id_are_refused(
     assert code == 1 and "which is not in the trusted keys" in said
     # The stranger's signature under the listed key's id: the id is found, the signature does not hold for it.
     listed_id = json.loads((bundle / ENVELOPE).read_text())["signatures"][0]["keyid"]
-    envelope = json.loads((copy / ENVELOPE).read_text())
-    envelope["signatures"][0]["keyid"] = listed_id
-    (copy / ENVELOPE).write_text(json.dumps(envelope))
+    _edit_envelope(copy, lambda envelope: envelope["signatures"][0].update(keyid=listed_id))
     code, said = _verify(copy, trusted)
     assert code == 1 and "the signature does not hold for ci-runner's key" in said
 
