@@ -333,7 +333,8 @@ def csv_download(table: pd.DataFrame | Callable[[], pd.DataFrame], name: str, la
         built = taken() if callable(taken) else taken
         return csv_bytes(built, preamble(built, name, assumptions, rate, link if link != "?" else ""))
 
-    st.download_button(label, build, file_name=f"{name}.csv", mime="text/csv", key=f"csv-{name}")
+    # "ignore": taking a file away changes nothing on the page, so the page is not run again (seconds on a busy hub).
+    st.download_button(label, build, file_name=f"{name}.csv", mime="text/csv", key=f"csv-{name}", on_click="ignore")
 
 
 # The browser knows the view's full address (the server does not: it may sit behind a proxy under another name),

@@ -64,8 +64,10 @@ DOWNLOAD_LIMIT_BYTES = 50 * 2**20  # a larger file is named, not offered through
 def offer(artifact: ArtifactRow, readable: Path | None) -> None:
     """A download of the artifact's bytes through the hub, where this machine holds them (checked against its hash)."""
     if readable is not None and artifact.size_bytes <= DOWNLOAD_LIMIT_BYTES:
-        st.download_button(f"Download {artifact.kind} ({artifact.size_bytes:,} bytes)", readable.read_bytes(),
-                           file_name=Path(artifact.key).name, key=f"download-{artifact.key}")  # fmt: skip
+        st.download_button(
+            f"Download {artifact.kind} ({artifact.size_bytes:,} bytes)", readable.read_bytes(),
+            file_name=Path(artifact.key).name, key=f"download-{artifact.key}", on_click="ignore",
+        )  # fmt: skip
 
 
 def command_line(argv: list[str]) -> str:

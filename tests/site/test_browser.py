@@ -4,7 +4,9 @@
 the navigation (read from `site/app.py`'s `PAGES`) is opened and must show its title with no Streamlit
 exception, no browser console error outside `ALLOWED_CONSOLE_ERRORS`, and no request leaving the machine.
 On the Pareto explorer a hardware filter is changed, the URL's query string must follow, and that share
-link opened in a new tab must show the same selection.
+link opened in a new tab must show the same selection. The real InferenceX sample is read twice: from a database (in
+the dark theme on a phone, and the answer pages at 1,400 and 390 px) and as the public reads it, from a snapshot
+published and served by a copy of the project at another path, whose path no page, CSV or API file may name.
 
 Artifacts: a full-page screenshot of every page (and of the share link) is written to
 `$INFERSWEEP_TEST_ARTIFACTS/hub-browser/` (default: a pytest temporary directory, printed in the log), so
@@ -16,6 +18,7 @@ One Streamlit server and one browser serve the whole module (2 cores: starting t
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
@@ -31,6 +34,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+import yaml
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, sync_playwright
 
 from runners.host.process import pick_free_port
@@ -124,17 +128,18 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 SERVER_LOGS: dict[str, Path] = {}
 
 
-def _serve(database: Path) -> Iterator[str]:
-    """`infersweep site` on the SQLite file `database`; yields the hub's base URL and stops it after."""
+def _serve(database: Path, *source: str, root: Path = ROOT, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`infersweep site` (of the checkout at `root`) on the SQLite file `database`, or on `source` (e.g. `--snapshot
+    STORE`); yields the hub's base URL and stops it after."""
     port = pick_free_port()
     log_path = database.with_suffix(".log")
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli", "site", "--database-url", f"sqlite:///{database}",
-         "--port", str(port)],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "orchestrator.cli", "site",
+         *(source or ("--database-url", f"sqlite:///{database}")), "--port", str(port)],
+        cwd=root, stdout=log, stderr=subprocess.STDOUT, text=True,
         # Nobody edits the pages during the test: no file watcher competing for the 2 cores.
-        env={**os.environ, "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"},
+        env={**os.environ, **(env or {}), "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"},
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     SERVER_LOGS[base] = log_path
@@ -322,30 +327,24 @@ def test_every_page_renders_without_errors(
     _open_and_check(tab, hub, hub_page, browser_context[1], artifacts, "on the fixture")
 
 
-@pytest.mark.parametrize("hub_page", PAGES, ids=lambda page: page.url_path or "overview")
-def test_every_page_on_the_real_inferencex_sample(
-    imported_hub: str, tab: Page, browser_context: tuple[BrowserContext, Observed], artifacts: Path,
-    hub_page: HubPage,
-) -> None:  # fmt: skip
-    """Real InferenceX rows (not our own fixture): every page draws them cleanly, and its screenshot is kept."""
-    _open_and_check(tab, imported_hub, hub_page, browser_context[1], artifacts / "inferencex-sample",
-                    "on the InferenceX sample")  # fmt: skip
-    assert "No results yet" not in tab.inner_text('[data-testid="stMain"]'), hub_page.url_path
-
-
-def _open_and_check(page: Page, base: str, hub_page: HubPage, observed: Observed, shots: Path, where: str) -> None:
-    """Open `hub_page` of the hub at `base`, wait until it is drawn, keep its screenshot in `shots`, check it."""
+def _open_and_check(
+    page: Page, base: str, hub_page: HubPage, observed: Observed, shots: Path, where: str, query: str = ""
+) -> None:
+    """Open `hub_page` of the hub at `base` (with `query`), wait until it is drawn, keep its screenshot in `shots`,
+    check it."""
+    address = f"{base}/{hub_page.url_path}" + (f"?{query}" if query else "")
     observed.clear()
-    page.goto(f"{base}/{hub_page.url_path}")
+    page.goto(address)
     _settled(page, hub_page.title)
     if any(NETWORK_CHANGED in error for error in observed.console_errors):
         # The machine's network changed under the browser (a Docker test beside this one adds a container's
         # interface), which aborts the page's script loads: not the page's fault; opened once more.
         observed.clear()
-        page.goto(f"{base}/{hub_page.url_path}")
+        page.goto(address)
         _settled(page, hub_page.title)
     shots.mkdir(exist_ok=True)
-    page.screenshot(path=str(shots / f"{hub_page.url_path or 'overview'}.png"), full_page=True)
+    name = (hub_page.url_path or "overview") + (f"-{query.replace('=', '-')}" if query else "")
+    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
     _assert_clean(page, observed, f"/{hub_page.url_path} {where}", hub_page.url_path not in DOCUMENTS_MISSING_VALUES)
 
 
@@ -421,6 +420,120 @@ def test_the_answer_is_whole_on_a_desktop_and_on_a_phone(
                 assert "cheapest: gb200-nvl72 $" in shown
     finally:
         reader.close()
+
+
+@dataclass(frozen=True)
+class ClonedHub:
+    """The hub as somebody else publishes and serves it: from a copy of the project at another path."""
+
+    base: str  # the served hub's address
+    clone: Path  # where the copy lies
+    marker: str  # a name in that path no page may repeat
+
+
+def _copy_of_the_checkout(target: Path) -> None:
+    """What a clone of this working tree holds (tracked files as they are now, and new files git does not ignore)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():  # a file deleted in the working tree is still listed as tracked
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+
+
+@pytest.fixture(scope="module")
+def cloned_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClonedHub]:
+    """The project copied to a path of a marked name, the InferenceX sample imported from the copy and a simulated
+    sweep run there, `publish --snapshot` into a store in it, and the copy's own `infersweep site --public` serving
+    that snapshot (pages and the read-only API): every step runs the copy's code, from the copy."""
+    from tests.conftest import SIMULATED_RECIPE
+
+    marker = f"elsewhere-{os.getpid()}"
+    clone = tmp_path_factory.mktemp("publisher") / marker / "infersweep"
+    _copy_of_the_checkout(clone)
+    # The results database is the default one, in the home.
+    env = {"PYTHONPATH": str(clone), "INFERSWEEP_HOME": str(clone / "home"), "INFERSWEEP_ARTIFACTS": str(clone / "store"),
+           "COLUMNS": "200"}  # fmt: skip
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=clone, env={**os.environ, **env},
+                              capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+        assert done.returncode == 0, f"infersweep {' '.join(args)}:\n{done.stdout}{done.stderr}"
+        return done.stdout
+
+    which = subprocess.run([sys.executable, "-c", "import db, orchestrator; print(db.__file__, orchestrator.__file__)"],
+                           cwd=clone, env={**os.environ, **env}, capture_output=True, text=True, check=True)  # fmt: skip
+    assert all(Path(file).is_relative_to(clone) for file in which.stdout.split()), which.stdout
+    cli("import", "inferencex", *map(str, sorted((clone / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))))
+    recipe = clone / "recipes" / "local-run.yaml"
+    recipe.write_text(yaml.safe_dump(SIMULATED_RECIPE, sort_keys=False))
+    cli("run", str(recipe), "--sweep", "local-run")
+    cli("publish", "--snapshot")
+    served = _serve(clone / "home" / "hub", "--snapshot", str(clone / "store"), "--public", "--address", "127.0.0.1",
+                    root=clone, env=env)  # fmt: skip
+    yield ClonedHub(next(served), clone, marker)
+    next(served, None)
+
+
+def _everything_shown(page: Page) -> str:
+    """The main area's whole text (code and JSON blocks included) in each of its tabs, with every expander open, and
+    every file its download buttons give."""
+    main = page.locator('[data-testid="stMain"]')
+    shown: list[str] = []
+    tabs = main.locator('[role="tab"]')
+    for tab in [None, *(tabs.nth(index) for index in range(tabs.count()))]:
+        if tab is not None:
+            tab.click()
+        closed = main.locator("details:not([open]) > summary:visible")
+        while closed.count():
+            closed.first.click()
+        shown.append(main.inner_text())
+        buttons = main.locator('[data-testid="stDownloadButton"] button:visible')
+        for index in range(buttons.count()):
+            with page.expect_download(timeout=PAGE_TIMEOUT_MS) as download:
+                buttons.nth(index).click()
+            shown.append(Path(download.value.path()).read_bytes().decode(errors="replace"))
+    return "\n".join(shown)
+
+
+def test_a_hub_published_and_served_from_a_clone_elsewhere_names_no_path_of_it(
+    cloned_hub: ClonedHub, browser_context: tuple[BrowserContext, Observed], artifacts: Path
+) -> None:  # fmt: skip
+    """The real InferenceX sample and a simulated sweep as a public hub serves them (a published snapshot): every page
+    draws cleanly (the checks of every page above) and its screenshot is kept; and no page, no CSV or file its buttons
+    give and no file of its API names the path of the copy of the project that published and serves it (the Pareto CSV
+    and Run detail gave the importing machine's path of each source file) nor `shared/` (every cost source read 'via
+    shared/reference/hardware.md')."""
+    context, observed = browser_context
+    observed.clear()
+    page = context.new_page()
+    _watch(page, observed)
+    shown: list[tuple[str, str]] = []
+    links = {"run": ["sweep=inferencex-run-20286929996", "sweep=local-run"]}
+    try:
+        for hub_page in PAGES:
+            for query in links.get(hub_page.url_path, [""]):
+                _open_and_check(page, cloned_hub.base, hub_page, observed, artifacts / "published-snapshot",
+                                "on the published snapshot", query)  # fmt: skip
+                assert "No results yet" not in page.inner_text('[data-testid="stMain"]'), hub_page.url_path
+                shown.append((f"/{hub_page.url_path}?{query}", _everything_shown(page)))
+    finally:
+        page.close()
+    with urllib.request.urlopen(f"{cloned_hub.base}/api/v1/index.json", timeout=30) as answer:
+        index = json.loads(answer.read())
+    files = [index_view["path"] for index_view in index["views"]] + [index["openapi"]]
+    assert {"results.json", "envelopes.json"} <= set(files), files
+    for name in files:
+        with urllib.request.urlopen(f"{cloned_hub.base}/api/v1/{name}", timeout=30) as answer:
+            shown.append((f"/api/v1/{name}", answer.read().decode()))
+    assert any("20286929996" in text for _, text in shown), "the imported run is shown nowhere: nothing was checked"
+    assert any("local-run" in text for _, text in shown), "the sweep run from the clone is shown nowhere"
+    downloads = sum(text.count("\n") for where, text in shown if not where.startswith("/api"))
+    assert downloads > 100, "the pages and their files hold almost nothing"
+    for where, text in shown:
+        for foreign in (str(cloned_hub.clone), cloned_hub.marker, str(ROOT), "shared/"):
+            assert foreign not in text, f"{where} names {foreign!r}: …{text[max(0, text.find(foreign) - 80) :][:200]}…"
 
 
 def _hardware_tags(page: Page) -> list[str]:
