@@ -108,8 +108,9 @@ def test_engine_crash_mid_sweep_keeps_finished_points_and_retries(write_recipe, 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_stopping_mid_sweep_leaves_no_engine_and_no_half_point(write_recipe, stop_signal: signal.Signals) -> None:
     sweep = f"sim-{stop_signal.name.lower()}"
+    # 12 requests a level at ~0.33 s each: two levels (~8 s) are left when the first is recorded.
     recipe = write_recipe(
-        {"engine": {"simulated": {"ttft_ms": 10, "itl_ms": 20}}, "workload": {"concurrency": [1, 2, 4]}}
+        {"engine": {"simulated": {"ttft_ms": 10, "itl_ms": 10}}, "workload": {"concurrency": [1, 2, 4]}}
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", sweep],

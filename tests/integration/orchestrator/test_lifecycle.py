@@ -176,8 +176,10 @@ def test_ssh_recipe_without_inventory_target_fails_fast(write_recipe) -> None:
 
 
 def test_orchestrator_killed_mid_sweep_resumes_without_duplicates(write_recipe) -> None:
+    # 12 requests a level at ~0.33 s each: two levels (~8 s) are left when the first is recorded, ten times the time
+    # the kill takes to follow it.
     recipe = write_recipe(
-        {"name": "life-kill", "engine": {"simulated": {"itl_ms": 25}}, "workload": {"concurrency": [1, 2, 4]}}
+        {"name": "life-kill", "engine": {"simulated": {"itl_ms": 10}}, "workload": {"concurrency": [1, 2, 4]}}
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.cli", "run", str(recipe), "--sweep", "life-kill"],
