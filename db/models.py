@@ -307,3 +307,19 @@ class SweepLeaseRow(SQLModel, table=True):
     acquired_at: datetime = Field(default_factory=utcnow)
     heartbeat_at: datetime = Field(default_factory=utcnow, description="Last renewal by the holder.")
     expires_at: datetime = Field(description="Past this, another driver may take the sweep over.")
+
+
+class PointVerificationRow(SQLModel, table=True):
+    """What a signed result bundle says of a Point (orchestrator/bundles.py), newest last (append-only): `signed` when
+    `infersweep bundle make` signed it, `verified` when `infersweep verify --record` recomputed every figure from its
+    raw records and found them the same, `hash-only` when the bundle held no records for it (checked by hash only)."""
+
+    __tablename__ = "point_verification"
+
+    id: int | None = Field(default=None, primary_key=True)
+    point_result_id: int = Field(foreign_key="point_result.id", index=True)
+    state: str = Field(description="signed | verified | hash-only")
+    signer: str = Field(description="The signing key's owner in the trusted keys, or 'an unlisted key'.")
+    key_id: str = Field(description="The signing key's id: 16 hex digits of the SHA-256 of its raw public bytes.")
+    envelope_sha256: str = Field(description="SHA-256 of the bundle's signed envelope: which bundle said it.")
+    at: datetime = Field(default_factory=utcnow)

@@ -21,6 +21,7 @@ from db.models import (
     EngineRow,
     JobRow,
     PointResultRow,
+    PointVerificationRow,
     ProvenanceRow,
     RecipeRow,
     SweepRow,
@@ -465,6 +466,7 @@ class PointDetail:
     transitions: list[TransitionRow]  # the job's lifecycle and the Point's own states, in the order recorded
     provenance: ProvenanceRow | None = None  # engine command line, env names, commit, host (jobs since 0006)
     engine_build: EngineRow | None = None  # engine kind, version, image (and digest) the job ran
+    verification: PointVerificationRow | None = None  # what the newest signed bundle of it said, if one did
 
 
 def public_point_detail(session: Session, sweep: str, point_key: str) -> PointDetail | None:
@@ -504,7 +506,13 @@ def public_point_detail(session: Session, sweep: str, point_key: str) -> PointDe
     ).all()
     provenance = session.get(ProvenanceRow, point.job_id)
     engine_build = session.get(EngineRow, job.engine_id) if job is not None and job.engine_id is not None else None
-    return PointDetail(sweep_row, point, recipe, job, list(artifacts), list(transitions), provenance, engine_build)
+    verification = session.exec(
+        select(PointVerificationRow)
+        .where(PointVerificationRow.point_result_id == point.id)
+        .order_by(col(PointVerificationRow.id).desc())
+    ).first()
+    return PointDetail(sweep_row, point, recipe, job, list(artifacts), list(transitions), provenance, engine_build,
+                       verification)  # fmt: skip
 
 
 def replay_breakdowns(session: Session, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:

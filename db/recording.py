@@ -25,6 +25,7 @@ from db.models import (
     JobRow,
     ModelRow,
     PointResultRow,
+    PointVerificationRow,
     ProvenanceRow,
     RecipeRow,
     ServerMetricDeltaRow,
@@ -359,6 +360,26 @@ def record_point_transition(
     )  # fmt: skip
     if commit:
         session.commit()
+
+
+def record_verifications(
+    session: Session, sweep: str, states: Mapping[str, str], signer: str, key_id: str, envelope_sha256: str
+) -> int:
+    """What one signed bundle says of the sweep's Points (`states`: point key -> signed | verified | hash-only), in one
+    transaction; returns how many of them this database holds (a bundle made elsewhere may hold others)."""
+    found = session.exec(
+        select(PointResultRow)
+        .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+        .where(SweepRow.name == sweep, col(PointResultRow.point_key).in_(list(states)))
+    ).all()
+    now = utcnow()
+    session.add_all(
+        PointVerificationRow(point_result_id=stored_id(point), state=states[point.point_key], signer=signer,
+                             key_id=key_id, envelope_sha256=envelope_sha256, at=now)
+        for point in found
+    )  # fmt: skip
+    session.commit()
+    return len(found)
 
 
 def job_of_point(session: Session, sweep_id: int, point_key: str) -> str | None:

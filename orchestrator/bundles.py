@@ -10,6 +10,10 @@ generator's name, version and code hash, engine and hardware), in a DSSE envelop
 the trusted list (recipes/trusted_keys.yaml), the signature holds for it, every file has the digest the statement
 names, every recipe hashes to its fingerprint; then it recomputes every record-derived figure of every Point with
 the code that made it (`compute_point_metrics`) and lists each difference (field, stored, recomputed).
+
+What a bundle says of each Point is recorded (`db.recording.record_verifications`, shown on the hub's run detail):
+`signed` when `bundle make` signed it; `verified` (every figure recomputed, the same) or `hash-only` (no records in
+the bundle: its result checked by hash only) when `verify --record` found the whole bundle to hold.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from cryptography.hazmat.primitives.serialization import (
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
-from db import reads
+from db import reads, recording
 from db.artifacts import local_copy, sha256_of
 from db.session import open_session
 from recipes.errors import ConfigurationError
@@ -52,6 +56,7 @@ PREDICATE_TYPE = "https://infersweep.dev/result-bundle/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ENVELOPE = "statement.dsse.json"
 CLIENT_CODE = Path(__file__).resolve().parents[1] / "runners" / "loadgen"
+UNLISTED_SIGNER = "an unlisted key"  # a key not in the trusted keys: its bundles do not verify
 # What a Point's records determine: recomputed and compared by `verify_bundle` (the verdict also rests on the
 # recipe's thresholds and on evidence from outside the records, a replay's lag, so it is carried, not recomputed).
 RECOMPUTED = ("completed", "failed", "duration_s", "total_input_tokens", "total_output_tokens", "request_throughput",
@@ -100,8 +105,9 @@ def client_facts() -> dict[str, str]:
     return {"name": "infersweep-loadgen", "version": metadata.version("infersweep"), "code_sha256": digest.hexdigest()}
 
 
-def write_bundle(engine: Engine, sweep: str, key_path: Path, out: Path) -> int:
-    """A signed bundle of the sweep's Points (not retracted) in the new folder `out`; returns the Points."""
+def write_bundle(engine: Engine, sweep: str, key_path: Path, out: Path, trusted: TrustedKeys) -> int:
+    """A signed bundle of the sweep's Points (not retracted) in the new folder `out`, each Point recorded as signed by
+    the key's owner in `trusted`; returns the Points."""
     key = _private_key(key_path)
     if out.exists():
         raise ConfigurationError(f"--out: {out} exists; name a new folder for the bundle")
@@ -152,8 +158,24 @@ def write_bundle(engine: Engine, sweep: str, key_path: Path, out: Path) -> int:
                       "recipes": {fingerprint: {name: value for name, value in facts.items() if name != "snapshot"}
                                   for fingerprint, facts in recipes.items()}},
     }  # fmt: skip
-    (out / ENVELOPE).write_text(json.dumps(sign(statement, key), indent=1))
+    envelope = sign(statement, key)
+    (out / ENVELOPE).write_text(json.dumps(envelope, indent=1))
+    signer = envelope["signatures"][0]["keyid"]
+    listed = trusted.by_id().get(signer)
+    owner = listed.owner if listed else UNLISTED_SIGNER
+    signed = {entry["point_key"]: "signed" for entry in points}
+    with open_session(engine) as session:
+        recording.record_verifications(session, sweep, signed, owner, signer, sha256_of(out / ENVELOPE))
     return len(points)
+
+
+def record_verification(engine: Engine, folder: Path, found: Verification) -> int:
+    """What a bundle that verified says of each of its Points that this database holds; returns how many."""
+    if not found.verified or found.sweep is None or found.owner is None or found.key_id is None:
+        raise ValueError("only a bundle that verified is recorded")
+    with open_session(engine) as session:
+        return recording.record_verifications(session, found.sweep, found.states, found.owner, found.key_id,
+                                              sha256_of(folder / ENVELOPE))  # fmt: skip
 
 
 @dataclass
@@ -161,10 +183,13 @@ class Verification:
     """What `verify_bundle` found: `refused` (the first check that failed, exactly) or every Point's differences."""
 
     owner: str | None = None
+    key_id: str | None = None
+    sweep: str | None = None
     points: int = 0
     recomputed: int = 0
     refused: str | None = None
     differences: list[str] = field(default_factory=list)
+    states: dict[str, str] = field(default_factory=dict)  # point key -> verified | hash-only
 
     @property
     def verified(self) -> bool:
@@ -194,7 +219,7 @@ def verify_bundle(folder: Path, trusted: TrustedKeys) -> Verification:
         found.refused = (f"the signature does not hold for {key.owner}'s key {key.id}: the statement was changed "
                          "after it was signed, or another key signed it")  # fmt: skip
         return found
-    found.owner = key.owner
+    found.owner, found.key_id = key.owner, key.id
     try:
         return _checked(folder, json.loads(body), payload_type, found)
     except (KeyError, TypeError, ValueError, OSError, ValidationError) as error:  # signed, but not a bundle we wrote
@@ -238,8 +263,10 @@ def _checked(folder: Path, statement: dict[str, Any], payload_type: str, found: 
                 f"recipes/{fingerprint}.json: its fingerprint is {fingerprint_of(recipe)}, not {fingerprint}"
             )
             return found
+    found.sweep = predicate["sweep"]
     for entry in predicate["points"]:
         found.points += 1
+        found.states[entry["point_key"]] = "verified" if "records" in entry else "hash-only"
         if "records" in entry:
             found.differences += _recomputed(folder, entry)
             found.recomputed += 1

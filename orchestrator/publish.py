@@ -29,6 +29,7 @@ from db.models import (
     JobRow,
     ModelRow,
     PointResultRow,
+    PointVerificationRow,
     RecipeRow,
     ServerMetricDeltaRow,
     SweepRow,
@@ -132,8 +133,8 @@ def write_snapshot(engine: Engine, path: Path) -> int:
         ):
             _copy(target, source.exec(query).all())
         _copy(target, points)
-        deltas = select(ServerMetricDeltaRow).where(col(ServerMetricDeltaRow.point_result_id).in_(public_points))
-        _copy(target, source.exec(deltas).all())
+        for per_point in (ServerMetricDeltaRow, PointVerificationRow):
+            _copy(target, source.exec(select(per_point).where(col(per_point.point_result_id).in_(public_points))).all())
         target.commit()
     snapshot.dispose()
     return len(points)

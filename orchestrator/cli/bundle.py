@@ -37,13 +37,18 @@ def make(
     sweep: Annotated[str, typer.Argument(help="The sweep whose Points to bundle.")],
     key: Annotated[Path, typer.Option(help="The ed25519 private key to sign with (`infersweep bundle keygen`).")],
     out: Annotated[Path, typer.Option(help="A new folder for the bundle.")],
+    keys: Annotated[
+        Path | None, typer.Option(help="The trusted keys naming the signer (default: recipes/trusted_keys.yaml).")
+    ] = None,
 ) -> None:
-    """Bundle a sweep's Points with their raw records and recipes, signed (an in-toto Statement in a DSSE envelope)."""
+    """Bundle a sweep's Points with their raw records and recipes, signed (an in-toto Statement in a DSSE envelope);
+    each Point is recorded as signed (the hub's run detail says so)."""
     from db.session import open_database
     from orchestrator.bundles import write_bundle
+    from recipes.trusted_keys import TRUSTED_KEYS, load_trusted_keys
 
     try:
-        count = write_bundle(open_database(writes=False), sweep, key, out)
+        count = write_bundle(open_database(writes=True), sweep, key, out, load_trusted_keys(keys or TRUSTED_KEYS))
     except InferSweepError as error:
         fail(error)
     console.print(f"bundle of {count} Point(s) written to {out}; check it with `infersweep verify {out}`")
@@ -52,6 +57,13 @@ def make(
 def verify(
     bundle: Annotated[Path, typer.Argument(help="A bundle folder (`infersweep bundle make`).")],
     keys: Annotated[Path | None, typer.Option(help="The trusted keys (default: recipes/trusted_keys.yaml).")] = None,
+    record: Annotated[
+        bool,
+        typer.Option(
+            help="When it verifies, record what it says of each Point in the results "
+            "database (the hub's run detail shows it)."
+        ),
+    ] = False,
 ) -> None:
     """Check a bundle offline: the signer is trusted, the signature and every file's hash hold, each recipe is its
     fingerprint; then recompute every figure of every Point from its raw records and say what differs. Exit 1 when
@@ -76,3 +88,12 @@ def verify(
     rest = f"; {unrecorded} without records (imported: checked by their hash only)" if unrecorded else ""
     console.print(f"verified: signed by {found.owner}; {found.points} Point(s), {found.recomputed} recomputed from "
                   f"their records with every figure the same{rest}")  # fmt: skip
+    if record:
+        from db.session import open_database
+        from orchestrator.bundles import record_verification
+
+        try:
+            held = record_verification(open_database(writes=True), bundle, found)
+        except InferSweepError as error:
+            fail(error)
+        console.print(f"recorded for the {held} of its Point(s) this results database holds")

@@ -23,7 +23,7 @@ from analysis.request_latency import request_latencies
 from db import reads
 from db.artifacts import local_copy
 from db.local_paths import without_local_paths
-from db.models import ArtifactRow
+from db.models import ArtifactRow, PointVerificationRow
 from db.session import open_session
 from hubkit import controls, data, page
 from hubkit.charts import PALETTE
@@ -68,6 +68,31 @@ def offer(artifact: ArtifactRow, readable: Path | None) -> None:
             f"Download {artifact.kind} ({artifact.size_bytes:,} bytes)", readable.read_bytes(),
             file_name=Path(artifact.key).name, key=f"download-{artifact.key}", on_click="ignore",
         )  # fmt: skip
+
+
+def verification_note(origin: str, found: PointVerificationRow | None) -> None:
+    """Whether anyone can check this Point: verified (a signed bundle's records gave every figure again), signed but
+    not recomputed, unsigned, or an imported or projected figure there are no records of (orchestrator/bundles.py)."""
+    if origin in ("imported", "projected"):
+        st.info(f"{origin.capitalize()} (cannot be verified): no per-request records of this figure exist here to "
+                "compute it again; a signed bundle holding it checks its bytes by hash only.")  # fmt: skip
+        return
+    if found is None:
+        st.info("Unsigned: no signed result bundle holds this Point. `infersweep bundle make SWEEP` signs one; "
+                   "`infersweep verify BUNDLE` recomputes every figure from its raw records, offline.")  # fmt: skip
+        return
+    signer = f"**{found.signer}** (key `{found.key_id}`)"
+    when = f"{found.at:%Y-%m-%d %H:%M} UTC"
+    if found.state == "verified":
+        st.success(f"Verified: in a bundle signed by {signer}, every figure computed again from its raw per-request "
+                   f"records by `infersweep verify` was the same ({when}).")  # fmt: skip
+    elif found.state == "hash-only":
+        st.info(f"Signed, not recomputed: a bundle signed by {signer} verified, but held no raw records of this Point, "
+                f"so its figures were checked by hash only ({when}).")  # fmt: skip
+    else:
+        st.info(f"Signed, not recomputed: signed by {signer} ({when}); `infersweep verify` on the bundle computes "
+                "every figure again from its raw records.")  # fmt: skip
+    st.caption(f"The bundle's signed envelope: SHA-256 `{found.envelope_sha256}`.")
 
 
 def command_line(argv: list[str]) -> str:
@@ -193,6 +218,9 @@ st.caption(
     "Rules: at least max(10, 2 × concurrency) measured requests, error rate ≤ 10 %, output-token disagreement "
     "≤ 10 %, a passed accuracy gate, and for replays a minimum window and schedule lag p99 within bounds."
 )
+
+st.header("Verification")
+verification_note(point.origin, detail.verification)
 
 st.subheader("Accuracy gate")
 accuracy = metrics.get("accuracy")

@@ -104,6 +104,16 @@ def test_imported_and_simulated_points_are_labelled(seeded_hub: str) -> None:
     assert "simulated engine, not a measurement" in app.warning[0].value
 
 
+def test_a_point_no_signed_bundle_holds_reads_unsigned_and_an_imported_one_cannot_be_verified(seeded_hub: str) -> None:
+    """The verification state (orchestrator/bundles.py): tests/integration/orchestrator/test_bundles.py takes a Point
+    from signed to verified."""
+    assert "Unsigned: no signed result bundle holds this Point" in _text(
+        _detail({"sweep": "local-sim", "point": "r6-c1-x0"})
+    )
+    imported = _text(_detail({"sweep": "inferencex-import", "point": "r3-c16-x0"}))
+    assert "Imported (cannot be verified)" in imported and "Unsigned" not in imported
+
+
 def test_changing_the_sweep_picks_one_of_its_points(seeded_hub: str) -> None:
     app = _detail({"sweep": "nightly-1", "point": "r2-c16-x0"})
     assert app.dataframe[0].value["output tok/s/GPU"][0] == 1000.0  # H200 at 30 tok/s/user, week 1

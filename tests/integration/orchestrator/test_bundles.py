@@ -33,7 +33,8 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     assert keygen.returncode == 0 and "owner: ci-runner" in keygen.stdout, keygen.stderr
     trusted = folder / "trusted.yaml"
     trusted.write_text("keys:\n" + keygen.stdout[keygen.stdout.index("  - owner") :])
-    made = run_cli("bundle", "make", "to-bundle", "--key", str(key), "--out", str(folder / "bundle"), env=env)
+    made = run_cli("bundle", "make", "to-bundle", "--key", str(key), "--out", str(folder / "bundle"),
+                   "--keys", str(trusted), env=env)  # fmt: skip
     assert made.returncode == 0, made.stderr
     return folder / "bundle", key, trusted
 
@@ -202,3 +203,39 @@ def test_a_bundle_of_imported_results_verifies_by_hash_and_recomputes_nothing(
     assert made.returncode == 0, made.stderr
     code, said = _verify(tmp_path / "b", trusted)
     assert code == 0 and "11 Point(s), 0 recomputed" in said and "11 without records (imported" in said, said
+
+
+def test_the_run_detail_reads_signed_then_verified_and_the_public_snapshot_carries_it(
+    signed: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`bundle make` recorded each Point as signed; `verify --record` as verified; the hub's run detail says which, on
+    the results database and on the public snapshot."""
+    from tests.site.conftest import open_page
+
+    bundle, _, trusted = signed
+    url = f"sqlite:///{bundle.parent / 'results.db'}"
+    point_key = _statement(bundle)["predicate"]["points"][0]["point_key"]
+
+    def shown(database: str) -> str:
+        monkeypatch.setenv("INFERSWEEP_DATABASE_URL", database)
+        app = open_page("run_detail", {"sweep": "to-bundle", "point": point_key}, from_overview=True)
+        return "\n".join(str(element.value) for kind in ("success", "info", "warning", "caption")
+                         for element in app.get(kind))  # fmt: skip
+
+    before = shown(url)
+    assert "Signed, not recomputed: signed by **ci-runner**" in before and "Verified" not in before
+    recorded = run_cli("verify", str(bundle), "--keys", str(trusted), "--record", env={"INFERSWEEP_DATABASE_URL": url})
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "recorded for the 2 of its Point(s) this results database holds" in " ".join(recorded.stdout.split())
+    envelope = hashlib.sha256((bundle / ENVELOPE).read_bytes()).hexdigest()
+    after = shown(url)
+    assert "Verified: in a bundle signed by **ci-runner**" in after and envelope in after
+    assert "every figure computed again from its raw per-request records by `infersweep verify` was the same" in after
+
+    store = tmp_path / "store"
+    published = run_cli(
+        "publish", "--snapshot", env={"INFERSWEEP_DATABASE_URL": url, "INFERSWEEP_ARTIFACTS": str(store)}
+    )
+    assert published.returncode == 0, published.stdout + published.stderr
+    (snapshot,) = (store / "snapshot").glob("*.db")
+    assert "Verified: in a bundle signed by **ci-runner**" in shown(f"sqlite:///{snapshot}")
