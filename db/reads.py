@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Text, cast, func, not_, or_
 from sqlalchemy import select as core_select
@@ -513,6 +513,31 @@ def public_point_detail(session: Session, sweep: str, point_key: str) -> PointDe
     ).first()
     return PointDetail(sweep_row, point, recipe, job, list(artifacts), list(transitions), provenance, engine_build,
                        verification)  # fmt: skip
+
+
+# Whether a reader can check a Point (orchestrator/bundles.py), as the hub's run detail and the API say it.
+Verifiability = Literal["verified", "signed, not recomputed", "unsigned", "cannot be verified"]
+NO_RECORDS_ORIGINS = frozenset({"imported", "projected"})  # figures without per-request records to compute them from
+
+
+def verifiability(origin: str, newest: str | None) -> Verifiability:
+    """The Point's state from its origin and the newest state a signed bundle recorded (signed, verified, hash-only)."""
+    if origin in NO_RECORDS_ORIGINS:
+        return "cannot be verified"
+    if newest is None:
+        return "unsigned"
+    return "verified" if newest == "verified" else "signed, not recomputed"
+
+
+def newest_verifications(session: Session) -> dict[tuple[str, str], str]:
+    """The newest recorded verification state of every Point that has one, by (sweep, point key)."""
+    rows = session.exec(
+        select(SweepRow.name, PointResultRow.point_key, PointVerificationRow.state)
+        .join(PointResultRow, col(PointResultRow.id) == col(PointVerificationRow.point_result_id))
+        .join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+        .order_by(col(PointVerificationRow.id))
+    ).all()
+    return {(sweep, point_key): state for sweep, point_key, state in rows}
 
 
 def replay_breakdowns(session: Session, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:

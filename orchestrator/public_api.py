@@ -51,6 +51,7 @@ from analysis.public_results import (
     run_path,
 )
 from db import reads
+from db.reads import Verifiability
 from db.session import open_session
 from recipes.hardware import TCO_TIER_LABELS, TCO_TIERS, Figure, Hardware, load_hardware_registry
 from recipes.slo import SloTier, load_slo_tiers
@@ -124,6 +125,12 @@ class ResultItem(_Item):
     )
     validity_reasons: list[str] = Field(..., description="Why the result is invalid (empty when it is not).")
     latest: bool = Field(..., description="The result belongs to the latest sweep of its configuration.")
+    verification: Verifiability = Field(
+        ...,
+        description="Whether a reader can check it: 'verified' (a signed bundle's raw records gave every figure "
+        "again), 'signed, not recomputed', 'unsigned', or 'cannot be verified' (imported or projected: no raw records "
+        "of it exist). The hub's run detail says the same.",
+    )
     finished_at: datetime | None = Field(..., description="When the Point finished (UTC); null when the source "
                                          "states no date.")  # fmt: skip
     interactivity_p50: float | None = Field(..., description="Median tok/s/user: 1000 / TPOT p50 (ms).")
@@ -321,7 +328,7 @@ def _source_url(source: Any) -> str | None:
     return found.group(0) if found else None
 
 
-def _result_item(row: Any) -> ResultItem:
+def _result_item(row: Any, verifications: Mapping[tuple[str, str], str]) -> ResultItem:
     return ResultItem(
         sweep=row.sweep, point_key=row.point_key, repeat_index=int(row.repeat_index), recipe=row.recipe,
         configuration=row.configuration, hardware=row.hardware, engine=row.engine,
@@ -330,6 +337,7 @@ def _result_item(row: Any) -> ResultItem:
         isl=_integer(row.isl), osl=_integer(row.osl), concurrency=int(row.concurrency),
         accelerators=int(row.accelerators), origin=row.origin, validity=row.validity,
         validity_reasons=list(row.validity_reasons), latest=bool(row.latest),
+        verification=reads.verifiability(row.origin, verifications.get((row.sweep, row.point_key))),
         finished_at=row.finished_at.to_pydatetime() if row.date_known else None,
         interactivity_p50=_number(row.interactivity_p50), ttft_p50_ms=_number(row.ttft_p50_ms),
         ttft_p90_ms=_number(row.ttft_p90_ms), tpot_p50_ms=_number(row.tpot_p50_ms),
@@ -403,6 +411,7 @@ def build_views(engine: Engine, snapshot_sha256: str | None) -> dict[str, ViewHe
     local_hosts = frozenset(key for key, spec in registry.items() if spec.vendor == "local")
     with open_session(engine) as session:
         frame = results_frame(reads.result_columns(session, public=True))
+        verifications = reads.newest_verifications(session)
     dated = frame.loc[frame["date_known"].astype(bool), "finished_at"] if not frame.empty else frame
     as_of = dated.max().to_pydatetime() if len(dated) else None
     header = {"snapshot_sha256": snapshot_sha256, "results_as_of": as_of}
@@ -410,7 +419,7 @@ def build_views(engine: Engine, snapshot_sha256: str | None) -> dict[str, ViewHe
     chips = chips_to_cover(registry, local_hosts, set(frame["hardware"]) if not frame.empty else set())
     cells = coverage(rows, chips)
     views: dict[str, ViewHeader] = {
-        "results": ResultsView(view="results", **header, items=[_result_item(row) for row in rows]),
+        "results": ResultsView(view="results", **header, items=[_result_item(row, verifications) for row in rows]),
         "envelopes": EnvelopesView(
             view="envelopes", **header, interactivity_tiers=list(INTERACTIVITY_TIERS), default_tco_tier=DEFAULT_TIER,
             origins=list(SHOWN_BY_DEFAULT), items=_envelopes(frame, registry, local_hosts),

@@ -73,7 +73,8 @@ def offer(artifact: ArtifactRow, readable: Path | None) -> None:
 def verification_note(origin: str, found: PointVerificationRow | None) -> None:
     """Whether anyone can check this Point: verified (a signed bundle's records gave every figure again), signed but
     not recomputed, unsigned, or an imported or projected figure there are no records of (orchestrator/bundles.py)."""
-    if origin in ("imported", "projected"):
+    state = reads.verifiability(origin, found.state if found is not None else None)
+    if state == "cannot be verified":
         st.info(f"{origin.capitalize()} (cannot be verified): no per-request records of this figure exist here to "
                 "compute it again; a signed bundle holding it checks its bytes by hash only.")  # fmt: skip
         return
@@ -83,7 +84,7 @@ def verification_note(origin: str, found: PointVerificationRow | None) -> None:
         return
     signer = f"**{found.signer}** (key `{found.key_id}`)"
     when = f"{found.at:%Y-%m-%d %H:%M} UTC"
-    if found.state == "verified":
+    if state == "verified":
         st.success(f"Verified: in a bundle signed by {signer}, every figure computed again from its raw per-request "
                    f"records by `infersweep verify` was the same ({when}).")  # fmt: skip
     elif found.state == "hash-only":

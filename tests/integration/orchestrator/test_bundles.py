@@ -239,3 +239,6 @@ def test_the_run_detail_reads_signed_then_verified_and_the_public_snapshot_carri
     assert published.returncode == 0, published.stdout + published.stderr
     (snapshot,) = (store / "snapshot").glob("*.db")
     assert "Verified: in a bundle signed by **ci-runner**" in shown(f"sqlite:///{snapshot}")
+    # The API says what the page says.
+    items = json.loads((store / "api" / "v1" / "results.json").read_text())["items"]
+    assert {(item["sweep"], item["verification"]) for item in items} == {("to-bundle", "verified")}

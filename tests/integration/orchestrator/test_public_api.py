@@ -92,6 +92,7 @@ def test_an_imported_result_links_to_its_source_run(published: tuple[Path, dict]
     for item in documents["results.json"]["items"]:
         assert item["source_url"].startswith("https://github.com/SemiAnalysisAI/InferenceX/actions/runs/"), item
         assert item["hub_path"].startswith("/run?sweep=") and "/tmp" not in json.dumps(item), item
+        assert item["verification"] == "cannot be verified", item  # another tool's figures, without their records
 
 
 def test_an_items_id_is_the_same_after_another_publish_of_the_same_data(
