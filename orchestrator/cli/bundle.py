@@ -51,7 +51,8 @@ def make(
         count = write_bundle(open_database(writes=True), sweep, key, out, load_trusted_keys(keys or TRUSTED_KEYS))
     except InferSweepError as error:
         fail(error)
-    console.print(f"bundle of {count} Point(s) written to {out}; check it with `infersweep verify {out}`")
+    check = f"infersweep verify {out}" + (f" --keys {keys}" if keys else "")
+    console.print(f"bundle of {count} Point(s) written to {out}; check it with `{check}`")
 
 
 def verify(

@@ -78,9 +78,9 @@ def verification_note(origin: str, found: PointVerificationRow | None) -> None:
         st.info(f"{origin.capitalize()} (cannot be verified): no per-request records of this figure exist here to "
                 "compute it again; a signed bundle holding it checks its bytes by hash only.")  # fmt: skip
         return
-    if found is None:
+    if found is None:  # "unsigned"
         st.info("Unsigned: no signed result bundle holds this Point. `infersweep bundle make SWEEP` signs one; "
-                   "`infersweep verify BUNDLE` recomputes every figure from its raw records, offline.")  # fmt: skip
+                "`infersweep verify BUNDLE` recomputes every figure from its raw records, offline.")  # fmt: skip
         return
     signer = f"**{found.signer}** (key `{found.key_id}`)"
     when = f"{found.at:%Y-%m-%d %H:%M} UTC"

@@ -38,7 +38,7 @@ import yaml
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, sync_playwright
 
 from runners.host.process import pick_free_port
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, SIMULATED_RECIPE, run_cli
 from tests.site.hub_fixture import seed_hub
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -447,8 +447,6 @@ def cloned_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClonedHub]:
     """The project copied to a path of a marked name, the InferenceX sample imported from the copy and a simulated
     sweep run there, `publish --snapshot` into a store in it, and the copy's own `infersweep site --public` serving
     that snapshot (pages and the read-only API): every step runs the copy's code, from the copy."""
-    from tests.conftest import SIMULATED_RECIPE
-
     marker = f"elsewhere-{os.getpid()}"
     clone = tmp_path_factory.mktemp("publisher") / marker / "infersweep"
     _copy_of_the_checkout(clone)
