@@ -31,6 +31,7 @@ Python, numpy and pandas (no Ray, no scipy), so the hub and the CLI can both imp
 - `public_results`: the public results as one table, and the view a reader meets before touching a control (the
   hub's pages and the read-only API, `orchestrator/public_api.py`, read them alike).
 - `coverage`: which chip has measured, imported or projected results for which model and workload, and which none.
+- `asof`: which published snapshot an `asof` read (a date or a snapshot hash) means, from the chain's index.
 - `uplift`: how each chip's frontier moved between two states of the results (area dominated, reads at each tier).
 """
 

@@ -323,3 +323,30 @@ class PointVerificationRow(SQLModel, table=True):
     key_id: str = Field(description="The signing key's id: 16 hex digits of the SHA-256 of its raw public bytes.")
     envelope_sha256: str = Field(description="SHA-256 of the bundle's signed envelope: which bundle said it.")
     at: datetime = Field(default_factory=utcnow)
+
+
+class SnapshotPublicationRow(SQLModel, table=True):
+    """A published snapshot's own record, written only into the snapshot file (`infersweep publish --snapshot`): the
+    SHA-256 of the snapshot it follows, so that each published snapshot's hash covers its parent's and the chain of
+    them can be walked and checked (`infersweep verify STORE`). Empty in a results database."""
+
+    __tablename__ = "snapshot_publication"
+
+    id: int | None = Field(default=None, primary_key=True)
+    parent_sha256: str | None = Field(default=None, description="SHA-256 of the snapshot it follows; None: the first.")
+    published_at: datetime = Field(default_factory=utcnow, description="When it was published (UTC).")
+    points: int = Field(description="How many Points it publishes.")
+
+
+class SnapshotRetractionRow(SQLModel, table=True):
+    """A Point its parent snapshot published and this snapshot no longer does, and why: publishing only adds Points,
+    and one leaves only by a retraction recorded here, naming the published Point by its id and the SHA-256 of its
+    bytes as published (a correction is a new Point of its own)."""
+
+    __tablename__ = "snapshot_retraction"
+
+    id: int | None = Field(default=None, primary_key=True)
+    point_result_id: int = Field(description="The retracted Point's id, as its parent snapshot published it.")
+    point_sha256: str = Field(description="SHA-256 of the Point's canonical bytes in the parent snapshot.")
+    reason: str = Field(description="Why it was retracted, as `infersweep retract` recorded it.")
+    retracted_at: datetime | None = Field(default=None, description="When it was retracted (UTC).")

@@ -42,6 +42,10 @@ class ArtifactStore(Protocol):
         """Fetch `key` into `target`."""
         ...
 
+    def exists(self, key: str) -> bool:
+        """Whether the store holds `key`."""
+        ...
+
 
 @dataclass
 class LocalArtifactStore:
@@ -60,6 +64,9 @@ class LocalArtifactStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.root / key, target)
         return target
+
+    def exists(self, key: str) -> bool:
+        return (self.root / key).is_file()
 
 
 class S3ArtifactStore:
@@ -117,6 +124,14 @@ class S3ArtifactStore:
                 f"upload of {local_path} to s3://{self.bucket}/{full_key} failed: {error}"
             ) from error
         return f"s3://{self.bucket}/{full_key}"
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return self._exists(self._key(key))
+        except (BotoCoreError, ClientError) as error:
+            raise InfrastructureError(f"s3://{self.bucket}/{self._key(key)}: could not look it up: {error}") from error
 
     def _exists(self, full_key: str) -> bool:
         from botocore.exceptions import ClientError

@@ -38,6 +38,13 @@ from db.models import (
 from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import ArtifactStore, content_key, is_staged
 from orchestrator.public_api import API_PREFIX, build_views, write_views
+from orchestrator.snapshot_chain import (
+    HISTORY_VIEW,
+    fetch_snapshot,
+    read_publication,
+    record_link,
+    retracted_rows,
+)
 from recipes.errors import InferSweepError, InfrastructureError
 
 log = logging.getLogger(__name__)
@@ -110,8 +117,10 @@ def _copy(target: Session, rows: Sequence[SQLModel]) -> None:
         target.connection().execute(insert(table_of(type(rows[0]))), values)
 
 
-def write_snapshot(engine: Engine, path: Path) -> int:
-    """Write the public results into a new SQLite file at `path`; return the number of points."""
+def write_snapshot(engine: Engine, path: Path, parent: Path | None = None, parent_sha256: str | None = None) -> int:
+    """Write the public results into a new SQLite file at `path`; return the number of points. Given the newest
+    published snapshot (`parent`, its hash), it follows it: every Point it published is kept byte for byte or
+    retracted by a record (`orchestrator/snapshot_chain.py`), else `PublishRefused`."""
     snapshot = make_engine(f"sqlite:///{path}")
     migrate(snapshot)
     # What the public Points refer to is selected by subqueries, never by lists of ids: 100k Points' job ids were
@@ -135,6 +144,7 @@ def write_snapshot(engine: Engine, path: Path) -> int:
         _copy(target, points)
         for per_point in (ServerMetricDeltaRow, PointVerificationRow):
             _copy(target, source.exec(select(per_point).where(col(per_point.point_result_id).in_(public_points))).all())
+        record_link(target, parent, parent_sha256, retracted_rows(source))
         target.commit()
     snapshot.dispose()
     return len(points)
@@ -144,13 +154,27 @@ def publish_snapshot(engine: Engine, store: ArtifactStore) -> tuple[str, int]:
     """Write, store (content-addressed) and point `snapshot/latest.json` at a new snapshot; store the read-only API's
     views of it first (`api/v1/`, `orchestrator/public_api.py`), so the pointer moves only once they are there."""
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "snapshot.db"
-        count = write_snapshot(engine, path)
+        folder = Path(directory)
+        parent = json.loads(store.get(LATEST_SNAPSHOT_KEY, folder / "parent.json").read_text()) if store.exists(
+            LATEST_SNAPSHOT_KEY) else None  # fmt: skip
+        parent_sha256 = Path(parent["key"]).stem if parent else None
+        parent_path = fetch_snapshot(store, parent_sha256, folder / "parent.db") if parent_sha256 else None
+        path = folder / "snapshot.db"
+        count = write_snapshot(engine, path, parent_path, parent_sha256)
         digest = sha256_of(path)
         key = content_key("snapshot", digest, ".db")
         uri = store.put(path, key)
-        for view in write_api_views(path, digest, Path(directory) / "api"):
+        # The chain's index: the parent's, with this snapshot first (a store from before chains starts one).
+        history_key = f"{API_PREFIX}/{HISTORY_VIEW}.json"
+        earlier: list[dict[str, object]] = json.loads(store.get(history_key, folder / "history.json").read_text())[
+            "snapshots"] if parent and store.exists(history_key) else []  # fmt: skip
+        history = {"view": HISTORY_VIEW, "snapshots": [read_publication(path, digest).entry(), *earlier]}
+        (folder / "api").mkdir()
+        (folder / "api" / f"{HISTORY_VIEW}.json").write_text(json.dumps(history, indent=1))
+        for view in write_api_views(path, digest, folder / "api"):
+            store.put(view, f"{API_PREFIX}/asof/{digest}/{view.name}")  # the figures as they were: `asof` reads
             store.put(view, f"{API_PREFIX}/{view.name}", overwrite=True)
+        store.put(folder / "api" / f"{HISTORY_VIEW}.json", history_key, overwrite=True)
         pointer = Path(directory) / "latest.json"
         pointer.write_text(json.dumps({"key": key, "points": count}))
         store.put(pointer, LATEST_SNAPSHOT_KEY, overwrite=True)

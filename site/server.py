@@ -7,9 +7,11 @@ read-only API's views of it as static JSON files at `/api/v1/<view>.json` (`orch
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import streamlit as st
 from starlette.exceptions import HTTPException
@@ -20,6 +22,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from analysis.asof import resolve_asof
+from recipes.errors import ConfigurationError
 
 HERE = Path(__file__).resolve().parent
 API_ROUTE = "/api/v1"
@@ -85,10 +90,39 @@ class SessionsPerClient:
                 del self.open[client]
 
 
+class AsofReads:
+    """`/api/v1/<view>.json?asof=DATE|HASH`: the view as the snapshot published then gave it, `asof/<sha256>/<view>`
+    (analysis/asof.py), from the chain's index the hub fetched with a store's newest snapshot (`snapshots.json`)."""
+
+    def __init__(self, app: ASGIApp, directory: Path) -> None:
+        self.app, self.history = app, directory / "snapshots.json"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        asof = parse_qs(scope.get("query_string", b"").decode()).get("asof") if scope["type"] == "http" else None
+        view = scope["path"].removeprefix(f"{API_ROUTE}/") if scope["type"] == "http" else ""
+        if not asof or not scope["path"].startswith(f"{API_ROUTE}/") or "/" in view:
+            await self.app(scope, receive, send)
+            return
+        if not self.history.is_file():
+            body = {"error": "no asof reads here", "asof": asof[0], "serves": "one snapshot; serve a store "
+                    "(`infersweep site --snapshot STORE`) for the chain of its snapshots"}  # fmt: skip
+            await JSONResponse(body, status_code=404)(scope, receive, send)
+            return
+        try:
+            entry = resolve_asof(json.loads(self.history.read_text())["snapshots"], asof[0])
+        except ConfigurationError as error:
+            await JSONResponse({"error": str(error), "asof": asof[0]}, status_code=400)(scope, receive, send)
+            return
+        path = f"{API_ROUTE}/asof/{entry['snapshot']}/{view}"
+        await self.app({**scope, "path": path, "raw_path": path.encode()}, receive, send)
+
+
 # Public, read-only data: any web page may fetch it (GET only, no credentials). The /api mount after the views': an
 # unknown version or path is the API's 404, never Streamlit's page answering 200.
 views = [Mount(API_ROUTE, app=CORSMiddleware(ApiFiles(directory=API_DIR), allow_origins=["*"],
                                              allow_methods=["GET"]))] if API_DIR else []  # fmt: skip
 routes = [*views, Mount("/api", app=api_not_found)]
 middleware = [Middleware(SessionsPerClient, limit=SESSIONS_PER_CLIENT)] if SESSIONS_PER_CLIENT > 0 else []
+if API_DIR:
+    middleware.append(Middleware(AsofReads, directory=Path(API_DIR)))
 app = st.App(HERE / "app.py", routes=routes, middleware=middleware)

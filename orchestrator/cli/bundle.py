@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from orchestrator.cli.output import console, fail
 from recipes.errors import InferSweepError
+
+if TYPE_CHECKING:
+    from orchestrator.artifacts import ArtifactStore
 
 bundle_app = typer.Typer(help="Signed result bundles: what each Point was computed from, checkable offline.",
                          no_args_is_help=True)  # fmt: skip
@@ -56,7 +59,14 @@ def make(
 
 
 def verify(
-    bundle: Annotated[Path, typer.Argument(help="A bundle folder (`infersweep bundle make`).")],
+    bundle: Annotated[
+        str,
+        typer.Argument(
+            metavar="BUNDLE|STORE",
+            help="A bundle folder (`infersweep bundle make`), or an artifact store that `publish --snapshot` wrote "
+            "(a folder or s3://BUCKET/PREFIX): its chain of snapshots is checked.",
+        ),
+    ],
     keys: Annotated[Path | None, typer.Option(help="The trusted keys (default: recipes/trusted_keys.yaml).")] = None,
     record: Annotated[
         bool,
@@ -67,16 +77,28 @@ def verify(
     ] = False,
 ) -> None:
     """Check a bundle offline: the signer is trusted, the signature and every file's hash hold, each recipe is its
-    fingerprint; then recompute every figure of every Point from its raw records and say what differs. Exit 1 when
-    it does not verify."""
+    fingerprint; then recompute every figure of every Point from its raw records and say what differs. Or check a
+    store's published snapshots: each is the bytes its hash names, names its parent, and keeps every Point its parent
+    published unchanged or records its retraction. Exit 1 when it does not verify."""
+    from orchestrator.artifacts import S3ArtifactStore
     from orchestrator.bundles import verify_bundle
+    from orchestrator.publish import LATEST_SNAPSHOT_KEY
     from recipes.trusted_keys import TRUSTED_KEYS, load_trusted_keys
 
+    if bundle.startswith("s3://"):
+        bucket, _, prefix = bundle.removeprefix("s3://").partition("/")
+        verify_snapshots(S3ArtifactStore(bucket, prefix), bundle)
+        return
+    if (Path(bundle) / LATEST_SNAPSHOT_KEY).is_file():
+        from orchestrator.artifacts import LocalArtifactStore
+
+        verify_snapshots(LocalArtifactStore(Path(bundle)), bundle)
+        return
     try:
         trusted = load_trusted_keys(keys or TRUSTED_KEYS)
     except InferSweepError as error:
         fail(error)
-    found = verify_bundle(bundle, trusted)
+    found = verify_bundle(Path(bundle), trusted)
     if found.refused is not None:
         console.print(f"[red]not verified[/red]: {found.refused}")
         raise typer.Exit(1)
@@ -94,7 +116,34 @@ def verify(
         from orchestrator.bundles import record_verification
 
         try:
-            held = record_verification(open_database(writes=True), bundle, found)
+            held = record_verification(open_database(writes=True), Path(bundle), found)
         except InferSweepError as error:
             fail(error)
         console.print(f"recorded for the {held} of its Point(s) this results database holds")
+
+
+def verify_snapshots(store: ArtifactStore, shown: str) -> None:
+    """`verify STORE`: the store's chain of snapshots from the newest, each link checked (snapshot_chain.py)."""
+    import json
+    import tempfile
+
+    from orchestrator.publish import LATEST_SNAPSHOT_KEY
+    from orchestrator.snapshot_chain import verify_chain
+
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            pointer = json.loads(store.get(LATEST_SNAPSHOT_KEY, Path(directory) / "latest.json").read_text())
+        found = verify_chain(store, Path(pointer["key"]).stem)
+    except InferSweepError as error:
+        fail(error, code=1)
+    for problem in found.problems:
+        console.print(f"[red]broken[/red]: {problem}", highlight=False)
+    if found.problems:
+        console.print(f"[red]not verified[/red]: {len(found.problems)} problem(s) in the chain of snapshots in {shown}")
+        raise typer.Exit(1)
+    retractions = sum(len(publication.retractions) for publication in found.publications)
+    newest = found.publications[0]
+    console.print(f"verified: {len(found.publications)} snapshot(s) in {shown}, each the bytes its hash names, each "
+                  "keeping every Point its parent published or recording its retraction "
+                  f"({retractions} retraction(s)); newest {newest.sha256} with {newest.points} Point(s)",
+                  highlight=False)  # fmt: skip

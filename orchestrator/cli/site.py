@@ -231,20 +231,27 @@ def _latest_from(store: ArtifactStore, source: str) -> Path:
 
 def snapshot_file(value: str) -> Path:
     """Resolve `--snapshot` to a local SQLite file (downloading it from the artifact store if needed)."""
+    return snapshot_source(value)[0]
+
+
+def snapshot_source(value: str) -> tuple[Path, ArtifactStore | None]:
+    """`--snapshot` as a local SQLite file, and the artifact store it is the newest snapshot of (None: a file)."""
     from orchestrator.artifacts import LocalArtifactStore, S3ArtifactStore, store_from_environment
     from orchestrator.publish import LATEST_SNAPSHOT_KEY
 
+    store: ArtifactStore
     if value == "latest":
-        return _latest_from(store_from_environment(), value)
+        store = store_from_environment()
+        return _latest_from(store, value), store
     scheme = urlparse(value).scheme
     if scheme == "s3":
         bucket, _, key = value.removeprefix("s3://").partition("/")
         if not bucket:
             raise ConfigurationError(f"--snapshot {value!r}: no bucket; {SNAPSHOT_EXPECTED}")
+        store = S3ArtifactStore(bucket) if key.endswith(".db") else S3ArtifactStore(bucket, key)
         if key.endswith(".db"):
-            store = S3ArtifactStore(bucket)
-            return _fetch(lambda target: store.get(key, target), value)
-        return _latest_from(S3ArtifactStore(bucket, key), value)
+            return _fetch(lambda target: store.get(key, target), value), None
+        return _latest_from(store, value), store
     if scheme == "file":
         path = Path(unquote(urlparse(value).path))
     elif scheme in {"", "sqlite"} or len(scheme) == 1:  # a plain path (a one-letter scheme is a Windows drive)
@@ -256,23 +263,47 @@ def snapshot_file(value: str) -> Path:
             raise ConfigurationError(
                 f"--snapshot {value!r}: the folder {path} has no {LATEST_SNAPSHOT_KEY}; {SNAPSHOT_EXPECTED}"
             )
-        return _latest_from(LocalArtifactStore(path), value)
+        store = LocalArtifactStore(path)
+        return _latest_from(store, value), store
     if not path.is_file():
         raise ConfigurationError(f"--snapshot {value!r}: no file at {path.resolve()}; {SNAPSHOT_EXPECTED}")
     with open(path, "rb") as handle:
         if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
             raise ConfigurationError(f"--snapshot {value!r}: {path} is not a SQLite file; {SNAPSHOT_EXPECTED}")
-    return path.resolve()
+    return path.resolve(), None
 
 
 def snapshot_database(value: str) -> HubDatabase:
     """A published snapshot: it replaces the configured database entirely, and is never migrated. The hub also serves
     the read-only API's views of it."""
-    path = snapshot_file(value)
+    path, store = snapshot_source(value)
     hub_url = read_only_url(f"sqlite:///{path}", immutable=not in_wal_mode(path))
     _check_schema(hub_url, f"snapshot {path}", "Publish a new one with this version: infersweep publish --snapshot.")
     description = f"snapshot {path}" + ("" if str(path) == value else f" (from {value})")
-    return HubDatabase(hub_url, description, api_views(path, hub_url))
+    views = api_views(path, hub_url)
+    if store is not None:
+        _fetch_history(store, views)
+    return HubDatabase(hub_url, description, views)
+
+
+def _fetch_history(store: ArtifactStore, views: Path) -> None:
+    """The chain's index and each earlier snapshot's views, from the store `publish --snapshot` wrote them to, beside
+    the newest's: the hub's API answers `asof` reads from them (site/server.py). A store from before chains has
+    none; a view an earlier snapshot did not have is left out."""
+    from orchestrator.public_api import API_PREFIX
+    from orchestrator.snapshot_chain import HISTORY_VIEW
+
+    index = f"{API_PREFIX}/{HISTORY_VIEW}.json"
+    if not store.exists(index):
+        return
+    history = store.get(index, views / f".{HISTORY_VIEW}.partial")
+    names = [path.name for path in views.glob("*.json")]
+    for entry in json.loads(history.read_text())["snapshots"]:
+        folder = views / "asof" / str(entry["snapshot"])
+        for name in names:
+            if not (folder / name).is_file() and store.exists(f"{API_PREFIX}/asof/{entry['snapshot']}/{name}"):
+                store.get(f"{API_PREFIX}/asof/{entry['snapshot']}/{name}", folder / name)
+    os.replace(history, views / f"{HISTORY_VIEW}.json")
 
 
 def api_views(snapshot: Path, url: str) -> Path:

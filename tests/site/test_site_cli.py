@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlmodel import col, select
 
-from db.session import make_engine, migrate
+from db import recording
+from db.models import PointResultRow, SweepRow
+from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import LocalArtifactStore
 from orchestrator.cli import site as site_cli
 from orchestrator.publish import publish_snapshot
@@ -103,6 +106,16 @@ def test_site_on_a_published_snapshot_stops_on_ctrl_c(tmp_path: Path) -> None:
     seed_hub(source)
     store = LocalArtifactStore(tmp_path / "store")
     publish_snapshot(make_engine(source), store)
+    first = json.loads((tmp_path / "store" / "api" / "v1" / "results.json").read_text())
+    # One Point retracted and published again: the hub's API answers `asof` reads from the chain (issue 64).
+    with open_session(make_engine(source)) as session:
+        point, sweep = session.exec(
+            select(PointResultRow, SweepRow).join(SweepRow, col(SweepRow.id) == col(PointResultRow.sweep_id))
+        ).first() or (None, None)
+        assert point is not None and sweep is not None
+        assert recording.retract(session, "a test", sweep.name, point.point_key) >= 1
+    publish_snapshot(make_engine(source), store)
+    history = json.loads((tmp_path / "store" / "api" / "v1" / "snapshots.json").read_text())["snapshots"]
     home = tmp_path / "home"
     process, port = _start("--snapshot", str(tmp_path / "store"), env={"INFERSWEEP_HOME": str(home)})
     try:
@@ -119,6 +132,15 @@ def test_site_on_a_published_snapshot_stops_on_ctrl_c(tmp_path: Path) -> None:
             }  # fmt: skip
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/index.json", timeout=10) as index:
             assert json.loads(index.read())["api_version"] == "v1"
+        for asof, items in ((history[1]["snapshot"][:10], len(first["items"])), (None, len(first["items"]) - 1)):
+            query = f"?asof={asof}" if asof else ""
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/results.json{query}", timeout=10) as read:
+                assert len(json.loads(read.read())["items"]) == items, asof
+        with pytest.raises(urllib.error.HTTPError) as early:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/results.json?asof=2001-01-01", timeout=10)
+        assert (
+            early.value.code == 400 and "no snapshot was published by then" in json.loads(early.value.read())["error"]
+        )
     finally:
         if process.poll() is None:
             output = _stop(process, port, signal.SIGINT)
