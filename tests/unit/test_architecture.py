@@ -140,7 +140,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 FOLDERS = (*PACKAGES, "site")
-SITE_MODULES = ("hubkit", "views", "app")  # site/'s own modules, by the names they import each other as
+SITE_MODULES = ("hubkit", "views", "app", "server")  # site/'s own modules, by the names they import each other as
 
 
 def folder_of(module: str) -> str:
