@@ -74,7 +74,8 @@ def _print_peer_imports(imports: list[PeerImport], sweep: str) -> None:
             dated = "" if level.dated else ", date unknown (pass --run-date)"
             console.print(
                 f"{result.path} [{level.label}]: {state} into sweep {sweep} (c={level.concurrency}, "
-                f"{level.isl}/{level.osl}, valid={level.valid}{dated})", markup=False, highlight=False,
+                f"{f'{level.isl}/{level.osl}' if level.isl else 'trace replay'}, valid={level.valid}{dated})",
+                markup=False, highlight=False,
             )  # fmt: skip
         for refusal in result.refused:
             errors.print(f"{result.path}: refused {refusal}", markup=False, highlight=False)

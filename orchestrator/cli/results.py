@@ -53,8 +53,10 @@ def print_results(sweep: str | None) -> int:
         if sweep is not None:
             check_sweep_exists(session, sweep)
         rows = reads.list_results(session, sweep=sweep)
+        checked = reads.newest_verifications(session)
     table = Table(title=f"Results{f' of sweep {sweep}' if sweep else ''}")
-    for column in ("sweep", "recipe", "hw", "origin", "isl/osl", "conc", "rep", "valid", "ok/fail"):
+    # "checked": what the hub's run detail and the API's `verification` say of the Point (one rule, db.reads).
+    for column in ("sweep", "recipe", "hw", "origin", "isl/osl", "conc", "rep", "valid", "checked", "ok/fail"):
         table.add_column(column)
     for column in ("out tok/s/gpu", "TTFT p50 ms", "TPOT p50 ms", "tok/s/user p50"):
         table.add_column(column, justify="right")
@@ -67,7 +69,7 @@ def print_results(sweep: str | None) -> int:
             row.sweep, row.recipe, row.hardware, row.origin,
             f"{row.isl}/{row.osl}" if row.isl is not None else "trace", str(row.concurrency),
             str(row.repeat_index), {"valid": "yes", "invalid": "[red]no[/]"}.get(row.validity, row.validity),
-            f"{row.completed}/{row.failed}",
+            reads.verifiability(row.origin, checked.get((row.sweep, row.point_key))), f"{row.completed}/{row.failed}",
             number(row.output_throughput_per_gpu), number(row.ttft_p50_ms), number(row.tpot_p50_ms, 2),
             number(row.interactivity_p50),
         )  # fmt: skip

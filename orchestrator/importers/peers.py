@@ -27,7 +27,7 @@ from recipes.errors import RecipeError, problem_of
 from recipes.limits import MAX_TEXT_CHARS
 from recipes.schema import ValidityThresholds
 from recipes.validity import Evidence, judge
-from runners.loadgen.records import MeasuredWindow, PointMetrics, Stats, Validity
+from runners.loadgen.records import MeasuredWindow, PointMetrics, ReplayPoint, Stats, Validity
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -65,6 +65,7 @@ class PeerLevel:
     osl: int | None
     metrics: PointMetrics
     measured_at: datetime | None
+    replay: ReplayPoint | None = None  # a trace replay's Point (its settings and trace); None: fixed lengths
 
 
 @dataclass

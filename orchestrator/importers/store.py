@@ -228,8 +228,8 @@ def _twin_of(
 class StoredLevel:
     label: str
     concurrency: int
-    isl: int
-    osl: int
+    isl: int | None  # None: a trace replay
+    osl: int | None
     stored: bool  # False: already present (the same file imported before)
     valid: bool
     dated: bool  # False: the file states no date and --run-date gave none: 'date unknown'
@@ -274,7 +274,7 @@ def import_peer_results(
     read and every level judged before the sweep is opened: where every level is refused, no sweep is made."""
     reader = PEER_FORMATS[format_name]
     imports: list[PeerImport] = []
-    storable: list[tuple[PeerImport, PeerLevel, PointRequest, SequenceLengths, str]] = []
+    storable: list[tuple[PeerImport, PeerLevel, PointRequest, SequenceLengths | None, str]] = []
     for file in distinct_files(files):
         read = reader.read(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)
         # The file's content is part of each level's identity: the same file again is already present, another
@@ -283,9 +283,9 @@ def import_peer_results(
         result = PeerImport(read.path, read.tool, read.model, refused=list(read.refused))
         imports.append(result)
         for level in read.levels:
-            chosen, refusal = _lengths(level, lengths)
-            if chosen is None:
-                result.refused.append(refusal)  # type: ignore[arg-type]  # _lengths returns a refusal exactly when chosen is None
+            chosen, refusal = (None, None) if level.replay is not None else _lengths(level, lengths)
+            if chosen is None and refusal is not None:
+                result.refused.append(refusal)
                 continue
             # A figure no load level can have (NaN, infinity, a negative latency, 1e30 tok/s/GPU) refuses the
             # level: stored, one NaN made every later read of the results fail.
@@ -294,10 +294,11 @@ def import_peer_results(
                 result.refused += [Refusal(level.index, f"stored {name}", value, expected)
                                    for name, value, expected in unphysical]  # fmt: skip
                 continue
-            # One load level of its own: its concurrency and requests, random lengths of exactly L.
+            # One load level of its own: a trace replay's settings, or its concurrency and requests at random lengths
+            # of exactly L.
             try:
-                workload = FixedLengthPoint(
-                    isl=chosen.isl, osl=chosen.osl, range_ratio=1.0, concurrency=level.concurrency,
+                workload = level.replay or FixedLengthPoint(
+                    isl=chosen.isl, osl=chosen.osl, range_ratio=1.0, concurrency=level.concurrency,  # type: ignore[union-attr]  # chosen is set for a fixed-length level
                     num_prompts=max(level.metrics.completed + level.metrics.failed, 1), num_warmup=0, seed=0,
                     request_timeout_s=600,
                 )  # fmt: skip
@@ -318,7 +319,8 @@ def import_peer_results(
         recorder.register_recipe(loaded)
         outcomes = recorder.points_imported(points)
     for (result, level, _, chosen, _), stored, imported in zip(storable, outcomes, points, strict=True):
-        result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl, chosen.osl, stored,
+        result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl if chosen else None,
+                                         chosen.osl if chosen else None, stored,
                                          level.metrics.with_figures_judged().validity.valid,
                                          imported.measured_at is not None))  # fmt: skip
     return imports

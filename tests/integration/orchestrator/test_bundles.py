@@ -231,6 +231,9 @@ def test_the_run_detail_reads_signed_then_verified_and_the_public_snapshot_carri
     after = shown(url)
     assert "Verified: in a bundle signed by **ci-runner**" in after and envelope in after
     assert "every figure computed again from its raw per-request records by `infersweep verify` was the same" in after
+    # The CLI says what the page says, a word per result.
+    listed = run_cli("results", "--sweep", "to-bundle", env={"INFERSWEEP_DATABASE_URL": url, "COLUMNS": "250"})
+    assert listed.returncode == 0 and listed.stdout.count(" verified ") == 2, listed.stdout
 
     store = tmp_path / "store"
     published = run_cli(

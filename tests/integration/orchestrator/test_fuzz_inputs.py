@@ -43,6 +43,7 @@ PEER_FILES = {
     "guidellm": [PEERS / "guidellm" / "concurrent.json"],
     "vllm-bench": [ROOT / "tests" / "data" / "vllm_bench_result.json"],
     "llm-d": sorted((PEERS / "llm-d").glob("*.yaml")),
+    "agentx": [PEERS / "agentx" / "profile" / "profile_export_aiperf.json"],
 }
 TRACES = [
     ROOT / "traces" / "claude-code-weka" / "sample_trace.json",

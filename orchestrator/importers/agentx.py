@@ -1,0 +1,159 @@
+"""Read SemiAnalysis' AgentX harness output (`agentx profile`, agentx-harness 1.0.12) as one agentic-replay Point.
+
+The harness is a fork of AIPerf and writes AIPerf's profile export (`profile_export_aiperf.json`, schema 1.4), so its
+figures are read as `aiperf.py` reads them (the same definitions, docs/METRICS.md). What makes it a replay is read
+from the export's `input_config`, as our replay's settings (`ReplaySettings`):
+
+- the profiling phase: `concurrency` (live trajectory lanes), `duration` (the measured window, s),
+  `warmup_requests_per_lane` (its accelerated warm-up), `system_idle_gap_cap_seconds` (our `idle_cap_s`), a
+  trajectory start ratio above 0 (lanes start part-way through their session: our `warmup`);
+- the dataset: `trace_idle_gap_cap_seconds` (our per-tree `think_cap_s`), `random_seed`, and the trace file it
+  replayed, whose SHA-256 is the Point's trace version: under the dataset path's name inside the harness's output
+  directory (a copied run carries its trace with it), else at the path as written; one file, or a folder of one;
+- the endpoint's type (`chat` or `completions`: our `api`).
+
+The harness's own labels are kept beside the figures (`peer_figures`): its theoretical prefix-cache hit (%, its
+definition: docs/METRICS.md; ours is left unset, not computed for its walk) and whether its scenario's invariants
+held (`agentx_submission_valid` 0 when the run was made with `--unsafe-override`, which the harness itself marks not
+a valid submission). The replay's basis (`metrics.replay`) holds the trace version, the measured requests and the
+server's prompt tokens; the harness reports no session count, schedule lag or cached tokens without the server's
+usage details, so those are empty (0 sessions, no samples), never guessed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pydantic import Field
+
+from orchestrator.importers.aiperf import AIPERF, EXPORT_NAME, AIPerfMetric
+from orchestrator.importers.peers import NO_SAMPLES, PeerFile, PeerLevel, PeerModel, Refusal, parse
+from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
+from recipes.schema import ValidityThresholds
+from recipes.yamlio import read_document
+from runners.loadgen.records import ReplayPoint, ReplayStats
+
+WHAT = "AgentX harness export"
+
+
+class AgentXPhase(PeerModel):
+    kind: str | None = Field(None, description="'profiling' for the measured phase.")
+    timing_mode: str | None = Field(None, description="'agentic_replay' for a trace replay.")
+    duration: float | None = Field(None, gt=0, description="The measured window, s.")
+    warmup_requests_per_lane: int = Field(0, ge=0, le=1000, description="Accelerated warm-up turns per lane.")
+    system_idle_gap_cap_seconds: float = Field(AGENTX_SYSTEM_IDLE_CAP_S, gt=0, description="Whole-system idle cap.")
+    trajectory_start_max_ratio: float = Field(0.0, ge=0, le=1, description="Latest start position of a lane.")
+
+
+class AgentXDataset(PeerModel):
+    path: str = Field("", description="The trace file or folder, on the machine that ran the harness.")
+    trace_idle_gap_cap_seconds: float = Field(AGENTX_TREE_IDLE_CAP_S, gt=0, description="Per-tree idle cap.")
+    random_seed: int = Field(0, description="Seed of start positions.")
+
+
+class AgentXEndpoint(PeerModel):
+    type: str | None = Field(None, description="'chat' or 'completions'.")
+
+
+class AgentXConfig(PeerModel):
+    phases: list[AgentXPhase] = Field(default_factory=list, description="The run's phases.")
+    datasets: list[AgentXDataset] = Field(default_factory=list, description="Its datasets (the trace first).")
+    endpoint: AgentXEndpoint = Field(default_factory=AgentXEndpoint, description="The server endpoint.")
+    scenario: str | None = Field(None, description="The harness's scenario ('agentx').")
+    unsafe_override: bool = Field(False, description="The scenario's invariants were turned into warnings.")
+
+
+class AgentXExport(PeerModel):
+    input_config: AgentXConfig = Field(default_factory=AgentXConfig, description="The run's configuration.")
+    theoretical_prefix_cache_hit: AIPerfMetric | None = Field(None, description="The harness's theoretical hit, %.")
+    total_usage_prompt_tokens: AIPerfMetric | None = Field(None, description="Prompt tokens, server usage.")
+
+
+def _trace_file(dataset: AgentXDataset, export: Path) -> Path | None:
+    """The trace the harness replayed: under its name beside the export (a copied run carries it), else at its path as
+    written; a file, or a folder of one file."""
+    written = Path(dataset.path)
+    for candidate in (export.parent / written.name, written) if dataset.path else ():
+        if candidate.is_file():
+            return candidate
+        files = sorted(path for path in candidate.glob("*.json*") if path.is_file()) if candidate.is_dir() else []
+        if len(files) == 1:
+            return files[0]
+    return None
+
+
+def _refused(peer: PeerFile, refusal: Refusal) -> PeerFile:
+    """The file with its one level refused."""
+    peer.levels.clear()
+    peer.refused.append(refusal)
+    return peer
+
+
+class AgentXFormat:
+    name = "agentx"
+    description = (
+        "The AgentX harness's output (`agentx profile --output-artifact-dir DIR`: the folder, holding the trace it "
+        "replayed, or its profile_export_aiperf.json)."
+    )
+
+    def read(self, path: Path, accelerators: int, thresholds: ValidityThresholds) -> PeerFile:
+        peer = AIPERF.read(path, accelerators, thresholds)
+        peer.tool = peer.tool.replace("AIPerf", "AgentX harness (agentx-harness)")
+        if not peer.levels:
+            return peer
+        export = path / EXPORT_NAME if path.is_dir() else path
+        harness = parse(AgentXExport, read_document(export, WHAT), export, WHAT)
+        config = harness.input_config
+        phase = next((phase for phase in config.phases if phase.kind == "profiling"), AgentXPhase())
+        dataset = next(iter(config.datasets), AgentXDataset())
+        if phase.timing_mode != "agentic_replay":
+            return _refused(
+                peer,
+                Refusal(
+                    0,
+                    "input_config.phases[profiling].timing_mode",
+                    phase.timing_mode,
+                    "'agentic_replay' (a trace replay); for other runs use `import aiperf`",
+                ),
+            )
+        trace = _trace_file(dataset, export)
+        if trace is None:
+            return _refused(
+                peer,
+                Refusal(
+                    0,
+                    "input_config.datasets[0].path",
+                    dataset.path,
+                    "the trace file the harness replayed, under its name beside the export or "
+                    "at that path (its SHA-256 is the Point's trace version)",
+                ),
+            )
+        [level] = peer.levels
+        replay = ReplayPoint(
+            trace_path=trace.name, trace_version=hashlib.sha256(trace.read_bytes()).hexdigest(),
+            concurrency=level.concurrency, duration_s=phase.duration or level.metrics.duration_s,
+            warmup=phase.trajectory_start_max_ratio > 0, warmup_requests_per_lane=phase.warmup_requests_per_lane,
+            api="chat" if config.endpoint.type == "chat" else "completions",
+            think_cap_s=dataset.trace_idle_gap_cap_seconds, idle_cap_s=phase.system_idle_gap_cap_seconds,
+            seed=dataset.random_seed,
+        )  # fmt: skip
+        labels = dict(level.metrics.peer_figures or {})
+        if harness.theoretical_prefix_cache_hit and harness.theoretical_prefix_cache_hit.avg is not None:
+            labels["agentx_theoretical_prefix_cache_hit_pct"] = harness.theoretical_prefix_cache_hit.avg
+        labels["agentx_submission_valid"] = 0.0 if config.unsafe_override else 1.0
+        usage = harness.total_usage_prompt_tokens
+        stats = ReplayStats(
+            requests_measured=level.metrics.completed + level.metrics.failed, trace_version=replay.trace_version,
+            sessions_completed=0, session_time_s=NO_SAMPLES, schedule_lag_ms=NO_SAMPLES,  # the harness reports none
+            prompt_tokens=round(usage.avg) if usage and usage.avg else level.metrics.total_input_tokens,
+            cached_tokens=0, realized_hit_rate=None, e2e_interactivity_p90=None,
+        )  # fmt: skip
+        metrics = level.metrics.model_copy(update={"peer_figures": labels, "replay": stats})
+        peer.levels[0] = PeerLevel(index=level.index, label=f"c={level.concurrency}, {config.scenario}",
+                                   concurrency=level.concurrency, isl=None, osl=None, metrics=metrics,
+                                   measured_at=level.measured_at, replay=replay)  # fmt: skip
+        return peer
+
+
+AGENTX = AgentXFormat()

@@ -1,0 +1,68 @@
+"""`infersweep import agentx`: SemiAnalysis' AgentX harness output (agentx-harness 1.0.12, run against the simulated
+engine: tests/data/peers/README.md) becomes one agentic-replay Point whose figures are the harness's own summary."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from db.models import PointResultRow
+from db.session import make_engine, open_session
+from tests.conftest import ROOT, run_cli
+
+RUN = ROOT / "tests" / "data" / "peers" / "agentx" / "profile"
+RECIPE = ROOT / "recipes" / "examples" / "agentic-simulated.yaml"
+
+
+def test_the_harness_output_round_trips_to_its_own_summary(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    imported = run_cli("import", "agentx", "--recipe", str(RECIPE), str(RUN), env={"INFERSWEEP_DATABASE_URL": url})
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    assert "AgentX harness (agentx-harness) 1.0.12" in imported.stdout and "trace replay" in imported.stdout
+    with open_session(make_engine(url)) as session:
+        [point] = session.exec(select(PointResultRow)).all()
+    summary = json.loads((RUN / "profile_export_aiperf.json").read_text())
+    metrics = point.metrics
+
+    assert (point.origin, point.workload_kind, point.concurrency) == ("imported", "agentic-replay", 2)
+    assert metrics["completed"] == summary["request_count"]["avg"] == 14
+    assert metrics["total_output_tokens"] == summary["total_usage_completion_tokens"]["avg"]
+    assert metrics["total_input_tokens"] == summary["total_usage_prompt_tokens"]["avg"]
+    assert metrics["duration_s"] == summary["benchmark_duration"]["avg"]
+    for ours, theirs in (("ttft_ms", "time_to_first_token"), ("tpot_ms", "inter_token_latency"),
+                         ("e2el_ms", "request_latency")):  # fmt: skip
+        for percentile in ("mean", "p50", "p90", "p99"):
+            assert metrics[ours][percentile] == summary[theirs]["avg" if percentile == "mean" else percentile]
+    # Tokens/s/user is 1000 / TPOT at the same percentile (ours); the harness's is the percentile of each
+    # request's own rate: the medians of 14 requests agree to 0.1 %.
+    assert metrics["interactivity"]["p50"] == pytest.approx(summary["output_token_throughput_per_user"]["p50"], 1e-3)
+    assert metrics["peer_figures"]["aiperf_output_token_throughput"] == summary["output_token_throughput"]["avg"]
+    assert (
+        metrics["peer_figures"]["agentx_theoretical_prefix_cache_hit_pct"]
+        == (summary["theoretical_prefix_cache_hit"]["avg"])
+    )
+    assert metrics["peer_figures"]["agentx_submission_valid"] == 0.0  # run with --unsafe-override (a 60 s window)
+    trace = RUN / "traces" / "sample_trace_agentx.json"
+    assert metrics["replay"]["trace_version"] == hashlib.sha256(trace.read_bytes()).hexdigest()
+    assert metrics["replay"]["requests_measured"] == 14 and metrics["replay"]["theoretical_hit_rate"] is None
+
+    again = run_cli("import", "agentx", "--recipe", str(RECIPE), str(RUN), env={"INFERSWEEP_DATABASE_URL": url})
+    assert again.returncode == 0 and "1 already present" in " ".join(again.stdout.split()), again.stdout
+
+
+def test_an_export_without_the_trace_it_replayed_is_refused_naming_the_path(tmp_path: Path) -> None:
+    alone = tmp_path / "run"
+    alone.mkdir()
+    export = json.loads((RUN / "profile_export_aiperf.json").read_text())
+    gone = str(tmp_path / "gone" / "traces")  # where the harness's machine had it: not on this one
+    export["input_config"]["datasets"][0]["path"] = gone
+    (alone / "profile_export_aiperf.json").write_text(json.dumps(export))
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    refused = run_cli("import", "agentx", "--recipe", str(RECIPE), str(alone), env={"INFERSWEEP_DATABASE_URL": url})
+    text = " ".join((refused.stdout + refused.stderr).split())
+    assert f"field 'input_config.datasets[0].path': got '{gone}'" in text, text
+    assert "its SHA-256 is the Point's trace version" in text and "Traceback" not in text
