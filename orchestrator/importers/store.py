@@ -39,10 +39,10 @@ from orchestrator.importers.peer_formats import PEER_FORMATS
 from orchestrator.importers.peers import PeerLevel, Refusal
 from orchestrator.plan import point_key
 from orchestrator.recorder import ImportedPoint, RecipeIdentity, Recorder
-from recipes.loader import LoadedRecipe
-from recipes.schema import FixedLengthWorkload, SequenceLengths
+from recipes.loader import LoadedRecipe, fingerprint_of
+from recipes.schema import AgenticReplayWorkload, FixedLengthWorkload, SequenceLengths
 from runners.job import PointRequest
-from runners.loadgen.records import FixedLengthPoint, PointMetrics
+from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint
 
 # The fixed-length methodology InferenceX rows are measured with, as docs/ARCHITECTURE.md §4 states it (ours too):
 # lengths uniform in [0.8 L, L], 10 x concurrency measured prompts after 2 x concurrency warm-up prompts.
@@ -265,6 +265,16 @@ class LengthFlags:
     osl: int | None = None
 
 
+def as_replayed(loaded: LoadedRecipe, replay: ReplayPoint) -> LoadedRecipe:
+    """The recipe as a peer tool's trace replay ran it: the recipe's hardware, model and engine, with the replay's
+    settings and trace as its workload (what the hub reads a replay's settings from, e.g. "not comparable with
+    AgentX"), and the fingerprint of that."""
+    workload = AgenticReplayWorkload(kind="agentic-replay", trace=replay.trace_path, concurrency=[replay.concurrency],
+                                     **replay.replay_settings())  # fmt: skip
+    recipe = loaded.recipe.model_copy(update={"workload": workload})
+    return LoadedRecipe(recipe=recipe, path=loaded.path, fingerprint=fingerprint_of(recipe))
+
+
 def import_peer_results(
     engine: Engine, format_name: str, files: list[Path], loaded: LoadedRecipe, lengths: LengthFlags, sweep: str,
     run_date: datetime | None = None,
@@ -274,7 +284,7 @@ def import_peer_results(
     read and every level judged before the sweep is opened: where every level is refused, no sweep is made."""
     reader = PEER_FORMATS[format_name]
     imports: list[PeerImport] = []
-    storable: list[tuple[PeerImport, PeerLevel, PointRequest, SequenceLengths | None, str]] = []
+    storable: list[tuple[PeerImport, PeerLevel, PointRequest, SequenceLengths | None, str, LoadedRecipe]] = []
     for file in distinct_files(files):
         read = reader.read(file, loaded.recipe.parallelism.accelerators, loaded.recipe.validity)
         # The file's content is part of each level's identity: the same file again is already present, another
@@ -306,19 +316,20 @@ def import_peer_results(
                 result.refused += [Refusal(level.index, f"stored {'.'.join(map(str, item['loc']))}",
                                            item.get("input"), item["msg"]) for item in error.errors()]  # fmt: skip
                 continue
-            point = PointRequest(
-                point_key=f"import-{format_name}-{content}-{level.index}-" + point_key(loaded.fingerprint, workload, 0),
-                repeat_index=0, workload=workload,
-            )  # fmt: skip
-            storable.append((result, level, point, chosen, f"{read.tool}: {read.path.resolve()}, {level.label}"))
+            measured = as_replayed(loaded, level.replay) if level.replay is not None else loaded
+            key = f"import-{format_name}-{content}-{level.index}-" + point_key(measured.fingerprint, workload, 0)
+            point = PointRequest(point_key=key, repeat_index=0, workload=workload)
+            storable.append((result, level, point, chosen, f"{read.tool}: {read.path.resolve()}, {level.label}",
+                             measured))  # fmt: skip
     if not storable:
         return imports
-    points = [ImportedPoint(loaded, point, level.metrics, source, level.measured_at or run_date)
-              for _, level, point, _, source in storable]  # fmt: skip
+    points = [ImportedPoint(measured, point, level.metrics, source, level.measured_at or run_date)
+              for _, level, point, _, source, measured in storable]  # fmt: skip
     with _recorder(engine, sweep) as recorder:
-        recorder.register_recipe(loaded)
+        for measured in {item[-1].fingerprint: item[-1] for item in storable}.values():
+            recorder.register_recipe(measured)
         outcomes = recorder.points_imported(points)
-    for (result, level, _, chosen, _), stored, imported in zip(storable, outcomes, points, strict=True):
+    for (result, level, _, chosen, _, _), stored, imported in zip(storable, outcomes, points, strict=True):
         result.levels.append(StoredLevel(level.label, level.concurrency, chosen.isl if chosen else None,
                                          chosen.osl if chosen else None, stored,
                                          level.metrics.with_figures_judged().validity.valid,

@@ -103,7 +103,10 @@ def breakdown_tab() -> None:
     for kind, title in (("per_turn", "turn in the session"), ("per_context", "prompt length")):
         frame = breakdown_frame(rows, kind)
         if frame.empty:
-            st.info(f"No {title} figures stored for these Points (replays recorded before they were).")
+            st.info(
+                f"No {title} figures stored for these Points (imported replays, whose tool reports none, and "
+                "replays recorded before they were)."
+            )
             continue
         long = frame.melt(id_vars=["label", "label_range", "low", "requests", "ttft_p50_ms"],
                           value_vars=list(BREAKDOWN_MEASURES), var_name="measure", value_name="rate")  # fmt: skip

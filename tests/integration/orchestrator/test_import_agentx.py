@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
+from db import reads
 from db.models import PointResultRow
 from db.session import make_engine, open_session
 from tests.conftest import ROOT, run_cli
@@ -49,6 +50,11 @@ def test_the_harness_output_round_trips_to_its_own_summary(tmp_path: Path) -> No
     trace = RUN / "traces" / "sample_trace_agentx.json"
     assert metrics["replay"]["trace_version"] == hashlib.sha256(trace.read_bytes()).hexdigest()
     assert metrics["replay"]["requests_measured"] == 14 and metrics["replay"]["theoretical_hit_rate"] is None
+
+    # The recipe stored with it is the replay the harness ran (the hub's "not comparable with AgentX" reads it).
+    with open_session(make_engine(url)) as session:
+        [view] = reads.list_results(session, sweep="imported")
+    assert view.replay_agentx_differences == "window 60 s (AgentX: 3,600 s)"
 
     again = run_cli("import", "agentx", "--recipe", str(RECIPE), str(RUN), env={"INFERSWEEP_DATABASE_URL": url})
     assert again.returncode == 0 and "1 already present" in " ".join(again.stdout.split()), again.stdout
