@@ -24,6 +24,7 @@ from db.models import (
     PointVerificationRow,
     ProvenanceRow,
     RecipeRow,
+    SnapshotPublicationRow,
     SweepRow,
     TransitionRow,
     table_of,
@@ -527,6 +528,12 @@ def verifiability(origin: str, newest: str | None) -> Verifiability:
     if newest is None:
         return "unsigned"
     return "verified" if newest == "verified" else "signed, not recomputed"
+
+
+def snapshot_parent(session: Session) -> str | None:
+    """The SHA-256 of the snapshot a published snapshot follows (its `snapshot_publication` record); None for the
+    first, and in a results database, which has no such record."""
+    return session.exec(select(SnapshotPublicationRow.parent_sha256)).first()
 
 
 def newest_verifications(session: Session) -> dict[tuple[str, str], str]:

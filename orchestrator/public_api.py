@@ -293,6 +293,14 @@ class IndexView(ViewHeader):
     """What the API holds."""
 
     points: int = Field(..., description="Public results in the snapshot.")
+    parent_sha256: str | None = Field(
+        None, description="SHA-256 of the snapshot this one follows (append-only publishing: every Point of it is "
+        "here unchanged or retracted by a record); null for the first, or for a hub reading a results database.",
+    )  # fmt: skip
+    history: str = Field(
+        "snapshots.json", description="The chain of published snapshots, newest first, where the store keeps it; each "
+        "one's views stay under asof/<sha256>/, and a hub serving a store answers ?asof=DATE|HASH from them.",
+    )  # fmt: skip
     views: list[ViewLink] = Field(..., description="Every view, with its file.")
     openapi: str = Field(OPENAPI_FILE, description="The OpenAPI description of every view, relative to the root.")
 
@@ -412,6 +420,7 @@ def build_views(engine: Engine, snapshot_sha256: str | None) -> dict[str, ViewHe
     with open_session(engine) as session:
         frame = results_frame(reads.result_columns(session, public=True))
         verifications = reads.newest_verifications(session)
+        parent = reads.snapshot_parent(session)
     dated = frame.loc[frame["date_known"].astype(bool), "finished_at"] if not frame.empty else frame
     as_of = dated.max().to_pydatetime() if len(dated) else None
     header = {"snapshot_sha256": snapshot_sha256, "results_as_of": as_of}
@@ -443,7 +452,7 @@ def build_views(engine: Engine, snapshot_sha256: str | None) -> dict[str, ViewHe
         ),
     }  # fmt: skip
     links = [ViewLink(name=name, path=f"{name}.json", items=_items(view)) for name, view in views.items()]
-    index = IndexView(view="index", **header, points=len(frame), views=links)
+    index = IndexView(view="index", **header, points=len(frame), parent_sha256=parent, views=links)
     return {"index": index, **views}
 
 

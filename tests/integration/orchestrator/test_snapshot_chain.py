@@ -58,6 +58,7 @@ def test_a_changed_point_is_refused_a_retraction_chains_and_asof_reads_the_earli
     history = api(store, "snapshots.json")["snapshots"]
     assert [entry["points"] for entry in history] == [10, 11]
     assert history[0]["parent"] == history[1]["snapshot"] and history[1]["parent"] is None
+    assert api(store, "index.json")["parent_sha256"] == history[1]["snapshot"]  # the API's index names it too
     [retraction] = history[0]["retractions"]
     assert (retraction["point_result_id"], retraction["reason"]) == (point_id, "wrong engine image recorded")
     assert key not in {item["point_key"] for item in api(store, "results.json")["items"]}
