@@ -25,16 +25,32 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from orchestrator.importers.aiperf import AIPERF, EXPORT_NAME, AIPerfMetric
-from orchestrator.importers.peers import NO_SAMPLES, PeerFile, PeerLevel, PeerModel, Refusal, parse
+from orchestrator.importers.peers import (
+    NO_SAMPLES,
+    PeerFile,
+    PeerLevel,
+    PeerModel,
+    Refusal,
+    parse,
+    validation_problems,
+)
 from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
 from recipes.schema import ValidityThresholds
 from recipes.yamlio import read_document
 from runners.loadgen.records import ReplayPoint, ReplayStats
 
 WHAT = "AgentX harness export"
+PROFILING, DATASET = "input_config.phases[profiling]", "input_config.datasets[0]"
+# Our replay setting -> the harness's field it is read from (a refusal names the field of the file).
+HARNESS_FIELDS = {
+    "duration_s": f"{PROFILING}.duration", "concurrency": f"{PROFILING}.concurrency",
+    "warmup_requests_per_lane": f"{PROFILING}.warmup_requests_per_lane",
+    "idle_cap_s": f"{PROFILING}.system_idle_gap_cap_seconds", "think_cap_s": f"{DATASET}.trace_idle_gap_cap_seconds",
+    "seed": f"{DATASET}.random_seed",
+}  # fmt: skip
 
 
 class AgentXPhase(PeerModel):
@@ -112,7 +128,7 @@ class AgentXFormat:
                 peer,
                 Refusal(
                     0,
-                    "input_config.phases[profiling].timing_mode",
+                    f"{PROFILING}.timing_mode",
                     phase.timing_mode,
                     "'agentic_replay' (a trace replay); for other runs use `import aiperf`",
                 ),
@@ -123,21 +139,27 @@ class AgentXFormat:
                 peer,
                 Refusal(
                     0,
-                    "input_config.datasets[0].path",
+                    f"{DATASET}.path",
                     dataset.path,
                     "the trace file the harness replayed, under its name beside the export or "
                     "at that path (its SHA-256 is the Point's trace version)",
                 ),
             )
         [level] = peer.levels
-        replay = ReplayPoint(
-            trace_path=trace.name, trace_version=hashlib.sha256(trace.read_bytes()).hexdigest(),
-            concurrency=level.concurrency, duration_s=phase.duration or level.metrics.duration_s,
-            warmup=phase.trajectory_start_max_ratio > 0, warmup_requests_per_lane=phase.warmup_requests_per_lane,
-            api="chat" if config.endpoint.type == "chat" else "completions",
-            think_cap_s=dataset.trace_idle_gap_cap_seconds, idle_cap_s=phase.system_idle_gap_cap_seconds,
-            seed=dataset.random_seed,
-        )  # fmt: skip
+        try:
+            replay = ReplayPoint(
+                trace_path=trace.name, trace_version=hashlib.sha256(trace.read_bytes()).hexdigest(),
+                concurrency=level.concurrency, duration_s=phase.duration or level.metrics.duration_s,
+                warmup=phase.trajectory_start_max_ratio > 0, warmup_requests_per_lane=phase.warmup_requests_per_lane,
+                api="chat" if config.endpoint.type == "chat" else "completions",
+                think_cap_s=dataset.trace_idle_gap_cap_seconds, idle_cap_s=phase.system_idle_gap_cap_seconds,
+                seed=dataset.random_seed,
+            )  # fmt: skip
+        except ValidationError as error:  # a window or cap beyond what any replay Point can have
+            for field, value, expected in validation_problems(error):
+                peer.refused.append(Refusal(0, HARNESS_FIELDS.get(field, field), value, expected))
+            peer.levels.clear()
+            return peer
         labels = dict(level.metrics.peer_figures or {})
         if harness.theoretical_prefix_cache_hit and harness.theoretical_prefix_cache_hit.avg is not None:
             labels["agentx_theoretical_prefix_cache_hit_pct"] = harness.theoretical_prefix_cache_hit.avg

@@ -187,3 +187,34 @@ def test_a_missing_field_is_named_missing_not_quoted_as_the_object_that_lacks_it
     message = str(caught.value)
     assert "field 'request_count': missing (required)" in message, message
     assert "got {" not in message and "time_to_first_token" not in message
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "field"),
+    [
+        (("phases", 0, "duration"), 1e12, "input_config.phases[profiling].duration"),
+        (("datasets", 0, "trace_idle_gap_cap_seconds"), -1, "input_config.datasets.0.trace_idle_gap_cap_seconds"),
+        (("phases", 0, "timing_mode"), "fixed_schedule", "input_config.phases[profiling].timing_mode"),
+    ],
+)
+def test_an_agentx_run_no_replay_point_can_hold_is_refused_naming_the_harness_field(
+    tmp_path: Path, where: tuple[str | int, ...], value: object, field: str
+) -> None:
+    """The AgentX harness's replay settings become a replay Point's: a value none can have, or a run that is no trace
+    replay, refuses the run naming the field of the harness's file (never a traceback)."""
+    run = tmp_path / "run"
+    (run / "traces").mkdir(parents=True)
+    source = PEERS / "agentx" / "profile"
+    (run / "traces" / "trace.json").write_bytes((source / "traces" / "sample_trace_agentx.json").read_bytes())
+    export = json.loads((source / "profile_export_aiperf.json").read_text())
+    holder = export["input_config"]
+    for key in where[:-1]:
+        holder = holder[key]
+    holder[where[-1]] = value
+    (run / "profile_export_aiperf.json").write_text(json.dumps(export))
+    try:
+        peer = read("agentx", run)
+    except RecipeError as error:  # beyond what the harness itself allows: the whole file, naming the field
+        assert f"field '{field}': got {value!r}" in str(error), error
+        return
+    assert peer.levels == [] and [refusal.field for refusal in peer.refused] == [field], peer.refused
