@@ -65,7 +65,7 @@ from runners.loadgen.records import PointMetrics
 TTFT_MS, ITL_MS = 50.0, 10.0
 SIMULATED_SHAPE = (64, 16)  # input, output tokens
 VLLM_SHAPE = (128, 64)
-PEER_RELEASES = {"aiperf": "aiperf==0.13.0", "guidellm": "guidellm==0.8.1"}
+PEER_RELEASES = {"aiperf": "aiperf==0.13.0", "guidellm": "guidellm==0.8.1", "agentx": "agentx-harness==1.0.12"}
 SATURATED = 0.8  # share of one core above which the server, not the client, limits throughput
 CLIENT_CORES = {1}
 SERVER_CORES = {0}

@@ -25,7 +25,10 @@ Figures, per lane count:
   each client's first run on a machine (which fills caches) is an untimed warm-up before both.
 
 Run: .venv/bin/python -m benchmarks.replay_scale [--lanes 64 256 512] [--duration 60] [--processes 1]
-     [--no-aiperf | --no-ours] [--aiperf DIR] [--aiperf-timeout 900]
+     [--no-aiperf | --no-ours] [--aiperf DIR] [--aiperf-timeout 900] [--peer aiperf|agentx]
+
+`--peer agentx` runs SemiAnalysis' AgentX harness (`agentx profile`, its own AIPerf fork, its default scenario) in
+AIPerf's place, with the same flags (issue 61, acceptance 1's 256-lane half).
 """
 
 from __future__ import annotations
@@ -95,11 +98,14 @@ def ours(corpus: Path, url: str, lanes: int, duration: float, processes: int) ->
 
 
 def aiperf(
-    venv: Path, traces: Path, url: str, lanes: int, duration: float, work: Path, timeout_s: float
+    venv: Path, traces: Path, url: str, lanes: int, duration: float, work: Path, timeout_s: float, tool: str = "aiperf"
 ) -> dict[str, Any]:
-    artifacts = work / f"aiperf-{lanes}"
+    """One run of the peer: AIPerf with its AgentX scenario, or the AgentX harness (`tool` 'agentx', whose default
+    scenario is AgentX's; it looks a tokenizer path up in the hub cache when HF_HUB_OFFLINE is set: unset for it)."""
+    artifacts = work / f"{tool}-{lanes}"
+    scenario = ["--scenario", "inferencex-agentx-mvp"] if tool == "aiperf" else []
     argv = [
-        str(venv / "bin" / "aiperf"), "profile", "--scenario", "inferencex-agentx-mvp", "--unsafe-override",
+        str(venv / "bin" / tool), "profile", *scenario, "--unsafe-override",
         "--url", url, "--endpoint", "/v1/chat/completions", "--endpoint-type", "chat", "--streaming",
         "--model", MODEL, "--tokenizer", str(ensure_generated_model("tiny-llama")),
         "--custom-dataset-type", "weka_trace", "--input-file", str(traces), "--allow-dataset-wrap",
@@ -110,12 +116,13 @@ def aiperf(
     ]  # fmt: skip
     cpu_before, started = children_cpu(), time.perf_counter()
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout_s)
+        env = {name: value for name, value in os.environ.items() if tool == "aiperf" or name != "HF_HUB_OFFLINE"}
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"did not finish within {timeout_s:g} s"}
     cpu, wall = children_cpu() - cpu_before, time.perf_counter() - started
     if done.returncode != 0:
-        return {"error": f"aiperf exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"}
+        return {"error": f"{tool} exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"}
     summary = json.loads(next(artifacts.rglob("profile_export_aiperf.json")).read_text())
     count = summary["request_count"]["avg"]
     tokens = summary["input_sequence_length"]["avg"] * count
@@ -140,10 +147,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="Processes our replay's lanes are split among.")
     parser.add_argument("--no-aiperf", action="store_true", help="Ours only.")
     parser.add_argument("--no-ours", action="store_true", help="AIPerf only.")
-    parser.add_argument("--aiperf", type=Path, default=None, help="AIPerf's virtual environment.")
+    parser.add_argument("--aiperf", type=Path, default=None, help="The peer's virtual environment.")
+    parser.add_argument("--peer", choices=["aiperf", "agentx"], default="aiperf",
+                        help="AIPerf 0.13.0, or SemiAnalysis' AgentX harness (agentx-harness 1.0.12).")  # fmt: skip
     parser.add_argument("--aiperf-timeout", type=float, default=900.0, help="Longest AIPerf run, seconds.")
     args = parser.parse_args()
-    venv = None if args.no_aiperf else peer_venv("aiperf", args.aiperf)
+    venv = None if args.no_aiperf else peer_venv(args.peer, args.aiperf)
     # The model's tokenizer counts the chat text AIPerf sends as a real server would (whitespace words undercount it
     # several times), so both clients' prompt tokens are in one unit: the tiny model's tokens, which ours are made of.
     server = (*ZERO_DELAY, "--tokenizer", str(ensure_generated_model("tiny-llama")))
@@ -167,8 +176,8 @@ def main() -> None:
             print(f"our warm-up (not counted): {warm}", flush=True)
         if venv is not None:
             with simulated_server_process(*server, pin=SERVER_CORES) as (url, _):
-                warm = aiperf(venv, traces, url, min(args.lanes), 10, work / "warm-up", args.aiperf_timeout)
-            print(f"AIPerf warm-up (not counted): {warm}", flush=True)
+                warm = aiperf(venv, traces, url, min(args.lanes), 10, work / "warm-up", args.aiperf_timeout, args.peer)
+            print(f"{args.peer} warm-up (not counted): {warm}", flush=True)
         rows = []
         for lanes in args.lanes:
             mine = {}
@@ -183,14 +192,15 @@ def main() -> None:
                 assert venv is not None  # the loop runs only with a peer venv
                 with simulated_server_process(*server, pin=SERVER_CORES) as (url, pid):
                     started, before = time.perf_counter(), process_cpu(pid)
-                    theirs[window] = aiperf(venv, traces, url, lanes, window, work / f"{window:g}", args.aiperf_timeout)
+                    theirs[window] = aiperf(venv, traces, url, lanes, window, work / f"{window:g}", args.aiperf_timeout,
+                                            args.peer)  # fmt: skip
                     # Over the whole run, start-up included: a share near 1 means the server limited the client.
                     theirs[window]["server_cpu_share"] = (process_cpu(pid) - before) / (time.perf_counter() - started)
-                print(f"{lanes} lanes, {window:g} s, AIPerf: {theirs[window]}", flush=True)
+                print(f"{lanes} lanes, {window:g} s, {args.peer}: {theirs[window]}", flush=True)
             rows.append((lanes, mine.get(args.duration), _per_token(mine), _per_token(theirs), os.getloadavg()[0]))
     print()
     print("| live sessions | our lag p50 / p99 ms | lag target | our dispatch lag p99 ms | our CPU µs/prompt token "
-          "| AIPerf's | ratio (target <= 0.5) | engine CPU share | load |")  # fmt: skip
+          "| the peer's | ratio (target <= 0.5) | engine CPU share | load |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     for lanes, measured, own, peer, load in rows:
         if measured is None:

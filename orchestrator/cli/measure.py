@@ -146,6 +146,7 @@ def replay(
 
     from runners.loadgen.client import Endpoint, check_reachable
     from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
+    from runners.loadgen.metrics import request_latency, summarize
     from runners.loadgen.replay import replay as run_replay
     from runners.traces.formats import load_trace
     from runners.traces.hit_rate import replayed_hit_rate
@@ -166,6 +167,8 @@ def replay(
         fail(error)
     theoretical = replayed_hit_rate(loaded, engine_block_size, settings.length_scale).rate
     failed = sum(1 for item in records if not item.record.ok)
+    latencies = [request_latency(item.record) for item in records if not item.record.warmup]
+    ttft = summarize([latency.ttft_ms for latency in latencies if latency and latency.ttft_ms is not None])
     console.print(
         f"trace {loaded.id} ({loaded.kind}, version {loaded.content_hash[:12]}): {stats.requests_measured} measured "
         f"requests, {failed} failed, {stats.sessions_completed} session trees completed"
@@ -176,7 +179,8 @@ def replay(
     console.print(
         f"prefix-cache hit rate: realized {realized}, theoretical {theoretical:.1%} at {engine_block_size}-token blocks"
     )
-    console.print(f"schedule lag p50/p99: {stats.schedule_lag_ms.p50} / {stats.schedule_lag_ms.p99} ms")
+    console.print(f"schedule lag p50/p99: {stats.schedule_lag_ms.p50} / {stats.schedule_lag_ms.p99} ms; "
+                  f"TTFT p50/p99 of the measured requests: {ttft.p50} / {ttft.p99} ms")  # fmt: skip
     departures = agentx_differences(settings.model_dump())
     console.print(
         "comparable with AgentX results" if not departures else f"not comparable with AgentX: {'; '.join(departures)}",
@@ -186,6 +190,6 @@ def replay(
     if output is not None:
         document = {"trace": {"id": loaded.id, "kind": loaded.kind, "version": loaded.content_hash},
                     "settings": settings.model_dump(), "concurrency": concurrency, "theoretical_hit_rate": theoretical,
-                    "failed": failed, "stats": stats.model_dump()}  # fmt: skip
+                    "failed": failed, "ttft_ms": ttft.model_dump(), "stats": stats.model_dump()}  # fmt: skip
         output.write_text(json.dumps(document, indent=2) + "\n")
         console.print(f"result written to {output}")
