@@ -40,15 +40,16 @@ from orchestrator.artifacts import ArtifactStore, content_key, is_staged
 from orchestrator.public_api import API_PREFIX, build_views, write_views
 from orchestrator.snapshot_chain import (
     HISTORY_VIEW,
+    LATEST_SNAPSHOT_KEY,
     fetch_snapshot,
+    latest_sha256,
     read_publication,
     record_link,
     retracted_rows,
 )
-from recipes.errors import InferSweepError, InfrastructureError
+from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 
 log = logging.getLogger(__name__)
-LATEST_SNAPSHOT_KEY = "snapshot/latest.json"
 
 
 def upload_artifacts(
@@ -155,9 +156,7 @@ def publish_snapshot(engine: Engine, store: ArtifactStore) -> tuple[str, int]:
     views of it first (`api/v1/`, `orchestrator/public_api.py`), so the pointer moves only once they are there."""
     with tempfile.TemporaryDirectory() as directory:
         folder = Path(directory)
-        parent = json.loads(store.get(LATEST_SNAPSHOT_KEY, folder / "parent.json").read_text()) if store.exists(
-            LATEST_SNAPSHOT_KEY) else None  # fmt: skip
-        parent_sha256 = Path(parent["key"]).stem if parent else None
+        parent_sha256 = latest_sha256(store)
         parent_path = fetch_snapshot(store, parent_sha256, folder / "parent.db") if parent_sha256 else None
         path = folder / "snapshot.db"
         count = write_snapshot(engine, path, parent_path, parent_sha256)
@@ -167,7 +166,7 @@ def publish_snapshot(engine: Engine, store: ArtifactStore) -> tuple[str, int]:
         # The chain's index: the parent's, with this snapshot first (a store from before chains starts one).
         history_key = f"{API_PREFIX}/{HISTORY_VIEW}.json"
         earlier: list[dict[str, object]] = json.loads(store.get(history_key, folder / "history.json").read_text())[
-            "snapshots"] if parent and store.exists(history_key) else []  # fmt: skip
+            "snapshots"] if parent_sha256 and store.exists(history_key) else []  # fmt: skip
         history = {"view": HISTORY_VIEW, "snapshots": [read_publication(path, digest).entry(), *earlier]}
         (folder / "api").mkdir()
         (folder / "api" / f"{HISTORY_VIEW}.json").write_text(json.dumps(history, indent=1))
@@ -191,16 +190,8 @@ def write_api_views(snapshot: Path, digest: str, directory: Path) -> list[Path]:
 
 
 def fetch_latest_snapshot(store: ArtifactStore, target: Path) -> Path:
-    """Download the newest published snapshot to `target` (for a public hub)."""
-    with tempfile.TemporaryDirectory() as directory:
-        pointer = store.get(LATEST_SNAPSHOT_KEY, Path(directory) / "latest.json")
-        key = json.loads(pointer.read_text())["key"]
-    fetched = store.get(key, target)
-    expected = Path(key).stem  # content keys are <kind>/<sha256><suffix>
-    found = sha256_of(fetched)
-    if found != expected:
-        fetched.unlink(missing_ok=True)
-        raise ArtifactIntegrityError(
-            f"snapshot {key}: the store returned other bytes (sha256 {found[:16]}...); not used"
-        )
-    return fetched
+    """Download the newest published snapshot to `target` (for a public hub), checked against its content hash."""
+    digest = latest_sha256(store)
+    if digest is None:
+        raise ConfigurationError(f"the artifact store has no {LATEST_SNAPSHOT_KEY}: nothing was published there yet")
+    return fetch_snapshot(store, digest, target)

@@ -32,6 +32,7 @@ from db.session import make_engine
 from orchestrator.artifacts import ArtifactStore, content_key
 from recipes.errors import ConfigurationError
 
+LATEST_SNAPSHOT_KEY = "snapshot/latest.json"  # the store's pointer to its newest snapshot
 HISTORY_VIEW = "snapshots"  # api/v1/snapshots.json: the chain, newest first
 
 
@@ -167,6 +168,15 @@ class ChainCheck:
 
     publications: list[Publication] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+
+
+def latest_sha256(store: ArtifactStore) -> str | None:
+    """The SHA-256 of the store's newest published snapshot (its pointer, `snapshot/latest.json`); None: none yet."""
+    if not store.exists(LATEST_SNAPSHOT_KEY):
+        return None
+    with tempfile.TemporaryDirectory() as directory:
+        pointer = json.loads(store.get(LATEST_SNAPSHOT_KEY, Path(directory) / "latest.json").read_text())
+    return Path(str(pointer["key"])).stem  # content keys are snapshot/<sha256>.db
 
 
 def fetch_snapshot(store: ArtifactStore, sha256: str, target: Path) -> Path:

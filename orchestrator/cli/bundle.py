@@ -124,16 +124,14 @@ def verify(
 
 def verify_snapshots(store: ArtifactStore, shown: str) -> None:
     """`verify STORE`: the store's chain of snapshots from the newest, each link checked (snapshot_chain.py)."""
-    import json
-    import tempfile
-
-    from orchestrator.publish import LATEST_SNAPSHOT_KEY
-    from orchestrator.snapshot_chain import verify_chain
+    from orchestrator.snapshot_chain import LATEST_SNAPSHOT_KEY, latest_sha256, verify_chain
+    from recipes.errors import ConfigurationError
 
     try:
-        with tempfile.TemporaryDirectory() as directory:
-            pointer = json.loads(store.get(LATEST_SNAPSHOT_KEY, Path(directory) / "latest.json").read_text())
-        found = verify_chain(store, Path(pointer["key"]).stem)
+        newest_sha256 = latest_sha256(store)
+        if newest_sha256 is None:
+            raise ConfigurationError(f"{shown}: no {LATEST_SNAPSHOT_KEY}; nothing was published there yet")
+        found = verify_chain(store, newest_sha256)
     except InferSweepError as error:
         fail(error, code=1)
     for problem in found.problems:
