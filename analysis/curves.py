@@ -18,6 +18,7 @@ import numpy as np
 
 from analysis.interpolate import interpolate_at
 from analysis.pareto import pareto_frontier
+from analysis.recency import as_utc
 from db.reads import workload_label
 
 # A backtest reading between frontier points more than this many times apart in interactivity or in throughput is
@@ -238,7 +239,7 @@ def _curves(rows: Iterable[Any]) -> dict[tuple[CurveKey, str, str], Curve]:
             curve.images.add(image)
         curve.gpus[parallelism] = int(first.accelerators)
         # Naive datetimes (SQLite's) are UTC, as everything is stored.
-        dates = [_utc(when) for r in members if (when := getattr(r, "finished_at", None)) is not None]
+        dates = [as_utc(when) for r in members if (when := getattr(r, "finished_at", None)) is not None]
         curve.newest = max([*dates, *([curve.newest] if curve.newest else [])], default=None)
     return curves
 
@@ -258,10 +259,6 @@ def curves_of(rows: Iterable[Any]) -> dict[CurveKey, dict[str, Curve]]:
         for hardware, versions in by_chip.items():
             curves[key][hardware] = max(versions, key=lambda curve: (len(curve.points) >= FIT_POINTS, _recency(curve)))
     return curves
-
-
-def _utc(when: datetime) -> datetime:
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 def _recency(curve: Curve) -> tuple[datetime, int, list[str]]:

@@ -10,6 +10,7 @@ nothing else is there, and each configuration's latest sweep.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
+from datetime import date
 from types import NoneType, SimpleNamespace
 from typing import Any, TypeVar, get_args, get_type_hints
 from urllib.parse import urlencode
@@ -17,7 +18,7 @@ from urllib.parse import urlencode
 import pandas as pd
 
 from analysis.envelope import by_configuration
-from analysis.recency import latest_sweeps_of, order_unknown, sweep_recency
+from analysis.recency import end_of_day, finished_by, latest_sweeps_of, order_unknown, sweep_recency
 from db import reads
 from db.local_paths import without_local_paths
 from db.reads import SHOWN_BY_DEFAULT, workload_label
@@ -79,8 +80,21 @@ def results_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     for name in NUMBERS:
         if frame[name].dtype == object:
             frame[name] = frame[name].astype(float)
-    # The latest sweep that measured each configuration (recipe fingerprint): what "now" means on most pages,
-    # by the one rule of analysis/recency.py (undated imports by run id, never by their import).
+    _mark_latest(frame)
+    frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
+    # Valid, invalid, or not checked (no request counted: an imported aggregate row, a projection), by the one rule
+    # of recipes/validity.py: a row whose request rules had nothing to read is never called valid.
+    # (Its four answers worked out once each: `state_of` itself, not a vectorised copy of it.)
+    counted = ((frame["completed"] + frame["failed"]).to_numpy() > 0).tolist()
+    valid = frame["valid"].to_numpy(dtype=bool).tolist()
+    frame["validity"] = _labels(lambda ok, known: state_of(ok, int(known), 0), zip(valid, counted, strict=True))
+    return frame
+
+
+def _mark_latest(frame: pd.DataFrame) -> None:
+    """Set `latest` and `order_unknown` on `frame` (in place): the latest sweep that measured each configuration
+    (recipe fingerprint) among the frame's rows, what "now" means on most pages, by the one rule of
+    analysis/recency.py (undated imports by run id, never by their import)."""
     ends = frame.groupby(["fingerprint", "sweep"]).agg(end=("finished_at", "max"), dated=("date_known", "all"))
     keys = {pair: sweep_recency(pair[1], end, bool(dated)) for pair, end, dated in ends.itertuples(name=None)}
     # Where a configuration has runs of unknown order, every one of them counts as latest (none is picked by name).
@@ -90,14 +104,23 @@ def results_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     frame["latest"] = pd.MultiIndex.from_arrays([frame["fingerprint"], frame["sweep"]]).isin(latest)
     unordered = order_unknown(keys)
     frame["order_unknown"] = frame["fingerprint"].isin(unordered) if unordered else False
-    frame["input_throughput_per_gpu"] = frame["total_token_throughput_per_gpu"] - frame["output_throughput_per_gpu"]
-    # Valid, invalid, or not checked (no request counted: an imported aggregate row, a projection), by the one rule
-    # of recipes/validity.py: a row whose request rules had nothing to read is never called valid.
-    # (Its four answers worked out once each: `state_of` itself, not a vectorised copy of it.)
-    counted = ((frame["completed"] + frame["failed"]).to_numpy() > 0).tolist()
-    valid = frame["valid"].to_numpy(dtype=bool).tolist()
-    frame["validity"] = _labels(lambda ok, known: state_of(ok, int(known), 0), zip(valid, counted, strict=True))
-    return frame
+
+
+AS_OF = "as_of"  # the key of `DataFrame.attrs` that holds an as-of view's day
+
+
+def as_of(frame: pd.DataFrame, day: date) -> pd.DataFrame:
+    """The results as they stood at the end of `day` (UTC): the rows whose source states a finish by then, each
+    configuration's latest sweep among those (`latest` worked out again). A row whose source states no date is left
+    out: nothing says it existed then. The day travels with the frame (`attrs[AS_OF]`), so `every_run_of` counts
+    only the runs finished by then behind a figure."""
+    end = end_of_day(day)
+    finished = pd.to_datetime(frame["finished_at"], utc=True)
+    kept = frame[frame["date_known"].to_numpy(dtype=bool) & (finished < end).to_numpy()].copy()
+    if not kept.empty:
+        _mark_latest(kept)
+    kept.attrs[AS_OF] = day
+    return kept
 
 
 def _labels(label: Callable[..., T], keys: Iterable[tuple[Any, ...]]) -> list[T]:
@@ -138,7 +161,9 @@ def every_run_of(results: pd.DataFrame | dict[str, list[Any]], shown: pd.DataFra
     each chip's figure (the Overview, TCO and the API's envelopes), grouped by configuration (a read does not depend
     on order)."""
     grouped = by_configuration(results.itertuples(index=False)) if isinstance(results, pd.DataFrame) else results
-    return [row for fingerprint in shown["fingerprint"].unique() for row in grouped.get(str(fingerprint), ())]
+    runs = [row for fingerprint in shown["fingerprint"].unique() for row in grouped.get(str(fingerprint), ())]
+    day = shown.attrs.get(AS_OF)  # an as-of view (`as_of`): the runs finished by the end of its day only
+    return runs if day is None else finished_by(runs, day)
 
 
 def run_path(sweep: str, point_key: str) -> str:

@@ -14,13 +14,30 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 _DIGITS = re.compile(r"(\d+)")
 _RUN_ID = re.compile(r"-run-(\d+)$")  # the GitHub Actions run id an imported run's sweep is named by
 
 DATED, RUN_ID, UNKNOWN = 2, 1, 0  # the first element of a recency key: what orders the sweep
+
+
+def as_utc(when: datetime) -> datetime:
+    """`when` with its zone: a stored time without one is UTC (SQLite keeps none; every time here is written in UTC)."""
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+
+
+def end_of_day(day: date) -> datetime:
+    """The end of `day` in UTC: an as-of view (hub `asof`, `compare --as-of`) holds what finished before it."""
+    return datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
+
+
+def finished_by(rows: Iterable[Any], day: date) -> list[Any]:
+    """The result rows whose source states a finish before the end of `day` (UTC); a row with no stated date is left
+    out (nothing says it existed then). One rule with `public_results.as_of`, the hub's frame of the same view."""
+    end = end_of_day(day)
+    return [row for row in rows if getattr(row, "date_known", True) and as_utc(row.finished_at) < end]
 
 
 def natural(name: str) -> tuple[Any, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -116,6 +117,15 @@ def compare(
     all_sweeps: Annotated[
         bool, typer.Option(help="Every sweep of each configuration, a row each (default: its latest sweep).")
     ] = False,
+    as_of: Annotated[
+        datetime | None,
+        typer.Option(
+            "--as-of",
+            formats=["%Y-%m-%d"],
+            help="The results as they stood at the end of this day (UTC), as the "
+            "hub's 'As of' reads them: each configuration's latest sweep finished by then; undated results left out.",
+        ),
+    ] = None,
 ) -> None:
     """Throughput per GPU (95 % interval over repeats), $/M output tokens, profit and margin at one interactivity.
 
@@ -141,6 +151,10 @@ def compare(
         rows = reads.list_results(session, sweep=sweep)
     shown = shown_origins(include_simulated, include_projected)
     rows = [row for row in rows if row.origin in shown]
+    if as_of is not None:
+        from analysis.recency import finished_by
+
+        rows = finished_by(rows, as_of.date())
     filters = (("--model", model), ("--workload", workload), ("--precision", precision), ("--isl", isl),
                ("--osl", osl))  # fmt: skip
     for name, wanted in filters:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analysis import public_results
 from analysis.public_results import NOT_MEASUREMENTS, default_origins, local_host_rows
+from analysis.recency import as_utc
 from hubkit import data
 
 
@@ -266,6 +268,46 @@ def latest_only(frame: pd.DataFrame) -> pd.DataFrame:
               help="Off: every sweep that measured a configuration, e.g. to see nightly runs together."):  # fmt: skip
         return rows_kept(frame, frame["latest"].to_numpy(dtype=bool))
     return frame
+
+
+def as_of(frame: pd.DataFrame) -> pd.DataFrame:
+    """The results as they stood at the end of a chosen day (UTC), bound to `asof` as the API's `?asof=` is
+    (`public_results.as_of`: dated rows finished by then, each configuration's latest sweep among them, and only
+    those runs behind a figure's spread); empty means now. Offered only where some result states its date."""
+    dated = frame["date_known"].to_numpy(dtype=bool)
+    if not dated.any():
+        return frame
+    finished = frame.loc[dated, "finished_at"]  # the ends only: converting every row costs a page run at 100k rows
+    first, last = (as_utc(pd.Timestamp(when).to_pydatetime()).astimezone(UTC).date()
+                   for when in (finished.min(), finished.max()))  # fmt: skip
+    key, linked = "param-asof", st.query_params.get("asof")
+    if key not in st.session_state and linked:
+        try:
+            asked: date | None = date.fromisoformat(linked)
+        except ValueError:
+            asked = None
+            st.sidebar.warning(f"The link's as-of date {as_text(linked)} is not a date (YYYY-MM-DD): showing now.")
+        if asked is not None and asked < first:
+            st.sidebar.warning(f"The link's as-of date {asked} is before the first dated result ({first}): showing "
+                               "now.")  # fmt: skip
+            asked = None
+        _seed(key, asked)
+    else:
+        _seed(key, None)
+    chosen = st.sidebar.date_input("As of (UTC)", key=key, min_value=first, max_value=max(last, date.today()),
+                                   help="The results as they stood at the end of this day by their measurement "
+                                   "dates: each configuration's latest sweep finished by then (the API's ?asof= "
+                                   "reads what was published by then). Empty: now.")  # fmt: skip
+    if not isinstance(chosen, date):
+        st.query_params.pop("asof", None)
+        return frame
+    st.query_params["asof"] = chosen.isoformat()
+    assume("As of (UTC)", chosen.isoformat())
+    shown = public_results.as_of(frame, chosen)
+    undated = int((~dated).sum())
+    note = f"; {undated} result(s) whose source states no date left out" if undated else ""
+    st.sidebar.caption(f"As of {chosen}: {len(shown)} result(s) finished by then{note}.")
+    return shown
 
 
 # What a page's figures assume (every control's value in this page run, and the $/GPU-hr of a TCO tier), so a table

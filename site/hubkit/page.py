@@ -123,12 +123,13 @@ def results_or_stop(message: str = NO_RESULTS, workload_kind: str | None = None)
 
 
 def filtered_or_stop(frame: pd.DataFrame, missing_choice: str | None = None) -> pd.DataFrame:
-    """The rows the sidebar keeps (origins, latest sweep, filters).
+    """The rows the sidebar keeps (origins, as of a date, latest sweep, filters).
 
     The page stops with a warning when no row is left, or with `missing_choice` when the viewer has left
     empty a choice the page needs (e.g. no interactivity tier picked).
     """
     frame = controls.origins(frame)
+    frame = controls.as_of(frame)
     frame = controls.latest_only(frame)
     frame = controls.filters(frame)
     if frame.empty or missing_choice:

@@ -342,6 +342,7 @@ frame = controls.filters(frame, columns=("hardware", "engine"))
 if not frame.empty:
     frame = date_range(frame)
 frame = controls.origins(frame)
+frame = controls.as_of(frame)
 frame = controls.latest_only(frame)
 page.validity_counts(frame)
 frame = controls.only_valid(frame)

@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from recipes.hardware import load_hardware_registry
+from tests.conftest import run_cli
 from tests.site.conftest import assert_says_how_to_get_results, open_page
 
 OWNING = {key: spec.tco("owning_hyperscaler") for key, spec in load_hardware_registry().items()}
@@ -228,3 +229,40 @@ def test_a_figure_that_joins_two_runs_says_so_with_what_the_runs_read_alone() ->
     assert runs_text(one_run, 2.0) == "1 run"
     (unreachable,) = read_chips(rows, 100.0, history=[])  # no run's own rows: nothing read alone
     assert runs_text(unreachable, 2.0) == "joins 2 runs · no run alone reaches this speed"
+
+
+def test_as_of_a_date_reads_the_results_as_they_stood_then_on_every_scorecard_page(seeded_hub: str) -> None:
+    """`asof=2026-11-08` (nightly-2 finished on the 8th, nightly-3 and the MI355X import on the 15th): each chip's
+    latest sweep by then is nightly-2, and the runs behind a figure are nightly-1 and nightly-2 only."""
+    link = {"asof": "2026-11-08", "tiers": ["50"], "reference": "b200"}
+    row = scorecard(open_page("overview", link)).loc[("deepseek-r1", "fp8", "8k/1k", 50.0)]
+    # B200 by hand: nightly-2 read 1510 at 50 → $1.73 / (1510 × 0.0036) = $0.3182; its runs read 1500 and 1510.
+    assert f"{cost(1.73, 1510):.4f}" == "0.3182" and f"{cost(1.73, 1500):.4f}" == "0.3204"
+    assert row["b200"] == "$0.318 (reference) · 2 runs $0.318–0.320"
+    # H200: nightly-2's (30, 1005)–(60, 400) gives 1005 − 20/30 × 605 = 601.67 at 50; nightly-1's 600.
+    h200 = cost(OWNING["h200"], 1005 - 20 / 30 * 605)
+    assert f"{h200:.4f} {h200 / cost(1.73, 1510) - 1:+.1%}" == "0.5633 +77.0%"
+    assert row["h200"] == "$0.563 +77.0% · 2 runs $0.563–0.565"
+    assert "mi355x" not in row.index  # imported from a run of the 15th: not yet a chip of the page
+    assert row["cheapest"] == "b200 $0.318"
+
+    # The same day on TCO: the same figure, the same runs.
+    tco = open_page("tco", {"asof": "2026-11-08"}).dataframe[0].value.set_index(["workload", "hardware"])
+    assert tco.loc[("8k/1k", "b200"), "$/M output tokens"] == 0.318 and tco.loc[("8k/1k", "b200"), "runs"] == 2
+    assert tco.loc[("8k/1k", "b200"), "sweep"] == "nightly-2"
+
+    # The same day through `compare --json --as-of`: the same figures and runs.
+    answer = run_cli("compare", "--at-interactivity", "50", "--workload", "8k/1k", "--json", "--as-of", "2026-11-08")
+    assert answer.returncode == 0, answer.stderr
+    chips = {chip["hardware"]: chip for chip in json.loads(answer.stdout)}
+    assert sorted(chips) == ["b200", "h200"]
+    assert (chips["b200"]["usd_per_million_output"], chips["b200"]["runs"]) == (0.318, 2)
+    assert (chips["h200"]["usd_per_million_output"], chips["h200"]["runs"]) == (0.563, 2)
+
+    # Now (no date): nightly-3, as before. A link's date before the first result, or no date, says so and shows now.
+    now = scorecard(open_page("overview", {"tiers": ["50"]}))
+    assert now.loc[("deepseek-r1", "fp8", "8k/1k", 50.0), "b200"].startswith("$0.320 (reference) · 3 runs")
+    for asked, said in (("2020-01-01", "before the first dated result (2026-11-01)"), ("yesterday", "is not a date")):
+        app = open_page("overview", {"asof": asked, "tiers": ["50"]})
+        assert any(said in warning.value for warning in app.sidebar.warning), [w.value for w in app.sidebar.warning]
+        assert scorecard(app).loc[("deepseek-r1", "fp8", "8k/1k", 50.0), "b200"].startswith("$0.320 (reference)")
