@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-integration test-system setup engine browser hub lint results clean lock
+.PHONY: demo test test-fast test-integration test-system test-envs setup engine browser hub lint results clean lock
 
 # Every dependency at the version and with the file hashes of requirements.lock (pip refuses any other bytes); then
 # the project itself, editable, adding nothing. `make lock` refreshes the lock after pyproject.toml changes.
@@ -46,18 +46,25 @@ browser:
 # Lint, format and types first (seconds), then every tier of tests in parallel workers (tests/README.md): system
 # tests together in one worker, each integration module in one worker, unit tests spread.
 PYTEST_WORKERS ?= 3
-test: engine browser lint
+test: engine test-envs browser lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+# The environments system tests run beside vLLM's (Dynamo's engine, AIPerf as a peer), built before pytest starts, so
+# that a test's time is never an install (each is built once and kept under ~/.cache/infersweep).
+# Where one cannot be built (no package index) its tests build it again and skip, except under CI=true.
+test-envs: $(STAMP)
+	$(BIN)/infersweep engine setup dynamo || test "$$CI" != true
+	$(BIN)/python -c "from benchmarks.peer_agreement import peer_venv; peer_venv('aiperf', None)" || test "$$CI" != true
 
 # The unit tier alone: no process, socket, service or sleep (tests/unit/conftest.py refuses them).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
 # The other two tiers on their own (tests/README.md), as the GitHub workflow's jobs run them: `make test` is all three.
-test-integration: $(STAMP)
+test-integration: $(STAMP) test-envs
 	$(BIN)/python -m pytest -m integration -n $(PYTEST_WORKERS) --dist loadgroup
 
-test-system: engine browser
+test-system: engine test-envs browser
 	$(BIN)/python -m pytest -m system -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The hub on the results database (read-only, this machine only): http://127.0.0.1:8501
