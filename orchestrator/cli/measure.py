@@ -144,10 +144,12 @@ def replay(
     given, sessions otherwise."""
     import json
 
+    from runners.loadgen.breakdown import measured_positions
     from runners.loadgen.client import Endpoint, check_reachable
     from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
     from runners.loadgen.metrics import request_latency, summarize
     from runners.loadgen.replay import replay as run_replay
+    from runners.loadgen.replay import trace_path
     from runners.traces.formats import load_trace
     from runners.traces.hit_rate import replayed_hit_rate
 
@@ -165,7 +167,10 @@ def replay(
         stats, records = run_replay(loaded, endpoint, settings, concurrency, ids, decode=decode)
     except InferSweepError as error:
         fail(error)
-    theoretical = replayed_hit_rate(loaded, engine_block_size, settings.length_scale).rate
+    walk = replayed_hit_rate(loaded, engine_block_size, settings.length_scale)
+    theoretical = walk.rate
+    # The AgentX harness's figure for the same requests (its "Theoretical Prefix Cache Hit": blocks, not tokens).
+    agentx_theoretical = walk.block_rate(measured_positions([item.record for item in records], walk, trace_path))
     failed = sum(1 for item in records if not item.record.ok)
     latencies = [request_latency(item.record) for item in records if not item.record.warmup]
     ttft = summarize([latency.ttft_ms for latency in latencies if latency and latency.ttft_ms is not None])
@@ -176,8 +181,11 @@ def replay(
     realized = (
         "n/a (server reports no cached tokens)" if stats.realized_hit_rate is None else f"{stats.realized_hit_rate:.1%}"
     )
+    harness = "n/a" if agentx_theoretical is None else f"{agentx_theoretical:.2%}"
     console.print(
-        f"prefix-cache hit rate: realized {realized}, theoretical {theoretical:.1%} at {engine_block_size}-token blocks"
+        f"prefix-cache hit rate: realized {realized}, theoretical {theoretical:.1%} at {engine_block_size}-token "
+        f"blocks (tokens); AgentX harness's theoretical {harness} (blocks before the first unseen one, measured "
+        "requests)"
     )
     console.print(f"schedule lag p50/p99: {stats.schedule_lag_ms.p50} / {stats.schedule_lag_ms.p99} ms; "
                   f"TTFT p50/p99 of the measured requests: {ttft.p50} / {ttft.p99} ms")  # fmt: skip
@@ -190,6 +198,7 @@ def replay(
     if output is not None:
         document = {"trace": {"id": loaded.id, "kind": loaded.kind, "version": loaded.content_hash},
                     "settings": settings.model_dump(), "concurrency": concurrency, "theoretical_hit_rate": theoretical,
+                    "agentx_theoretical_hit_rate": agentx_theoretical,
                     "failed": failed, "ttft_ms": ttft.model_dump(), "stats": stats.model_dump()}  # fmt: skip
         output.write_text(json.dumps(document, indent=2) + "\n")
         console.print(f"result written to {output}")

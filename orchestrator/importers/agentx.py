@@ -161,8 +161,9 @@ class AgentXFormat:
             peer.levels.clear()
             return peer
         labels = dict(level.metrics.peer_figures or {})
-        if harness.theoretical_prefix_cache_hit and harness.theoretical_prefix_cache_hit.avg is not None:
-            labels["agentx_theoretical_prefix_cache_hit_pct"] = harness.theoretical_prefix_cache_hit.avg
+        harness_hit = harness.theoretical_prefix_cache_hit.avg if harness.theoretical_prefix_cache_hit else None
+        if harness_hit is not None:
+            labels["agentx_theoretical_prefix_cache_hit_pct"] = harness_hit
         labels["agentx_submission_valid"] = 0.0 if config.unsafe_override else 1.0
         usage = harness.total_usage_prompt_tokens
         stats = ReplayStats(
@@ -170,6 +171,8 @@ class AgentXFormat:
             sessions_completed=0, session_time_s=NO_SAMPLES, schedule_lag_ms=NO_SAMPLES,  # the harness reports none
             prompt_tokens=round(usage.avg) if usage and usage.avg else level.metrics.total_input_tokens,
             cached_tokens=0, realized_hit_rate=None, e2e_interactivity_p90=None,
+            # The harness's figure in the field our replays fill by the same definition (HitRate.block_rate).
+            agentx_theoretical_hit_rate=None if harness_hit is None else harness_hit / 100,
         )  # fmt: skip
         metrics = level.metrics.model_copy(update={"peer_figures": labels, "replay": stats})
         peer.levels[0] = PeerLevel(index=level.index, label=f"c={level.concurrency}, {config.scenario}",

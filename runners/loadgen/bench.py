@@ -101,28 +101,25 @@ def parse_goodput(text: str) -> GoodputSlo:
     return GoodputSlo(**values)
 
 
-def _vocabulary(settings: BenchSettings) -> tuple[Vocabulary, object | None]:
+def _vocabulary(settings: BenchSettings) -> Vocabulary:
     if settings.tokenizer is None:
         low, high = DEFAULT_ID_RANGE
-        return Vocabulary(size=high, excluded=frozenset(range(low))), None
-    from tokenizers import Tokenizer
-
-    directory = Path(settings.tokenizer)
-    vocabulary = Vocabulary.from_model_dir(directory)
-    return vocabulary, Tokenizer.from_file(str(directory / "tokenizer.json"))
+        return Vocabulary(size=high, excluded=frozenset(range(low)))
+    return Vocabulary.from_model_dir(Path(settings.tokenizer))
 
 
 def prepare_requests(settings: BenchSettings) -> list[PreparedRequest]:
-    vocabulary, tokenizer = _vocabulary(settings)
+    vocabulary = _vocabulary(settings)
     requests = build_requests(settings, vocabulary)
-    if settings.endpoint == "chat" and tokenizer is not None:
+    if settings.endpoint == "chat" and vocabulary.tokenizer_file is not None:
+        decode = vocabulary.decoder()
         requests = [
             PreparedRequest(
                 index=r.index,
                 prompt=r.prompt,
                 max_tokens=r.max_tokens,
                 warmup=r.warmup,
-                prompt_text=tokenizer.decode(r.prompt.ids()),  # type: ignore[attr-defined]  # the tokenizers stub lacks decode on this union
+                prompt_text=decode(r.prompt.ids()),
             )
             for r in requests
         ]

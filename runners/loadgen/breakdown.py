@@ -57,6 +57,17 @@ def _bucket(
     )  # fmt: skip
 
 
+def measured_positions(records: Sequence[RequestRecord], walk: HitRate, path_of: Callable[[str], str]) -> list[int]:
+    """Where in `walk` each measured request that succeeded lies (the walk's keys are '<path>:<turn>')."""
+    position = {key: index for index, key in enumerate(walk.keys)}
+    placed = (
+        position.get(f"{path_of(record.session)}:{record.turn}")
+        for record in records
+        if not record.warmup and record.ok and record.session is not None and record.turn is not None
+    )
+    return [index for index in placed if index is not None]
+
+
 def _grouped(
     records: Sequence[RequestRecord], walk: HitRate, path_of: Callable[[str], str],
     range_of: Callable[[RequestRecord], tuple[int, int]], label_of: Callable[[int, int], str],

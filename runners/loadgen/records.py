@@ -410,6 +410,12 @@ class ReplayStats(Strict):
     theoretical_hit_rate: float | None = Field(
         None, description="The trace's own prefix reuse at the engine's block size (runners/traces/hit_rate.py)."
     )
+    agentx_theoretical_hit_rate: float | None = Field(
+        None,
+        description="The AgentX harness's 'Theoretical Prefix Cache Hit' for the requests this Point measured: their "
+        "blocks before the first unseen one over their blocks, at the trace's block size (HitRate.block_rate). None "
+        "in results stored before it was recorded.",
+    )
     e2e_interactivity_p90: float | None = Field(
         description="Output tokens per second of E2E latency at the slow tail: 1 / P90(E2EL / OSL)."
     )

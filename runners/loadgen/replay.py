@@ -45,7 +45,7 @@ import numpy as np
 from recipes.errors import ConfigurationError, InferSweepError, InfrastructureError
 from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
-from runners.loadgen.breakdown import by_context, by_turn
+from runners.loadgen.breakdown import by_context, by_turn, measured_positions
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
 from runners.loadgen.due_order import DueOrderedThread
 from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
@@ -645,8 +645,9 @@ def run_replay_point(
     metrics.replay = stats.model_copy(
         update={
             "theoretical_hit_rate": walk.rate,
-            "per_turn": by_turn(records, walk, _trace_path),
-            "per_context": by_context(records, walk, _trace_path),
+            "agentx_theoretical_hit_rate": walk.block_rate(measured_positions(records, walk, trace_path)),
+            "per_turn": by_turn(records, walk, trace_path),
+            "per_context": by_context(records, walk, trace_path),
             "planner": _prediction(trace, point, cache, stats, timing, records),
             "trace_version": trace.content_hash,
             "prompt_salt": point_salt(point.seed, point.concurrency),
@@ -655,7 +656,7 @@ def run_replay_point(
     return metrics, records
 
 
-def _trace_path(session_id: str) -> str:
+def trace_path(session_id: str) -> str:
     """The trace session a replayed session id stands for (its path, the replayed walk's key prefix)."""
     return SessionId.parse(session_id).path
 

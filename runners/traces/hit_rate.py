@@ -89,6 +89,19 @@ class HitRate:
         counted = self.blocks > 0
         return float(np.mean(self.runs[counted] / self.blocks[counted])) if counted.any() else None
 
+    def block_rate(self, positions: Iterable[int] | None = None) -> float | None:
+        """The AgentX harness's "Theoretical Prefix Cache Hit" (`agentx profile`, agentx-harness 1.0.12:
+        aiperf/dataset/loader/weka_metric_prepass.py and aiperf/metrics/theoretical_prefix_cache.py): Σ each request's
+        blocks before its first unseen one / Σ its blocks (hash ids), over the requests at `positions` (the harness:
+        the measured requests that succeeded; every request when None). Block-weighted at the trace's block size, not
+        token-weighted as `rate`, so a prompt's tail beyond its last full block never counts. None where the walk did
+        not count blocks or the requests have none."""
+        if self.blocks is None:
+            return None
+        chosen = np.arange(len(self.keys)) if positions is None else np.fromiter(positions, dtype=np.int64)
+        total = int(self.blocks[chosen].sum())
+        return int(self.runs[chosen].sum()) / total if total else None
+
     @property
     def requests(self) -> int:
         return len(self.keys)

@@ -55,6 +55,11 @@ def test_simulated_replay_realizes_the_theoretical_rate(write_recipe) -> None:
     # One lane, warm start at one turn of the root session: realized within a few points of theoretical.
     assert replay["realized_hit_rate"] == pytest.approx(replay["theoretical_hit_rate"], abs=0.05)
     assert row.records_path is not None
+    # The AgentX harness's definition of the theoretical hit for the same measured requests (blocks, not tokens).
+    workload = yaml.safe_load(recipe.read_text())["workload"]
+    walk = replayed_hit_rate(load_trace(workload["trace"]), 128, workload.get("length_scale", 1.0))
+    rows = _measured_rows(walk, records_of(row.records_path))
+    assert replay["agentx_theoretical_hit_rate"] == pytest.approx(walk.runs[rows].sum() / walk.blocks[rows].sum())
     # The engine's own counters cover the measured window: scraped after the priming requests, so they count the
     # prompt tokens of the measured requests exactly, and agree with the usage the client saw.
     server = row.metrics["server"]
@@ -155,14 +160,19 @@ def _salted_copies_share_nothing(records: pd.DataFrame) -> None:
         assert own.empty or (own["cached_tokens"] > 0).all()  # the copy's own history does hit
 
 
-def _rate_of_measured(walk: HitRate, records: pd.DataFrame) -> float:
-    """The walk's hit rate over the requests a Point measured (keyed by each record's session path and turn)."""
+def _measured_rows(walk: HitRate, records: pd.DataFrame) -> list[int]:
+    """Where in the walk each request a Point measured lies (keyed by its record's session path and turn)."""
     position = {key: index for index, key in enumerate(walk.keys)}
     measured = records[~records["warmup"] & records["error"].isna()]
-    rows = [
+    return [
         position[f"{SessionId.parse(session).path}:{turn}"]
         for session, turn in zip(measured["session"], measured["turn"], strict=True)
     ]
+
+
+def _rate_of_measured(walk: HitRate, records: pd.DataFrame) -> float:
+    """The walk's hit rate over the requests a Point measured."""
+    rows = _measured_rows(walk, records)
     return float(walk.hit_tokens[rows].sum() / walk.input_tokens[rows].sum())
 
 
@@ -185,6 +195,9 @@ def test_real_vllm_prefix_cache_on_an_agentic_trace(write_recipe) -> None:
     workload = yaml.safe_load(recipe.read_text())["workload"]
     walk = replayed_hit_rate(load_trace(workload["trace"]), 128, workload["length_scale"])
     assert replay["theoretical_hit_rate"] == pytest.approx(walk.rate)
+    # The AgentX harness's definition for the same measured requests: blocks before the first unseen one / blocks.
+    rows = _measured_rows(walk, records)
+    assert replay["agentx_theoretical_hit_rate"] == pytest.approx(walk.runs[rows].sum() / walk.blocks[rows].sum())
     assert replay["realized_hit_rate"] == pytest.approx(_rate_of_measured(walk, records), abs=0.03)
     server = row.metrics["server"]  # vLLM's prefix_cache_* counters over the Point
     assert server["prefix_cache_queries"] > 0

@@ -293,11 +293,12 @@ def test_a_chat_replay_sends_text_counts_server_tokens_and_keeps_prefixes_shared
     assert served and {row["api"] for row in served} == {"chat"}
     measured = [item.record for item in items if not item.record.warmup]
     assert measured and all(r.ok for r in measured), [r.error for r in measured if not r.ok]
-    # Lengths are the server's count of the text it received, which need not be the ids' count exactly.
+    # Lengths are the server's count of the text it received: the trace's, token for token (`text_decoder`: the ids
+    # decoded as they were tokenised into 6.8 % more here, and vLLM's count into 9.1-9.9 % more).
     assert all(r.prompt_tokens is not None for r in measured)
     sent, counted = sum(r.prompt_tokens_sent for r in measured), sum(r.prompt_tokens for r in measured)
     assert counted == sum(row["prompt_tokens"] for row in served[-len(measured) :])
-    assert 0.5 < counted / sent < 2.0, (counted, sent)
+    assert [r.prompt_tokens for r in measured] == [r.prompt_tokens_sent for r in measured], (counted, sent)
     # Equal blocks decode to equal text, so a later turn still hits the prefix its session cached.
     assert stats.realized_hit_rate is not None
     assert stats.realized_hit_rate == pytest.approx(theoretical_hit_rate(trace).rate, abs=0.1)

@@ -50,6 +50,8 @@ def test_the_harness_output_round_trips_to_its_own_summary(tmp_path: Path) -> No
     trace = RUN / "traces" / "sample_trace_agentx.json"
     assert metrics["replay"]["trace_version"] == hashlib.sha256(trace.read_bytes()).hexdigest()
     assert metrics["replay"]["requests_measured"] == 14 and metrics["replay"]["theoretical_hit_rate"] is None
+    # Its theoretical hit in the field our replays fill by its definition (blocks), as a share.
+    assert metrics["replay"]["agentx_theoretical_hit_rate"] == summary["theoretical_prefix_cache_hit"]["avg"] / 100
 
     # The recipe stored with it is the replay the harness ran (the hub's "not comparable with AgentX" reads it).
     with open_session(make_engine(url)) as session:

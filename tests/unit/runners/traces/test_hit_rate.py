@@ -49,6 +49,18 @@ def test_unbounded_hand_computed() -> None:
     assert result.keys == ("0:0", "0:1", "0:2", "0:3")
 
 
+def test_the_agentx_harness_figure_counts_blocks_over_the_requests_it_measured() -> None:
+    """The harness's "Theoretical Prefix Cache Hit" (agentx profile): Σ runs / Σ blocks over the measured requests.
+    Trace A: runs 0, 2, 3, 1 of blocks 2, 3, 3, 2 -> 6 / 10 (by tokens 24 / 45); the last three alone 6 / 8; a request
+    measured twice (a recycled copy) counts twice: 0:1 and 0:1 -> 4 / 6."""
+    walk = theoretical_hit_rate(weka(TRACE_A))
+    assert walk.block_rate() == exact(6, 10) != walk.rate
+    assert walk.block_rate([1, 2, 3]) == exact(6, 8)
+    assert walk.block_rate([1, 1]) == exact(4, 6)
+    assert walk.rebase(128).block_rate() == walk.block_rate()  # a property of the trace's blocks, not the engine's
+    assert walk.block_rate([]) is None
+
+
 @pytest.mark.parametrize(
     ("block_size", "recompute", "hits"),
     [
