@@ -74,6 +74,7 @@ class ResultView:
     workload_kind: str = "fixed-length"
     realized_hit_rate: float | None = None
     theoretical_hit_rate: float | None = None
+    agentx_theoretical_hit_rate: float | None = None  # the AgentX harness's definition (blocks), beside ours (tokens)
     job_id: str = ""
     accelerators: int = 1
     ttft_p99_ms: float | None = None
@@ -188,6 +189,7 @@ _METRIC_PATHS: dict[str, tuple[str, ...]] = {
     "ttft_p90_ms": ("ttft_ms", "p90"),  # the SLO tiers' TTFT (recipes/slo_tiers.yaml)
     "realized_hit_rate": ("replay", "realized_hit_rate"),
     "theoretical_hit_rate": ("replay", "theoretical_hit_rate"),
+    "agentx_theoretical_hit_rate": ("replay", "agentx_theoretical_hit_rate"),
     "power_w_mean": ("host", "telemetry", "power_w_mean"),
     # Agentic replay (`metrics["server"]`, `metrics["replay"]`): prompt tokens by the source of their KV cache,
     # the engine's prefix-cache counters, the usage-based counts and the KV planner's prediction.

@@ -147,6 +147,18 @@ class ResultItem(_Item):
         description="Completed requests per second; null where the source counts no requests (an imported "
         "aggregate row states figures, not requests).",
     )
+    realized_hit_rate: float | None = Field(
+        None, description="Trace replay: Σ cached tokens / Σ prompt tokens the server reported for the measured "
+        "requests; null for other workloads or where the server reports no cached tokens.",
+    )  # fmt: skip
+    theoretical_hit_rate: float | None = Field(
+        None, description="Trace replay: the trace's own prefix reuse, token weighted at the engine's block size "
+        "(ours; docs/METRICS.md); null for other workloads.",
+    )  # fmt: skip
+    agentx_theoretical_hit_rate: float | None = Field(
+        None, description="Trace replay: the AgentX harness's 'Theoretical Prefix Cache Hit' of the measured requests "
+        "(their blocks before the first unseen one over their blocks); an imported harness run's own figure.",
+    )  # fmt: skip
     source_url: str | None = Field(..., description="Where an imported result comes from (e.g. its GitHub Actions "
                                    "run); null for results measured here.")  # fmt: skip
     hub_path: str = Field(..., description="The result's Run detail page on the hub, relative to the hub's address.")
@@ -354,6 +366,8 @@ def _result_item(row: Any, verifications: Mapping[tuple[str, str], str]) -> Resu
         input_throughput_per_gpu=float(row.input_throughput_per_gpu),
         total_token_throughput_per_gpu=float(row.total_token_throughput_per_gpu),
         request_throughput=float(row.request_throughput) if row.completed + row.failed > 0 else None,
+        realized_hit_rate=_number(row.realized_hit_rate), theoretical_hit_rate=_number(row.theoretical_hit_rate),
+        agentx_theoretical_hit_rate=_number(row.agentx_theoretical_hit_rate),
         source_url=_source_url(row.source) if row.origin != "measured" else None,
         hub_path=run_path(row.sweep, row.point_key),
     )  # fmt: skip

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.cache_tiers import prompt_tier_shares
+from analysis.public_results import NOT_MEASUREMENTS
 from hubkit import charts, controls, data, page
 from hubkit.charts import PALETTE
 
@@ -27,6 +28,7 @@ PANEL = alt.Column(
 )
 RATE_MEASURES = {
     "theoretical": "theoretical ceiling (trace)",
+    "agentx_theoretical_hit_rate": "theoretical, AgentX harness's definition (blocks)",
     "counter_hit": "realised (engine counters)",
     "realized_hit_rate": "realised (usage cached_tokens)",
     "planner_hit": "capacity planner prediction",
@@ -173,7 +175,8 @@ per_repeat["link_gbps"] = per_repeat["server_kv_offload_bytes_to_device"] / (
     per_repeat["server_kv_offload_seconds_to_device"] * 1e9
 )
 per_repeat["traffic_gbps"] = (per_repeat["to_dram_gb"] + per_repeat["from_dram_gb"]) / per_repeat["duration_s"]
-rates = ["hbm", "offload", "recomputed", "counter_hit", "realized_hit_rate", "theoretical", "planner_hit",
+rates = ["hbm", "offload", "recomputed", "counter_hit", "realized_hit_rate", "theoretical",
+         "agentx_theoretical_hit_rate", "planner_hit",
          "planner_hbm_hit_rate", "planner_dram_hit_rate", "e2e_interactivity_p90", "to_dram_gb", "from_dram_gb",
          "link_gbps", "traffic_gbps"]  # fmt: skip
 per_repeat[rates] = per_repeat[rates].apply(pd.to_numeric, errors="coerce").replace([np.inf, -np.inf], np.nan)
@@ -204,6 +207,7 @@ table = pd.DataFrame(
         "realised, counters %": points["counter_hit"].map(percent),
         "realised, usage %": points["realized_hit_rate"].map(percent),
         "theoretical ceiling %": points["theoretical"].map(percent),
+        "theoretical, AgentX harness's definition %": points["agentx_theoretical_hit_rate"].map(percent),
         "headroom (points)": (points["theoretical"] - points["counter_hit"]).map(percent),
         "planner prediction": [
             prediction_text(*values)
@@ -273,11 +277,14 @@ rate_chart = (
     .facet(column=PANEL)
 )
 
-shown = sorted(set(points["origin"]) - {"measured"})
+shown = sorted(set(points["origin"]) & set(NOT_MEASUREMENTS))
 if shown:
     st.warning(
         f"Includes {', '.join(shown)} results, labelled in each panel's title: not measurements of real hardware."
     )
+if "imported" in set(points["origin"]):
+    st.caption("Imported results (labelled in each panel's title) were measured elsewhere, by the tool that wrote "
+               "them.")  # fmt: skip
 departing = sorted({text for text in points["replay_agentx_differences"].dropna() if text})
 if departing:
     st.info(
@@ -297,11 +304,19 @@ with tiers_tab:
         "leading run of already-seen blocks, token weighted, at the engine's block size), the ceiling of HBM + "
         "DRAM. Hollow diamond: the capacity planner's prediction, where one is stored."
     )
+    # A panel without bars is a result without the engine's counters (an imported AgentX harness run reports none).
+    no_counters = sorted(set(points["label"]) - set(long.dropna(subset=["share"])["label"]))
+    if no_counters:
+        st.caption(f"No bars for {', '.join(no_counters)}: these results carry no engine counters by KV source "
+                   "(an imported harness run reports none; its hit rates are on the Hit rates tab).")  # fmt: skip
 with rates_tab:
     st.altair_chart(rate_chart)
     st.caption(
         "Realised (counters) = HBM + DRAM shares above; realised (usage) = Σ `cached_tokens` / Σ prompt tokens of "
-        "the measured requests. Counter deltas include the Point's warmup requests; usage counts only measured ones."
+        "the measured requests. Counter deltas include the Point's warmup requests; usage counts only measured ones. "
+        "Two theoretical rates, each named: the trace's ceiling (ours: token weighted, at the engine's block size) and "
+        "the AgentX harness's 'Theoretical Prefix Cache Hit' (the measured requests' blocks before their first "
+        "unseen one over their blocks, at the trace's block size; an imported harness run gives its own)."
     )
 with turns_tab:
     breakdown_tab()

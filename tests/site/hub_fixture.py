@@ -123,7 +123,8 @@ def _agentic(hbm: float, dram: float, theoretical: float) -> dict[str, Any]:
          "realized_hit_rate": hbm + dram, "theoretical_hit_rate": theoretical},
     ]  # fmt: skip
     return {
-        "replay": {"realized_hit_rate": hbm + dram, "theoretical_hit_rate": theoretical, "prompt_tokens": prompt,
+        "replay": {"realized_hit_rate": hbm + dram, "theoretical_hit_rate": theoretical,
+                   "agentx_theoretical_hit_rate": theoretical - 0.01, "prompt_tokens": prompt,
                    "cached_tokens": hits, "e2e_interactivity_p90": 20.0, "per_turn": turns, "per_context": []},
         "server": server,
     }  # fmt: skip

@@ -32,7 +32,7 @@ IMPORTED_SNAPSHOT = {
 }
 AGENTIC_METRICS = {
     "replay": {"prompt_tokens": 1000, "cached_tokens": 250, "realized_hit_rate": 0.25, "theoretical_hit_rate": 0.5,
-               "e2e_interactivity_p90": 20.0, "planner": {"hbm_hit_rate": 0.2, "dram_hit_rate": 0.1},
+               "agentx_theoretical_hit_rate": 0.45, "e2e_interactivity_p90": 20.0, "planner": {"hbm_hit_rate": 0.2, "dram_hit_rate": 0.1},
                "session_time_s": {"n": 3, "mean": 9.0, "p50": 8.5, "p90": 9.9, "p99": 10.0, "std": 0.5},
                "sessions_completed": 3, "trace_version": "ab" * 32, "prompt_salt": "0-c2"},
     "server": {"prompt_tokens": 1000.0, "prompt_tokens_local_cache_hit": 200.0, "prompt_tokens_external": 50.0,
@@ -103,7 +103,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
         "tpot_p50_ms": 20.0, "interactivity_p50": 50.0, "e2el_p50_ms": 20680.0, "finished_at": AT,
         "point_key": "fixed-c16", "interactivity_p90": 45.0, "total_token_throughput": 72000.0,
         "request_throughput": 1.5, "duration_s": 60.0, "source": None, "workload_kind": "fixed-length",
-        "realized_hit_rate": None, "theoretical_hit_rate": None, "job_id": "job-1", "accelerators": 8,
+        "realized_hit_rate": None, "theoretical_hit_rate": None, "agentx_theoretical_hit_rate": None, "job_id": "job-1", "accelerators": 8,
         "ttft_p99_ms": 410.0, "tpot_p90_ms": 22.0, "model": "deepseek-r1", "precision": "fp8",
         "parallelism": "tp8·ep8", "kv_offload": "dram 512 GiB", "prefix_caching": False, "power_w_per_gpu": 1000.0,
         "server_prompt_tokens": None, "server_prompt_tokens_local_cache_hit": None,
@@ -133,6 +133,7 @@ def test_every_field_of_a_result(database: Engine) -> None:
     agentic = views["agentic-c2"]
     assert (agentic.workload, agentic.isl, agentic.parallelism, agentic.precision) == ("agentic", None, "tp1", "")
     assert (agentic.realized_hit_rate, agentic.theoretical_hit_rate, agentic.e2e_interactivity_p90) == (0.25, 0.5, 20.0)
+    assert agentic.agentx_theoretical_hit_rate == 0.45  # the AgentX harness's definition, read beside ours
     assert (agentic.replay_prompt_tokens, agentic.replay_cached_tokens) == (1000, 250)
     assert isinstance(agentic.replay_prompt_tokens, int)
     assert (agentic.server_prompt_tokens, agentic.server_prompt_tokens_local_cache_hit) == (1000.0, 200.0)

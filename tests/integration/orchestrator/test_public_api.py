@@ -119,6 +119,9 @@ def test_an_absent_figure_is_null_never_zero_or_empty(published: tuple[Path, dic
     _, documents = published
     results = documents["results.json"]["items"]
     assert results and all(item["request_throughput"] is None for item in results if item["origin"] == "imported")
+    # Hit rates are a trace replay's: null on fixed-length rows, never 0.
+    rates = ("realized_hit_rate", "theoretical_hit_rate", "agentx_theoretical_hit_rate")
+    assert all(item[rate] is None for item in results for rate in rates)
     envelopes = documents["envelopes.json"]["items"]
     assert all((item["usd_per_million_output"] is None) == (item["no_figure_because"] is not None)
                for item in envelopes)  # fmt: skip
