@@ -68,7 +68,8 @@ def ours(url: str, work: Path, tokenizer: Path) -> Run:
     subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", "replay", str(TRACE), "--base-url", url, "--model", "sim",
          "--concurrency", "1", "--no-warmup", "--time-scale", str(TIME_SCALE), "--idle-cap-s", str(SYSTEM_IDLE_CAP_S),
-         "--duration-s", str(WINDOW_S), "--api", "chat", "--tokenizer", str(tokenizer), "--output", str(output)],
+         "--duration-s", str(WINDOW_S), "--api", "chat", "--join", "after-recorded-gap", "--tokenizer", str(tokenizer),
+         "--output", str(output)],
         check=True, cwd=ROOT, capture_output=True, timeout=600,
     )  # fmt: skip
     document = json.loads(output.read_text())

@@ -12,3 +12,7 @@ AGENTX_WINDOW_S = 3600.0  # the measured window
 AGENTX_SYSTEM_IDLE_CAP_S = 10.0  # nothing in flight anywhere this long (recorded s): every pending timer advances
 AGENTX_TREE_IDLE_CAP_S = 300.0  # one trajectory tree idle this long (recorded s): that tree's timers advance
 AGENTX_WARMUP_REQUESTS_PER_LANE = 10  # one-token warm-up turns per lane before the window
+# A request that joins subagents goes at the later of their end and its own recorded gap after the request before it
+# (agentx-harness 1.0.12, aiperf/timing/branch_orchestrator.py: "a blocked join releases at the later of this deadline
+# and its last child completion"); AIPerf 0.13.0 sent it as soon as they ended.
+AGENTX_JOIN = "after-recorded-gap"

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from recipes.agentx import (
+    AGENTX_JOIN,
     AGENTX_SYSTEM_IDLE_CAP_S,
     AGENTX_TREE_IDLE_CAP_S,
     AGENTX_WARMUP_REQUESTS_PER_LANE,
@@ -649,7 +650,7 @@ class FixedLengthWorkload(StrictModel):
 AGENTX_REPLAY: dict[str, Any] = {
     "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": AGENTX_SYSTEM_IDLE_CAP_S,
     "think_cap_s": AGENTX_TREE_IDLE_CAP_S, "warmup": True, "warmup_requests_per_lane": AGENTX_WARMUP_REQUESTS_PER_LANE,
-    "api": "chat",
+    "api": "chat", "join": AGENTX_JOIN,
 }  # fmt: skip
 
 
@@ -672,7 +673,7 @@ class ReplaySettings(StrictModel):
     added here and nowhere else; one added after recipes were first fingerprinted is also named in
     `settings_since_v1`, so that while it holds its default, fingerprints and Point keys stay as they were."""
 
-    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane", "api", "processes")
+    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane", "api", "processes", "join")
     # How the client runs, not what is measured: left out of fingerprints and Point keys (`identity_of`), so an
     # explicit `processes: 2` is the same Point as an automatic 2, and a recipe moved to a machine with more cores
     # resumes. The split the Point ran with is stored with it (ReplayStats.client_processes); whether the client kept
@@ -706,6 +707,13 @@ class ReplaySettings(StrictModel):
         "lengths and cache blocks exactly the trace's); 'chat' sends them as text, decoded with the model's "
         "tokenizer, in one user message to /v1/chat/completions, and counts tokens by the server's usage, as AgentX "
         "does (the chat template and re-tokenisation make lengths differ a little from the trace's).",
+    )
+    join: Literal["when-subagents-end", "after-recorded-gap"] = Field(
+        "when-subagents-end",
+        description="When a request that joins subagents still running is sent: 'when-subagents-end', as soon as the "
+        "last of them ends (AIPerf 0.13.0's AgentX); 'after-recorded-gap', at the later of that and its recorded gap "
+        "after the request before it ended, a timer the idle caps advance as any other (agentx-harness 1.0.12, its "
+        "timing/branch_orchestrator.py: a join releases at the later of its replay deadline and its last child).",
     )
     time_scale: float = Field(
         1.0, gt=0, le=MAX_TIME_SCALE, description="Multiplies recorded think times and timestamps."

@@ -37,7 +37,7 @@ from orchestrator.importers.peers import (
     parse,
     validation_problems,
 )
-from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
+from recipes.agentx import AGENTX_JOIN, AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
 from recipes.schema import ValidityThresholds
 from recipes.yamlio import read_document
 from runners.loadgen.records import ReplayPoint, ReplayStats
@@ -153,7 +153,7 @@ class AgentXFormat:
                 warmup=phase.trajectory_start_max_ratio > 0, warmup_requests_per_lane=phase.warmup_requests_per_lane,
                 api="chat" if config.endpoint.type == "chat" else "completions",
                 think_cap_s=dataset.trace_idle_gap_cap_seconds, idle_cap_s=phase.system_idle_gap_cap_seconds,
-                seed=dataset.random_seed,
+                seed=dataset.random_seed, join=AGENTX_JOIN,  # the harness's own rule (recipes/agentx.py)
             )  # fmt: skip
         except ValidationError as error:  # a window or cap beyond what any replay Point can have
             for field, value, expected in validation_problems(error):

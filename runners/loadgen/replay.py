@@ -288,7 +288,8 @@ class Replayer:
 
         Subagents follow AgentX (`Session.spawn_groups`): a group spawns at its recorded offset from the send of the
         request it follows when it overlapped that request, else from that request's end; a request that joins a
-        group still running when the request before it ended is sent as soon as the group's last member ends.
+        group still running when the request before it ended is sent as soon as the group's last member ends, or
+        (`join: after-recorded-gap`, the AgentX harness's rule) at the later of that and its own recorded gap.
         True when the whole tree ran; False when the window closed first (a request was due after it).
         """
         children: list[asyncio.Task[bool]] = []
@@ -314,9 +315,14 @@ class Replayer:
         for turn in range(first_turn, len(session.requests)):
             running = [task for task in joins.get(turn, ()) if not task.done()]
             if running:
-                # AgentX sends a join at once when its subagents end after the request before it did: no think time.
                 await asyncio.wait(running)
-                fired: float | None = time.perf_counter()
+                joined = time.perf_counter()
+                fired: float | None = joined
+                if self.settings.join == "after-recorded-gap":
+                    # agentx-harness 1.0.12: at the later of the subagents' end and the join's recorded gap after the
+                    # request before it ended (a timer the idle caps may advance, as every other).
+                    fired = await self.caps.wait(max(outgoing.due, joined), tree, deadline=self.window_end)
+                # else AIPerf 0.13.0's AgentX: at once when the subagents end, no think time.
             else:
                 # Each next prompt is made during the think time before it, so synthesis is off the schedule. The
                 # timer may be advanced by the idle caps; one that has not fired when the window closes is dropped.

@@ -210,6 +210,39 @@ def test_a_subagent_spawned_after_its_parent_answered_starts_as_the_answer_ends(
     assert child.sent - parent.end == pytest.approx(0.0, abs=0.03), child.sent - parent.end
 
 
+@pytest.mark.parametrize("join", ["when-subagents-end", "after-recorded-gap"])
+def test_a_join_goes_when_its_subagent_ends_or_also_after_its_recorded_gap(join: str) -> None:
+    """Recorded: the root's answer took 0.05 s, a subagent left 0.1 s after the root's send and took 0.05 s, and the
+    root's next request came at 0.9 s: it joins the subagent, 0.85 s after the answer before it ended. Here the
+    subagent answers 20 tokens 10 ms apart (about 0.2 s). AIPerf 0.13.0 sends the join as the subagent ends;
+    agentx-harness 1.0.12 at the later of that and the join's recorded gap: 0.85 s after the root's first answer."""
+    process, url = start_simulated("--ttft-ms", "5", "--itl-ms", "10")
+    try:
+        trace = parse_trace(json.dumps({"id": "join", "block_size": 4, "requests": [
+            {"t": 0.0, "type": "s", "in": 8, "out": 1, "hash_ids": [1, 2], "api_time": 0.05},
+            {"t": 0.1, "type": "subagent", "requests": [{"t": 0.0, "type": "s", "in": 8, "out": 20, "hash_ids": [7],
+                                                           "api_time": 0.05}]},
+            {"t": 0.9, "type": "s", "in": 12, "out": 1, "hash_ids": [1, 2, 3]},
+        ]}).encode(), "join.json")  # fmt: skip
+        assert [group.join for group in trace.sessions[0].spawn_groups()] == [1]
+        replayer = Replayer(trace, Endpoint(base_url=url, model="sim"), ReplaySettings(duration_s=2, warmup=False,
+                                                                                          join=join), 1)  # fmt: skip
+        loop.run(replayer.run_sessions())
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    first_copy = [(SessionId.parse(item.session).path, item) for item in replayer.records
+                  if SessionId.parse(item.session).copy == 0]  # fmt: skip
+    root = {item.turn: item.record for path, item in first_copy if path == "0"}
+    (child,) = [item.record for path, item in first_copy if path == "0/0"]
+    assert root[0].end is not None and root[1].sent is not None and child.end is not None
+    assert child.end - root[0].end < 0.5  # the subagent ended long before the recorded gap did
+    if join == "when-subagents-end":
+        assert root[1].sent - child.end == pytest.approx(0.0, abs=0.04), root[1].sent - child.end
+    else:
+        assert root[1].sent - root[0].end == pytest.approx(0.85, abs=0.06), root[1].sent - root[0].end
+
+
 def test_the_whole_system_idle_cap_sends_a_at_71_s_as_agentx_does(tmp_path: Path) -> None:
     # AgentX's example, at time scale 0.05 (1 recorded second = 50 ms): lane A's first answer ends at 0 and it
     # thinks 200 s; lane B is busy from 1 s to 61 s (a 300-token answer at 10 ms a token), then thinks long. With
