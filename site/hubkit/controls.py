@@ -294,14 +294,15 @@ def as_of(frame: pd.DataFrame) -> pd.DataFrame:
         _seed(key, asked)
     else:
         _seed(key, None)
-    chosen = st.sidebar.date_input("As of (UTC)", key=key, min_value=first, max_value=max(last, date.today()),
+    today = datetime.now(UTC).date()
+    chosen = st.sidebar.date_input("As of (UTC)", key=key, min_value=first, max_value=max(last, today),
                                    help="The results as they stood at the end of this day by their measurement "
                                    "dates: each configuration's latest sweep finished by then (the API's ?asof= "
                                    "reads what was published by then). Empty: now.")  # fmt: skip
     if not isinstance(chosen, date):
         st.query_params.pop("asof", None)
         return frame
-    st.query_params["asof"] = chosen.isoformat()
+    _link("asof", chosen.isoformat(), None)
     assume("As of (UTC)", chosen.isoformat())
     shown = public_results.as_of(frame, chosen)
     undated = int((~dated).sum())
