@@ -697,7 +697,7 @@ def _prediction(
         scheduled = scheduled_hit_rate(trace, shape, cache.block_size, cache.gpu_blocks, timing, point.duration_s,
                                        time_scale=point.time_scale, tree_cap_s=point.think_cap_s,
                                        system_cap_s=point.idle_cap_s,
-                                       requests=stats.requests_measured)  # fmt: skip
+                                       requests=stats.requests_measured, join=point.join)  # fmt: skip
         return PlannerPrediction(
             model="scheduler", block_size=cache.block_size, hbm_blocks=cache.gpu_blocks, dram_blocks=0,
             requests_per_lane=max(1, round(scheduled.requests / point.concurrency)),

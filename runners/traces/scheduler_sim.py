@@ -95,7 +95,8 @@ class _Stream:
     position: int = 0
     parent: _Stream | None = None  # a subagent's: the stream that spawned it
     joins: dict[int, list[_Stream]] = field(default_factory=dict)  # turn -> the subagent streams it waits for
-    held: bool = False  # its next turn waits for subagents (AgentX: sent as the last of them ends)
+    held: bool = False  # its next turn waits for subagents (AIPerf 0.13.0: sent as the last of them ends)
+    held_due: float | None = None  # `join: after-recorded-gap`: when its recorded gap after the turn before ends
 
     @property
     def primer(self) -> bool:
@@ -156,9 +157,10 @@ MAX_STEPS = 5_000_000  # and never more scheduler steps than this (a model whose
 class _Scheduler:
     def __init__(
         self, trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming,
-        time_scale: float, tree_cap_s: float | None, system_cap_s: float | None,
+        time_scale: float, tree_cap_s: float | None, system_cap_s: float | None, join: str = "when-subagents-end",
     ) -> None:  # fmt: skip
         self.trace, self.shape, self.timing = trace, shape, timing
+        self.join = join  # the replay's `join` setting (recipes.schema.ReplaySettings), as runners/loadgen/replay.py
         self.block_size = engine_block_size
         self.time_scale = time_scale
         # AgentX's idle caps, in the replay's seconds (runners/loadgen/idle_caps.py has the replayer's).
@@ -269,14 +271,16 @@ class _Scheduler:
         if not stream.done:
             upcoming = stream.turns[stream.position]
             if any(not child.done for child in stream.joins.get(upcoming, ())):
-                stream.held = True  # sent as the last subagent it joins ends, with no think time
+                stream.held = True  # sent as the last subagent it joins ends (and, AgentX's, after its own gap)
+                gap = self._gap(stream.session.think_before(upcoming))
+                stream.held_due = self.now + gap if self.join == "after-recorded-gap" else None
             else:
                 self._launch(stream, self._gap(stream.session.think_before(upcoming)))
         parent = stream.parent
         if (parent is not None and parent.held and stream.done
                 and all(child.done for child in parent.joins.get(parent.turns[parent.position], ()))):  # fmt: skip
             parent.held = False
-            self._launch(parent, 0.0)
+            self._launch(parent, 0.0 if parent.held_due is None else max(0.0, parent.held_due - self.now))
         if tree.outstanding == 0:
             self._start_tree(tree.lane)
 
@@ -383,7 +387,7 @@ def scheduled_hit_rate(
     trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming, duration_s: float,
     *, time_scale: float = 1.0, tree_cap_s: float | None = AGENTX_TREE_IDLE_CAP_S,
     system_cap_s: float | None = AGENTX_SYSTEM_IDLE_CAP_S,
-    requests: int | None = None,
+    requests: int | None = None, join: str = "when-subagents-end",
 ) -> ScheduledHitRate:  # fmt: skip
     """The hit rate of `duration_s` of the replay against `blocks` blocks, under the scheduler model above; with
     `requests`, of the replay's first `requests` measured requests instead, however long the model takes to serve
@@ -393,5 +397,5 @@ def scheduled_hit_rate(
             f"got blocks={blocks}, engine_block_size={engine_block_size}, token_budget={timing.token_budget}; "
             "expected each >= 1"
         )
-    scheduler = _Scheduler(trace, shape, engine_block_size, blocks, timing, time_scale, tree_cap_s, system_cap_s)
+    scheduler = _Scheduler(trace, shape, engine_block_size, blocks, timing, time_scale, tree_cap_s, system_cap_s, join)
     return scheduler.run(duration_s, requests)

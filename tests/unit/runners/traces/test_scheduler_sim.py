@@ -130,3 +130,14 @@ def test_the_scheduler_model_spawns_and_joins_subagents_as_agentx_does() -> None
     served = [scheduled_hit_rate(_join_trace(), shape, 4, 100, ONE_PER_STEP, until, time_scale=1.0, tree_cap_s=None,
                                  system_cap_s=None).requests for until in (2.5, 4.5, 6.5)]  # fmt: skip
     assert served == [2, 3, 5]
+
+
+def test_the_scheduler_model_sends_a_join_after_its_recorded_gap_as_the_agentx_harness_does() -> None:
+    # `join: after-recorded-gap` (agentx-harness 1.0.12), as the replayer: the same trace, the parent's join waits for
+    # the subagent (ended at t = 6) and for its own recorded gap after its request 0 ended at t = 1: 30 - 0 - 1 = 29 s,
+    # so it is sent at t = 30, not 6.
+    shape = ReplayShape(concurrency=1, warmup=False)
+    served = [scheduled_hit_rate(_join_trace(), shape, 4, 100, ONE_PER_STEP, until, time_scale=1.0, tree_cap_s=None,
+                                 system_cap_s=None, join="after-recorded-gap").requests
+              for until in (6.5, 29.5, 30.5)]  # fmt: skip
+    assert served == [4, 4, 5]
