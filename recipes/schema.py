@@ -646,6 +646,9 @@ class FixedLengthWorkload(StrictModel):
         return self
 
 
+# When a request that joins subagents still running is sent (ReplaySettings.join).
+JoinRule = Literal["when-subagents-end", "after-recorded-gap"]
+
 # AgentX's replay settings (recipes/agentx.py): its window, warm-up and idle caps, recorded time and lengths.
 AGENTX_REPLAY: dict[str, Any] = {
     "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": AGENTX_SYSTEM_IDLE_CAP_S,
@@ -708,7 +711,7 @@ class ReplaySettings(StrictModel):
         "tokenizer, in one user message to /v1/chat/completions, and counts tokens by the server's usage, as AgentX "
         "does (the chat template and re-tokenisation make lengths differ a little from the trace's).",
     )
-    join: Literal["when-subagents-end", "after-recorded-gap"] = Field(
+    join: JoinRule = Field(
         "when-subagents-end",
         description="When a request that joins subagents still running is sent: 'when-subagents-end', as soon as the "
         "last of them ends (AIPerf 0.13.0's AgentX); 'after-recorded-gap', at the later of that and its recorded gap "

@@ -57,27 +57,30 @@ def _bucket(
     )  # fmt: skip
 
 
-def measured_positions(records: Sequence[RequestRecord], walk: HitRate, path_of: Callable[[str], str]) -> list[int]:
-    """Where in `walk` each measured request that succeeded lies (the walk's keys are '<path>:<turn>')."""
+def _placed(
+    records: Sequence[RequestRecord], walk: HitRate, path_of: Callable[[str], str]
+) -> list[tuple[RequestRecord, int | None]]:
+    """Each measured request that succeeded, with where in `walk` it lies (the walk's keys are '<path>:<turn>')."""
     position = {key: index for index, key in enumerate(walk.keys)}
-    placed = (
-        position.get(f"{path_of(record.session)}:{record.turn}")
+    return [
+        (record, position.get(f"{path_of(record.session)}:{record.turn}"))
         for record in records
         if not record.warmup and record.ok and record.session is not None and record.turn is not None
-    )
-    return [index for index in placed if index is not None]
+    ]
+
+
+def measured_positions(records: Sequence[RequestRecord], walk: HitRate, path_of: Callable[[str], str]) -> list[int]:
+    """Where in `walk` each measured request that succeeded lies."""
+    return [index for _, index in _placed(records, walk, path_of) if index is not None]
 
 
 def _grouped(
     records: Sequence[RequestRecord], walk: HitRate, path_of: Callable[[str], str],
     range_of: Callable[[RequestRecord], tuple[int, int]], label_of: Callable[[int, int], str],
 ) -> list[ReplayBucket]:  # fmt: skip
-    position = {key: index for index, key in enumerate(walk.keys)}
     groups: dict[tuple[int, int], list[tuple[RequestRecord, int | None]]] = defaultdict(list)
-    for record in records:
-        if record.warmup or not record.ok or record.session is None or record.turn is None:
-            continue
-        groups[range_of(record)].append((record, position.get(f"{path_of(record.session)}:{record.turn}")))
+    for record, index in _placed(records, walk, path_of):
+        groups[range_of(record)].append((record, index))
     return [_bucket(label_of(low, high), low, high, members, walk) for (low, high), members in sorted(groups.items())]
 
 

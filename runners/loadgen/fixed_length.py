@@ -57,8 +57,7 @@ class Vocabulary:
 # A word token: a space, then letters only (GPT-2/Llama 3 byte-level 'Ġword', SentencePiece '▁word'). A run of them
 # decodes to words a space apart, and every tokenizer's pre-tokenizer cuts that text at the spaces, so it tokenises
 # back into the same tokens, one each.
-_WORD = re.compile(r" ?[A-Za-z]+")
-_WORD_PIECE = ("Ġ", "▁")
+_WORD_PIECE = re.compile(r"[Ġ▁][A-Za-z]+")
 _CHECKED_TOKENS = 4096  # a sequence of word tokens decoded and tokenised again before the table is trusted
 
 
@@ -76,10 +75,10 @@ def text_decoder(tokenizer_file: Path) -> Callable[[list[int]], str]:
 
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     pieces = tokenizer.get_vocab()
+    # A word piece whose own text, after a space, is itself again (the whole sequence is checked below).
     words = sorted(
         index for piece, index in pieces.items()
-        if piece.startswith(_WORD_PIECE) and _WORD.fullmatch(tokenizer.decode([index]))
-        and tokenizer.encode(" " + tokenizer.decode([index]).lstrip(" "), add_special_tokens=False).ids == [index]
+        if _WORD_PIECE.fullmatch(piece) and tokenizer.encode(f" {piece[1:]}", add_special_tokens=False).ids == [index]
     )  # fmt: skip
     table = np.asarray(words, dtype=np.int64)
     if len(table):

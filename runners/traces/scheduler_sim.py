@@ -35,11 +35,15 @@ import math
 from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
 from runners.traces.hit_rate import _Access
 from runners.traces.models import Session, Trace
 from runners.traces.planner import ReplayShape, _Step, access_of, lane_trees
+
+if TYPE_CHECKING:
+    from recipes.schema import JoinRule
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,7 @@ MAX_STEPS = 5_000_000  # and never more scheduler steps than this (a model whose
 class _Scheduler:
     def __init__(
         self, trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming,
-        time_scale: float, tree_cap_s: float | None, system_cap_s: float | None, join: str = "when-subagents-end",
+        time_scale: float, tree_cap_s: float | None, system_cap_s: float | None, join: JoinRule = "when-subagents-end",
     ) -> None:  # fmt: skip
         self.trace, self.shape, self.timing = trace, shape, timing
         self.join = join  # the replay's `join` setting (recipes.schema.ReplaySettings), as runners/loadgen/replay.py
@@ -387,7 +391,7 @@ def scheduled_hit_rate(
     trace: Trace, shape: ReplayShape, engine_block_size: int, blocks: int, timing: StepTiming, duration_s: float,
     *, time_scale: float = 1.0, tree_cap_s: float | None = AGENTX_TREE_IDLE_CAP_S,
     system_cap_s: float | None = AGENTX_SYSTEM_IDLE_CAP_S,
-    requests: int | None = None, join: str = "when-subagents-end",
+    requests: int | None = None, join: JoinRule = "when-subagents-end",
 ) -> ScheduledHitRate:  # fmt: skip
     """The hit rate of `duration_s` of the replay against `blocks` blocks, under the scheduler model above; with
     `requests`, of the replay's first `requests` measured requests instead, however long the model takes to serve
