@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -265,52 +266,76 @@ def read_chips(
     """Each chip's envelope read at `target` tok/s/user, one per `key` group of the valid rows.
 
     `history` (default: the rows) holds the runs whose spread is reported for the configurations a read rests on.
-    `memo` keeps each chip's read by the identities of the rows it was made from (`row_identity`), so a caller that
+    `memo` keeps each chip's read by the identities of the rows it was made from (`row_identities`), so a caller that
     reads again after a change that left a chip's rows as they were (the hub: a filter that removed another chip, a
     tier added) gets that chip's read back instead of working it out again. Only rows of one state of the results
     may share a memo: an identity stands for the row's content there.
     """
-    past = list(history) if history is not None else None
-    by_fingerprint = envelope.by_configuration(past) if past is not None and memo is not None else None
-    return _read_groups(envelope.chip_groups(rows, key).values(), target, past, by_fingerprint, memo)
+    by_fingerprint = envelope.by_configuration(history) if history is not None else None
+    return _read_groups(envelope.chip_groups(rows, key).values(), (target,), by_fingerprint, memo)[0]
 
 
 def _read_groups(
-    groups: Iterable[Sequence[Any]], target: float, past: list[Any] | None,
-    past_by_fingerprint: Mapping[str, list[Any]] | None, memo: ReadMemo | None,
-) -> list[ConfigurationRead]:  # fmt: skip
-    """`read_chips` of rows already grouped per chip, with the history grouped per configuration where a memo is
-    kept (a scorecard groups both once for all its tiers)."""
-    if memo is None:
-        return _below_source([_with_band(members, target, past) for members in groups])
-    return _below_source([_remembered(memo, members, target, past_by_fingerprint) for members in groups])
+    groups: Iterable[Sequence[Any]], targets: Sequence[float], past_by_fingerprint: Mapping[str, list[Any]] | None,
+    memo: ReadMemo | None,
+) -> list[list[ConfigurationRead]]:  # fmt: skip
+    """`read_chips` of rows already grouped per chip at each of `targets` (the reads of each target, in order), with
+    the history grouped per configuration. A chip's history and what its reads are made from are worked out once for
+    all the targets (a scorecard reads every tier): at 100k results they were most of the hub's filter change.
+
+    The runs behind a read's spread are those of its configurations (`envelope.run_spread` keeps only their
+    fingerprints), so the chip's history is the rows of its members' fingerprints, and a read depends on nothing
+    else."""
+    per_target: list[list[ConfigurationRead]] = [[] for _ in targets]
+    for members in groups:
+        history = None
+        if past_by_fingerprint is not None:
+            fingerprints = dict.fromkeys(str(row.fingerprint) for row in members)
+            history = [row for fingerprint in fingerprints for row in past_by_fingerprint.get(fingerprint, ())]
+        made_from = None if memo is None else _MadeFrom.of(members, history)
+        for reads, target in zip(per_target, targets, strict=True):
+            read = None if memo is None else memo.get((target, made_from))
+            if read is None:
+                read = _with_band(members, target, history)
+                if memo is not None:
+                    memo[(target, made_from)] = read
+            reads.append(read)
+    return [_below_source(reads) for reads in per_target]
 
 
-def row_identity(row: Any) -> tuple[str, str, int, str | None]:
-    """What names one result row among the results of one state of the store: its sweep, Point key, repeat and
-    projection edge."""
-    return (str(row.sweep), str(row.point_key), int(row.repeat_index), _edge(row))
+_IDENTITY = operator.attrgetter("sweep", "point_key", "repeat_index", "projection_edge")
 
 
-def _remembered(
-    memo: ReadMemo, members: Sequence[Any], target: float, past_by_fingerprint: Mapping[str, list[Any]] | None
-) -> ConfigurationRead:
-    """`_with_band` of one chip through `memo`. The runs behind a read's spread are those of its configurations
-    (`envelope.run_spread` keeps only their fingerprints), so the chip's history is the rows of its members'
-    fingerprints, and the read depends on nothing else."""
-    history = None
-    if past_by_fingerprint is not None:
-        fingerprints = dict.fromkeys(str(row.fingerprint) for row in members)
-        history = [row for fingerprint in fingerprints for row in past_by_fingerprint.get(fingerprint, ())]
-    made_from = (
-        target,
-        tuple(map(row_identity, members)),
-        None if history is None else tuple(map(row_identity, history)),
-    )
-    read = memo.get(made_from)
-    if read is None:
-        read = memo[made_from] = _with_band(members, target, history)
-    return read
+def row_identities(rows: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
+    """What names each of `rows` among the results of one state of the store: its sweep, Point key, repeat and
+    projection edge, as the rows hold them (a memo key meets only keys made from rows of the same state). A row
+    without a projection edge (a hand-built one) stands for None there."""
+    try:
+        return tuple(map(_IDENTITY, rows))  # at C speed: a filter change names every row of the history
+    except AttributeError:
+        return tuple(
+            (row.sweep, row.point_key, row.repeat_index, getattr(row, "projection_edge", None)) for row in rows
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class _MadeFrom:
+    """What a chip's read is made from, as a memo key: the identities of its rows and of its history's rows, hashed
+    once (a tuple's hash is worked out again at every lookup, over every row of the history)."""
+
+    identities: tuple[Any, ...]
+    digest: int
+
+    @classmethod
+    def of(cls, members: Sequence[Any], history: Sequence[Any] | None) -> _MadeFrom:
+        identities = (row_identities(members), None if history is None else row_identities(history))
+        return cls(identities, hash(identities))
+
+    def __hash__(self) -> int:
+        return self.digest
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _MadeFrom) and self.digest == other.digest and self.identities == other.identities
 
 
 def _below_source(reads: list[ConfigurationRead]) -> list[ConfigurationRead]:
@@ -742,11 +767,10 @@ def scorecard(
     """
     rate = rate or GpuHourRate()
     groups = list(envelope.chip_groups(rows, chip_key).values())
-    past = list(history) if history is not None else None
-    by_fingerprint = envelope.by_configuration(past) if past is not None and memo is not None else None
+    by_fingerprint = envelope.by_configuration(history) if history is not None else None
     cells = []
-    for target in interactivity_tiers:
-        reads = _read_groups(groups, target, past, by_fingerprint, memo)
+    tiers = list(interactivity_tiers)
+    for target, reads in zip(tiers, _read_groups(groups, tiers, by_fingerprint, memo), strict=True):
         chips = {chip_key(read): cost_of(read, registry, rate) for read in reads}
         for key, item in chips.items():
             model, precision, workload, hardware = key
@@ -800,7 +824,7 @@ __all__ = [
     "read_chips",
     "read_configuration",
     "read_configurations",
-    "row_identity",
+    "row_identities",
     "scorecard",
     "workload_of",
 ]

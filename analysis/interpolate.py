@@ -17,6 +17,7 @@ reads different values between the knots.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,59 +52,65 @@ def _prepare(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray)
     return x, y
 
 
+def _sign(value: float) -> int:
+    return (value > 0) - (value < 0)
+
+
 def _end_slope(h0: float, h1: float, d0: float, d1: float) -> float:
     """Shape-preserving one-sided three-point slope at an end of the data."""
     slope = ((2.0 * h0 + h1) * d0 - h0 * d1) / (h0 + h1)
-    if np.sign(slope) != np.sign(d0):
+    if _sign(slope) != _sign(d0):
         return 0.0
-    if np.sign(d0) != np.sign(d1) and abs(slope) > abs(3.0 * d0):
+    if _sign(d0) != _sign(d1) and abs(slope) > abs(3.0 * d0):
         return 3.0 * d0
-    return float(slope)
+    return slope
 
 
-def pchip_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Knot derivatives of the monotone piecewise-cubic Hermite interpolant (x strictly increasing)."""
-    n = x.size
-    h = np.diff(x)
-    delta = np.diff(y) / h
-    slopes = np.zeros(n)
+def _knot_slope(x: Sequence[float], y: Sequence[float], k: int) -> float:
+    """Knot k's derivative of the monotone piecewise-cubic Hermite interpolant (x strictly increasing, two knots or
+    more): it depends on the two secants beside the knot only, so a read between two knots needs just their two."""
+    n = len(x)
     if n == 2:
-        slopes[:] = delta[0]
-        return slopes
-    for k in range(1, n - 1):
-        # A local extremum (or flat segment) gets slope 0; otherwise the weighted harmonic mean of the
-        # neighbouring secant slopes, which keeps each segment monotone (Fritsch–Butland).
-        if delta[k - 1] * delta[k] > 0:
-            w1 = 2.0 * h[k] + h[k - 1]
-            w2 = h[k] + 2.0 * h[k - 1]
-            slopes[k] = (w1 + w2) / (w1 / delta[k - 1] + w2 / delta[k])
-    slopes[0] = _end_slope(h[0], h[1], delta[0], delta[1])
-    slopes[-1] = _end_slope(h[-1], h[-2], delta[-1], delta[-2])
-    return slopes
+        return (y[1] - y[0]) / (x[1] - x[0])
+    if k == 0:
+        return _end_slope(x[1] - x[0], x[2] - x[1], (y[1] - y[0]) / (x[1] - x[0]), (y[2] - y[1]) / (x[2] - x[1]))
+    if k == n - 1:
+        h0, h1 = x[k] - x[k - 1], x[k - 1] - x[k - 2]
+        return _end_slope(h0, h1, (y[k] - y[k - 1]) / h0, (y[k - 1] - y[k - 2]) / h1)
+    h0, h1 = x[k] - x[k - 1], x[k + 1] - x[k]
+    d0, d1 = (y[k] - y[k - 1]) / h0, (y[k + 1] - y[k]) / h1
+    if d0 * d1 <= 0:
+        return 0.0  # a local extremum or a flat segment: slope 0 keeps each segment monotone
+    # Otherwise the weighted harmonic mean of the neighbouring secant slopes (Fritsch–Butland).
+    w1, w2 = 2.0 * h1 + h0, h1 + 2.0 * h0
+    return (w1 + w2) / (w1 / d0 + w2 / d1)
+
+
+def pchip_at(x: Sequence[float], y: Sequence[float], target: float) -> float:
+    """The monotone cubic through (x, y) at `target`: x strictly increasing, x[0] <= target <= x[-1] (the caller
+    checked both). Pure Python: a chip's read per run is one such read, tens of thousands of them at 100k results,
+    where numpy's per-call cost was most of the time."""
+    if len(x) == 1:
+        return float(y[0])
+    k = min(max(bisect_right(x, target) - 1, 0), len(x) - 2)
+    h = x[k + 1] - x[k]
+    s = (target - x[k]) / h
+    one_less = 1 - s
+    h00 = (1 + 2 * s) * (one_less * one_less)
+    h10 = s * (one_less * one_less)
+    h01 = (s * s) * (3 - 2 * s)
+    h11 = (s * s) * (s - 1)
+    return float(h00 * y[k] + h10 * h * _knot_slope(x, y, k) + h01 * y[k + 1] + h11 * h * _knot_slope(x, y, k + 1))
 
 
 def pchip_evaluate(
     xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray, targets: Sequence[float] | np.ndarray
 ) -> np.ndarray:
     """The monotone cubic through (xs, ys) at each target; NaN where a target is outside [min x, max x]."""
-    x, y = _prepare(xs, ys)
+    x, y = (values.tolist() for values in _prepare(xs, ys))
     t = np.atleast_1d(np.asarray(targets, dtype=float))
-    out = np.full(t.shape, np.nan)
-    inside = (t >= x[0]) & (t <= x[-1])
-    if x.size == 1:
-        out[inside] = y[0]
-        return out
-    slopes = pchip_slopes(x, y)
-    ti = t[inside]
-    k = np.clip(np.searchsorted(x, ti, side="right") - 1, 0, x.size - 2)
-    h = x[k + 1] - x[k]
-    s = (ti - x[k]) / h
-    h00 = (1 + 2 * s) * (1 - s) ** 2
-    h10 = s * (1 - s) ** 2
-    h01 = s**2 * (3 - 2 * s)
-    h11 = s**2 * (s - 1)
-    out[inside] = h00 * y[k] + h10 * h * slopes[k] + h01 * y[k + 1] + h11 * h * slopes[k + 1]
-    return out
+    return np.array([pchip_at(x, y, value) if x[0] <= value <= x[-1] else math.nan for value in t.tolist()],
+                    dtype=float).reshape(t.shape)  # fmt: skip
 
 
 def interpolate_at(xs: Sequence[float], ys: Sequence[float], target: float) -> InterpolatedValue:

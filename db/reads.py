@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -334,6 +336,25 @@ def result_columns(
     For readers that build a table (the hub's DataFrame): one Core query of the needed columns, without an ORM
     object or a frozen dataclass per row, which at 50,000 rows cost seconds (docs/BENCHMARKS.md, "Hub render").
     """
+    with _collector_paused():
+        return _result_columns(session, sweep, include_retracted, public)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a read builds its 100,000s of rows and lists: none of them
+    forms a cycle, yet each batch of new objects started a collection that walked all the older ones again (a third
+    of a 100k-result read, docs/BENCHMARKS.md "The field's history at scale"). Restored as it was, whatever happens."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _result_columns(session: Session, sweep: str | None, include_retracted: bool, public: bool) -> dict[str, list[Any]]:
     conditions = _result_conditions(sweep, include_retracted, public)
     joined = _POINT.join(_SWEEP, _SWEEP.c.id == _POINT.c.sweep_id).join(_RECIPE, _RECIPE.c.id == _POINT.c.recipe_id)
     query = (
@@ -386,8 +407,16 @@ def list_results(
 ) -> list[ResultView]:
     """Results with names attached. `public` leaves out embargoed points and dry runs (hub and snapshots)."""
     columns = result_columns(session, sweep, include_retracted, public)
-    names = list(columns)
-    return [ResultView(**dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
+    names = list(columns)  # every field of ResultView, in its order (result_columns returns exactly those)
+    views = []
+    with _collector_paused():
+        for values in zip(*columns.values(), strict=True):
+            # The view's attributes set at once: the frozen dataclass's __init__ sets its 78 fields a call each, which
+            # was 2 of the 5 s a 100k-result read took. The values are the fields, so nothing __init__ would do is lost.
+            view = object.__new__(ResultView)
+            object.__setattr__(view, "__dict__", dict(zip(names, values, strict=True)))
+            views.append(view)
+    return views
 
 
 def results_version(session: Session) -> tuple[int, int, int, int]:

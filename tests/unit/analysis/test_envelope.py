@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from analysis.economics import GpuHourRate, chip_costs_at, read_chips, scorecard
-from analysis.envelope import envelope, read_chip, run_spread
+from analysis.envelope import envelope, output_at, read_chip, run_spread
 from recipes.hardware import load_hardware_registry
 
 REGISTRY = load_hardware_registry()
@@ -95,6 +96,27 @@ def test_runs_of_the_configurations_a_read_rests_on_give_their_spread() -> None:
     assert (spread.runs, spread.low, spread.high) == (3, 235.9, 308.6)
     (read,) = read_chips(history[:1], 50.0, history=history)
     assert read.runs == 3 and read.run_spread == (235.9, 308.6) and read.rests_on == ("b200-tp4",)
+
+
+def test_a_runs_figure_is_the_output_of_its_whole_read_at_every_target() -> None:
+    """`output_at` (a run's figure behind a spread) is `read_chip`'s output mean, made without the rest of the read:
+    compared on random chips of one to three configurations, with and without repeats, at targets below, between,
+    on and above their points (a point with no measured speed included)."""
+    rng = random.Random(7)
+    for _ in range(300):
+        rows, repeats = [], rng.choice((1, 1, 2, 3))
+        for configuration in range(rng.randint(1, 3)):
+            for concurrency in rng.sample((1, 2, 4, 8, 16, 32, 64), rng.randint(1, 5)):
+                speed, output = rng.uniform(5, 150), rng.uniform(50, 4000)
+                for repeat in range(repeats if rng.random() < 0.9 else 1):
+                    rows.append(point(speed * rng.uniform(0.95, 1.05), output * rng.uniform(0.95, 1.05),
+                                      f"c{configuration}", concurrency=concurrency, repeat=repeat))  # fmt: skip
+        if rng.random() < 0.1:
+            rows.append(point(math.nan, 100.0, "c0", concurrency=128))
+        speeds = sorted(row.interactivity_p50 for row in rows if math.isfinite(row.interactivity_p50))
+        for target in (1.0, rng.uniform(5, 150), speeds[0], speeds[-1], speeds[len(speeds) // 2], 200.0):
+            read = read_chip(rows, target)
+            assert output_at(rows, target) == (read.output.mean if read.output is not None else None)
 
 
 def joined_runs() -> list[Any]:
