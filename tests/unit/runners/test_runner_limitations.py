@@ -61,7 +61,12 @@ def test_vllm_dram_offload_is_refused_on_a_cpu_host_but_not_on_a_gpu() -> None:
     vllm = {"engine": {"kind": "vllm", "environment": {"kind": "venv", "name": "vllm-cpu"}, "simulated": None},
             "methodology": {"prefix_caching": True, "kv_offload": {"backend": "dram", "dram_gib": 4}}}  # fmt: skip
     problems = runner_class("local").limitations(recipe(vllm))
-    assert any("vLLM's KV offloading needs CUDA-alike or XPU GPUs" in problem for problem in problems), problems
+    assert any("vLLM's KV offloading needs CUDA-alike or XPU GPUs" in problem and "'CPU Offloading is currently only"
+               in problem for problem in problems), problems  # fmt: skip
+    # Each connector is refused with what vllm-cpu raised for it here.
+    simple = deep_update(vllm, {"methodology": {"kv_offload": {"connector": "simple-cpu-offload"}}})
+    problems = runner_class("local").limitations(recipe(simple))
+    assert any("connector 'simple-cpu-offload'" in problem and "priority_range" in problem for problem in problems)
     assert runner_class("ssh").limitations(recipe(deep_update(vllm, {"hardware": "b200"}))) == []
     # The simulated engine has a DRAM tier of its own: nothing to refuse.
     assert runner_class("local").limitations(recipe({"methodology": vllm["methodology"]})) == []
