@@ -257,27 +257,37 @@ def _unchecked(row: Any) -> bool:
 
 # Reads already made, by what they were made from (`read_chips`' `memo`).
 ReadMemo = MutableMapping[Hashable, ConfigurationRead]
+# The runs behind a figure's spread: result rows, or result rows by configuration (fingerprint).
+History = Iterable[Any] | Mapping[str, Sequence[Any]]
 
 
 def read_chips(
     rows: Iterable[Any], target: float, key: Callable[[Any], Hashable] = chip_key,
-    history: Iterable[Any] | None = None, memo: ReadMemo | None = None,
+    history: History | None = None, memo: ReadMemo | None = None,
 ) -> list[ConfigurationRead]:  # fmt: skip
     """Each chip's envelope read at `target` tok/s/user, one per `key` group of the valid rows.
 
     `history` (default: the rows) holds the runs whose spread is reported for the configurations a read rests on.
-    `memo` keeps each chip's read by the identities of the rows it was made from (`row_identities`), so a caller that
-    reads again after a change that left a chip's rows as they were (the hub: a filter that removed another chip, a
-    tier added) gets that chip's read back instead of working it out again. Only rows of one state of the results
-    may share a memo: an identity stands for the row's content there.
+    `memo` keeps each chip's read by the identities of the rows it was made from (`row_identities`) and by the lists
+    of the history's rows of its configurations, so a caller that reads again after a change that left a chip's rows
+    as they were (the hub: a filter that removed another chip, a tier added) and passes the same lists (`history`
+    grouped by configuration, as `public_results.every_run_of` gives it) gets that chip's read back instead of
+    working it out again. Only rows of one state of the results may share a memo: an identity stands for the row's
+    content there.
     """
-    by_fingerprint = envelope.by_configuration(history) if history is not None else None
-    return _read_groups(envelope.chip_groups(rows, key).values(), (target,), by_fingerprint, memo)[0]
+    return _read_groups(envelope.chip_groups(rows, key).values(), (target,), _grouped(history), memo)[0]
+
+
+def _grouped(history: History | None) -> Mapping[str, Sequence[Any]] | None:
+    """The history's rows by configuration: as given where they come grouped, else grouped here."""
+    if history is None or isinstance(history, Mapping):
+        return history
+    return envelope.by_configuration(history)
 
 
 def _read_groups(
-    groups: Iterable[Sequence[Any]], targets: Sequence[float], past_by_fingerprint: Mapping[str, list[Any]] | None,
-    memo: ReadMemo | None,
+    groups: Iterable[Sequence[Any]], targets: Sequence[float],
+    past_by_fingerprint: Mapping[str, Sequence[Any]] | None, memo: ReadMemo | None,
 ) -> list[list[ConfigurationRead]]:  # fmt: skip
     """`read_chips` of rows already grouped per chip at each of `targets` (the reads of each target, in order), with
     the history grouped per configuration. A chip's history and what its reads are made from are worked out once for
@@ -288,14 +298,17 @@ def _read_groups(
     else."""
     per_target: list[list[ConfigurationRead]] = [[] for _ in targets]
     for members in groups:
-        history = None
+        runs: tuple[tuple[str, _Same], ...] | None = None
         if past_by_fingerprint is not None:
             fingerprints = dict.fromkeys(str(row.fingerprint) for row in members)
-            history = [row for fingerprint in fingerprints for row in past_by_fingerprint.get(fingerprint, ())]
-        made_from = None if memo is None else _MadeFrom.of(members, history)
+            runs = tuple((fingerprint, _Same(past_by_fingerprint.get(fingerprint, ()))) for fingerprint in fingerprints)
+        made_from = None if memo is None else (row_identities(members), runs)
+        history: list[Any] | None = None  # the chip's runs as one list, made for the first read not remembered
         for reads, target in zip(per_target, targets, strict=True):
             read = None if memo is None else memo.get((target, made_from))
             if read is None:
+                if history is None and runs is not None:
+                    history = [row for _, same in runs for row in same.rows]
                 read = _with_band(members, target, history)
                 if memo is not None:
                     memo[(target, made_from)] = read
@@ -319,23 +332,18 @@ def row_identities(rows: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
 
 
 @dataclass(frozen=True, eq=False)
-class _MadeFrom:
-    """What a chip's read is made from, as a memo key: the identities of its rows and of its history's rows, hashed
-    once (a tuple's hash is worked out again at every lookup, over every row of the history)."""
+class _Same:
+    """A history's rows of one configuration, in a memo key by the list itself: the same list object is the same rows
+    (the lists of one state of the results are made once and never changed), and holding it keeps its identity from
+    being reused. Naming every row of a 100k-result history instead was most of the hub's filter change."""
 
-    identities: tuple[Any, ...]
-    digest: int
-
-    @classmethod
-    def of(cls, members: Sequence[Any], history: Sequence[Any] | None) -> _MadeFrom:
-        identities = (row_identities(members), None if history is None else row_identities(history))
-        return cls(identities, hash(identities))
+    rows: Sequence[Any]
 
     def __hash__(self) -> int:
-        return self.digest
+        return id(self.rows)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _MadeFrom) and self.digest == other.digest and self.identities == other.identities
+        return isinstance(other, _Same) and self.rows is other.rows
 
 
 def _below_source(reads: list[ConfigurationRead]) -> list[ConfigurationRead]:
@@ -545,7 +553,7 @@ def costs_at(
 
 def chip_costs_at(
     rows: Iterable[Any], target: float, registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
-    history: Iterable[Any] | None = None,
+    history: History | None = None,
 ) -> list[CostRead]:  # fmt: skip
     """Each chip's cost per million tokens at `target` tok/s/user, read along its envelope (`read_chips`)."""
     rate = rate or GpuHourRate()
@@ -645,7 +653,7 @@ def profits_at(
     utilisation: float = DEFAULT_UTILISATION, licence_fee: float = DEFAULT_LICENCE_FEE,
     custom_prices: TokenPrices | None = None, models: Mapping[str, RegistryModel] | None = None,
     price_table: Mapping[str, ModelPrice] | None = None, per_sweep: bool = True, per_chip: bool = False,
-    history: Iterable[Any] | None = None,
+    history: History | None = None,
 ) -> list[ProfitRead]:  # fmt: skip
     """Every configuration's profit at `target` tok/s/user; with `per_chip`, each chip's along its envelope, its runs
     counted in `history` as the Overview and the TCO calculator count them (`read_chips`).
@@ -756,7 +764,7 @@ def default_reference(rows: Iterable[Any]) -> str | None:
 def scorecard(
     rows: Iterable[Any], registry: Mapping[str, Hardware], rate: GpuHourRate | None = None,
     interactivity_tiers: Sequence[float] = INTERACTIVITY_TIERS, reference: str | None = None,
-    history: Iterable[Any] | None = None, memo: ReadMemo | None = None,
+    history: History | None = None, memo: ReadMemo | None = None,
 ) -> list[ScorecardCell]:  # fmt: skip
     """Models × hardware (per precision and workload) at each interactivity tier: each chip's $/M output tokens
     read along its envelope (`read_chips`: the best of its configurations at the tier or faster).
@@ -767,10 +775,9 @@ def scorecard(
     """
     rate = rate or GpuHourRate()
     groups = list(envelope.chip_groups(rows, chip_key).values())
-    by_fingerprint = envelope.by_configuration(history) if history is not None else None
     cells = []
     tiers = list(interactivity_tiers)
-    for target, reads in zip(tiers, _read_groups(groups, tiers, by_fingerprint, memo), strict=True):
+    for target, reads in zip(tiers, _read_groups(groups, tiers, _grouped(history), memo), strict=True):
         chips = {chip_key(read): cost_of(read, registry, rate) for read in reads}
         for key, item in chips.items():
             model, precision, workload, hardware = key

@@ -155,15 +155,26 @@ def default_view(frame: pd.DataFrame, local_hosts: Collection[str]) -> pd.DataFr
     return frame[frame["latest"]]
 
 
-def every_run_of(results: pd.DataFrame | dict[str, list[Any]], shown: pd.DataFrame) -> list[Any]:
+def every_run_of(results: pd.DataFrame | dict[str, list[Any]], shown: pd.DataFrame) -> dict[str, list[Any]]:
     """Every run's rows of the configurations `shown` holds, whichever sweeps it keeps (`results` before any filter,
-    or its rows `envelope.by_configuration`, which a caller reading often keeps): the runs and their spread behind
-    each chip's figure (the Overview, TCO and the API's envelopes), grouped by configuration (a read does not depend
-    on order)."""
+    or its rows `envelope.by_configuration`, which a caller reading often keeps), by configuration: the runs and
+    their spread behind each chip's figure (the Overview, TCO and the API's envelopes); in an as-of view (`as_of`)
+    only those finished by the end of its day."""
     grouped = by_configuration(results.itertuples(index=False)) if isinstance(results, pd.DataFrame) else results
-    runs = [row for fingerprint in shown["fingerprint"].unique() for row in grouped.get(str(fingerprint), ())]
-    day = shown.attrs.get(AS_OF)  # an as-of view (`as_of`): the runs finished by the end of its day only
-    return runs if day is None else finished_by(runs, day)
+    day = shown.attrs.get(AS_OF)
+    return runs_of(grouped if day is None else runs_finished_by(grouped, day), shown)
+
+
+def runs_of(grouped: dict[str, list[Any]], shown: pd.DataFrame) -> dict[str, list[Any]]:
+    """`grouped`'s lists (rows by configuration) of the configurations `shown` holds: the lists themselves, not
+    copies, so a chip's read is remembered by which lists it was made from (`economics.read_chips`)."""
+    fingerprints = (str(fingerprint) for fingerprint in shown["fingerprint"].unique())
+    return {fingerprint: grouped[fingerprint] for fingerprint in fingerprints if fingerprint in grouped}
+
+
+def runs_finished_by(grouped: dict[str, list[Any]], day: date) -> dict[str, list[Any]]:
+    """`grouped` (rows by configuration) as it stood at the end of `day`: `recency.finished_by` of each list."""
+    return {fingerprint: finished_by(rows, day) for fingerprint, rows in grouped.items()}
 
 
 def run_path(sweep: str, point_key: str) -> str:

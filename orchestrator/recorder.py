@@ -591,11 +591,6 @@ class Recorder:
         return stored
 
     @_survives_database_faults
-    def retract_point(self, point_key: str, reason: str) -> int:
-        """Retract one of this sweep's points (its rows stay, with the reason)."""
-        return recording.retract(self.session, reason, self.sweep.name, point_key)
-
-    @_survives_database_faults
     def retract_superseded(self, identity: RecipeIdentity, reason: str) -> int:
         """Retract this sweep's points of other recipes of `identity`'s name (results it replaces)."""
         sweep = self.sweep.name

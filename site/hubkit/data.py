@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 import pandas as pd
@@ -71,9 +72,18 @@ def rows_of(url: str, frame: pd.DataFrame) -> list[Any]:
     return [every.rows[position] for position in positions]
 
 
-def every_run_of(url: str, shown: pd.DataFrame) -> list[Any]:
-    """`public_results.every_run_of` of `results(url)` and `shown`, from the rows kept per state of the results."""
-    return public_results.every_run_of(_result_rows(url, version(url)).by_configuration, shown)
+def every_run_of(url: str, shown: pd.DataFrame) -> dict[str, list[Any]]:
+    """`public_results.every_run_of` of `results(url)` and `shown`, from the rows kept per state of the results (and
+    per as-of day): the same lists on every page run, so a chip's read made from them is remembered (`chip_reads`)."""
+    day = shown.attrs.get(public_results.AS_OF)
+    grouped = _result_rows(url, version(url)).by_configuration if day is None else _runs_by(url, version(url), day)
+    return public_results.runs_of(grouped, shown)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _runs_by(url: str, version: tuple[int, ...], day: date) -> dict[str, list[Any]]:
+    """Every configuration's runs finished by the end of `day`, made once per state of the results and day."""
+    return public_results.runs_finished_by(_result_rows(url, version).by_configuration, day)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from analysis.economics import GpuHourRate, chip_costs_at, read_chips, scorecard
-from analysis.envelope import envelope, output_at, read_chip, run_spread
+from analysis.envelope import by_configuration, envelope, output_at, read_chip, run_spread
 from recipes.hardware import load_hardware_registry
 
 REGISTRY = load_hardware_registry()
@@ -158,24 +158,29 @@ def test_the_scorecard_names_the_chip_whose_envelope_is_cheapest() -> None:
 
 def test_a_memo_gives_back_a_chips_read_while_its_rows_and_runs_are_the_same() -> None:
     """The hub keeps chip reads across page runs: removing one chip from the filter must give the other chips' reads
-    back unchanged, and a chip whose runs changed must be read again (its spread is different)."""
+    back unchanged, and a chip whose runs changed must be read again (its spread is different). The runs come grouped
+    by configuration, the same lists on every page run, as the hub keeps them (`public_results.every_run_of`)."""
     gb200 = [point(54, 2000, "gb200-disagg", concurrency=64), point(60, 1800, "gb200-disagg", concurrency=32)]
     b200 = [point(40, 900, "b200-tp8", concurrency=64, hardware="b200"),
             point(70, 400, "b200-tp8", concurrency=16, hardware="b200")]  # fmt: skip
     earlier_b200 = [point(40, 700, "b200-tp8", concurrency=64, hardware="b200", sweep="s0"),
                     point(70, 300, "b200-tp8", concurrency=16, hardware="b200", sweep="s0")]  # fmt: skip
     rate, history = GpuHourRate(custom_usd=2.0), [*gb200, *b200, *earlier_b200]
+    runs = by_configuration(history)
     memo: dict[Any, Any] = {}
-    both = scorecard([*gb200, *b200], REGISTRY, rate, (50.0,), history=history, memo=memo)
+    both = scorecard([*gb200, *b200], REGISTRY, rate, (50.0,), history=runs, memo=memo)
     assert both == scorecard([*gb200, *b200], REGISTRY, rate, (50.0,), history=history)
     assert len(memo) == 2
     b200_read = next(cell.best.read for cell in both if cell.hardware == "b200")
     assert b200_read.runs == 2
-    (alone,) = scorecard(b200, REGISTRY, rate, (50.0,), history=history, memo=memo)
+    (alone,) = scorecard(b200, REGISTRY, rate, (50.0,), history=runs, memo=memo)
     assert len(memo) == 2 and alone.best.read is b200_read
-    (one_run,) = scorecard(b200, REGISTRY, rate, (50.0,), history=b200, memo=memo)
+    (one_run,) = scorecard(b200, REGISTRY, rate, (50.0,), history=by_configuration(b200), memo=memo)
     assert len(memo) == 3 and one_run.best.read.runs == 1
     assert one_run == scorecard(b200, REGISTRY, rate, (50.0,), history=b200)[0]
+    # Other lists of the same rows are read again, never taken for the lists a read was made from.
+    (again,) = scorecard(b200, REGISTRY, rate, (50.0,), history=by_configuration(history), memo=memo)
+    assert len(memo) == 4 and again == alone and again.best.read is not b200_read
 
 
 def test_invalid_points_never_enter_the_envelope() -> None:
