@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Text, cast, func, not_, or_
+from sqlalchemy import Text, cast, func, not_, or_, true
 from sqlalchemy import select as core_select
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Session, col, select
 
 from db.models import (
@@ -357,6 +358,15 @@ def _collector_paused() -> Iterator[None]:
 def _result_columns(session: Session, sweep: str | None, include_retracted: bool, public: bool) -> dict[str, list[Any]]:
     conditions = _result_conditions(sweep, include_retracted, public)
     joined = _POINT.join(_SWEEP, _SWEEP.c.id == _POINT.c.sweep_id).join(_RECIPE, _RECIPE.c.id == _POINT.c.recipe_id)
+    metrics: Any = _POINT.c.metrics
+    if session.get_bind().dialect.name == "postgresql":
+        # PostgreSQL parses a `json` value again for every path read from it (25 a row: 11.5 s of a 100k-result read);
+        # read once as jsonb per row instead (3.1 s). The OFFSET keeps the planner from inlining the cast into each
+        # path.
+        once = core_select(cast(_POINT.c.metrics, JSONB).label("document")).correlate(_POINT).offset(0)
+        document = once.lateral("metrics_document")
+        joined = joined.join(document, true())
+        metrics = document.c.document
     query = (
         core_select(  # sqlmodel's select is typed for at most four columns
             _SWEEP.c.name.label("sweep"), _RECIPE.c.name.label("recipe"), _RECIPE.c.fingerprint,
@@ -364,8 +374,8 @@ def _result_columns(session: Session, sweep: str | None, include_retracted: bool
             *(_POINT.c[name] for name in _RESULT_COLUMNS if name != "validity_reasons"),
             # As stored: nearly every Point is valid ('[]'), and decoding 50,000 of those costs more than reading them.
             cast(_POINT.c.validity_reasons, Text).label("validity_reasons"),
-            *(_POINT.c.metrics[path].as_float().label(name) for name, path in _METRIC_PATHS.items()),
-            *(_POINT.c.metrics[path].as_string().label(name) for name, path in _TEXT_METRIC_PATHS.items()),
+            *(metrics[path].as_float().label(name) for name, path in _METRIC_PATHS.items()),
+            *(metrics[path].as_string().label(name) for name, path in _TEXT_METRIC_PATHS.items()),
         )
         .select_from(joined)
         .where(*conditions)
