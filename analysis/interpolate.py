@@ -109,8 +109,9 @@ def pchip_evaluate(
     """The monotone cubic through (xs, ys) at each target; NaN where a target is outside [min x, max x]."""
     x, y = (values.tolist() for values in _prepare(xs, ys))
     t = np.atleast_1d(np.asarray(targets, dtype=float))
-    return np.array([pchip_at(x, y, value) if x[0] <= value <= x[-1] else math.nan for value in t.tolist()],
-                    dtype=float).reshape(t.shape)  # fmt: skip
+    return np.array(
+        [pchip_at(x, y, value) if x[0] <= value <= x[-1] else math.nan for value in t.tolist()], dtype=float
+    ).reshape(t.shape)
 
 
 def interpolate_at(xs: Sequence[float], ys: Sequence[float], target: float) -> InterpolatedValue:

@@ -361,16 +361,19 @@ def overview_on_the_sample(browser: Any, home: Path, runs: int, rows: Path) -> N
             f"finished in {changes[0]:.2f} s on the Overview and {changes[1]:.2f} s on the Pareto explorer from the "
             f"reader's press (target {FILTER_CHANGE_S:g} s each): {changed} [from the driver's call to click: "
             f"{times['filter_change_call']:.2f} s and {peer['filter_change_call']:.2f} s]; load average "
-            f"{os.getloadavg()[0]:.2f}", flush=True,
-        )  # fmt: skip
+            f"{os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         try:
             floor, floor_change = floor_view(browser, home)
         except PlaywrightTimeoutError as error:
             print(f"run {run}: the bare page (the floor) was not timed: {str(error).splitlines()[0]}")
             continue
-        print(f"run {run}: a bare Streamlit page with one table drawn in {floor:.2f} s (ratio Overview/bare page "
-              f"{times['rendered'] / floor:.2f}); its filter change {floor_change:.2f} s (ratio Overview/bare "
-              f"{changes[0] / floor_change:.2f}, Pareto/bare {changes[1] / floor_change:.2f})")  # fmt: skip
+        print(
+            f"run {run}: a bare Streamlit page with one table drawn in {floor:.2f} s (ratio Overview/bare page "
+            f"{times['rendered'] / floor:.2f}); its filter change {floor_change:.2f} s (ratio Overview/bare "
+            f"{changes[0] / floor_change:.2f}, Pareto/bare {changes[1] / floor_change:.2f})"
+        )
 
 
 def main() -> None:

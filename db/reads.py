@@ -344,8 +344,9 @@ def result_columns(
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector held off while a read builds its 100,000s of rows and lists: none of them
-    forms a cycle, yet each batch of new objects started a collection that walked all the older ones again (a third
-    of a 100k-result read, docs/BENCHMARKS.md "The field's history at scale"). Restored as it was, whatever happens."""
+    forms a cycle, yet each batch of new objects started a collection that walked all the older ones again (measured
+    on 100k results: the column read 2.85 -> 2.27 s, building the views 1.2 -> 0.5 s). Restored as it was, whatever
+    happens."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

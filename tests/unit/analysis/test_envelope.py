@@ -109,8 +109,15 @@ def test_a_runs_figure_is_the_output_of_its_whole_read_at_every_target() -> None
             for concurrency in rng.sample((1, 2, 4, 8, 16, 32, 64), rng.randint(1, 5)):
                 speed, output = rng.uniform(5, 150), rng.uniform(50, 4000)
                 for repeat in range(repeats if rng.random() < 0.9 else 1):
-                    rows.append(point(speed * rng.uniform(0.95, 1.05), output * rng.uniform(0.95, 1.05),
-                                      f"c{configuration}", concurrency=concurrency, repeat=repeat))  # fmt: skip
+                    rows.append(
+                        point(
+                            speed * rng.uniform(0.95, 1.05),
+                            output * rng.uniform(0.95, 1.05),
+                            f"c{configuration}",
+                            concurrency=concurrency,
+                            repeat=repeat,
+                        )
+                    )
         if rng.random() < 0.1:
             rows.append(point(math.nan, 100.0, "c0", concurrency=128))
         speeds = sorted(row.interactivity_p50 for row in rows if math.isfinite(row.interactivity_p50))

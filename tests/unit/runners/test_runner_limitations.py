@@ -61,8 +61,11 @@ def test_vllm_dram_offload_is_refused_on_a_cpu_host_but_not_on_a_gpu() -> None:
     vllm = {"engine": {"kind": "vllm", "environment": {"kind": "venv", "name": "vllm-cpu"}, "simulated": None},
             "methodology": {"prefix_caching": True, "kv_offload": {"backend": "dram", "dram_gib": 4}}}  # fmt: skip
     problems = runner_class("local").limitations(recipe(vllm))
-    assert any("vLLM's KV offloading needs CUDA-alike or XPU GPUs" in problem and "'CPU Offloading is currently only"
-               in problem for problem in problems), problems  # fmt: skip
+    assert any(
+        "vLLM's KV offloading needs CUDA-alike or XPU GPUs" in problem
+        and "'CPU Offloading is currently only" in problem
+        for problem in problems
+    ), problems
     # Each connector is refused with what vllm-cpu raised for it here.
     simple = deep_update(vllm, {"methodology": {"kv_offload": {"connector": "simple-cpu-offload"}}})
     problems = runner_class("local").limitations(recipe(simple))
