@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -268,7 +267,7 @@ def read_chips(
     """Each chip's envelope read at `target` tok/s/user, one per `key` group of the valid rows.
 
     `history` (default: the rows) holds the runs whose spread is reported for the configurations a read rests on.
-    `memo` keeps each chip's read by the identities of the rows it was made from (`row_identities`) and by the lists
+    `memo` keeps each chip's read by the identities of the rows it was made from (`row_identity`) and by the lists
     of the history's rows of its configurations, so a caller that reads again after a change that left a chip's rows
     as they were (the hub: a filter that removed another chip, a tier added) and passes the same lists (`history`
     grouped by configuration, as `public_results.every_run_of` gives it) gets that chip's read back instead of
@@ -302,7 +301,7 @@ def _read_groups(
         if past_by_fingerprint is not None:
             fingerprints = dict.fromkeys(str(row.fingerprint) for row in members)
             runs = tuple((fingerprint, _Same(past_by_fingerprint.get(fingerprint, ()))) for fingerprint in fingerprints)
-        made_from = None if memo is None else (row_identities(members), runs)
+        made_from = None if memo is None else (tuple(map(row_identity, members)), runs)
         history: list[Any] | None = None  # the chip's runs as one list, made for the first read not remembered
         for reads, target in zip(per_target, targets, strict=True):
             read = None if memo is None else memo.get((target, made_from))
@@ -316,19 +315,10 @@ def _read_groups(
     return [_below_source(reads) for reads in per_target]
 
 
-_IDENTITY = operator.attrgetter("sweep", "point_key", "repeat_index", "projection_edge")
-
-
-def row_identities(rows: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
-    """What names each of `rows` among the results of one state of the store: its sweep, Point key, repeat and
-    projection edge, as the rows hold them (a memo key meets only keys made from rows of the same state). A row
-    without a projection edge (a hand-built one) stands for None there."""
-    try:
-        return tuple(map(_IDENTITY, rows))  # at C speed: a filter change names every row of the history
-    except AttributeError:
-        return tuple(
-            (row.sweep, row.point_key, row.repeat_index, getattr(row, "projection_edge", None)) for row in rows
-        )
+def row_identity(row: Any) -> tuple[str, str, int, str | None]:
+    """What names one result row among the results of one state of the store: its sweep, Point key, repeat and
+    projection edge."""
+    return (str(row.sweep), str(row.point_key), int(row.repeat_index), _edge(row))
 
 
 @dataclass(frozen=True, eq=False)
@@ -831,7 +821,7 @@ __all__ = [
     "read_chips",
     "read_configuration",
     "read_configurations",
-    "row_identities",
+    "row_identity",
     "scorecard",
     "workload_of",
 ]

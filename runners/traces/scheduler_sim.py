@@ -276,8 +276,8 @@ class _Scheduler:
             upcoming = stream.turns[stream.position]
             if any(not child.done for child in stream.joins.get(upcoming, ())):
                 stream.held = True  # sent as the last subagent it joins ends (and, AgentX's, after its own gap)
-                gap = self._gap(stream.session.think_before(upcoming))
-                stream.held_due = self.now + gap if self.join == "after-recorded-gap" else None
+                if self.join == "after-recorded-gap":
+                    stream.held_due = self.now + self._gap(stream.session.think_before(upcoming))
             else:
                 self._launch(stream, self._gap(stream.session.think_before(upcoming)))
         parent = stream.parent
