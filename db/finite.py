@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
 from sqlalchemy import event, inspect
 from sqlalchemy.orm import Session
 
@@ -61,14 +62,20 @@ def row_non_finite_fields(row: object) -> list[tuple[str, float]]:
 
 
 def finite_json(value: Any) -> str:
-    """The JSON text of a column value; refuses NaN and infinity (Python's json writes them as bare `NaN`)."""
+    """The JSON text of a column value; refuses NaN and infinity (JSON has no word for them).
+
+    Written by pydantic's Rust encoder, which takes a fifth of the json module's time on a Point's 1.7 KB of figures
+    (100k of them in an import): it writes a non-finite float as a bare `NaN` or `Infinity`, so where neither word is
+    in the text every number is finite; where one is (a string may hold it too), the walk says which number is not."""
     try:
-        return json.dumps(value, allow_nan=False)
-    except ValueError as error:
+        text = to_json(value, inf_nan_mode="constants")
+    except PydanticSerializationError:  # what it cannot write (an integer past 64 bits): the json module can
+        text = json.dumps(value).encode()
+    if b"NaN" in text or b"Infinity" in text:
         found = ", ".join(f"{path or '(value)'}={number!r}" for path, number in non_finite_fields(value))
-        raise NonFiniteValue(
-            f"a JSON column would hold {found or 'a non-finite number'}; expected finite numbers"
-        ) from error
+        if found:
+            raise NonFiniteValue(f"a JSON column would hold {found}; expected finite numbers")
+    return text.decode()
 
 
 @event.listens_for(Session, "before_flush")

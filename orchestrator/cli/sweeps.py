@@ -150,7 +150,8 @@ def publish(
     """Finish pending artifact uploads (and publish a snapshot for a public hub)."""
     from db.session import open_database
     from orchestrator.artifacts import store_from_environment
-    from orchestrator.publish import publish_pending, publish_snapshot
+    from orchestrator.publish import publish_snapshot
+    from orchestrator.uploads import publish_pending
 
     try:
         engine = open_database(writes=True)

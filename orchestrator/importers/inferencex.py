@@ -25,6 +25,7 @@ imported.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import re
@@ -189,7 +190,7 @@ class ImportedRow:
             "disaggregated": row.disagg, "topology": row.topology(),
         }  # fmt: skip
 
-    @property
+    @functools.cached_property  # read for its recipe, its sweep's registration and its Point's key
     def fingerprint(self) -> str:
         text = json.dumps(self.configuration(), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -331,6 +332,9 @@ def read_rows(path: Path) -> list[InferenceXRow]:
 
 # InferenceX rows carry no sample counts, means or spreads.
 _stats = Stats.reported
+# A row states figures, not requests: only the figure check applies (the rest are listed not checked). The same
+# verdict for every row, so judged once.
+_ROW_VERDICT = judge("inferencex-row", Evidence(), ValidityThresholds())
 
 
 def output_per_gpu(row: InferenceXRow) -> float:
@@ -365,7 +369,6 @@ def to_point_metrics(row: InferenceXRow) -> PointMetrics:
         interactivity=_stats(1000 / tpot_p50, row.p99_intvty),
         token_disagreement=0.0,
         window=MeasuredWindow(start=0.0, end=0.0, ramp_down_s=0.0, reached_target=True),
-        # A row states figures, not requests: only the figure check applies (the rest are listed not checked).
-        validity=Validity.of(judge("inferencex-row", Evidence(), ValidityThresholds())),
+        validity=Validity.of(_ROW_VERDICT),
         peer_figures=peer,
     )  # fmt: skip

@@ -279,7 +279,7 @@ def test_two_sweeps_of_one_recipe_during_an_outage_publish_their_own_bytes(
 def test_a_staged_file_that_changed_is_never_uploaded(s3_endpoint: str, tmp_path: Path, monkeypatch) -> None:
     from db.artifacts import sha256_of
     from db.models import ArtifactRow
-    from orchestrator.publish import upload_artifacts
+    from orchestrator.uploads import upload_artifacts
 
     monkeypatch.setenv("INFERSWEEP_S3_ENDPOINT_URL", s3_endpoint)
     staged = tmp_path / "result.json"

@@ -16,8 +16,8 @@ import pytest
 from db import recording
 from db.session import make_engine, migrate, open_session
 from orchestrator.artifacts import LocalArtifactStore
-from orchestrator.publish import publish_pending
 from orchestrator.recorder import Recorder
+from orchestrator.uploads import publish_pending
 from recipes.errors import InfrastructureError
 
 

@@ -137,8 +137,8 @@ def test_a_full_disk_under_staging_stages_on_the_spare_and_the_bytes_stay_pendin
     from db import recording
     from db.session import make_engine, migrate, open_session
     from orchestrator.artifacts import LocalArtifactStore
-    from orchestrator.publish import publish_pending
     from orchestrator.recorder import Recorder
+    from orchestrator.uploads import publish_pending
     from recipes.errors import InfrastructureError
 
     class StoreDown:
