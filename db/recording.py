@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, update
+from sqlalchemy import ColumnElement, and_, bindparam, delete, func, insert, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
@@ -505,30 +505,36 @@ def add_artifact(session: Session, artifact: ArtifactRow) -> ArtifactRow:
     return artifact
 
 
+def _pending_same_bytes(artifact: ArtifactRow) -> ColumnElement[bool]:
+    return and_(_ARTIFACT.c.key == artifact.key, _ARTIFACT.c.local_path == artifact.local_path,
+                _ARTIFACT.c.status == "pending")  # fmt: skip
+
+
 def mark_artifact_stored(session: Session, artifact: ArtifactRow, uri: str) -> None:
     """The artifact is stored at `uri`, and so is every other pending row of the same bytes staged at the same path
-    (content-addressed: one file, several rows, as a batch of imported results shares one)."""
+    (content-addressed: one file, several rows, as a batch of imported results shares one). `artifact` is a row
+    read back or the values a batch's rows were inserted with: the rows are found by their bytes, not by id."""
     artifact.status, artifact.uri, artifact.error, artifact.stored_at = "stored", uri, None, utcnow()
-    session.add(artifact)
     session.connection().execute(
-        update(_ARTIFACT)
-        .where(_ARTIFACT.c.key == artifact.key, _ARTIFACT.c.local_path == artifact.local_path,
-               _ARTIFACT.c.status == "pending")
+        update(_ARTIFACT).where(_pending_same_bytes(artifact))
         .values(status="stored", uri=uri, error=None, stored_at=artifact.stored_at)
     )  # fmt: skip
     session.commit()
 
 
 def mark_artifact_failed(session: Session, artifact: ArtifactRow, error: str) -> None:
+    """Every pending row of the artifact's bytes keeps why its upload failed (found as `mark_artifact_stored` finds
+    them)."""
     artifact.error = error[:2000]
-    session.add(artifact)
+    session.connection().execute(update(_ARTIFACT).where(_pending_same_bytes(artifact)).values(error=artifact.error))
     session.commit()
 
 
-def pending_artifacts_at(session: Session, local_path: str, limit: int | None = None) -> list[ArtifactRow]:
-    """Artifacts still to upload from this staged file (content-addressed: the same bytes, several rows)."""
-    query = select(ArtifactRow).where(ArtifactRow.status == "pending", ArtifactRow.local_path == local_path)
-    return list(session.exec(query.limit(limit)).all())
+def artifact_pending_at(session: Session, local_path: str) -> bool:
+    """Whether an artifact is still to upload from this staged file (content-addressed: the same bytes, several
+    rows)."""
+    query = core_select(_ARTIFACT.c.id).where(_ARTIFACT.c.status == "pending", _ARTIFACT.c.local_path == local_path)
+    return session.connection().execute(query.limit(1)).first() is not None
 
 
 def pending_artifacts(session: Session) -> list[ArtifactRow]:

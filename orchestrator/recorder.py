@@ -579,17 +579,18 @@ class Recorder:
         text = to_json(dict(sorted(documents.items())), fallback=str).decode()
         staged = _stage("result", ".json", lambda path: path.write_text(text, encoding="utf-8"),
                         f"{len(batch)} imported result(s)")  # fmt: skip
-        artifacts = []
+        artifacts, staged_row = [], None
         if staged is not None:
-            shared = self._artifact(staged, "result", None, None).model_dump(exclude={"id"})
+            staged_row = self._artifact(staged, "result", None, None)
+            shared = staged_row.model_dump(exclude={"id"})
             artifacts = [dict(shared, job_id=point["job_id"], point_key=point["point_key"]) for point in points]
         revision, dirty = project_commit()
         replaced = [(item.replaces, f"the same measurement naming its image: {item.source}")
                     for _, item, _ in batch if item.replaces is not None]  # fmt: skip
         recording.record_imported(self.session, self.sweep_id, list(jobs.values()), points, artifacts,
                                   {"git_commit": revision, "git_dirty": dirty}, deltas, replaced)  # fmt: skip
-        if staged is not None:  # one upload, and every row of the batch marked with it (mark_artifact_stored)
-            self.upload(recording.pending_artifacts_at(self.session, str(staged), limit=1))
+        if staged_row is not None:  # one upload, and every row of the batch marked with it (mark_artifact_stored)
+            self.upload([staged_row])
         return stored
 
     @_survives_database_faults

@@ -71,7 +71,7 @@ def _unstage(session: Session, local: Path) -> None:
     """Remove a stored artifact's staged copy, unless another pending artifact has the same bytes staged there."""
     if not is_staged(local):
         return  # an engine log in its job's directory: not ours to remove
-    if recording.pending_artifacts_at(session, str(local), limit=1):
+    if recording.artifact_pending_at(session, str(local)):
         return
     local.unlink(missing_ok=True)
 

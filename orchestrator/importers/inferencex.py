@@ -297,6 +297,9 @@ def read_row_file(path: Path, snapshot: SnapshotContext | None = None, run_id: s
     machines, models = load_hardware_registry(), load_model_registry()
     known_hardware = sorted({*machines, *(alias for m in machines.values() for alias in m.aliases)})
     result = RowFile(path=path, source_run=source_run(path, run_id))
+    # A file names a few chips and models across its hundreds of rows: each label looked up once.
+    hardware_of = functools.cache(functools.partial(hardware_key_for, registry=machines))
+    model_of = functools.cache(functools.partial(model_key_for, registry=models))
     for index, item in enumerate(raw):
         try:
             row = InferenceXRow.model_validate(item)
@@ -304,7 +307,7 @@ def read_row_file(path: Path, snapshot: SnapshotContext | None = None, run_id: s
             for e in error.errors(include_url=False):
                 result.refused.append((index, *problem_of(e, ".".join(map(str, e["loc"])) or "<row>", InferenceXRow)))
             continue
-        hardware = hardware_key_for(row.hw, machines)
+        hardware = hardware_of(row.hw)
         if hardware is None:
             expected = f"expected a hardware key or alias of recipes/hardware.yaml ({', '.join(known_hardware)})"
             result.refused.append((index, "hw", row.hw, expected))
@@ -313,7 +316,7 @@ def read_row_file(path: Path, snapshot: SnapshotContext | None = None, run_id: s
             expected = "expected GPU counts: a disaggregated row needs num_prefill_gpu and num_decode_gpu"
             result.refused.append((index, "num_prefill_gpu", row.num_prefill_gpu, expected))
             continue
-        model = model_key_for(row.infmax_model_prefix, row.model, registry=models)
+        model = model_of(row.infmax_model_prefix, row.model)
         if model is None:
             result.unknown_models[row.model] += 1
         run = row.run_id or result.source_run
