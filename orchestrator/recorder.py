@@ -167,6 +167,87 @@ class ImportedPoint:
     replaces: str | None = None  # the key of this sweep's Point it replaces, retracted in the same transaction
 
 
+@dataclass(frozen=True)
+class PreparedImport:
+    """An imported Point made ready to store away from the database (`prepare_import`; an importer may do it in a
+    worker process while the Recorder stores the rows before): its row's values but for the sweep, job and recipe
+    ids, and its result document as JSON. `refused`: the Point and its judged outcome where a figure is out of
+    range (stored as a refusal instead, `Recorder.prepared_imported`)."""
+
+    point_key: str
+    fingerprint: str  # its recipe's
+    recipe_path: str
+    source: str
+    dated: bool  # False: the source states no date (the import's time is stored, marked as not the result's)
+    values: dict[str, Any]
+    document: bytes
+    deltas: list[ServerMetricDeltaRow]
+    replaces: str | None = None  # ImportedPoint.replaces
+    refused: tuple[ImportedPoint, PointOutcome] | None = None
+
+
+def prepare_import(item: ImportedPoint, origin: Literal["imported", "projected"] = "imported") -> PreparedImport:
+    """`item` judged ("figures-possible", by the registry) and made into its row and result document: what storing
+    it needs that no database has to be asked for. Without `measured_at` the time of this call is stored."""
+    when = item.measured_at or datetime.now(UTC)
+    outcome = PointOutcome(
+        point_key=item.point.point_key, origin=origin, metrics=item.metrics.with_figures_judged(), records=[],
+        started_at=when, finished_at=when, date_known=item.measured_at is not None,
+    )  # fmt: skip
+    prepared = functools.partial(
+        PreparedImport, point_key=outcome.point_key, fingerprint=item.recipe.fingerprint, recipe_path=item.recipe.path,
+        source=item.source, dated=outcome.date_known, replaces=item.replaces,
+    )  # fmt: skip
+    if outcome.metrics.out_of_range():
+        return prepared(values={}, document=b"", deltas=[], refused=(item, outcome))
+    values = point_values(item.recipe, item.point, outcome, None, item.source)
+    document = to_json(_result_document(outcome, item.source, values["metrics"]), fallback=str)
+    return prepared(values=values, document=document, deltas=server_metric_rows(outcome.metrics.server))
+
+
+def point_values(
+    loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, records_key: str | None, source: str | None
+) -> dict[str, Any]:
+    """The Point's row (PointResultRow's fields, its defaults and its sweep, job and recipe ids left out): its judged
+    figures (`outcome.metrics`), where it came from and when. As values: a bulk insert takes them as they are,
+    thousands a second."""
+    metrics = outcome.metrics
+    fixed = point.workload if isinstance(point.workload, FixedLengthPoint) else None
+    return dict(
+        point_key=outcome.point_key,
+        repeat_index=point.repeat_index,
+        workload_kind=RecipeIdentity.of(loaded).workload_kind,
+        isl=fixed.isl if fixed else None,
+        osl=fixed.osl if fixed else None,
+        concurrency=point.workload.concurrency,
+        origin=outcome.origin,
+        valid=metrics.validity.valid,
+        validity_reasons=metrics.validity.reasons,
+        completed=metrics.completed,
+        failed=metrics.failed,
+        duration_s=metrics.duration_s,
+        request_throughput=metrics.request_throughput,
+        output_throughput=metrics.output_throughput,
+        total_token_throughput=metrics.total_token_throughput,
+        accelerators=metrics.accelerators,
+        output_throughput_per_gpu=metrics.output_throughput_per_gpu,
+        total_token_throughput_per_gpu=metrics.total_token_throughput_per_gpu,
+        ttft_p50_ms=metrics.ttft_ms.p50,
+        ttft_p99_ms=metrics.ttft_ms.p99,
+        tpot_p50_ms=metrics.tpot_ms.p50,
+        tpot_p90_ms=metrics.tpot_ms.p90,
+        e2el_p50_ms=metrics.e2el_ms.p50,
+        interactivity_p50=metrics.interactivity.p50,
+        interactivity_p90=metrics.interactivity.p90,
+        metrics=metrics.model_dump(mode="json"),
+        records_path=records_key,
+        source=source,
+        started_at=outcome.started_at,
+        finished_at=outcome.finished_at,
+        date_known=outcome.date_known,
+    )
+
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -525,13 +606,18 @@ class Recorder:
         """Store one result not measured here (`points_imported`); False when it is already stored."""
         return self.points_imported([ImportedPoint(loaded, point, metrics, source, measured_at)], origin)[0]
 
-    @_survives_database_faults
     def points_imported(
         self, items: Sequence[ImportedPoint], origin: Literal["imported", "projected"] = "imported"
     ) -> list[bool]:
         """Store results not measured here, origin `imported` (another tool measured them) or `projected` (a model
-        derived them from another chip's measurements), a job row per recipe, each Point with its source; without
-        `measured_at` (the source states no date) the import's time is stored and marked as not the result's date.
+        derived them from another chip's measurements): each prepared (`prepare_import`), then stored together
+        (`prepared_imported`)."""
+        return self.prepared_imported([prepare_import(item, origin) for item in items])
+
+    @_survives_database_faults
+    def prepared_imported(self, prepared: Sequence[PreparedImport]) -> list[bool]:
+        """Store prepared results not measured here: a job row per recipe, each Point with its source; where the
+        source states no date, the import's time is stored and marked as not the result's date.
 
         All in one transaction with bulk inserts, their result documents in one staged file (an artifact row per
         Point): a batch is stored whole or not at all, and a killed import stores, run again, exactly the batches
@@ -539,54 +625,48 @@ class Recorder:
         its transition saying which). Redone after a lost connection whose COMMIT had landed, the batch reads as
         already stored (False): nothing is stored twice."""
         finished = self.finished_points()
-        stored = [False] * len(items)
-        batch: list[tuple[int, ImportedPoint, PointOutcome]] = []
-        for index, item in enumerate(items):
-            key = item.point.point_key
-            if key in finished:
+        stored = [False] * len(prepared)
+        batch: list[PreparedImport] = []
+        for index, ready in enumerate(prepared):
+            if ready.point_key in finished:
                 continue
-            finished.add(key)  # the same Point twice in one batch: stored once
-            when = item.measured_at or datetime.now(UTC)
-            outcome = PointOutcome(
-                point_key=key, origin=origin, metrics=item.metrics.with_figures_judged(), records=[], started_at=when,
-                finished_at=when, date_known=item.measured_at is not None,
-            )  # fmt: skip
-            if outcome.metrics.out_of_range():  # refused, its job and transition saying why (point_finished)
+            finished.add(ready.point_key)  # the same Point twice in one batch: stored once
+            if ready.refused is not None:  # refused, its job and transition saying why (point_finished)
+                item, outcome = ready.refused
                 job_id = f"import-{uuid.uuid4().hex[:12]}"
                 self.job_created(job_id, item.recipe, attempt=1, points=1, log_dir="")
                 recording.update_job(self.session, job_id, JobState.IMPORTED, reason=item.source)
                 self.point_finished(job_id, item.recipe, item.point, outcome, source=item.source)
                 continue
-            batch.append((index, item, outcome))
+            batch.append(ready)
+            stored[index] = True
         if not batch:
             return stored
         # One job per recipe of the batch (its Points as one import of that configuration), named for its first source.
         jobs: dict[str, tuple[str, int, int | None, str, str]] = {}
         points, deltas = [], {}
-        for index, item, outcome in batch:
-            fingerprint = item.recipe.fingerprint
+        for ready in batch:
+            fingerprint = ready.fingerprint
             if fingerprint not in jobs:
                 launch = self.launches.get(fingerprint)  # the engine its recipe states (nothing launched here)
                 jobs[fingerprint] = (f"import-{uuid.uuid4().hex[:12]}", self.recipe_ids[fingerprint],
-                                     launch.engine_id if launch else None, item.recipe.path, item.source)  # fmt: skip
-            points.append(self._point_values(jobs[fingerprint][0], item.recipe, item.point, outcome, None, item.source))
-            if outcome.metrics.server is not None:
-                deltas[outcome.point_key] = server_metric_rows(outcome.metrics.server)
-            stored[index] = True
-        documents = {point["point_key"]: _result_document(outcome, item.source, point["metrics"])
-                     for point, (_, item, outcome) in zip(points, batch, strict=True)}  # fmt: skip
-        # In pydantic's Rust encoder (a fifth of the json module's time on 2 KB a Point), ordered by point key.
-        text = to_json(dict(sorted(documents.items())), fallback=str).decode()
-        staged = _stage("result", ".json", lambda path: path.write_text(text, encoding="utf-8"),
-                        f"{len(batch)} imported result(s)")  # fmt: skip
+                                     launch.engine_id if launch else None, ready.recipe_path, ready.source)  # fmt: skip
+            points.append(dict(ready.values, sweep_id=self.sweep_id, job_id=jobs[fingerprint][0],
+                               recipe_id=self.recipe_ids[fingerprint]))  # fmt: skip
+            if ready.deltas:
+                deltas[ready.point_key] = ready.deltas
+        # The documents as one JSON object, ordered by point key (each already JSON, written by pydantic's encoder).
+        text = b"{" + b",".join(to_json(ready.point_key) + b":" + ready.document
+                                for ready in sorted(batch, key=lambda ready: ready.point_key)) + b"}"  # fmt: skip
+        staged = _stage("result", ".json", lambda path: path.write_bytes(text), f"{len(batch)} imported result(s)")
         artifacts, staged_row = [], None
         if staged is not None:
             staged_row = self._artifact(staged, "result", None, None)
             shared = staged_row.model_dump(exclude={"id"})
             artifacts = [dict(shared, job_id=point["job_id"], point_key=point["point_key"]) for point in points]
         revision, dirty = project_commit()
-        replaced = [(item.replaces, f"the same measurement naming its image: {item.source}")
-                    for _, item, _ in batch if item.replaces is not None]  # fmt: skip
+        replaced = [(ready.replaces, f"the same measurement naming its image: {ready.source}")
+                    for ready in batch if ready.replaces is not None]  # fmt: skip
         recording.record_imported(self.session, self.sweep_id, list(jobs.values()), points, artifacts,
                                   {"git_commit": revision, "git_dirty": dirty}, deltas, replaced)  # fmt: skip
         if staged_row is not None:  # one upload, and every row of the batch marked with it (mark_artifact_stored)
@@ -627,7 +707,8 @@ class Recorder:
             )
         artifacts = [self._artifact(path, kind, job_id, outcome.point_key) for path, kind in files if path is not None]
         records_key = next((a.key for a in artifacts if a.kind == "records"), None)
-        row = PointResultRow(**self._point_values(job_id, loaded, point, judged, records_key, source))
+        row = PointResultRow(**point_values(loaded, point, judged, records_key, source), sweep_id=self.sweep_id,
+                             job_id=job_id, recipe_id=self.recipe_ids[loaded.fingerprint])  # fmt: skip
         if metrics.host is not None and metrics.host.preflight is not None:
             # The checks ran once, before the engine started: the job's first Point brings them.
             preflight = metrics.host.preflight.model_dump(mode="json")
@@ -643,51 +724,6 @@ class Recorder:
             return True
         self.upload(artifacts)
         return True
-
-    def _point_values(
-        self, job_id: str, loaded: AnyRecipe, point: PointRequest, outcome: PointOutcome, records_key: str | None,
-        source: str | None,
-    ) -> dict[str, Any]:  # fmt: skip
-        """The Point's row (PointResultRow's fields, its defaults left out): its judged figures (`outcome.metrics`),
-        where it came from and when. As values: a bulk insert takes them as they are, thousands a second."""
-        metrics = outcome.metrics
-        fixed = point.workload if isinstance(point.workload, FixedLengthPoint) else None
-        return dict(
-            sweep_id=self.sweep_id,
-            job_id=job_id,
-            recipe_id=self.recipe_ids[loaded.fingerprint],
-            point_key=outcome.point_key,
-            repeat_index=point.repeat_index,
-            workload_kind=RecipeIdentity.of(loaded).workload_kind,
-            isl=fixed.isl if fixed else None,
-            osl=fixed.osl if fixed else None,
-            concurrency=point.workload.concurrency,
-            origin=outcome.origin,
-            valid=metrics.validity.valid,
-            validity_reasons=metrics.validity.reasons,
-            completed=metrics.completed,
-            failed=metrics.failed,
-            duration_s=metrics.duration_s,
-            request_throughput=metrics.request_throughput,
-            output_throughput=metrics.output_throughput,
-            total_token_throughput=metrics.total_token_throughput,
-            accelerators=metrics.accelerators,
-            output_throughput_per_gpu=metrics.output_throughput_per_gpu,
-            total_token_throughput_per_gpu=metrics.total_token_throughput_per_gpu,
-            ttft_p50_ms=metrics.ttft_ms.p50,
-            ttft_p99_ms=metrics.ttft_ms.p99,
-            tpot_p50_ms=metrics.tpot_ms.p50,
-            tpot_p90_ms=metrics.tpot_ms.p90,
-            e2el_p50_ms=metrics.e2el_ms.p50,
-            interactivity_p50=metrics.interactivity.p50,
-            interactivity_p90=metrics.interactivity.p90,
-            metrics=metrics.model_dump(mode="json"),
-            records_path=records_key,
-            source=source,
-            started_at=outcome.started_at,
-            finished_at=outcome.finished_at,
-            date_known=outcome.date_known,
-        )
 
     def _artifact(self, path: Path, kind: str, job_id: str | None, point_key: str | None) -> ArtifactRow:
         digest = sha256_of(path)

@@ -36,8 +36,13 @@ class RecipeError(InferSweepError):
     def __init__(self, file: str, problems: list[tuple[str, Any, str]], what: str = "recipe") -> None:
         self.file = file
         self.problems = problems
+        self.what = what
         lines = [f"{file}: invalid {what}"] + [f"  {problem(*item)}" for item in problems]
         super().__init__("\n".join(lines), retryable=False)
+
+    def __reduce__(self) -> tuple[type[RecipeError], tuple[str, list[tuple[str, Any, str]], str]]:
+        """Made again from what it was made of, where it crosses to another process (an import's worker)."""
+        return type(self), (self.file, self.problems, self.what)
 
 
 class InfrastructureError(InferSweepError):

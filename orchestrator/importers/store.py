@@ -5,9 +5,10 @@ gives each result its Point (one constructor per Point kind: `FixedLengthPoint.o
 written as a workload), its key and its sweep, stores it once, and returns a summary for the CLI to print.
 Importing a file again stores nothing and says so.
 
-Every row is read and judged first (a bad row refused alone, named); then a sweep's rows go to the Recorder in
-batches (`IMPORT_BATCH`), each one transaction of bulk inserts (`Recorder.points_imported`): a killed import keeps
-its whole batches, and run again stores only what is missing.
+Every row is read and judged first (a bad row refused alone, named) and made ready to store (`prepare_import`);
+then a sweep's rows go to the Recorder in batches (`IMPORT_BATCH`), each one transaction of bulk inserts
+(`Recorder.prepared_imported`): a killed import keeps its whole batches, and run again stores only what is missing.
+Many InferenceX files are prepared in a worker process ahead of the one being stored (`ahead.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ParamSpec, TypeVar
@@ -31,8 +32,8 @@ from db import reads
 from db.lifecycle import SweepState
 from db.reads import ResultView
 from db.session import open_session
+from orchestrator.importers.ahead import prepared_in_turn
 from orchestrator.importers.inferencex import (
-    ImportedRow,
     SnapshotContext,
     read_row_file,
     run_link,
@@ -41,11 +42,11 @@ from orchestrator.importers.inferencex import (
 from orchestrator.importers.peer_formats import PEER_FORMATS
 from orchestrator.importers.peers import PeerLevel, Refusal
 from orchestrator.plan import point_key
-from orchestrator.recorder import ImportedPoint, RecipeIdentity, Recorder
+from orchestrator.recorder import ImportedPoint, PreparedImport, RecipeIdentity, Recorder, prepare_import
 from recipes.loader import LoadedRecipe, fingerprint_of
 from recipes.schema import AgenticReplayWorkload, FixedLengthWorkload, SequenceLengths
 from runners.job import PointRequest
-from runners.loadgen.records import FixedLengthPoint, PointMetrics, ReplayPoint
+from runners.loadgen.records import FixedLengthPoint, ReplayPoint
 
 # The fixed-length methodology InferenceX rows are measured with, as docs/ARCHITECTURE.md §4 states it (ours too):
 # lengths uniform in [0.8 L, L], 10 x concurrency measured prompts after 2 x concurrency warm-up prompts.
@@ -140,6 +141,70 @@ def _spares_what_was_loaded(import_files: Callable[P, R]) -> Callable[P, R]:
     return spared
 
 
+Measurement = tuple[str, int | None, int | None, int]  # recipe name, ISL, OSL, concurrency
+
+
+@dataclass(frozen=True)
+class PreparedRow:
+    """One InferenceX row ready to store (`_prepare_file`), with what finding its twin among stored results reads."""
+
+    measurement: Measurement
+    fingerprint: str
+    names_image: bool
+    output_per_gpu: float
+    ready: PreparedImport
+
+
+@dataclass
+class PreparedFile:
+    """One file's rows read, judged and made into rows to store, by source run (its sweep); what was refused."""
+
+    path: Path
+    read: int
+    runs: list[str]
+    refused: list[tuple[int, str, object, str]]
+    unknown_models: Counter[str]
+    sweeps: dict[str, list[PreparedRow]]
+    identities: dict[str, RecipeIdentity]  # by fingerprint
+
+
+def _prepare_file(
+    file: Path, sweep: str | None, run_date: datetime | None, snapshot: SnapshotContext | None, run_id: str | None
+) -> PreparedFile:
+    """Everything storing `file` needs that no database has to be asked for: each row read and judged (a bad row
+    refused alone, naming the figure), its recipe identity, Point, and row and result document (`prepare_import`)."""
+    read = read_row_file(file, snapshot, run_id)
+    path = str(file.resolve())
+    sweeps: dict[str, list[PreparedRow]] = defaultdict(list)  # insertion-ordered: the file's order per run
+    identities: dict[str, RecipeIdentity] = {}
+    for item in read.rows:
+        row = item.row
+        metrics = to_point_metrics(row)
+        unphysical = metrics.out_of_range()
+        if unphysical:  # refused alone, naming the figure it would have stored
+            read.refused += [(item.index, f"stored {figure}", value, expected)
+                             for figure, value, expected in unphysical]  # fmt: skip
+            continue
+        if item.fingerprint not in identities:
+            identities[item.fingerprint] = RecipeIdentity(
+                fingerprint=item.fingerprint, name=item.recipe_name, path=path, hardware=item.hardware,
+                engine_kind=row.framework, workload_kind="fixed-length", snapshot=item.configuration(),
+            )  # fmt: skip
+        workload = FixedLengthPoint.of(INFERENCEX_METHOD, SequenceLengths(isl=row.isl, osl=row.osl), row.conc)
+        point = PointRequest(point_key="inferencex-" + point_key(item.fingerprint, workload, 0), repeat_index=0,
+                             workload=workload)  # fmt: skip
+        link = run_link(row, item.source_run)
+        run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
+        when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
+        imported = ImportedPoint(identities[item.fingerprint], point, metrics, f"{run}, row {item.index}: {path}", when)
+        sweeps[sweep or f"inferencex-run-{item.source_run}"].append(PreparedRow(
+            (item.recipe_name, row.isl, row.osl, row.conc), item.fingerprint, row.image is not None,
+            metrics.output_throughput_per_gpu, prepare_import(imported),
+        ))  # fmt: skip
+    runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
+    return PreparedFile(file, read.read, runs, read.refused, read.unknown_models, dict(sweeps), identities)
+
+
 @_spares_what_was_loaded
 def import_inferencex(
     engine: Engine, files: list[Path], sweep: str | None, run_date: datetime | None,
@@ -147,78 +212,44 @@ def import_inferencex(
 ) -> InferenceXSummary:  # fmt: skip
     """Store every readable row of `files`, each source run in its sweep `inferencex-run-<id>` (or all in `sweep`),
     dated by the row's date, else `run_date`, else 'date unknown' (ordered by run id, never by the import). `run_id`
-    names the run of files whose name and folder do not."""
+    names the run of files whose name and folder do not. Many files are read and judged in a worker process one
+    file ahead of the one being stored (`prepared_in_turn`)."""
     summary = InferenceXSummary()
     previous: Recorder | None = None
-    for file in distinct_files(files):
-        read = read_row_file(file, snapshot, run_id)
-        path = str(file.resolve())
+    prepare = functools.partial(_prepare_file, sweep=sweep, run_date=run_date, snapshot=snapshot, run_id=run_id)
+    for prepared in prepared_in_turn(distinct_files(files), prepare):
         imported = present = undated = replaced = 0
-        by_sweep: dict[str, list[ImportedRow]] = defaultdict(list)  # insertion-ordered: the file's order per run
-        for item in read.rows:
-            by_sweep[sweep or f"inferencex-run-{item.source_run}"].append(item)
         # Each Recorder holds a pooled database connection, so one sweep is open at a time: a dashboard API file
         # holds rows of dozens of runs (one sweep each), and keeping them all open exhausted the pool.
-        for name, every_item in by_sweep.items():
-            items = []
-            for item in every_item:
-                metrics = to_point_metrics(item.row)
-                unphysical = metrics.out_of_range()
-                if unphysical:  # refused alone, naming the figure it would have stored
-                    read.refused += [(item.index, f"stored {figure}", value, expected)
-                                     for figure, value, expected in unphysical]  # fmt: skip
-                else:
-                    items.append((item, metrics))
-            if not items:  # every row refused: no sweep is opened for none
-                continue
-            batch: list[ImportedPoint] = []
+        for name, rows in prepared.sweeps.items():
+            batch: list[PreparedImport] = []
             with _recorder(engine, name, previous) as recorder:
                 previous = recorder
                 stored: dict[Measurement, list[ResultView]] = {}
                 if recorder.resumed:  # a sweep of its own: one made now holds nothing to be a twin of
                     with open_session(engine) as session:
                         stored = _by_measurement(reads.list_results(session, sweep=name))
-                for item, metrics in items:
-                    row = item.row
-                    twin = _twin_of(item, metrics, stored)
-                    if twin is not None and row.image is None:
+                for row in rows:
+                    twin = _twin_of(row, stored)
+                    if twin is not None and not row.names_image:
                         present += 1  # the same measurement is stored, naming its image
                         continue
-                    identity = RecipeIdentity(
-                        fingerprint=item.fingerprint, name=item.recipe_name, path=path,
-                        hardware=item.hardware, engine_kind=row.framework, workload_kind="fixed-length",
-                        snapshot=item.configuration(),
-                    )  # fmt: skip
-                    if identity.fingerprint not in recorder.recipe_ids:
-                        recorder.register_recipe(identity)
-                    lengths = SequenceLengths(isl=row.isl, osl=row.osl)
-                    workload = FixedLengthPoint.of(INFERENCEX_METHOD, lengths, row.conc)
-                    point = PointRequest(
-                        point_key="inferencex-" + point_key(item.fingerprint, workload, 0), repeat_index=0,
-                        workload=workload,
-                    )  # fmt: skip
-                    link = run_link(row, item.source_run)
-                    run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
-                    source = f"{run}, row {item.index}: {path}"
-                    when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
-                    batch.append(ImportedPoint(identity, point, metrics, source, when,
-                                               twin.point_key if twin is not None else None))  # fmt: skip
+                    if row.fingerprint not in recorder.recipe_ids:
+                        recorder.register_recipe(prepared.identities[row.fingerprint])
+                    batch.append(row.ready if twin is None else replace(row.ready, replaces=twin.point_key))
                 for start in range(0, len(batch), IMPORT_BATCH):
                     part = batch[start : start + IMPORT_BATCH]
-                    for imported_point, was_stored in zip(part, recorder.points_imported(part), strict=True):
+                    for ready, was_stored in zip(part, recorder.prepared_imported(part), strict=True):
                         imported += was_stored
                         present += not was_stored
-                        undated += was_stored and imported_point.measured_at is None
-                        replaced += was_stored and imported_point.replaces is not None
-        for _index, field_name, _value, expected in read.refused:
+                        undated += was_stored and not ready.dated
+                        replaced += was_stored and ready.replaces is not None
+        for _index, field_name, _value, expected in prepared.refused:
             summary.refusals[f"{field_name}: {expected}"[:160]] += 1
-        summary.unknown_models.update(read.unknown_models)
-        runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
-        summary.files.append(FileSummary(file, runs, read.read, imported, present, read.refused, undated, replaced))
+        summary.unknown_models.update(prepared.unknown_models)
+        summary.files.append(FileSummary(prepared.path, prepared.runs, prepared.read, imported, present,
+                                         prepared.refused, undated, replaced))  # fmt: skip
     return summary
-
-
-Measurement = tuple[str, int | None, int | None, int]  # recipe name, ISL, OSL, concurrency
 
 
 def _by_measurement(results: list[ResultView]) -> dict[Measurement, list[ResultView]]:
@@ -228,21 +259,17 @@ def _by_measurement(results: list[ResultView]) -> dict[Measurement, list[ResultV
     return found
 
 
-def _twin_of(
-    item: ImportedRow, metrics: PointMetrics, stored: dict[Measurement, list[ResultView]]
-) -> ResultView | None:
-    """The stored result that is `item`'s measurement under another fingerprint, where one of the two names no
+def _twin_of(row: PreparedRow, stored: dict[Measurement, list[ResultView]]) -> ResultView | None:
+    """The stored result that is `row`'s measurement under another fingerprint, where one of the two names no
     image: the dashboard serves one run's rows twice, naming the image in its latest results and not in its
     history (InferenceX-app's two API captures of 2026-05 share 233 such rows, figures identical), and the image
     is part of a configuration's fingerprint. The same run (the sweep), recipe name (every part of the
     configuration but the image), lengths, concurrency and output per GPU: one measurement. Two images that
     differ are two configurations."""
-    row = item.row
-    figure = metrics.output_throughput_per_gpu
-    for result in stored.get((item.recipe_name, row.isl, row.osl, row.conc), []):
-        if result.fingerprint == item.fingerprint or (result.engine_image is not None and row.image is not None):
+    for result in stored.get(row.measurement, []):
+        if result.fingerprint == row.fingerprint or (result.engine_image is not None and row.names_image):
             continue
-        if math.isclose(result.output_throughput_per_gpu, figure, rel_tol=1e-9):
+        if math.isclose(result.output_throughput_per_gpu, row.output_per_gpu, rel_tol=1e-9):
             return result
     return None
 
