@@ -11,7 +11,7 @@ also when this process is killed, since the worker closes its copy of this proce
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TypeVar
@@ -40,7 +40,7 @@ class WorkerStopped(RuntimeError):
     """The worker preparing an import's files ended without an answer (its error is printed above)."""
 
 
-def prepared_in_turn(items: list[Item], prepare: Callable[[Item], Prepared]) -> Iterator[Prepared]:
+def prepared_in_turn(items: list[Item], prepare: Callable[[Item], Prepared]) -> Generator[Prepared, None, None]:
     """`prepare(item)` of each item, in order; from AHEAD_FROM_ITEMS items on, computed in a worker process up to
     AHEAD items ahead of the one taken. A user error (`InferSweepError`) in the worker is raised here, as it would be
     without one."""
@@ -84,5 +84,6 @@ def _prepare_each(prepare: Callable[[Item], Prepared], requests: Connection, par
             except InferSweepError as error:
                 answer = _Refused(error)
             requests.send(answer)
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent says what stopped
+    # Ctrl-C reaches the whole process group, and a parent that stopped early closed its end: it says what stopped.
+    except (KeyboardInterrupt, BrokenPipeError, ConnectionResetError):
         return

@@ -19,7 +19,7 @@ import hashlib
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -180,26 +180,25 @@ def _prepare_file(
     for item in read.rows:
         row = item.row
         metrics = to_point_metrics(row)
-        unphysical = metrics.out_of_range()
-        if unphysical:  # refused alone, naming the figure it would have stored
-            read.refused += [(item.index, f"stored {figure}", value, expected)
-                             for figure, value, expected in unphysical]  # fmt: skip
-            continue
-        if item.fingerprint not in identities:
-            identities[item.fingerprint] = RecipeIdentity(
-                fingerprint=item.fingerprint, name=item.recipe_name, path=path, hardware=item.hardware,
-                engine_kind=row.framework, workload_kind="fixed-length", snapshot=item.configuration(),
-            )  # fmt: skip
+        identity = identities.get(item.fingerprint) or RecipeIdentity(
+            fingerprint=item.fingerprint, name=item.recipe_name, path=path, hardware=item.hardware,
+            engine_kind=row.framework, workload_kind="fixed-length", snapshot=item.configuration(),
+        )  # fmt: skip
         workload = FixedLengthPoint.of(INFERENCEX_METHOD, SequenceLengths(isl=row.isl, osl=row.osl), row.conc)
         point = PointRequest(point_key="inferencex-" + point_key(item.fingerprint, workload, 0), repeat_index=0,
                              workload=workload)  # fmt: skip
         link = run_link(row, item.source_run)
         run = f"InferenceX run {item.source_run}" + (f" ({link})" if link else "")
         when = row.date.replace(tzinfo=UTC) if row.date is not None else run_date
-        imported = ImportedPoint(identities[item.fingerprint], point, metrics, f"{run}, row {item.index}: {path}", when)
+        ready = prepare_import(ImportedPoint(identity, point, metrics, f"{run}, row {item.index}: {path}", when))
+        if ready.refused is not None:  # refused alone, naming the figure it would have stored
+            read.refused += [(item.index, f"stored {figure}", value, expected)
+                             for figure, value, expected in ready.refused[1].metrics.out_of_range()]  # fmt: skip
+            continue
+        identities[item.fingerprint] = identity
         sweeps[sweep or f"inferencex-run-{item.source_run}"].append(PreparedRow(
             (item.recipe_name, row.isl, row.osl, row.conc), item.fingerprint, row.image is not None,
-            metrics.output_throughput_per_gpu, prepare_import(imported),
+            metrics.output_throughput_per_gpu, ready,
         ))  # fmt: skip
     runs = sorted({item.source_run for item in read.rows}) or [read.source_run]
     return PreparedFile(file, read.read, runs, read.refused, read.unknown_models, dict(sweeps), identities)
@@ -217,39 +216,50 @@ def import_inferencex(
     summary = InferenceXSummary()
     previous: Recorder | None = None
     prepare = functools.partial(_prepare_file, sweep=sweep, run_date=run_date, snapshot=snapshot, run_id=run_id)
-    for prepared in prepared_in_turn(distinct_files(files), prepare):
-        imported = present = undated = replaced = 0
-        # Each Recorder holds a pooled database connection, so one sweep is open at a time: a dashboard API file
-        # holds rows of dozens of runs (one sweep each), and keeping them all open exhausted the pool.
-        for name, rows in prepared.sweeps.items():
-            batch: list[PreparedImport] = []
-            with _recorder(engine, name, previous) as recorder:
-                previous = recorder
-                stored: dict[Measurement, list[ResultView]] = {}
-                if recorder.resumed:  # a sweep of its own: one made now holds nothing to be a twin of
-                    with open_session(engine) as session:
-                        stored = _by_measurement(reads.list_results(session, sweep=name))
-                for row in rows:
-                    twin = _twin_of(row, stored)
-                    if twin is not None and not row.names_image:
-                        present += 1  # the same measurement is stored, naming its image
-                        continue
-                    if row.fingerprint not in recorder.recipe_ids:
-                        recorder.register_recipe(prepared.identities[row.fingerprint])
-                    batch.append(row.ready if twin is None else replace(row.ready, replaces=twin.point_key))
-                for start in range(0, len(batch), IMPORT_BATCH):
-                    part = batch[start : start + IMPORT_BATCH]
-                    for ready, was_stored in zip(part, recorder.prepared_imported(part), strict=True):
-                        imported += was_stored
-                        present += not was_stored
-                        undated += was_stored and not ready.dated
-                        replaced += was_stored and ready.replaces is not None
-        for _index, field_name, _value, expected in prepared.refused:
-            summary.refusals[f"{field_name}: {expected}"[:160]] += 1
-        summary.unknown_models.update(prepared.unknown_models)
-        summary.files.append(FileSummary(prepared.path, prepared.runs, prepared.read, imported, present,
-                                         prepared.refused, undated, replaced))  # fmt: skip
+    # Closed however the loop ends, so that a worker preparing ahead ends with it.
+    with closing(prepared_in_turn(distinct_files(files), prepare)) as prepared_files:
+        for prepared in prepared_files:
+            stored, previous = _store_prepared(engine, prepared, previous)
+            for _index, field_name, _value, expected in prepared.refused:
+                summary.refusals[f"{field_name}: {expected}"[:160]] += 1
+            summary.unknown_models.update(prepared.unknown_models)
+            summary.files.append(stored)
     return summary
+
+
+def _store_prepared(
+    engine: Engine, prepared: PreparedFile, previous: Recorder | None
+) -> tuple[FileSummary, Recorder | None]:
+    """A prepared file's rows stored, each source run in its sweep; what it stored, and the last Recorder used."""
+    imported = present = undated = replaced = 0
+    # Each Recorder holds a pooled database connection, so one sweep is open at a time: a dashboard API file holds
+    # rows of dozens of runs (one sweep each), and keeping them all open exhausted the pool.
+    for name, rows in prepared.sweeps.items():
+        batch: list[PreparedImport] = []
+        with _recorder(engine, name, previous) as recorder:
+            previous = recorder
+            stored: dict[Measurement, list[ResultView]] = {}
+            if recorder.resumed:  # a sweep of its own: one made now holds nothing to be a twin of
+                with open_session(engine) as session:
+                    stored = _by_measurement(reads.list_results(session, sweep=name))
+            for row in rows:
+                twin = _twin_of(row, stored)
+                if twin is not None and not row.names_image:
+                    present += 1  # the same measurement is stored, naming its image
+                    continue
+                if row.fingerprint not in recorder.recipe_ids:
+                    recorder.register_recipe(prepared.identities[row.fingerprint])
+                batch.append(row.ready if twin is None else replace(row.ready, replaces=twin.point_key))
+            for start in range(0, len(batch), IMPORT_BATCH):
+                part = batch[start : start + IMPORT_BATCH]
+                for ready, was_stored in zip(part, recorder.prepared_imported(part), strict=True):
+                    imported += was_stored
+                    present += not was_stored
+                    undated += was_stored and not ready.dated
+                    replaced += was_stored and ready.replaces is not None
+    summary = FileSummary(prepared.path, prepared.runs, prepared.read, imported, present, prepared.refused, undated,
+                          replaced)  # fmt: skip
+    return summary, previous
 
 
 def _by_measurement(results: list[ResultView]) -> dict[Measurement, list[ResultView]]:
