@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TypeVar
 
-from recipes.errors import InferSweepError
+from recipes.errors import InferSweepError, InfrastructureError
 
 Item = TypeVar("Item")
 Prepared = TypeVar("Prepared")
@@ -36,8 +36,9 @@ class _Refused:
     error: InferSweepError
 
 
-class WorkerStopped(RuntimeError):
-    """The worker preparing an import's files ended without an answer (its error is printed above)."""
+class WorkerStopped(InfrastructureError):
+    """The worker preparing an import's files ended without an answer (killed, or out of memory; an error of its own
+    is printed above). Retryable: the import run again stores only what is missing."""
 
 
 def prepared_in_turn(items: list[Item], prepare: Callable[[Item], Prepared]) -> Generator[Prepared, None, None]:
@@ -54,21 +55,29 @@ def prepared_in_turn(items: list[Item], prepare: Callable[[Item], Prepared]) -> 
     worker.start()
     theirs.close()
     try:
-        for item in items[:AHEAD]:
-            ours.send(item)
+        _send(ours, items[:AHEAD])
         for index in range(len(items)):
-            if index + AHEAD < len(items):
-                ours.send(items[index + AHEAD])
             try:
                 answer = ours.recv()
-            except EOFError as error:
-                raise WorkerStopped(f"the worker preparing {items[index]} ended without an answer") from error
+            except (EOFError, ConnectionResetError) as error:  # the worker is gone
+                raise WorkerStopped(f"the worker preparing {items[index]} ended without an answer; run the import "
+                                    "again: it stores only what is missing") from error  # fmt: skip
             if isinstance(answer, _Refused):
                 raise answer.error
+            _send(ours, items[index + AHEAD : index + AHEAD + 1])
             yield answer
     finally:
         ours.close()  # the worker reads end-of-file and returns
         worker.join(timeout=10)
+
+
+def _send(pipe: Connection, items: list[Item]) -> None:
+    """`items` to the worker; where it is gone, the next answer read says so, naming the item it died on."""
+    try:
+        for item in items:
+            pipe.send(item)
+    except (BrokenPipeError, ConnectionResetError):
+        return
 
 
 def _prepare_each(prepare: Callable[[Item], Prepared], requests: Connection, parents_end: Connection) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.importers.ahead import AHEAD_FROM_ITEMS, prepared_in_turn
+from orchestrator.importers.ahead import AHEAD_FROM_ITEMS, WorkerStopped, prepared_in_turn
 from recipes.errors import RecipeError
 from tests.conftest import ROOT
 
@@ -83,3 +83,15 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
+
+
+def die_at_five(number: int) -> int:
+    if number == 5:
+        os._exit(1)  # the worker gone without an answer, as when it is killed
+    return number
+
+
+def test_a_worker_gone_without_an_answer_is_a_retryable_error_naming_the_item() -> None:
+    with pytest.raises(WorkerStopped, match="the worker preparing 5 ended without an answer") as raised:
+        list(prepared_in_turn(list(range(12)), die_at_five))
+    assert raised.value.retryable
