@@ -8,11 +8,11 @@ import dataclasses
 import functools
 import gc
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import Text, cast, func, not_, or_, true
 from sqlalchemy import select as core_select
@@ -318,10 +318,14 @@ def _configuration(snapshot: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _result_conditions(sweep: str | None, include_retracted: bool, public: bool) -> list[Any]:
+def _result_conditions(
+    sweep: str | None, include_retracted: bool, public: bool, sweeps: Collection[str] | None = None
+) -> list[Any]:
     conditions: list[Any] = []
     if sweep is not None:
         conditions.append(_SWEEP.c.name == sweep)
+    if sweeps is not None:
+        conditions.append(_SWEEP.c.name.in_(sorted(sweeps)))
     if not include_retracted:
         conditions.append(_POINT.c.retracted.is_(False))
     if public:
@@ -330,7 +334,11 @@ def _result_conditions(sweep: str | None, include_retracted: bool, public: bool)
 
 
 def result_columns(
-    session: Session, sweep: str | None = None, include_retracted: bool = False, public: bool = False
+    session: Session,
+    sweep: str | None = None,
+    include_retracted: bool = False,
+    public: bool = False,
+    sweeps: Collection[str] | None = None,
 ) -> dict[str, list[Any]]:
     """`list_results` column by column: one list per `ResultView` field (field order), rows in the same order.
 
@@ -338,7 +346,7 @@ def result_columns(
     object or a frozen dataclass per row, which at 50,000 rows cost seconds (docs/BENCHMARKS.md, "Hub render").
     """
     with _collector_paused():
-        return _result_columns(session, sweep, include_retracted, public)
+        return _result_columns(session, _result_conditions(sweep, include_retracted, public, sweeps))
 
 
 @contextmanager
@@ -356,9 +364,13 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _result_columns(session: Session, sweep: str | None, include_retracted: bool, public: bool) -> dict[str, list[Any]]:
-    conditions = _result_conditions(sweep, include_retracted, public)
-    joined = _POINT.join(_SWEEP, _SWEEP.c.id == _POINT.c.sweep_id).join(_RECIPE, _RECIPE.c.id == _POINT.c.recipe_id)
+_JOINED = _POINT.join(_SWEEP, _SWEEP.c.id == _POINT.c.sweep_id).join(_RECIPE, _RECIPE.c.id == _POINT.c.recipe_id)
+# Every result read's order: by sweep, recipe and the Point's place in its curve.
+_RESULT_ORDER = (_SWEEP.c.name, _RECIPE.c.name, _POINT.c.isl, _POINT.c.osl, _POINT.c.concurrency, _POINT.c.repeat_index)
+
+
+def _result_columns(session: Session, conditions: list[Any]) -> dict[str, list[Any]]:
+    joined = _JOINED
     metrics: Any = _POINT.c.metrics
     if session.get_bind().dialect.name == "postgresql":
         # PostgreSQL parses a `json` value again for every path read from it (25 a row: 11.5 s of a 100k-result read);
@@ -380,9 +392,7 @@ def _result_columns(session: Session, sweep: str | None, include_retracted: bool
         )
         .select_from(joined)
         .where(*conditions)
-        .order_by(
-            _SWEEP.c.name, _RECIPE.c.name, _POINT.c.isl, _POINT.c.osl, _POINT.c.concurrency, _POINT.c.repeat_index
-        )
+        .order_by(*_RESULT_ORDER)
     )  # fmt: skip
     connection = session.connection()
     result = connection.execute(query)
@@ -390,12 +400,7 @@ def _result_columns(session: Session, sweep: str | None, include_retracted: bool
     rows = result.all()
     by_column = zip(*rows, strict=True) if rows else ([] for _ in names)
     columns: dict[str, list[Any]] = {name: list(values) for name, values in zip(names, by_column, strict=True)}
-    # A recipe's snapshot is read once, not once per Point (a configuration has many Points).
-    recipe_ids = select(_POINT.c.recipe_id).select_from(joined).where(*conditions)
-    snapshots = connection.execute(
-        select(_RECIPE.c.id, _RECIPE.c.snapshot).where(_RECIPE.c.id.in_(recipe_ids.scalar_subquery()))
-    ).all()
-    configurations = {recipe_id: _configuration(snapshot) for recipe_id, snapshot in snapshots}
+    configurations = _configurations(connection, conditions)
     of_rows = [configurations[recipe_id] for recipe_id in columns.pop("recipe_id")]
     for name in ("model", "precision", "parallelism", "kv_offload", "prefix_caching", "replay_trace",
                  "replay_time_scale", "replay_length_scale", "replay_max_output_tokens", "replay_agentx_differences",
@@ -414,10 +419,15 @@ def _result_columns(session: Session, sweep: str | None, include_retracted: bool
 
 
 def list_results(
-    session: Session, sweep: str | None = None, include_retracted: bool = False, public: bool = False
+    session: Session,
+    sweep: str | None = None,
+    include_retracted: bool = False,
+    public: bool = False,
+    sweeps: Collection[str] | None = None,
 ) -> list[ResultView]:
-    """Results with names attached. `public` leaves out embargoed points and dry runs (hub and snapshots)."""
-    columns = result_columns(session, sweep, include_retracted, public)
+    """Results with names attached. `public` leaves out embargoed points and dry runs (hub and snapshots); `sweeps`
+    keeps those of the sweeps named (a reader that chose them from `list_curve_rows`)."""
+    columns = result_columns(session, sweep, include_retracted, public, sweeps)
     names = list(columns)  # every field of ResultView, in its order (result_columns returns exactly those)
     views = []
     with _collector_paused():
@@ -428,6 +438,73 @@ def list_results(
             object.__setattr__(view, "__dict__", dict(zip(names, values, strict=True)))
             views.append(view)
     return views
+
+
+def _configurations(connection: Any, conditions: list[Any]) -> dict[int, dict[str, Any]]:
+    """recipe id -> what a reader needs of its snapshot (`_configuration`), for the recipes of the Points that meet
+    `conditions`: a recipe's snapshot is read once, not once per Point (a configuration has many Points)."""
+    recipe_ids = select(_POINT.c.recipe_id).select_from(_JOINED).where(*conditions)
+    snapshots = connection.execute(
+        select(_RECIPE.c.id, _RECIPE.c.snapshot).where(_RECIPE.c.id.in_(recipe_ids.scalar_subquery()))
+    ).all()
+    return {recipe_id: _configuration(snapshot) for recipe_id, snapshot in snapshots}
+
+
+class CurveRow(NamedTuple):
+    """A result's place on its curve and what chooses its sweep, without the rest of a `ResultView` (same names, same
+    values): what a reader of the whole history needs to filter it, pick each configuration's latest sweep and read
+    every run of a configuration at a target. At 100k results it is read in a fraction of `list_results`' time (no
+    figure inside the metrics document is read); the full rows are then read for the sweeps chosen only."""
+
+    sweep: str
+    recipe: str
+    fingerprint: str
+    hardware: str
+    engine: str
+    origin: str
+    point_key: str
+    isl: int | None
+    osl: int | None
+    concurrency: int
+    repeat_index: int
+    valid: bool
+    interactivity_p50: float | None
+    output_throughput_per_gpu: float
+    total_token_throughput_per_gpu: float
+    finished_at: datetime
+    date_known: bool
+    workload_kind: str
+    model: str
+    precision: str
+    speculative_decoding: str | None
+
+    @property
+    def workload(self) -> str:
+        """As `ResultView.workload`."""
+        return workload_label(self.workload_kind, self.isl, self.osl, self.speculative_decoding)
+
+
+# A CurveRow's fields from the sweep, the recipe and the Point, in its order; the last three come from the snapshot.
+_CURVE_COLUMNS = (
+    _SWEEP.c.name, _RECIPE.c.name, _RECIPE.c.fingerprint, _RECIPE.c.hardware_key, _RECIPE.c.engine_kind,
+    *(_POINT.c[name] for name in CurveRow._fields[5:-3]),
+)  # fmt: skip
+_CURVE_CONFIGURATION = CurveRow._fields[-3:]
+
+
+def list_curve_rows(session: Session, sweep: str | None = None) -> list[CurveRow]:
+    """Every result not retracted as a `CurveRow`, in `list_results`' order."""
+    conditions = _result_conditions(sweep, include_retracted=False, public=False)
+    query = core_select(*_CURVE_COLUMNS, _POINT.c.recipe_id).select_from(_JOINED).where(*conditions)
+    connection = session.connection()
+    with _collector_paused():
+        configurations = {
+            recipe_id: tuple(configuration[name] for name in _CURVE_CONFIGURATION)
+            for recipe_id, configuration in _configurations(connection, conditions).items()
+        }
+        return [
+            CurveRow(*row[:-1], *configurations[row[-1]]) for row in connection.execute(query.order_by(*_RESULT_ORDER))
+        ]
 
 
 def results_version(session: Session) -> tuple[int, int, int, int]:

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Connection, Engine, event, inspect, text
 from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
 
 from db.finite import finite_json
 from recipes.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -80,6 +81,8 @@ def make_engine(url: str | None = None) -> Engine:
 
 
 def alembic_config(engine: Engine) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     # configparser reads "%" as interpolation: a password percent-encoded in the URL (":" as %3A) must be escaped
@@ -129,9 +132,9 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to `revision` in one transaction (append-only migrations; safe to call on every start,
     and from several processes at once: the first migrates, the others wait for it and find the schema at head;
     interrupted at any statement, it leaves the schema where it was and the next call completes it)."""
-    config = alembic_config(engine)
-    if revision == "head" and _at_head(engine, config):
+    if revision == "head" and _at_head(engine):
         return  # every command's start: no lock taken, nobody waited for
+    config = alembic_config(engine)
     sqlite = engine.dialect.name == "sqlite"
     lock = _sqlite_migration_lock(engine) if sqlite else contextlib.nullcontext()
     # An in-memory database is one connection's own: another engine would see another, empty database.
@@ -158,11 +161,9 @@ def open_database(*, writes: bool, url: str | None = None) -> Engine:
     if writes:
         migrate(engine)
         return engine
-    script = ScriptDirectory.from_config(alembic_config(engine))
-    heads = set(script.get_heads())
+    heads, known = schema_revisions()
     with engine.connect() as connection:
-        current = set(MigrationContext.configure(connection).get_current_heads())
-    known = {revision.revision for revision in script.walk_revisions()}
+        current = current_revisions(connection)
     if current == heads or (current and not current <= known):
         return engine
     engine.dispose()
@@ -175,14 +176,40 @@ def open_database(*, writes: bool, url: str | None = None) -> Engine:
                              "reading command never changes the schema)")  # fmt: skip
 
 
-def _at_head(engine: Engine, config: Config) -> bool:
+def _at_head(engine: Engine) -> bool:
     """The database's schema is at the newest revision (read without a write lock)."""
-    heads = set(ScriptDirectory.from_config(config).get_heads())
     with engine.connect() as connection:
-        return set(MigrationContext.configure(connection).get_current_heads()) == heads
+        return current_revisions(connection) == schema_revisions()[0]
+
+
+_REVISION_LINE = re.compile(r'^(down_revision|revision) = (None|"([^"]+)")$', re.MULTILINE)
+
+
+@functools.cache
+def schema_revisions() -> tuple[frozenset[str], frozenset[str]]:
+    """This checkout's schema revisions as (heads, every revision), read from the migration files' `revision` and
+    `down_revision` lines. Every command's start asks (is the database at head?), and Alembic's own script
+    directory cost 0.2 s of imports before a reading command could read a row; it is loaded to migrate only (a test
+    holds the two answers equal)."""
+    revisions, revised = set(), set()
+    for path in sorted((MIGRATIONS / "versions").glob("*.py")):
+        lines = {name: named for name, _, named in _REVISION_LINE.findall(path.read_text(encoding="utf-8"))}
+        revisions.add(lines["revision"])
+        if lines.get("down_revision"):
+            revised.add(lines["down_revision"])
+    return frozenset(revisions - revised), frozenset(revisions)
+
+
+def current_revisions(connection: Connection) -> frozenset[str]:
+    """The revisions the database's schema is at (Alembic's version table); empty where it has none."""
+    if not inspect(connection).has_table("alembic_version"):
+        return frozenset()
+    return frozenset(str(row[0]) for row in connection.execute(text("SELECT version_num FROM alembic_version")))
 
 
 def _upgrade(engine: Engine, config: Config, revision: str, lock: contextlib.AbstractContextManager[None]) -> None:
+    from alembic import command
+
     with lock, engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             # Held until this transaction ends: a second process blocks here, then sees the first's tables.

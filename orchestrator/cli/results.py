@@ -144,32 +144,43 @@ def compare(
     from recipes.prices import load_price_table
 
     check_tco_tier(tier, "--tier")
-    engine = open_database(writes=False)
-    with open_session(engine) as session:
-        if sweep is not None:
-            check_sweep_exists(session, sweep)
-        rows = reads.list_results(session, sweep=sweep)
     shown = shown_origins(include_simulated, include_projected)
-    rows = [row for row in rows if row.origin in shown]
-    if as_of is not None:
-        from analysis.recency import finished_by
-
-        rows = finished_by(rows, as_of.date())
     filters = (("--model", model), ("--workload", workload), ("--precision", precision), ("--isl", isl),
                ("--osl", osl))  # fmt: skip
-    for name, wanted in filters:
-        if wanted is None:
-            continue
-        attribute = name.removeprefix("--")
-        available = sorted({getattr(row, attribute) for row in rows}, key=str)
-        if wanted not in available:
-            raise typer.BadParameter(
-                f"got {wanted!r}; the results have {', '.join(map(str, available)) or 'none'}", param_hint=name
-            )
-        rows = [row for row in rows if getattr(row, attribute) == wanted]
-    history = rows
-    if not all_sweeps and sweep is None:
-        rows = latest_sweeps(rows)
+
+    def kept(rows: list) -> list:
+        rows = [row for row in rows if row.origin in shown]
+        if as_of is not None:
+            from analysis.recency import finished_by
+
+            rows = finished_by(rows, as_of.date())
+        for name, wanted in filters:
+            if wanted is None:
+                continue
+            attribute = name.removeprefix("--")
+            available = sorted({getattr(row, attribute) for row in rows}, key=str)
+            if wanted not in available:
+                raise typer.BadParameter(
+                    f"got {wanted!r}; the results have {', '.join(map(str, available)) or 'none'}", param_hint=name
+                )
+            rows = [row for row in rows if getattr(row, attribute) == wanted]
+        return rows
+
+    engine = open_database(writes=False)
+    with open_session(engine) as session:  # one transaction: both reads see the same results
+        if sweep is not None:
+            check_sweep_exists(session, sweep)
+        # The whole history in its narrow form (what filters it, picks the latest sweeps and reads every run at the
+        # target); the full rows of the sweeps chosen only: at 100k results, most of the time was reading them all.
+        history = kept(reads.list_curve_rows(session, sweep=sweep))
+        chosen = history if all_sweeps or sweep is not None else latest_sweeps(history)
+        names = {row.sweep for row in chosen}
+        wanted = {(row.sweep, row.point_key) for row in chosen}
+        rows = [
+            row
+            for row in reads.list_results(session, sweep=sweep, sweeps=names if len(names) <= _NAMED_SWEEPS else None)
+            if (row.sweep, row.point_key) in wanted
+        ]
     registry = load_hardware_registry()
     if json_output:
         print_chip_answers(rows, history, at_interactivity, registry, tier)
@@ -219,6 +230,11 @@ def compare(
             note,
         )  # fmt: skip
     console.print(table)
+
+
+# Beyond this many sweeps chosen, every row is read and those of other sweeps left out, rather than naming each sweep
+# in the query (a database's limit on bound values: SQLite's is 32,766).
+_NAMED_SWEEPS = 1_000
 
 
 def print_chip_answers(rows: list, history: list, target: float, registry: dict, tier: str) -> None:

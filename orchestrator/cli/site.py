@@ -115,12 +115,10 @@ def read_only_url(url: str, immutable: bool = False) -> str:
 
 def _check_schema(url: str, what: str, upgrade_hint: str) -> None:
     """Fail unless `url` (called `what` in errors) answers and holds InferSweep's tables at head (or newer)."""
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
     from sqlalchemy import inspect
     from sqlalchemy.exc import SQLAlchemyError
 
-    from db.session import MIGRATIONS, make_engine
+    from db.session import current_revisions, make_engine, schema_revisions
 
     engine = make_engine(url)
     try:
@@ -129,21 +127,20 @@ def _check_schema(url: str, what: str, upgrade_hint: str) -> None:
                 raise ConfigurationError(
                     f"{what} has no InferSweep tables: expected a results database. {upgrade_hint}"
                 )
-            current = MigrationContext.configure(connection).get_current_revision()
+            current = current_revisions(connection)
     except SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
         raise ConfigurationError(f"{what} cannot be read: {reason}") from None
     finally:
         engine.dispose()
-    scripts = ScriptDirectory(str(MIGRATIONS))
-    head = scripts.get_current_head()
-    if current == head:
+    heads, known = schema_revisions()
+    if current == heads:
         return
-    known = {revision.revision for revision in scripts.walk_revisions()}
-    if current in known or current is None:
-        raise ConfigurationError(f"{what} is at schema revision {current}, the hub needs {head}. {upgrade_hint}")
+    shown, head = ", ".join(sorted(current)) or None, ", ".join(sorted(heads))
+    if not current or current <= known:
+        raise ConfigurationError(f"{what} is at schema revision {shown}, the hub needs {head}. {upgrade_hint}")
     # A revision this checkout does not know was written by newer code: the columns the hub reads exist.
-    errors.print(f"note: {what} is at schema revision {current}, newer than this checkout's {head}")
+    errors.print(f"note: {what} is at schema revision {shown}, newer than this checkout's {head}")
 
 
 def configured_database() -> HubDatabase:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_type_hints
 
 from sqlalchemy import Engine
 from sqlmodel import select
@@ -177,6 +177,28 @@ def test_order_filters_and_columns(database: Engine) -> None:
         assert columns == {name: [getattr(view, name) for view in views] for name in columns}
         empty = reads.result_columns(session, sweep="other")
         assert list(empty) == list(columns) and all(values == [] for values in empty.values())
+
+
+def test_curve_rows_are_the_results_own_fields_and_a_read_can_name_its_sweeps(database: Engine) -> None:
+    """`list_curve_rows` (the narrow read `compare` filters and picks sweeps from) gives each result's own values
+    under `ResultView`'s names and types, in the same order; `list_results(sweeps=...)` the rows of those sweeps."""
+    ids = _seed(database)
+    with open_session(database) as session:
+        recording.get_or_create_sweep(session, "s2")
+        assert recording.record_point(session, _point(ids["fixed"], "later-c16", 16, sweep_id=2))
+        session.commit()
+        views, curves = reads.list_results(session), reads.list_curve_rows(session)
+        assert [(row.sweep, row.point_key) for row in views] == [(row.sweep, row.point_key) for row in curves]
+        assert len(curves) == 7  # the retracted Point left out, the dry run and embargoed ones kept, as list_results
+        view_types, curve_types = get_type_hints(reads.ResultView), get_type_hints(reads.CurveRow)
+        for view, curve in zip(views, curves, strict=True):
+            for name in reads.CurveRow._fields:
+                assert curve_types[name] == view_types[name], name
+                assert getattr(curve, name) == getattr(view, name), (view.point_key, name)
+            assert curve.workload == view.workload
+        assert [row.point_key for row in reads.list_curve_rows(session, sweep="s2")] == ["later-c16"]
+        assert [row.point_key for row in reads.list_results(session, sweeps={"s2"})] == ["later-c16"]
+        assert len(reads.list_results(session, sweeps={"s1", "s2"})) == 7 and reads.list_results(session, sweeps=()) == []
 
 
 def test_the_version_moves_with_every_change_to_the_public_results(database: Engine) -> None:
