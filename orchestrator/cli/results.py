@@ -13,6 +13,8 @@ from orchestrator.cli.output import console, errors, fail
 from recipes.errors import ConfigurationError, InferSweepError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlmodel import Session
 
 
@@ -137,7 +139,6 @@ def compare(
     """
     from analysis.compare import compare_at_interactivity
     from analysis.economics import GpuHourRate, profits_at
-    from db import reads
     from db.session import open_database, open_session
     from recipes.hardware import load_hardware_registry
     from recipes.model_registry import load_model_registry
@@ -170,17 +171,7 @@ def compare(
     with open_session(engine) as session:  # one transaction: both reads see the same results
         if sweep is not None:
             check_sweep_exists(session, sweep)
-        # The whole history in its narrow form (what filters it, picks the latest sweeps and reads every run at the
-        # target); the full rows of the sweeps chosen only: at 100k results, most of the time was reading them all.
-        history = kept(reads.list_curve_rows(session, sweep=sweep))
-        chosen = history if all_sweeps or sweep is not None else latest_sweeps(history)
-        names = {row.sweep for row in chosen}
-        wanted = {(row.sweep, row.point_key) for row in chosen}
-        rows = [
-            row
-            for row in reads.list_results(session, sweep=sweep, sweeps=names if len(names) <= _NAMED_SWEEPS else None)
-            if (row.sweep, row.point_key) in wanted
-        ]
+        rows, history = chosen_results(session, sweep, kept, latest_only=not all_sweeps and sweep is None)
     registry = load_hardware_registry()
     if json_output:
         print_chip_answers(rows, history, at_interactivity, registry, tier)
@@ -234,7 +225,27 @@ def compare(
 
 # Beyond this many sweeps chosen, every row is read and those of other sweeps left out, rather than naming each sweep
 # in the query (a database's limit on bound values: SQLite's is 32,766).
-_NAMED_SWEEPS = 1_000
+NAMED_SWEEPS = 1_000
+
+
+def chosen_results(
+    session: Session, sweep: str | None, kept: Callable[[list], list], latest_only: bool
+) -> tuple[list, list]:
+    """(the full rows compared, the history their runs are read from): the results `kept` keeps, of each
+    configuration's latest sweep where `latest_only`. The whole history is read in its narrow form
+    (`reads.CurveRow`: what filters it, picks the latest sweeps and reads every run at a target), the full rows of the
+    chosen sweeps only: at 100k results, reading every full row was most of the time."""
+    from db import reads
+
+    history = kept(reads.list_curve_rows(session, sweep=sweep))
+    chosen = latest_sweeps(history) if latest_only else history
+    names = {row.sweep for row in chosen}
+    wanted = {(row.sweep, row.point_key) for row in chosen}
+    named = names if len(names) <= NAMED_SWEEPS else None
+    rows = [
+        row for row in reads.list_results(session, sweep=sweep, sweeps=named) if (row.sweep, row.point_key) in wanted
+    ]
+    return rows, history
 
 
 def print_chip_answers(rows: list, history: list, target: float, registry: dict, tier: str) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from recipes.hardware import load_hardware_registry
 from recipes.prices import load_price_table
 from tests.conftest import run_cli
@@ -95,3 +97,33 @@ def test_compare_filters_by_model_and_workload(tmp_path: Path) -> None:
     assert agentic.returncode == 0 and "b200-sglang-agentic-dram" in agentic.stdout and "8k1k" not in agentic.stdout
     wrong = run_cli("compare", "--at-interactivity", "30", "--workload", "1k/1k", env=env)
     assert wrong.returncode != 0 and "'1k/1k'" in wrong.stderr and "8k/1k" in wrong.stderr
+
+
+def test_the_chosen_sweeps_full_rows_are_the_same_read_by_name_or_from_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`compare` reads the whole history narrow and the full rows of the sweeps it chose: named in the query, or, past
+    `NAMED_SWEEPS` of them, every row with the others left out. Both give each configuration's latest sweep's rows,
+    exactly the full read's, and the history is every kept result."""
+    from analysis.recency import latest_sweeps_of, sweep_keys
+    from db import reads
+    from db.session import make_engine, open_session
+    from orchestrator.cli import results
+
+    url = f"sqlite:///{tmp_path / 'hub.db'}"
+    seed_hub(url)
+    engine = make_engine(url)
+
+    def measured(rows: list) -> list:
+        return [row for row in rows if row.origin in {"measured", "imported"}]
+
+    with open_session(engine) as session:
+        everything = measured(reads.list_results(session))
+        by_name, history = results.chosen_results(session, None, measured, latest_only=True)
+        monkeypatch.setattr(results, "NAMED_SWEEPS", 0)
+        from_every_row, _ = results.chosen_results(session, None, measured, latest_only=True)
+    latest = latest_sweeps_of(sweep_keys(everything))
+    expected = [row for row in everything if row.sweep in latest[row.fingerprint]]
+    assert {row.sweep for row in expected} >= {"nightly-3"} and len(expected) < len(everything)
+    assert by_name == from_every_row == expected
+    assert [(row.sweep, row.point_key) for row in history] == [(row.sweep, row.point_key) for row in everything]
