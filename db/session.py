@@ -182,7 +182,8 @@ def _at_head(engine: Engine) -> bool:
         return current_revisions(connection) == schema_revisions()[0]
 
 
-_REVISION_LINE = re.compile(r'^(down_revision|revision) = (None|"([^"]+)")$', re.MULTILINE)
+# `revision = "0012"` as this project's files write it, or `revision: str = '0012'` as newer Alembic templates do.
+_REVISION_LINE = re.compile(r"""^(down_revision|revision)(?:: [^=]+)? = (?:None|["']([^"']+)["'])\s*$""", re.MULTILINE)
 
 
 @functools.cache
@@ -193,7 +194,7 @@ def schema_revisions() -> tuple[frozenset[str], frozenset[str]]:
     holds the two answers equal)."""
     revisions, revised = set(), set()
     for path in sorted((MIGRATIONS / "versions").glob("*.py")):
-        lines = {name: named for name, _, named in _REVISION_LINE.findall(path.read_text(encoding="utf-8"))}
+        lines = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
         revisions.add(lines["revision"])
         if lines.get("down_revision"):
             revised.add(lines["down_revision"])
