@@ -198,7 +198,9 @@ def test_curve_rows_are_the_results_own_fields_and_a_read_can_name_its_sweeps(da
             assert curve.workload == view.workload
         assert [row.point_key for row in reads.list_curve_rows(session, sweep="s2")] == ["later-c16"]
         assert [row.point_key for row in reads.list_results(session, sweeps={"s2"})] == ["later-c16"]
-        assert len(reads.list_results(session, sweeps={"s1", "s2"})) == 7 and reads.list_results(session, sweeps=()) == []
+        assert (
+            len(reads.list_results(session, sweeps={"s1", "s2"})) == 7 and reads.list_results(session, sweeps=()) == []
+        )
 
 
 def test_the_version_moves_with_every_change_to_the_public_results(database: Engine) -> None:
