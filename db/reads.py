@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from sqlalchemy import Text, cast, func, not_, or_, true
+from sqlalchemy import Connection, Text, cast, func, not_, or_, true
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Session, col, select
@@ -440,7 +440,7 @@ def list_results(
     return views
 
 
-def _configurations(connection: Any, conditions: list[Any]) -> dict[int, dict[str, Any]]:
+def _configurations(connection: Connection, conditions: list[Any]) -> dict[int, dict[str, Any]]:
     """recipe id -> what a reader needs of its snapshot (`_configuration`), for the recipes of the Points that meet
     `conditions`: a recipe's snapshot is read once, not once per Point (a configuration has many Points)."""
     recipe_ids = select(_POINT.c.recipe_id).select_from(_JOINED).where(*conditions)
@@ -486,9 +486,13 @@ class CurveRow(NamedTuple):
 
 # A CurveRow's fields from the sweep, the recipe and the Point, in its order; the last three come from the snapshot.
 _CURVE_COLUMNS = (
-    _SWEEP.c.name, _RECIPE.c.name, _RECIPE.c.fingerprint, _RECIPE.c.hardware_key, _RECIPE.c.engine_kind,
+    _SWEEP.c.name,
+    _RECIPE.c.name,
+    _RECIPE.c.fingerprint,
+    _RECIPE.c.hardware_key,
+    _RECIPE.c.engine_kind,
     *(_POINT.c[name] for name in CurveRow._fields[5:-3]),
-)  # fmt: skip
+)
 _CURVE_CONFIGURATION = CurveRow._fields[-3:]
 
 
