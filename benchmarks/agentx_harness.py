@@ -8,7 +8,10 @@ time-scaled 0.1 (the tree runs in about 30 s), window 40 s, the whole-system idl
 completions counted by the server. The harness gets the trace in the schema its `weka_trace` loader accepts, its clock
 multiplied by 0.1 (`benchmarks.peers.weka_for_aiperf`: it has no time scale for Weka traces), and the flags its
 scenario allows only with `--unsafe-override`: a window under its 900 s minimum, the idle cap scaled, lanes started
-at the first turn (start ratio 0, not 0.25-0.75: so that both replay the same requests) with no warm-up.
+at the first turn (start ratio 0, not 0.25-0.75: so that both replay the same requests) with one warm-up request per
+lane (the root's turn 0, one token out, unmeasured). Ours is run the same way: `--no-warmup` (from the first turn),
+`--warmup-requests-per-lane 1`, and the harness's phase start (`--phase-start less-phase-minimum`: the earliest first
+request at once, every other keeping its spacing).
 
 Figures, each against its target (acceptance 1), from the engine's logs matched request by request
 (`benchmarks/schedule_match.py`) and from each client's own report:
@@ -67,7 +70,8 @@ def ours(url: str, work: Path, tokenizer: Path) -> Run:
     output = work / "ours.json"
     subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", "replay", str(TRACE), "--base-url", url, "--model", "sim",
-         "--concurrency", "1", "--no-warmup", "--time-scale", str(TIME_SCALE), "--idle-cap-s", str(SYSTEM_IDLE_CAP_S),
+         "--concurrency", "1", "--no-warmup", "--warmup-requests-per-lane", "1", "--phase-start", "less-phase-minimum",
+         "--time-scale", str(TIME_SCALE), "--idle-cap-s", str(SYSTEM_IDLE_CAP_S),
          "--duration-s", str(WINDOW_S), "--api", "chat", "--join", "after-recorded-gap", "--tokenizer", str(tokenizer),
          "--output", str(output)],
         check=True, cwd=ROOT, capture_output=True, timeout=600,
@@ -132,6 +136,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--harness", type=Path, default=None, help="The harness's venv (default: installed once).")
+    parser.add_argument("--keep", type=Path, default=None, help="Keep each run's engine log and outputs here.")
     args = parser.parse_args()
     venv = peer_venv("agentx", args.harness)
     print(f"load average before: {os.getloadavg()}", flush=True)
@@ -139,6 +144,11 @@ def main() -> None:
     for round_index in range(args.rounds):
         runs: dict[str, Run] = {}
         for client in ("ours", "harness") if round_index % 2 == 0 else ("harness", "ours"):
+            if args.keep is not None:  # each run's engine log and client output, to read afterwards
+                kept = args.keep / f"round{round_index + 1}-{client}"
+                kept.mkdir(parents=True, exist_ok=True)
+                runs[client] = one(client, venv, kept)
+                continue
             with tempfile.TemporaryDirectory() as directory:
                 runs[client] = one(client, venv, Path(directory))
         figures = compare(runs["ours"], runs["harness"])

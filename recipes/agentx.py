@@ -16,3 +16,7 @@ AGENTX_WARMUP_REQUESTS_PER_LANE = 10  # one-token warm-up turns per lane before 
 # (agentx-harness 1.0.12, aiperf/timing/branch_orchestrator.py: "a blocked join releases at the later of this deadline
 # and its last child completion"); AIPerf 0.13.0 sent it as soon as they ended.
 AGENTX_JOIN = "after-recorded-gap"
+# When the window opens, each warm-started lane's next turn keeps its own think time less the smallest of them, so the
+# earliest request of the phase goes at once (agentx-harness 1.0.12, aiperf/timing/strategies/agentic_replay.py: "one
+# phase-wide minimum" subtracted from every stream's offset; `--burst-phase-starts` sends every lane's first at once).
+AGENTX_PHASE_START = "less-phase-minimum"

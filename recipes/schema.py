@@ -24,6 +24,7 @@ from pydantic import (
 
 from recipes.agentx import (
     AGENTX_JOIN,
+    AGENTX_PHASE_START,
     AGENTX_SYSTEM_IDLE_CAP_S,
     AGENTX_TREE_IDLE_CAP_S,
     AGENTX_WARMUP_REQUESTS_PER_LANE,
@@ -649,11 +650,14 @@ class FixedLengthWorkload(StrictModel):
 # When a request that joins subagents still running is sent (ReplaySettings.join).
 JoinRule = Literal["when-subagents-end", "after-recorded-gap"]
 
+# When each lane's first measured request is sent once the window opens (ReplaySettings.phase_start).
+PhaseStart = Literal["own-think-time", "less-phase-minimum", "at-once"]
+
 # AgentX's replay settings (recipes/agentx.py): its window, warm-up and idle caps, recorded time and lengths.
 AGENTX_REPLAY: dict[str, Any] = {
     "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": AGENTX_SYSTEM_IDLE_CAP_S,
     "think_cap_s": AGENTX_TREE_IDLE_CAP_S, "warmup": True, "warmup_requests_per_lane": AGENTX_WARMUP_REQUESTS_PER_LANE,
-    "api": "chat", "join": AGENTX_JOIN,
+    "api": "chat", "join": AGENTX_JOIN, "phase_start": AGENTX_PHASE_START,
 }  # fmt: skip
 
 
@@ -676,7 +680,13 @@ class ReplaySettings(StrictModel):
     added here and nowhere else; one added after recipes were first fingerprinted is also named in
     `settings_since_v1`, so that while it holds its default, fingerprints and Point keys stay as they were."""
 
-    settings_since_v1: ClassVar[tuple[str, ...]] = ("warmup_requests_per_lane", "api", "processes", "join")
+    settings_since_v1: ClassVar[tuple[str, ...]] = (
+        "warmup_requests_per_lane",
+        "api",
+        "processes",
+        "join",
+        "phase_start",
+    )
     # How the client runs, not what is measured: left out of fingerprints and Point keys (`identity_of`), so an
     # explicit `processes: 2` is the same Point as an automatic 2, and a recipe moved to a machine with more cores
     # resumes. The split the Point ran with is stored with it (ReplayStats.client_processes); whether the client kept
@@ -697,13 +707,25 @@ class ReplaySettings(StrictModel):
         description="Measured window per Point, seconds; AgentX's 3,600 s by default (a shorter one is labelled not "
         "comparable with AgentX results).",
     )  # fmt: skip
-    warmup: bool = Field(True, description="Start lanes at a random 25-75 % turn with their history primed.")
+    warmup: bool = Field(
+        True,
+        description="Start lanes at a random 25-75 % turn with their history primed; without it, at their first turn "
+        "(agentx-harness: trajectory start ratio 0).",
+    )
     warmup_requests_per_lane: int = Field(
         0, ge=0, le=1000,
-        description="AgentX's accelerated warm-up (InferenceX runs 10): after a warm-started lane's priming request, "
-        "this many more turns of its session are sent one after another as one-token requests, unmeasured, before "
-        "the window opens (at least one turn is left to measure).",
+        description="AgentX's accelerated warm-up (InferenceX runs 10): after a warm-started lane's priming request "
+        "(or from its first turn, without `warmup`), this many turns of its session are sent one after another as "
+        "one-token requests, unmeasured, before the window opens (at least one turn is left to measure).",
     )  # fmt: skip
+    phase_start: PhaseStart = Field(
+        "own-think-time",
+        description="When a warm-started lane's first measured turn is sent once the window opens: 'own-think-time', "
+        "its recorded think time after the window opens; 'less-phase-minimum', that less the smallest such time of "
+        "any lane, so the phase's earliest request goes at once and the rest keep their spacing (agentx-harness "
+        "1.0.12's default); 'at-once', every lane's at once (its `--burst-phase-starts`). A lane started at its first "
+        "turn goes at once in every case.",
+    )
     api: Literal["completions", "chat"] = Field(
         "completions",
         description="How prompts are sent: 'completions' sends the synthesised token ids to /v1/completions (prompt "

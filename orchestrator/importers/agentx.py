@@ -6,7 +6,8 @@ from the export's `input_config`, as our replay's settings (`ReplaySettings`):
 
 - the profiling phase: `concurrency` (live trajectory lanes), `duration` (the measured window, s),
   `warmup_requests_per_lane` (its accelerated warm-up), `system_idle_gap_cap_seconds` (our `idle_cap_s`), a
-  trajectory start ratio above 0 (lanes start part-way through their session: our `warmup`);
+  trajectory start ratio above 0 (lanes start part-way through their session: our `warmup`), `burst_phase_starts`
+  (every lane's first request at once: our `phase_start`);
 - the dataset: `trace_idle_gap_cap_seconds` (our per-tree `think_cap_s`), `random_seed`, and the trace file it
   replayed, whose SHA-256 is the Point's trace version: under the dataset path's name inside the harness's output
   directory (a copied run carries its trace with it), else at the path as written; one file, or a folder of one;
@@ -37,7 +38,7 @@ from orchestrator.importers.peers import (
     parse,
     validation_problems,
 )
-from recipes.agentx import AGENTX_JOIN, AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
+from recipes.agentx import AGENTX_JOIN, AGENTX_PHASE_START, AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
 from recipes.schema import ValidityThresholds
 from recipes.yamlio import read_document
 from runners.loadgen.records import ReplayPoint, ReplayStats
@@ -60,6 +61,7 @@ class AgentXPhase(PeerModel):
     warmup_requests_per_lane: int = Field(0, ge=0, le=1000, description="Accelerated warm-up turns per lane.")
     system_idle_gap_cap_seconds: float = Field(AGENTX_SYSTEM_IDLE_CAP_S, gt=0, description="Whole-system idle cap.")
     trajectory_start_max_ratio: float = Field(0.0, ge=0, le=1, description="Latest start position of a lane.")
+    burst_phase_starts: bool = Field(False, description="Every lane's first request at once (else: less the minimum).")
 
 
 class AgentXDataset(PeerModel):
@@ -153,7 +155,8 @@ class AgentXFormat:
                 warmup=phase.trajectory_start_max_ratio > 0, warmup_requests_per_lane=phase.warmup_requests_per_lane,
                 api="chat" if config.endpoint.type == "chat" else "completions",
                 think_cap_s=dataset.trace_idle_gap_cap_seconds, idle_cap_s=phase.system_idle_gap_cap_seconds,
-                seed=dataset.random_seed, join=AGENTX_JOIN,  # the harness's own rule (recipes/agentx.py)
+                seed=dataset.random_seed, join=AGENTX_JOIN,  # the harness's own rules (recipes/agentx.py)
+                phase_start="at-once" if phase.burst_phase_starts else AGENTX_PHASE_START,
             )  # fmt: skip
         except ValidationError as error:  # a window or cap beyond what any replay Point can have
             for field, value, expected in validation_problems(error):

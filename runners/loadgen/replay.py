@@ -8,11 +8,12 @@ request when the previous answer ends plus the recorded idle gap (`Session.think
 groups (`Session.spawn_groups`) and a request that joins a group still running waits for it. When a tree ends,
 the lane takes the next copy of a root session with a new salt, so copies never share cache the real traffic
 would not have shared (runners/traces/synthesis.py).
-Warmup: each lane's first tree starts at a random turn in [25 %, 75 %] of its root session, with the
-history primed by one unmeasured request carrying the previous turn's prompt, then (AgentX's accelerated warm-up,
-`warmup_requests_per_lane`) that many more turns sent one after another as one-token requests; the next turn is
-then due its own think time after the window opens, so lanes are at random phases as in steady traffic. When the
-window closes on a tree (its next request is due after the end), the lane stops.
+Warmup: each lane's first tree starts at a random turn in [25 %, 75 %] of its root session (or at its first turn,
+without `warmup`), with the history primed by one unmeasured request carrying the previous turn's prompt, then
+(AgentX's accelerated warm-up, `warmup_requests_per_lane`) that many more turns sent one after another as one-token
+requests; the next turn is then due its own think time after the window opens, so lanes are at random phases as in
+steady traffic, or that less the smallest of them (`phase_start`, the harness's default: runners/traces/planner.py,
+phase_start_delays). When the window closes on a tree (its next request is due after the end), the lane stops.
 
 Schedule: a request is due at the end of the answer before it plus the think time. Its prompt is made
 (synthesised and JSON-encoded) during that think time, on one synthesis thread, so the event loop only
@@ -55,7 +56,14 @@ from runners.loadgen.records import PlannerPrediction, PointMetrics, ReplayPoint
 from runners.traces.formats import load_trace
 from runners.traces.hit_rate import replayed_hit_rate
 from runners.traces.models import Session, Trace, TraceRequest
-from runners.traces.planner import ReplayShape, ReplayTraffic, lane_trees, scaled_lengths, sent_order
+from runners.traces.planner import (
+    ReplayShape,
+    ReplayTraffic,
+    lane_trees,
+    phase_start_delays,
+    scaled_lengths,
+    sent_order,
+)
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
 from runners.traces.synthesis import BlockCache, copy_salt, point_salt, scope_key, synthesize_prompt
 
@@ -64,7 +72,8 @@ def replay_shape(settings: ReplaySettings, concurrency: int) -> ReplayShape:
     """What of a replay's settings shapes its cache traffic (what the planner needs)."""
     return ReplayShape(concurrency=concurrency, seed=settings.seed, warmup=settings.warmup,
                        length_scale=settings.length_scale, max_output_tokens=settings.max_output_tokens,
-                       warmup_requests_per_lane=settings.warmup_requests_per_lane)  # fmt: skip
+                       warmup_requests_per_lane=settings.warmup_requests_per_lane,
+                       phase_start=settings.phase_start)  # fmt: skip
 
 
 def e2e_interactivity_p90(records: list[RequestRecord]) -> float | None:
@@ -204,7 +213,10 @@ class Replayer:
         # the replay's own seconds. Every think time and spawn offset of a session replay waits through them.
         self.caps = IdleCaps(settings.idle_cap_s * settings.time_scale, settings.think_cap_s * settings.time_scale)
         self.index = itertools.count()
-        self.trees = lane_trees(trace, replay_shape(settings, concurrency), share)
+        shape = replay_shape(settings, concurrency)
+        self.trees = lane_trees(trace, shape, share)
+        # Recorded seconds from the window's opening to each lane's first measured request.
+        self.phase_start_delays = phase_start_delays(trace, shape)
         self.window_start = math.inf
         self.window_end = math.inf
         self._cpu_at_open = 0.0
@@ -361,9 +373,9 @@ class Replayer:
                 primed.set()
                 await self._all_primed.wait()
                 if plan.primed:
-                    # A primed session is mid-conversation: its next turn follows its own think time, as in
-                    # steady traffic, instead of every lane firing at once when the window opens.
-                    due = self.window_start + self._gap(session.think_before(start_turn))
+                    # A primed session is mid-conversation: its next turn follows its think time, as the settings'
+                    # phase start says (by default its own whole, so lanes are at random phases as in steady traffic).
+                    due = self.window_start + self._gap(self.phase_start_delays[lane])
             started = time.perf_counter() if due is None else due
             completed = await self._session(http, lane, copy, root, session, start_turn, due)
             if not completed:

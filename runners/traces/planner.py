@@ -40,6 +40,7 @@ from pydantic import Field
 
 from recipes.hardware import Hardware
 from recipes.model_registry import RegistryModelSpec, kv_bytes_per_token
+from recipes.schema import PhaseStart
 from recipes.strict import StrictModel
 from runners.traces.hit_rate import DramPolicy, TieredHitRate, _Access, _simulate, engine_block_keys
 from runners.traces.models import Session, Trace
@@ -55,11 +56,16 @@ class ReplayShape(StrictModel):
 
     concurrency: int = Field(ge=1, description="Live session trees.")
     seed: int = Field(0, description="Seed of warm-start turns and copy salts.")
-    warmup: bool = Field(True, description="Each lane starts at a random 25-75 % turn with its history primed.")
+    warmup: bool = Field(
+        True, description="Each lane starts at a random 25-75 % turn with its history primed, else at its first turn."
+    )
     length_scale: float = Field(1.0, gt=0, le=1, description="Multiplies input, output and block lengths.")
     max_output_tokens: int | None = Field(None, gt=0, description="Cap on recorded output lengths.")
     warmup_requests_per_lane: int = Field(
-        0, ge=0, description="One-token turns each warm-started lane sends after its priming request, unmeasured."
+        0, ge=0, description="One-token turns each lane sends after its priming request (if any), unmeasured."
+    )
+    phase_start: PhaseStart = Field(
+        "own-think-time", description="When each warm-started lane's first measured turn goes once the window opens."
     )
 
 
@@ -104,8 +110,12 @@ class TreePlan:
 def _first_tree(trace: Trace, shape: ReplayShape, rng: random.Random, copy: int) -> TreePlan:
     root = copy % len(trace.sessions)
     session = trace.sessions[root]
-    if not shape.warmup or len(session.requests) <= 1:
+    if len(session.requests) <= 1:
         return TreePlan(copy, root, session, 0)
+    if not shape.warmup:
+        # From the first turn (the harness's trajectory start ratio 0): AgentX's warm-up turns only, no history.
+        advanced = min(shape.warmup_requests_per_lane, len(session.requests) - 1)
+        return TreePlan(copy, root, session, advanced, tuple(range(advanced)))
     low = max(1, int(0.25 * len(session.requests)))
     high = max(low, int(0.75 * len(session.requests)))
     start = rng.randint(low, high)
@@ -130,10 +140,28 @@ def lane_trees(trace: Trace, shape: ReplayShape, share: tuple[int, int] = (0, 1)
     would in one process, and numbers its later copies index, index + count, ... after the first trees', so no two
     processes make the same copy (a copy's number is its cache salt)."""
     index, count = share
-    rng = random.Random(shape.seed)
-    firsts = [_first_tree(trace, shape, rng, lane) for lane in range(shape.concurrency)]
     later = itertools.count(shape.concurrency + index, count)
-    return [_trees(trace, first, later) for first in firsts]
+    return [_trees(trace, first, later) for first in first_trees(trace, shape)]
+
+
+def first_trees(trace: Trace, shape: ReplayShape) -> list[TreePlan]:
+    """Every lane's first tree, its warm start drawn in lane order from one generator (`lane_trees`)."""
+    rng = random.Random(shape.seed)
+    return [_first_tree(trace, shape, rng, lane) for lane in range(shape.concurrency)]
+
+
+def phase_start_delays(trace: Trace, shape: ReplayShape) -> list[float]:
+    """Recorded seconds from the window's opening to each lane's first measured request (ReplaySettings.phase_start):
+    a warm-started lane's own think time before it, less the smallest of them under 'less-phase-minimum' (the
+    harness subtracts one phase-wide minimum from every stream), nothing under 'at-once'; a lane started at its first
+    turn goes at once. The same for every process of a split replay: each draws every lane's first tree."""
+    firsts = first_trees(trace, shape)
+    own = [plan.session.think_before(plan.first_turn) if plan.primed else 0.0 for plan in firsts]
+    if shape.phase_start == "at-once":
+        return [0.0 for _ in own]
+    if shape.phase_start == "less-phase-minimum":
+        return [delay - min(own) for delay in own]
+    return own
 
 
 def _lane_steps(lane: int, trees: Iterator[TreePlan]) -> Iterator[_Step]:

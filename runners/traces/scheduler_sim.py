@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from recipes.agentx import AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
 from runners.traces.hit_rate import _Access
 from runners.traces.models import Session, Trace
-from runners.traces.planner import ReplayShape, _Step, access_of, lane_trees
+from runners.traces.planner import ReplayShape, _Step, access_of, lane_trees, phase_start_delays
 
 if TYPE_CHECKING:
     from recipes.schema import JoinRule
@@ -179,6 +179,9 @@ class _Scheduler:
         self.tie = itertools.count()
         self.now = 0.0
         self.trees = lane_trees(trace, shape)
+        # A warm-started lane's first measured turn waits this long after its warm-up, as the replayer's does after
+        # the window opens (the replay's `phase_start`).
+        self.first_delays = [self._gap(delay) for delay in phase_start_delays(trace, shape)]
         self.requests = self.input_tokens = self.hit_tokens = self.preemptions = 0  # counted so far
 
     # --- traffic -----------------------------------------------------------------------------------
@@ -193,9 +196,9 @@ class _Scheduler:
             return
         self._open(tree, plan.copy, plan.root, plan.session, plan.first_turn)
 
-    def _open(self, tree: _Tree, copy: int, root: int, session: Session, first_turn: int) -> None:
+    def _open(self, tree: _Tree, copy: int, root: int, session: Session, first_turn: int, delay: float = 0.0) -> None:
         stream = _Stream(tree.lane, tree, copy, root, session, list(range(first_turn, len(session.requests))))
-        self._launch(stream, 0.0)
+        self._launch(stream, delay)
         if first_turn == 0:
             self._spawn(stream, -1, at_send=True)
 
@@ -267,7 +270,9 @@ class _Scheduler:
             if not stream.done:  # AgentX's warm-up turns follow one another with no idle gap
                 self._launch(stream, 0.0)
             else:
-                self._open(tree, stream.copy, stream.root, stream.session, stream.then_first_turn)
+                self._open(
+                    tree, stream.copy, stream.root, stream.session, stream.then_first_turn, self.first_delays[tree.lane]
+                )
             return
         self._spawn(stream, stream.turns[stream.position], at_send=False)
         stream.position += 1

@@ -20,6 +20,7 @@ from runners.loadgen.records import RequestRecord
 from runners.loadgen.replay import Replayer, SessionId, replay
 from runners.traces.formats import load_trace, parse_trace
 from runners.traces.hit_rate import theoretical_hit_rate
+from runners.traces.models import Trace
 from tests.agentx_example import agentx_example_corpus
 from tests.conftest import TRACES, run_cli
 from tests.integration.loadgen.test_bench import start_simulated
@@ -114,12 +115,32 @@ def test_agentx_warmup_turns_are_sent_back_to_back_with_one_token_before_the_win
     assert first.cached_tokens and first.cached_tokens > 0.5 * first.prompt_tokens_sent
 
 
+def _thinks_trace(thinks: list[float]) -> Trace:
+    requests = [{"t": sum(thinks[: i + 1]), "type": "s", "in": 8 * (i + 1), "out": 2, "hash_ids": list(range(i + 1)),
+                 "think_time": think} for i, think in enumerate(thinks)]  # fmt: skip
+    return parse_trace(json.dumps({"id": "thinks", "block_size": 8, "requests": requests}).encode(), "thinks.json")
+
+
+def test_the_harness_phase_start_sends_the_earliest_first_turn_when_the_window_opens(caching_server: str) -> None:
+    # agentx-harness 1.0.12's default: every lane's first measured turn keeps its think time less the smallest of
+    # them, so one lane's goes as the window opens and the others keep their spacing from it.
+    thinks = [0.0, 0.05, 0.15, 0.25, 0.35]
+    settings = ReplaySettings(duration_s=1.0, warmup=True, seed=5, phase_start="less-phase-minimum")
+    replayer = Replayer(_thinks_trace(thinks), Endpoint(base_url=caching_server, model="sim"), settings, 3)
+    loop.run(replayer.run_sessions())
+    firsts = [next(item for item in replayer.records if item.lane == lane and not item.record.warmup)
+              for lane in range(3)]  # fmt: skip
+    assert len({item.turn for item in firsts}) > 1  # lanes warm-started at different turns: the rule shows
+    earliest = min(thinks[item.turn] for item in firsts)
+    for item in firsts:
+        assert item.record.scheduled is not None
+        assert item.record.scheduled - replayer.window_start == pytest.approx(thinks[item.turn] - earliest, abs=1e-6)
+
+
 def test_each_request_is_due_its_think_time_after_the_answer_before_it(caching_server: str) -> None:
     # One session, think times all different; two lanes start primed at random turns.
     thinks = [0.0, 0.05, 0.15, 0.25, 0.35]
-    requests = [{"t": sum(thinks[: i + 1]), "type": "s", "in": 8 * (i + 1), "out": 2, "hash_ids": list(range(i + 1)),
-                 "think_time": think} for i, think in enumerate(thinks)]  # fmt: skip
-    trace = parse_trace(json.dumps({"id": "thinks", "block_size": 8, "requests": requests}).encode(), "thinks.json")
+    trace = _thinks_trace(thinks)
     settings = ReplaySettings(duration_s=1.5, warmup=True, seed=5)
     replayer = Replayer(trace, Endpoint(base_url=caching_server, model="sim"), settings, 2)
     loop.run(replayer.run_sessions())

@@ -16,6 +16,7 @@ from runners.traces.planner import (
     ReplayTraffic,
     kv_capacity,
     lane_trees,
+    phase_start_delays,
     predict_replay_hit_rate,
     replay_order,
     sent_order,
@@ -106,6 +107,41 @@ def test_agentx_warmup_turns_follow_the_primer_and_leave_a_turn_to_measure() -> 
     (clamped,) = [next(lane) for lane in lane_trees(trace, ReplayShape(concurrency=1, seed=7,
                                                                         warmup_requests_per_lane=10))]  # fmt: skip
     assert clamped.first_turn == 5 and clamped.primers == tuple(range(start - 1, 5))
+
+
+def test_without_a_warm_start_the_warmup_turns_are_the_first_ones() -> None:
+    # The harness with trajectory start ratio 0 and --warmup-requests-per-lane 1: turn 0 goes as a one-token warm-up
+    # request and measuring starts at turn 1; no history before turn 0 to prime.
+    trace = parse_trace(_conversation([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4]]), "hand.json")
+    (plain,) = [next(lane) for lane in lane_trees(trace, ReplayShape(concurrency=1, warmup=False))]
+    assert plain.first_turn == 0 and plain.primers == ()
+    shape = ReplayShape(concurrency=1, warmup=False, warmup_requests_per_lane=1)
+    (warmed,) = [next(lane) for lane in lane_trees(trace, shape)]
+    assert warmed.first_turn == 1 and warmed.primers == (0,)
+    order = replay_order(trace, shape, requests_per_lane=1)
+    assert [(step.turn, step.primer) for step in order] == [(0, True), (1, False)]
+    (clamped,) = [next(lane) for lane in lane_trees(trace, ReplayShape(concurrency=1, warmup=False,
+                                                                        warmup_requests_per_lane=10))]  # fmt: skip
+    assert clamped.first_turn == 3 and clamped.primers == (0, 1, 2)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_phase_start_delays_follow_each_lanes_think_time_as_asked(seed: int) -> None:
+    # Recorded gaps of 1, 2, 3, 4 and 5 s before turns 1-5 (no response times): a lane warm-started at turn k waits
+    # k s under 'own-think-time'; the harness subtracts the smallest of them; 'at-once' waits nothing.
+    times = [0.0, 1.0, 3.0, 6.0, 10.0, 15.0]
+    requests = [{"t": t, "type": "s", "in": 5 * (turn + 1), "out": 1, "hash_ids": list(range(turn + 1))}
+                for turn, t in enumerate(times)]  # fmt: skip
+    trace = parse_trace(json.dumps({"id": "gaps", "block_size": 4, "requests": requests}).encode(), "gaps.json")
+    firsts = [next(lane).first_turn for lane in lane_trees(trace, ReplayShape(concurrency=4, seed=seed))]
+    own = [times[turn] - times[turn - 1] for turn in firsts]
+    delays = {rule: phase_start_delays(trace, ReplayShape(concurrency=4, seed=seed, phase_start=rule))
+              for rule in ("own-think-time", "less-phase-minimum", "at-once")}  # fmt: skip
+    assert delays["own-think-time"] == own
+    assert delays["less-phase-minimum"] == [delay - min(own) for delay in own] and 0.0 in delays["less-phase-minimum"]
+    assert delays["at-once"] == [0.0] * 4
+    # A lane started at its first turn has no think time to keep, whatever the rule.
+    assert phase_start_delays(trace, ReplayShape(concurrency=2, warmup=False, phase_start="own-think-time")) == [0, 0]
 
 
 def test_capacity_from_the_registries_worked_by_hand() -> None:
