@@ -194,6 +194,24 @@ def read_json_text(text: str, path: Path, what: str) -> Any:
         ) from None
 
 
+def read_json_lines(path: Path, what: str) -> list[Any]:
+    """A JSON Lines file's documents, one a line (blank lines skipped), within the bounds above; a line that is not
+    JSON is a RecipeError naming the file and the line (never a traceback)."""
+    text = _decode(path, _read_bytes(path, what, MAX_DOCUMENT_BYTES), what)
+    documents = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            documents.append(read_json_text(line, path, what))
+        except (json.JSONDecodeError, RecursionError) as error:
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
+            raise RecipeError(
+                str(path), [(f"line {number}", MISSING, f"expected one JSON document ({reason})")], what
+            ) from None
+    return documents
+
+
 def read_document(path: Path, what: str) -> Any:
     """A result file's document, JSON or else YAML, read within the bounds above; anything else is a RecipeError
     naming the file and what was wrong (never a traceback)."""

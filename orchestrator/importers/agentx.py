@@ -14,11 +14,13 @@ from the export's `input_config`, as our replay's settings (`ReplaySettings`):
 - the endpoint's type (`chat` or `completions`: our `api`).
 
 The harness's own labels are kept beside the figures (`peer_figures`): its theoretical prefix-cache hit (%, its
-definition: docs/METRICS.md; ours is left unset, not computed for its walk) and whether its scenario's invariants
-held (`agentx_submission_valid` 0 when the run was made with `--unsafe-override`, which the harness itself marks not
-a valid submission). The replay's basis (`metrics.replay`) holds the trace version, the measured requests and the
-server's prompt tokens; the harness reports no session count, schedule lag or cached tokens without the server's
-usage details, so those are empty (0 sessions, no samples), never guessed.
+definition: docs/METRICS.md) and whether its scenario's invariants held (`agentx_submission_valid` 0 when the run was
+made with `--unsafe-override`, which the harness itself marks not a valid submission). The replay's basis
+(`metrics.replay`) holds the trace version, the measured requests and the server's prompt tokens; the harness reports
+no session count, schedule lag or cached tokens without the server's usage details, so those are empty (0 sessions, no
+samples), never guessed. The Point's `agentx_theoretical_hit_rate` (the harness's definition) is computed by us over
+the very requests it measured where its per-request records (`profile_export.jsonl`) are beside the export, else it is
+the harness's figure; our token-weighted one is left unset, not computed for its walk.
 """
 
 from __future__ import annotations
@@ -39,11 +41,15 @@ from orchestrator.importers.peers import (
     validation_problems,
 )
 from recipes.agentx import AGENTX_JOIN, AGENTX_PHASE_START, AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
+from recipes.errors import RecipeError
 from recipes.schema import ValidityThresholds
-from recipes.yamlio import read_document
+from recipes.yamlio import read_document, read_json_lines
 from runners.loadgen.records import ReplayPoint, ReplayStats
+from runners.traces.formats import load_trace
+from runners.traces.hit_rate import theoretical_hit_rate
 
 WHAT = "AgentX harness export"
+RECORDS_NAME, RECORDS_WHAT = "profile_export.jsonl", "AgentX harness per-request records"
 PROFILING, DATASET = "input_config.phases[profiling]", "input_config.datasets[0]"
 # Our replay setting -> the harness's field it is read from (a refusal names the field of the file).
 HARNESS_FIELDS = {
@@ -86,6 +92,43 @@ class AgentXExport(PeerModel):
     input_config: AgentXConfig = Field(default_factory=AgentXConfig, description="The run's configuration.")
     theoretical_prefix_cache_hit: AIPerfMetric | None = Field(None, description="The harness's theoretical hit, %.")
     total_usage_prompt_tokens: AIPerfMetric | None = Field(None, description="Prompt tokens, server usage.")
+
+
+class AgentXRecordMetadata(PeerModel):
+    conversation_id: str = Field(description="The request's conversation: the trace's id, or `<id>::sa:<subagent>`.")
+    turn_index: int = Field(ge=0, description="The request's turn in its conversation.")
+    benchmark_phase: str = Field(description="'profiling' for a measured request, 'warmup' before the window.")
+
+
+class AgentXRecord(PeerModel):
+    metadata: AgentXRecordMetadata = Field(description="Which request it was.")
+    error: dict[str, object] | None = Field(None, description="Why the request failed (absent when it succeeded).")
+
+
+def _hit_over_records(records: Path, trace_file: Path) -> float:
+    """The theoretical hit (the harness's definition, `HitRate.block_rate`) as we compute it, over the requests the
+    harness measured and that succeeded, as its per-request records (`profile_export.jsonl`) name them: the
+    harness counts exactly these (`aiperf/metrics/theoretical_prefix_cache.py`)."""
+    trace = load_trace(trace_file)
+    sessions = {session.id: session.path for root in trace.sessions for session in root.walk()}
+    walk = theoretical_hit_rate(trace)
+    position = {key: index for index, key in enumerate(walk.keys)}
+    measured = []
+    for line, raw in enumerate(read_json_lines(records, RECORDS_WHAT), start=1):
+        record = parse(AgentXRecord, raw, records, RECORDS_WHAT, prefix=f"line {line}: ")
+        request = record.metadata
+        if request.benchmark_phase != "profiling" or record.error is not None:
+            continue
+        key = f"{sessions.get(request.conversation_id.rpartition('::sa:')[2])}:{request.turn_index}"
+        if key not in position:
+            raise RecipeError(str(records), [(f"line {line}: metadata", f"{request.conversation_id} turn "
+                                              f"{request.turn_index}", f"a request of the trace it replayed "
+                                              f"({trace_file.name})")], RECORDS_WHAT)  # fmt: skip
+        measured.append(position[key])
+    rate = walk.block_rate(measured)
+    if rate is None:
+        raise RecipeError(str(records), [("<document>", len(measured), "measured requests with blocks")], RECORDS_WHAT)
+    return rate
 
 
 def _trace_file(dataset: AgentXDataset, export: Path) -> Path | None:
@@ -174,8 +217,11 @@ class AgentXFormat:
             sessions_completed=0, session_time_s=NO_SAMPLES, schedule_lag_ms=NO_SAMPLES,  # the harness reports none
             prompt_tokens=round(usage.avg) if usage and usage.avg else level.metrics.total_input_tokens,
             cached_tokens=0, realized_hit_rate=None, e2e_interactivity_p90=None,
-            # The harness's figure in the field our replays fill by the same definition (HitRate.block_rate).
-            agentx_theoretical_hit_rate=None if harness_hit is None else harness_hit / 100,
+            # The field our replays fill (HitRate.block_rate): ours over the requests the harness measured where its
+            # per-request records are beside the export, else its own figure by the same definition.
+            agentx_theoretical_hit_rate=(_hit_over_records(export.parent / RECORDS_NAME, trace)
+                                         if (export.parent / RECORDS_NAME).is_file()
+                                         else None if harness_hit is None else harness_hit / 100),
         )  # fmt: skip
         metrics = level.metrics.model_copy(update={"peer_figures": labels, "replay": stats})
         peer.levels[0] = PeerLevel(index=level.index, label=f"c={level.concurrency}, {config.scenario}",

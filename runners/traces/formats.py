@@ -236,7 +236,7 @@ def _parse_weka(content: bytes, path: str, content_hash: str) -> Trace:
         id=model.id,
         kind="weka",
         block_size=model.block_size,
-        hash_id_scope=model.hash_id_scope or "session",
+        hash_id_scope="global" if model.hash_id_scope == "global" else "session",  # "local": its one conversation
         content_hash=content_hash,
         sessions=(_weka_session(model, 0),),
         source=path,
@@ -282,7 +282,7 @@ def _parse_weka_jsonl(content: bytes, path: str, content_hash: str) -> Trace:
         id=Path(path).stem,
         kind="weka-jsonl",
         block_size=first.block_size,
-        hash_id_scope=first.hash_id_scope or "session",
+        hash_id_scope="global" if first.hash_id_scope in ("global", "local") else "session",  # "local": the file's
         content_hash=content_hash,
         sessions=tuple(sessions),
         source=path,

@@ -141,10 +141,12 @@ class WekaTrace(_StrictFile):
     id: str = Field(description="First 12 chars of the conversation UUID (+ `_s1`, `_s2` if split).")
     models: list[str] | None = Field(None, description="All model ids used in the conversation.")
     block_size: int = Field(gt=0, description="Tokens per hash block (64 recommended).")
-    hash_id_scope: HashIdScope | None = Field(
+    hash_id_scope: Literal["global", "session", "local"] | None = Field(
         None,
         description='Where equal hash ids mean equal content: "global" (across conversations) or "session" '
-        "(one conversation). Not in TRACE_FORMAT.md, which assigns ids per conversation: absent = session.",
+        "(one conversation). Not in TRACE_FORMAT.md, which assigns ids per conversation: absent = session. "
+        '"local" is the AgentX harness\'s spelling (agentx-harness 1.0.12, weka_metric_prepass.py: "one hash '
+        'namespace per trace file"): one conversation\'s file is read as "session", a file of several as "global".',
     )
     tool_tokens: int | None = Field(None, ge=0, description="Token count of the tools section (shared prefix).")
     system_tokens: int | None = Field(None, ge=0, description="Token count of the system prompt (shared prefix).")

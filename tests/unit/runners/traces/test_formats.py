@@ -196,6 +196,15 @@ def test_tiny_weka_normalizes() -> None:
     assert [i.request.key for i in trace.timeline()] == ["0:0", "0/0:0", "0:1"]
 
 
+def test_the_agentx_harness_local_scope_is_one_namespace_per_file() -> None:
+    # agentx-harness 1.0.12 spells the scope "local" (weka_metric_prepass.py: "one hash namespace per trace FILE"):
+    # a Weka file is one conversation, so its ids are that conversation's; a JSON Lines corpus is one file of many.
+    local = {**tiny_weka(), "hash_id_scope": "local"}
+    assert parse_trace(json.dumps(local).encode(), "tiny.json").hash_id_scope == "session"
+    lines = json.dumps(local) + "\n" + json.dumps({**local, "id": "other"}) + "\n"
+    assert parse_trace(lines.encode(), "corpus.jsonl").hash_id_scope == "global"
+
+
 @pytest.mark.parametrize(
     ("edit", "field", "value", "expected"),
     [
@@ -211,7 +220,7 @@ def test_tiny_weka_normalizes() -> None:
         (lambda d: d["requests"][0].pop("out"), "requests[0].out", MISSING, "missing"),
         (lambda d: d["requests"][0].__setitem__("t", "0"), "requests[0].t", "0", "valid number"),
         (lambda d: d["requests"][0].__setitem__("in", True), "requests[0].in", True, "valid integer"),
-        (lambda d: d.__setitem__("hash_id_scope", "world"), "hash_id_scope", "world", "'global' or 'session'"),
+        (lambda d: d.__setitem__("hash_id_scope", "world"), "hash_id_scope", "world", "'global', 'session' or 'local'"),
         (lambda d: d.__setitem__("_analysis", {"indexd": 1}), "_analysis.indexd", 1, "unknown key"),
         (lambda d: d.__setitem__("block_size", 0), "block_size", 0, "greater than 0"),
         (
