@@ -59,6 +59,14 @@ class Vocabulary:
 # back into the same tokens, one each.
 _WORD_PIECE = re.compile(r"[Ġ▁][A-Za-z]+")
 _CHECKED_TOKENS = 4096  # a sequence of word tokens decoded and tokenised again before the table is trusted
+# Only the shortest word tokens: a space and at most two letters. The server pays its tokenizer per word (each is a
+# pre-token of its own) and per character; natural text, several tokens a word on a small vocabulary and ~1.3 on a
+# large one, costs it far less per token than long words one token each. Measured on the tiny model's tokenizer: all
+# 39 word tokens 2.5-3.1 µs a token (5.7 characters each), the 7 of at most 3 characters 1.21 µs, English text 1.27
+# µs; against the simulated engine, the AgentX harness's TTFT p50 51.5 ms, ours 100-120 ms with every word, 69.5 ms
+# with the short ones (docs/BENCHMARKS.md, the AgentX harness beside our replay). Equal ids still give equal text; a
+# block of k tokens has 7^k texts, so two different blocks of a Weka trace (16-64 tokens) never read alike.
+_MAX_WORD_CHARACTERS = 3
 
 
 @functools.cache
@@ -67,10 +75,10 @@ def text_decoder(tokenizer_file: Path) -> Callable[[list[int]], str]:
 
     Decoding random ids as they are gives text that tokenises into others, and more of them (+6.8 % to +9.9 % measured
     here on the tiny model's and vLLM's counts: docs/METRICS.md), where the field's clients (AIPerf, the AgentX harness)
-    send text of the trace's length. So each id is first mapped, one for one, onto the tokenizer's word tokens (id mod
-    their count): equal ids stay equal text, so a prompt's prefix stays another's prefix, and the server counts the
-    trace's lengths (plus its chat template). Where the tokenizer has no word token that survives the check, ids are
-    decoded as they are."""
+    send text of the trace's length. So each id is first mapped, one for one, onto the tokenizer's shortest word tokens
+    (id mod their count; `_MAX_WORD_CHARACTERS`): equal ids stay equal text, so a prompt's prefix stays another's
+    prefix, and the server counts the trace's lengths (plus its chat template). Where the tokenizer has no word token
+    that survives the check, ids are decoded as they are."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
@@ -80,7 +88,8 @@ def text_decoder(tokenizer_file: Path) -> Callable[[list[int]], str]:
         index for piece, index in pieces.items()
         if _WORD_PIECE.fullmatch(piece) and tokenizer.encode(f" {piece[1:]}", add_special_tokens=False).ids == [index]
     )  # fmt: skip
-    table = np.asarray(words, dtype=np.int64)
+    short = [index for index in words if len(tokenizer.id_to_token(index)) <= _MAX_WORD_CHARACTERS]
+    table = np.asarray(short if len(short) >= 2 else words, dtype=np.int64)
     if len(table):
         # Every word token in a scrambled order (a prime stride), each beside many others, must come back as itself.
         check = table[np.arange(_CHECKED_TOKENS) * 7919 % len(table)].tolist()
