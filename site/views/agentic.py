@@ -316,7 +316,8 @@ with rates_tab:
         "the measured requests. Counter deltas include the Point's warmup requests; usage counts only measured ones. "
         "Two theoretical rates, each named: the trace's ceiling (ours: token weighted, at the engine's block size) and "
         "the AgentX harness's 'Theoretical Prefix Cache Hit' (the measured requests' blocks before their first "
-        "unseen one over their blocks, at the trace's block size; an imported harness run gives its own)."
+        "unseen one over their blocks, at the trace's block size; for an imported harness run, computed here over "
+        "the requests it measured where its per-request records came with it, else its own figure)."
     )
 with turns_tab:
     breakdown_tab()
