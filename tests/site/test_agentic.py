@@ -141,7 +141,7 @@ def test_each_configuration_says_whether_it_is_comparable_with_agentx(seeded_hub
     at = DAY0 + timedelta(days=21)
     agentx = seeder.recipe(_snapshot("h200-agentic-agentx", "h200", "sglang", "deepseek-r1", "fp8", {"tp": 8},
                                      {**AGENTIC, "warmup_requests_per_lane": 10, "api": "chat",
-                                      "join": "after-recorded-gap"}))  # fmt: skip
+                                      "join": "after-recorded-gap", "phase_start": "less-phase-minimum"}))  # fmt: skip
     seeder.points(seeder.sweep("agentic-agentx"), agentx, at, [(4, 30.0, 500.0)], agentic={4: _agentic(0.8, 0, 0.9)})
     short = seeder.recipe(_snapshot("h200-agentic-short", "h200", "vllm", "deepseek-r1", "fp8", {"tp": 8},
                                     {**AGENTIC, "duration_s": 600, "time_scale": 0.5}))  # fmt: skip
@@ -154,11 +154,13 @@ def test_each_configuration_says_whether_it_is_comparable_with_agentx(seeded_hub
     assert label["h200 · sglang · deepseek-r1 fp8 · tp8"] == "yes"
     assert label["h200 · vllm · deepseek-r1 fp8 · tp8"] == (
         "no: window 600 s (AgentX: 3,600 s); time_scale 0.5 (AgentX: 1.0); warmup_requests_per_lane 0 (AgentX: 10); "
-        "api completions (AgentX: chat); join when-subagents-end (AgentX: after-recorded-gap)"
+        "api completions (AgentX: chat); join when-subagents-end (AgentX: after-recorded-gap); phase_start "
+        "own-think-time (AgentX: less-phase-minimum)"
     )
     b200 = table[table["configuration"] == "b200 · sglang · deepseek-r1 fp8 · tp8"]["comparable with AgentX"]
     assert set(b200) == {"no: warmup_requests_per_lane 0 (AgentX: 10); api completions (AgentX: chat); join "
-                         "when-subagents-end (AgentX: after-recorded-gap)"}  # fmt: skip
+                         "when-subagents-end (AgentX: after-recorded-gap); phase_start own-think-time (AgentX: "
+                         "less-phase-minimum)"}  # fmt: skip
     assert any("Not comparable with InferenceX's AgentX results" in info.value for info in app.info)
 
 
