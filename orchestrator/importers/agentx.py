@@ -123,7 +123,8 @@ def _hit_over_records(records: Path, trace_file: Path) -> float:
         if key not in position:
             raise RecipeError(str(records), [(f"line {line}: metadata", f"{request.conversation_id} turn "
                                               f"{request.turn_index}", f"a request of the trace it replayed "
-                                              f"({trace_file.name})")], RECORDS_WHAT)  # fmt: skip
+                                              f"({trace_file.name}); without {RECORDS_NAME} beside the export, the "
+                                              "harness's own theoretical hit is stored")], RECORDS_WHAT)  # fmt: skip
         measured.append(position[key])
     rate = walk.block_rate(measured)
     if rate is None:

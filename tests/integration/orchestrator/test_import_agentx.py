@@ -138,3 +138,15 @@ def test_a_broken_record_line_is_named(tmp_path: Path) -> None:
     text = " ".join((refused.stdout + refused.stderr).split())
     assert refused.returncode != 0 and "profile_export.jsonl" in text and "line 6" in text, text
     assert "Traceback" not in text
+
+
+def test_a_record_of_another_trace_is_named_with_the_way_out(tmp_path: Path) -> None:
+    lines = (BESIDE_OURS / "profile_export.jsonl").read_text().splitlines()
+    stray = json.loads(lines[-1])
+    stray["metadata"].update(conversation_id="ffffffff-000::sa:nobody", benchmark_phase="profiling")
+    run = _harness_run(tmp_path, [*lines, json.dumps(stray)])
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    refused = run_cli("import", "agentx", "--recipe", str(RECIPE), str(run), env={"INFERSWEEP_DATABASE_URL": url})
+    text = " ".join((refused.stdout + refused.stderr).split())
+    assert refused.returncode != 0 and f"line {len(lines) + 1}: metadata" in text and "nobody" in text, text
+    assert "without profile_export.jsonl beside the export" in text and "Traceback" not in text
