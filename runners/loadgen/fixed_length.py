@@ -88,7 +88,7 @@ def text_decoder(tokenizer_file: Path) -> Callable[[list[int]], str]:
         index for piece, index in pieces.items()
         if _WORD_PIECE.fullmatch(piece) and tokenizer.encode(f" {piece[1:]}", add_special_tokens=False).ids == [index]
     )  # fmt: skip
-    short = [index for index in words if len(tokenizer.id_to_token(index)) <= _MAX_WORD_CHARACTERS]
+    short = [index for index in words if len(tokenizer.id_to_token(index) or "") <= _MAX_WORD_CHARACTERS]
     table = np.asarray(short if len(short) >= 2 else words, dtype=np.int64)
     if len(table):
         # Every word token in a scrambled order (a prime stride), each beside many others, must come back as itself.
