@@ -46,9 +46,9 @@ from pathlib import Path
 from benchmarks.peer_agreement import peer_venv
 from benchmarks.peers import ROOT, simulated_server_process, weka_for_aiperf
 from benchmarks.schedule_match import Anchored, anchored, first_tree, served_streams
+from orchestrator.importers.agentx import hit_over_records
 from runners.host.generated_model import ensure_generated_model
 from runners.traces.formats import load_trace
-from runners.traces.hit_rate import theoretical_hit_rate
 
 TRACE = ROOT / "traces" / "claude-code-weka" / "sample_trace_with_subagent.json"
 TIME_SCALE, WINDOW_S, SYSTEM_IDLE_CAP_S = 0.1, 40.0, 10.0
@@ -108,29 +108,10 @@ def harness(venv: Path, url: str, work: Path, tokenizer: Path) -> Run:
         raise RuntimeError(f"agentx exited {done.returncode}: {(done.stderr or done.stdout)[-3000:]}")
     export = json.loads((work / "harness" / "profile_export_aiperf.json").read_text())
     hit = (export.get("theoretical_prefix_cache_hit") or {}).get("avg")
-    records = (work / "harness" / "profile_export.jsonl").read_text().splitlines()
+    # Its definition as we compute it over the very requests it measured (the importer's rule, its per-request records).
+    measured_by_it = hit_over_records(work / "harness" / "profile_export.jsonl", traces / "sample.json")
     return Run([], export["time_to_first_token"]["p50"], None if hit is None else hit / 100,
-               hit_on_its_requests=hit_over(measured_by_harness(records)))  # fmt: skip
-
-
-def measured_by_harness(records: list[str]) -> list[tuple[str, int]]:
-    """(session path, turn) of each request the harness measured, from its per-request export: a subagent's
-    conversation id is the root's, `::sa:` and the subagent's id in the trace."""
-    paths = {session.id: session.path for session in load_trace(TRACE).sessions[0].walk()}
-    measured = []
-    for line in records:
-        metadata = json.loads(line)["metadata"]
-        if metadata["benchmark_phase"] == "profiling":
-            conversation = metadata["conversation_id"]
-            measured.append((paths[conversation.rpartition("::sa:")[2]], metadata["turn_index"]))
-    return measured
-
-
-def hit_over(requests: list[tuple[str, int]]) -> float | None:
-    """The harness's definition as `infersweep replay` computes it (`HitRate.block_rate`) over these requests."""
-    walk = theoretical_hit_rate(load_trace(TRACE))
-    position = {key: index for index, key in enumerate(walk.keys)}
-    return walk.block_rate(position[f"{path}:{turn}"] for path, turn in requests)
+               hit_on_its_requests=measured_by_it)  # fmt: skip
 
 
 def one(client: str, venv: Path, work: Path) -> Run:

@@ -105,7 +105,7 @@ class AgentXRecord(PeerModel):
     error: dict[str, object] | None = Field(None, description="Why the request failed (absent when it succeeded).")
 
 
-def _hit_over_records(records: Path, trace_file: Path) -> float:
+def hit_over_records(records: Path, trace_file: Path) -> float:
     """The theoretical hit (the harness's definition, `HitRate.block_rate`) as we compute it, over the requests the
     harness measured and that succeeded, as its per-request records (`profile_export.jsonl`) name them: the
     harness counts exactly these (`aiperf/metrics/theoretical_prefix_cache.py`)."""
@@ -220,7 +220,7 @@ class AgentXFormat:
             cached_tokens=0, realized_hit_rate=None, e2e_interactivity_p90=None,
             # The field our replays fill (HitRate.block_rate): ours over the requests the harness measured where its
             # per-request records are beside the export, else its own figure by the same definition.
-            agentx_theoretical_hit_rate=(_hit_over_records(export.parent / RECORDS_NAME, trace)
+            agentx_theoretical_hit_rate=(hit_over_records(export.parent / RECORDS_NAME, trace)
                                          if (export.parent / RECORDS_NAME).is_file()
                                          else None if harness_hit is None else harness_hit / 100),
         )  # fmt: skip
