@@ -11,7 +11,8 @@ The capacity at a tier is read from the measured load levels only:
   those crossings, rounded down to whole agents ("interpolated", only when it adds an agent beyond the level);
 - when the largest measured level serves, that level and "at least": nothing above it was measured;
 - when the smallest level fails, no capacity ("below the smallest measured"): nothing below it was measured.
-Never extrapolated. Per accelerator, per all-in kW and per TCO dollar-hour divide it by the configuration's
+Never extrapolated. Per accelerator, per all-in MW (AgentPerf's lead unit) and per TCO dollar-hour divide it by the
+configuration's
 accelerators and their registry figures (recipes/hardware.yaml), when the registry has them.
 """
 
@@ -77,7 +78,7 @@ class Capacity:
     explanation: str
     accelerators: int
     per_accelerator: float
-    per_all_in_kw: float | None
+    per_all_in_mw: float | None  # agents per MW of all-in (facility) power: AA-AgentPerf's "agents per MW"
     per_usd_hour: float | None
     levels: tuple[LoadLevel, ...]
 
@@ -205,7 +206,7 @@ def capacities(
                     explanation=why,
                     accelerators=accelerators,
                     per_accelerator=agents / accelerators,
-                    per_all_in_kw=agents / (accelerators * all_in_kw) if all_in_kw else None,
+                    per_all_in_mw=1000 * agents / (accelerators * all_in_kw) if all_in_kw else None,
                     per_usd_hour=agents / (accelerators * usd_hour) if usd_hour else None,
                     levels=tuple(levels),
                 )

@@ -234,7 +234,10 @@ class CapacityItem(_Item):
     explanation: str = Field(..., description="The levels it rests on, in words.")
     accelerators: int = Field(..., description="Accelerators of the configuration.")
     per_accelerator: float = Field(..., description="Agents per accelerator.")
-    per_all_in_kw: float | None = Field(..., description="Agents per kW of all-in power; null without a power figure.")
+    per_all_in_mw: float | None = Field(
+        ..., description="Agents per MW of all-in power (AA-AgentPerf's unit); null without a power figure."
+    )
+    per_all_in_kw: float | None = Field(..., description="per_all_in_mw / 1000, as v1 published it first.")
     per_usd_hour: float | None = Field(..., description="Agents per TCO dollar-hour at the default TCO tier.")
 
 
@@ -421,7 +424,9 @@ def _capacity(frame: Any, registry: Mapping[str, Hardware], local_hosts: frozens
             configuration=item.configuration, recipe=item.recipe, hardware=item.hardware, sweep=item.sweep,
             tier=item.tier, agents=item.agents, basis=item.basis, explanation=item.explanation,
             accelerators=item.accelerators, per_accelerator=item.per_accelerator,
-            per_all_in_kw=_number(item.per_all_in_kw), per_usd_hour=_number(item.per_usd_hour),
+            per_all_in_mw=_number(item.per_all_in_mw),
+            per_all_in_kw=None if item.per_all_in_mw is None else _number(item.per_all_in_mw / 1000),
+            per_usd_hour=_number(item.per_usd_hour),
         )
         for item in read
     ]  # fmt: skip

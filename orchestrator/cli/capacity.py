@@ -32,7 +32,7 @@ def capacity(
 ) -> None:
     """The most live agents each configuration serves while its Points keep an SLO tier's TTFT p90 and median
     tok/s/user, read from the measured concurrencies only (interpolated between two of them, labelled; never
-    extrapolated), per accelerator, per all-in kW and per TCO dollar-hour. Tiers: recipes/slo_tiers.yaml."""
+    extrapolated), per accelerator, per all-in MW and per TCO dollar-hour. Tiers: recipes/slo_tiers.yaml."""
     from analysis.capacity import Capacity, capacities
     from db import reads
     from db.session import open_database, open_session
@@ -67,14 +67,14 @@ def capacity(
 
     table = Table(title=f"Live agents served at each SLO tier, sweep {sweep} ({tco_tier} TCO)")
     for column in ("recipe", "hw", "tier", "TTFT p90 ≤", "tok/s/user ≥", "agents", "read", "per accelerator",
-                   "per all-in kW", "per $/hr"):  # fmt: skip
+                   "per all-in MW", "per $/hr"):  # fmt: skip
         table.add_column(column, justify="right" if column not in ("recipe", "hw", "tier", "read") else "left")
     for item in read:
         spec = next(candidate for candidate in chosen if candidate.name == item.tier)
         table.add_row(
             name(item), item.hardware, item.tier, f"{spec.ttft_p90_ms:,.0f} ms", f"{spec.interactivity_p50:g}",
             f"{'≥ ' if item.basis == 'at least' else ''}{item.agents}", item.basis, f"{item.per_accelerator:.2f}",
-            "-" if item.per_all_in_kw is None else f"{item.per_all_in_kw:.2f}",
+            "-" if item.per_all_in_mw is None else f"{item.per_all_in_mw:,.0f}",
             "-" if item.per_usd_hour is None else f"{item.per_usd_hour:.2f}",
         )  # fmt: skip
     console.print(table)

@@ -3,7 +3,7 @@
 The same read as `infersweep capacity` (analysis/capacity.py): the largest measured load level (live
 replay sessions, or requests in flight of a fixed-length sweep) that, with every level below it, keeps the tier's
 TTFT p90 and median tok/s/user; the crossing to the next level interpolated (labelled); never extrapolated. Per
-accelerator, per all-in kW and per TCO dollar-hour. Each level also shows its goodput: the share of its requests that
+accelerator, per all-in MW and per TCO dollar-hour. Each level also shows its goodput: the share of its requests that
 met the tier on their own, where its Points stored it. Presentation only.
 """
 
@@ -57,7 +57,7 @@ table = pd.DataFrame(
             "configuration": item.configuration, "hardware": item.hardware,
             "sweep": item.sweep, "tier": item.tier, "agents": item.agents,
             "read": item.basis, "agents per accelerator": page.sig(item.per_accelerator),
-            "per all-in kW": page.sig(item.per_all_in_kw), "per $/hr": page.sig(item.per_usd_hour),
+            "per all-in MW": page.sig(item.per_all_in_mw), "per $/hr": page.sig(item.per_usd_hour),
             "why": item.explanation,
         }
         for item in read

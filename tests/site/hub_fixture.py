@@ -72,9 +72,10 @@ class _Seeder:
             recording.create_job(session, job_id, sweep_id, recipe_id, 1, len(curve), "")
             for concurrency, interactivity, per_gpu in curve:
                 replay = agentic is not None
-                metrics: dict[str, Any] = {}
+                # TTFT p90 lives in the stored metrics only (the SLO tiers read it): between p50 and p99.
+                metrics: dict[str, Any] = {"ttft_ms": {"p90": 300.0 + concurrency}}
                 if replay:
-                    metrics = agentic[concurrency]
+                    metrics = {**agentic[concurrency], **metrics}
                 valid = concurrency not in invalid
                 recording.record_point(
                     session,

@@ -63,10 +63,10 @@ def test_per_accelerator_per_kw_and_per_dollar_hour_from_the_registry() -> None:
     (read,) = capacities([model(c) for c in (16, 32, 64, 128)], [TIER], REGISTRY, "owning_hyperscaler")
     b200 = REGISTRY["b200"]
     assert read.per_accelerator == pytest.approx(64 / 8)
-    assert b200.all_in_kw is not None and read.per_all_in_kw == pytest.approx(64 / (8 * b200.all_in_kw.value))
+    assert b200.all_in_kw is not None and read.per_all_in_mw == pytest.approx(64_000 / (8 * b200.all_in_kw.value))
     assert read.per_usd_hour == pytest.approx(64 / (8 * b200.tco("owning_hyperscaler")))
     (unknown,) = capacities([point(8, 1.0, 99.0, hardware="nope")], [TIER], REGISTRY, "owning_hyperscaler")
-    assert (unknown.agents, unknown.per_all_in_kw, unknown.per_usd_hour) == (8, None, None)
+    assert (unknown.agents, unknown.per_all_in_mw, unknown.per_usd_hour) == (8, None, None)
 
 
 def test_the_shipped_tiers_name_their_source() -> None:
@@ -74,3 +74,9 @@ def test_the_shipped_tiers_name_their_source() -> None:
     assert {"interactive", "standard", "background"} <= set(tiers)
     assert all(tier.source for tier in tiers.values())
     assert tiers["interactive"].interactivity_p50 > tiers["standard"].interactivity_p50
+    # AA-AgentPerf-style: a minimum output speed plus a maximum TTFT, each saying at which percentiles it is read.
+    agentperf = {
+        name: (tier.ttft_p90_ms, tier.interactivity_p50) for name, tier in tiers.items() if "agentperf" in name
+    }
+    assert agentperf == {"agentperf-30": (15000, 30), "agentperf-100": (15000, 100), "agentperf-300": (15000, 300)}
+    assert all(tiers[name].note and "AgentPerf" in tiers[name].source for name in agentperf)

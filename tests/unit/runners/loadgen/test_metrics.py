@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from recipes.schema import ValidityThresholds
+from recipes.slo import load_slo_tiers
 from runners.loadgen.metrics import compute_point_metrics, measured_window, summarize
 from runners.loadgen.records import RequestRecord
 
@@ -453,7 +454,7 @@ def test_slo_goodput_is_the_share_of_requests_that_met_each_tier_on_their_own() 
     assert (metrics.slo_goodput["fast"].ttft_ms, metrics.slo_goodput["fast"].interactivity) == (2000, 60)
     # By default the tiers of recipes/slo_tiers.yaml, each by its name.
     default = compute_point_metrics(records, 1, 1, ValidityThresholds())
-    assert default.slo_goodput is not None and set(default.slo_goodput) == {"interactive", "standard", "background"}
+    assert default.slo_goodput is not None and set(default.slo_goodput) == set(load_slo_tiers())
 
 
 def test_a_one_token_output_has_one_tpot_answer_on_every_path() -> None:
