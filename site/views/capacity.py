@@ -54,11 +54,11 @@ read = capacities(readable, chosen, data.hardware_registry(), str(rate.tier))
 table = pd.DataFrame(
     [
         {
-            "configuration": item.configuration, "hardware": item.hardware,
-            "sweep": item.sweep, "tier": item.tier, "agents": item.agents,
-            "read": item.basis, "agents per accelerator": page.sig(item.per_accelerator),
-            "per all-in MW": page.sig(item.per_all_in_mw), "per $/hr": page.sig(item.per_usd_hour),
-            "why": item.explanation,
+            # The answers first (AA-AgentPerf's per accelerator and per MW among them), then what they rest on.
+            "configuration": item.configuration, "tier": item.tier, "agents": item.agents,
+            "agents per accelerator": page.sig(item.per_accelerator), "per all-in MW": page.sig(item.per_all_in_mw),
+            "per $/hr": page.sig(item.per_usd_hour), "read": item.basis, "hardware": item.hardware,
+            "sweep": item.sweep, "why": item.explanation,
         }
         for item in read
     ]
@@ -71,16 +71,19 @@ bars = (
     .mark_bar()
     .encode(
         x=alt.X("agents per accelerator:Q", title="live agents per accelerator"),
-        y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=0)),
+        y=alt.Y("tier:N", title=None, sort=names, axis=alt.Axis(labelOverlap=False)),
         color=charts.chip_colour(shown["hardware"]),
         tooltip=[
             "configuration", "sweep", "tier", "agents", "read",
             alt.Tooltip("agents per accelerator", format=".3r"), "why",
         ],
     )
-    .properties(width=220, height=alt.Step(22))
-    # One panel per tier side by side, the configurations' names once, on the left.
-    .facet(column=alt.Column("tier:N", title=None, sort=names, header=alt.Header(labelFontSize=13)))
+    .properties(width=170, height=alt.Step(18))
+    # One panel per configuration, its name above it and its tiers down the side: as many tiers as the file holds
+    # stay within a phone's width (tiers side by side ran past the right edge once there were six).
+    .facet(row=alt.Row("label:N", title=None, header=alt.Header(labelOrient="top", labelAnchor="start",
+                                                                labelAngle=0, labelFontSize=12, labelLimit=260)))
+    .configure_legend(orient="bottom")
 )  # fmt: skip
 st.altair_chart(bars, width="stretch")
 st.caption(

@@ -1,8 +1,11 @@
 """Screenshots of the answer pages as a reader sees them: the Overview (scorecard and chart), the Pareto explorer, TCO
-and Profit on the real InferenceX sample, at 1,400 and 390 px, light beside dark, each taken once the page finished
-running (`test_browser._settled`); what runs past the right edge is printed (`CUT_AT_THE_RIGHT`: nothing may).
+and Profit on the real InferenceX sample, and Capacity on the hand-checked fixture (tests/site/hub_fixture.py: the
+InferenceX rows state no TTFT p90, which every SLO tier reads), at 1,400 and 390 px, light beside dark, each taken
+once the page finished running (`test_browser._settled`); what runs past the right edge is printed
+(`CUT_AT_THE_RIGHT`: nothing may).
 
-Run: .venv/bin/python -m tests.site.answer_screens OUT_DIR   (docs/screenshots/ holds the last ones looked at)
+Run: .venv/bin/python -m tests.site.answer_screens OUT_DIR [PAGE ...]   (docs/screenshots/ holds the last ones
+looked at; PAGE: only these, by screenshot name)
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from playwright.sync_api import sync_playwright
 
 from tests.conftest import ROOT
 from tests.site import test_browser as browser_test
+from tests.site.hub_fixture import seed_hub
 
 PAGES = (("", "Overview", "overview"), ("?tab=Chart", "Overview", "overview-chart"),
          ("pareto", "Pareto explorer", "pareto"), ("tco", "TCO calculator", "tco"),
          ("profit", "Profit estimator", "profit"))  # fmt: skip
+FIXTURE_PAGES = (("capacity", "Capacity", "capacity"),)
 WIDTHS = (1400, 390)
 SCALE = {1400: 0.4, 390: 0.5}  # of the side-by-side picture kept
 
@@ -36,14 +41,28 @@ def side_by_side(light: Path, dark: Path, out: Path, scale: float) -> None:
     both.quantize(colors=128, method=Image.Quantize.FASTOCTREE).save(out, optimize=True)
 
 
-def main(out: Path) -> None:
+def main(out: Path, only: set[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp())
-    database = work / "hub.db"
+    sample = work / "sample.db"
     files = sorted(str(path) for path in (ROOT / "tests" / "data" / "inferencex").glob("run_*/agg_bmk.json"))
-    env = {**os.environ, "INFERSWEEP_HOME": str(work / "home"), "INFERSWEEP_DATABASE_URL": f"sqlite:///{database}"}
+    env = {**os.environ, "INFERSWEEP_HOME": str(work / "home"), "INFERSWEEP_DATABASE_URL": f"sqlite:///{sample}"}
     subprocess.run([sys.executable, "-m", "orchestrator.cli", "import", "inferencex", *files], cwd=ROOT, env=env,
                    check=True, capture_output=True)  # fmt: skip
+    fixture = work / "fixture.db"
+    seed_hub(f"sqlite:///{fixture}")
+    for database, pages in ((sample, PAGES), (fixture, FIXTURE_PAGES)):
+        chosen = [page for page in pages if not only or page[2] in only]
+        if chosen:
+            _shoot(database, chosen, work)
+            for _, _, name in chosen:
+                for width in WIDTHS:
+                    side_by_side(work / f"{name}-{width}-light.png", work / f"{name}-{width}-dark.png",
+                                 out / f"{name}-{width}.png", SCALE[width])  # fmt: skip
+
+
+def _shoot(database: Path, pages: list[tuple[str, str, str]], work: Path) -> None:
+    """Each of `pages` served from `database`, at each width, light and dark, into `work`."""
     served = browser_test._serve(database)
     base = next(served)
     assert browser_test.CHROMIUM is not None, "needs Debian's chromium (make browser)"
@@ -53,7 +72,7 @@ def main(out: Path) -> None:
             for scheme in ("light", "dark"):
                 context = chromium.new_context(viewport={"width": width, "height": 2400}, color_scheme=scheme)
                 page = context.new_page()
-                for path, title, name in PAGES:
+                for path, title, name in pages:
                     page.goto(f"{base}/{path}")
                     browser_test._settled(page, title)
                     cut = page.evaluate(browser_test.CUT_AT_THE_RIGHT)
@@ -65,11 +84,7 @@ def main(out: Path) -> None:
                 context.close()
         chromium.close()
     next(served, None)
-    for _, _, name in PAGES:
-        for width in WIDTHS:
-            side_by_side(work / f"{name}-{width}-light.png", work / f"{name}-{width}-dark.png",
-                         out / f"{name}-{width}.png", SCALE[width])  # fmt: skip
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), set(sys.argv[2:]))
