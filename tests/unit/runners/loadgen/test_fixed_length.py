@@ -198,6 +198,9 @@ def test_a_chat_prompts_text_tokenises_back_into_as_many_tokens_and_keeps_shared
         ids = rng.integers(1, size, length).tolist()
         assert len(tokenizer.encode(decode(ids), add_special_tokens=False).ids) == length
         assert decode(ids) == decode(list(ids))  # deterministic
+        # The words' own texts joined (where the decoder only concatenates) are the tokenizer's decoding of them.
+        text = decode(ids)
+        assert tokenizer.decode(tokenizer.encode(text, add_special_tokens=False).ids) == text
         # The shortest word tokens only (a space and at most two letters): the cheapest text for the server to tokenise.
         assert len(decode(ids)) <= 3 * length
     first = rng.integers(1, size, 640).tolist()
