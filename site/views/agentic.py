@@ -233,7 +233,8 @@ long = points.melt(
 long["tier"] = long["tier"].map(dict(zip(("hbm", "offload", "recomputed"), TIERS, strict=True)))
 long["tier order"] = long["tier"].map({tier: index for index, tier in enumerate(TIERS)})
 long[["share", "theoretical", "planner_hit"]] = long[["share", "theoretical", "planner_hit"]] * 100
-x = alt.X("concurrency:O", title="concurrency (live session trees)")
+# Upright: an ordinal axis turns its labels on their side, which made a lone "2" read as a dash.
+x = alt.X("concurrency:O", title="concurrency (live session trees)", axis=alt.Axis(labelAngle=0))
 bars = (
     alt.Chart()
     .mark_bar()
