@@ -25,10 +25,14 @@ Figures, each against its target (acceptance 1), from the engine's logs matched 
   not hold the same requests (each lane starts the tree again when it ends), so the same definition is also computed
   by ours over the very requests the harness measured (its `profile_export.jsonl`) and set beside its own figure;
 - TTFT p50 as each client reports it (target: within 5 %).
-The 256-lane half of acceptance 1 (client CPU per prompt token and lag p99 beside the harness's) is not in this
-script yet.
+With `--lanes N` (acceptance 1 asks 256) both run N lanes instead and each run prints its client's CPU per prompt
+token: the CPU seconds of the client's whole process tree (`getrusage(RUSAGE_CHILDREN)` across it, start-up and
+prompt building included) over the prompt tokens the engine counted for it; and ours its schedule lag p99 (`infersweep
+replay`'s). The harness reports no send lag for an agentic replay (its `replay_sched_lag_*` metrics are for fixed
+schedules only: `aiperf/metrics/types/replay_sched_lag_metrics.py`), so none is printed for it. The request-by-request
+figures are for one lane only.
 
-Run: .venv/bin/python -m benchmarks.agentx_harness [--rounds 2] [--harness DIR]
+Run: .venv/bin/python -m benchmarks.agentx_harness [--rounds 2] [--lanes N] [--harness DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,13 +74,17 @@ class Run:
     token_weighted_hit: float | None = None  # ours only: `infersweep replay`'s theoretical hit (tokens, engine blocks)
     # The harness's only: our computation of its definition over the very requests it measured (its per-request export).
     hit_on_its_requests: float | None = None
+    client_cpu_s: float | None = None  # the client's process tree, start to end
+    engine_prompt_tokens: int | None = None  # every prompt the engine counted for this client, warm-up included
+    lag_p99_ms: float | None = None  # ours only: its schedule lag p99
 
 
-def ours(url: str, work: Path, tokenizer: Path) -> Run:
+def ours(url: str, work: Path, tokenizer: Path, lanes: int) -> Run:
     output = work / "ours.json"
     subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", "replay", str(TRACE), "--base-url", url, "--model", "sim",
-         "--concurrency", "1", "--no-warmup", "--warmup-requests-per-lane", "1", "--phase-start", "less-phase-minimum",
+         "--concurrency", str(lanes), "--no-warmup", "--warmup-requests-per-lane", "1",
+         "--phase-start", "less-phase-minimum",
          "--time-scale", str(TIME_SCALE), "--idle-cap-s", str(SYSTEM_IDLE_CAP_S),
          "--duration-s", str(WINDOW_S), "--api", "chat", "--join", "after-recorded-gap", "--tokenizer", str(tokenizer),
          "--output", str(output)],
@@ -85,17 +94,18 @@ def ours(url: str, work: Path, tokenizer: Path) -> Run:
     # The harness's definition of the theoretical hit over the requests ours measured (HitRate.block_rate); ours by
     # tokens at the engine's blocks is printed beside it.
     return Run([], document["ttft_ms"]["p50"], document["agentx_theoretical_hit_rate"],
-               token_weighted_hit=document["theoretical_hit_rate"])  # fmt: skip
+               token_weighted_hit=document["theoretical_hit_rate"],
+               lag_p99_ms=document["stats"]["schedule_lag_ms"]["p99"])  # fmt: skip
 
 
-def harness(venv: Path, url: str, work: Path, tokenizer: Path) -> Run:
+def harness(venv: Path, url: str, work: Path, tokenizer: Path, lanes: int) -> Run:
     traces = work / "harness-traces"
     traces.mkdir()
     (traces / "sample.json").write_text(json.dumps(weka_for_aiperf(json.loads(TRACE.read_text()), "sim", TIME_SCALE)))
     argv = [
         str(venv / "bin" / "agentx"), "profile", "--unsafe-override", "--url", url, "--endpoint-type", "chat",
         "--streaming", "--model", "sim", "--tokenizer", str(tokenizer), "--custom-dataset-type", "weka_trace",
-        "--input-file", str(traces), "--concurrency", "1", "--benchmark-duration", str(WINDOW_S),
+        "--input-file", str(traces), "--concurrency", str(lanes), "--benchmark-duration", str(WINDOW_S),
         "--random-seed", "42", "--trajectory-start-min-ratio", "0", "--trajectory-start-max-ratio", "0",
         "--warmup-requests-per-lane", "1", "--use-server-token-count",
         "--system-idle-gap-cap-seconds", str(SYSTEM_IDLE_CAP_S * TIME_SCALE),
@@ -114,16 +124,20 @@ def harness(venv: Path, url: str, work: Path, tokenizer: Path) -> Run:
                hit_on_its_requests=measured_by_it)  # fmt: skip
 
 
-def one(client: str, venv: Path, work: Path) -> Run:
+def one(client: str, venv: Path, work: Path, lanes: int) -> Run:
     record, tokenizer = work / f"{client}.jsonl", ensure_generated_model("tiny-llama")
     with simulated_server_process(*ENGINE, "--record-file", str(record), "--tokenizer", str(tokenizer)) as (url, _):
-        run = ours(url, work, tokenizer) if client == "ours" else harness(venv, url, work, tokenizer)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the engine is not reaped until the block ends
+        run = ours(url, work, tokenizer, lanes) if client == "ours" else harness(venv, url, work, tokenizer, lanes)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     root = load_trace(TRACE).sessions[0]
     logged = [json.loads(line) for line in record.read_text().splitlines()]
     engine_ttft = statistics.median((row["first_token"] - row["arrived"]) * 1000 for row in logged if row["tokens"] > 1)
     prompts = statistics.median(row["prompt_tokens"] for row in logged if row["tokens"] > 1)
-    return Run(anchored(root, first_tree(root, served_streams(record))), run.ttft_p50_ms, run.theoretical_hit,
-               engine_ttft, prompts, run.token_weighted_hit, run.hit_on_its_requests)  # fmt: skip
+    placed = anchored(root, first_tree(root, served_streams(record))) if lanes == 1 else []
+    return Run(placed, run.ttft_p50_ms, run.theoretical_hit, engine_ttft, prompts, run.token_weighted_hit,
+               run.hit_on_its_requests, cpu, sum(row["prompt_tokens"] for row in logged), run.lag_p99_ms)  # fmt: skip
 
 
 def compare(mine: Run, theirs: Run) -> dict[str, float | None]:
@@ -148,6 +162,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--harness", type=Path, default=None, help="The harness's venv (default: installed once).")
     parser.add_argument("--keep", type=Path, default=None, help="Keep each run's engine log and outputs here.")
+    parser.add_argument("--lanes", type=int, default=1, help="Lanes each client runs (acceptance 1: 1, then 256).")
     args = parser.parse_args()
     venv = peer_venv("agentx", args.harness)
     print(f"load average before: {os.getloadavg()}", flush=True)
@@ -158,12 +173,12 @@ def main() -> None:
             if args.keep is not None:  # each run's engine log and client output, to read afterwards
                 kept = args.keep / f"round{round_index + 1}-{client}"
                 kept.mkdir(parents=True, exist_ok=True)
-                runs[client] = one(client, venv, kept)
+                runs[client] = one(client, venv, kept, args.lanes)
                 continue
             with tempfile.TemporaryDirectory() as directory:
-                runs[client] = one(client, venv, Path(directory))
-        figures = compare(runs["ours"], runs["harness"])
-        results.append(figures)
+                runs[client] = one(client, venv, Path(directory), args.lanes)
+        if args.lanes == 1:  # the request-by-request figures (acceptance 1's targets) are for one lane
+            results.append(compare(runs["ours"], runs["harness"]))
         for client, run in runs.items():
             print(f"round {round_index + 1}, {client}: TTFT p50 {run.ttft_p50_ms:.1f} ms (the engine's for the same "
                   f"client's requests: {run.engine_ttft_p50_ms:.1f} ms; their prompts' median as it counted them: "
@@ -171,13 +186,21 @@ def main() -> None:
                   f"harness's definition"
                   f"{'' if run.token_weighted_hit is None else f'; ours by tokens {run.token_weighted_hit:.4f}'}), "
                   f"{len(run.placed)} requests placed", flush=True)  # fmt: skip
+            if run.client_cpu_s is not None and run.engine_prompt_tokens:
+                lag = "none reported" if run.lag_p99_ms is None else f"{run.lag_p99_ms:.1f} ms"
+                print(f"  {client} at {args.lanes} lane(s): client CPU {run.client_cpu_s:.1f} s over "
+                      f"{run.engine_prompt_tokens:,} prompt tokens the engine counted, "
+                      f"{run.client_cpu_s / run.engine_prompt_tokens * 1e6:.3f} µs a token; schedule lag p99 {lag}",
+                      flush=True)  # fmt: skip
+        if args.lanes > 1:
+            continue
         gaps = {(a.stream, a.turn): a.gap for a in runs["harness"].placed}
         farthest = sorted(runs["ours"].placed, key=lambda a: -abs(a.gap - gaps.get((a.stream, a.turn), a.gap)))[:4]
         differing = [f"{a.stream}:{a.turn} ({a.kind}) ours {a.gap * 1e3:.0f}, harness {gaps[key] * 1e3:.0f}"
                      for a in farthest if (key := (a.stream, a.turn)) in gaps]  # fmt: skip
         print("  largest send-time differences (ms from the anchor): " + ", ".join(differing), flush=True)
     print(f"load average after: {os.getloadavg()}")
-    for name, target in TARGETS.items():
+    for name, target in TARGETS.items() if results else ():
         values = [value for figures in results if (value := figures[name]) is not None]
         shown = ", ".join(f"{value:.4g}" for value in values) or "n/a"
         worst = (min(values) if name == "same requests" else max(values)) if values else None
