@@ -12,8 +12,7 @@ The capacity at a tier is read from the measured load levels only:
 - when the largest measured level serves, that level and "at least": nothing above it was measured;
 - when the smallest level fails, no capacity ("below the smallest measured"): nothing below it was measured.
 Never extrapolated. Per accelerator, per all-in MW (AgentPerf's lead unit) and per TCO dollar-hour divide it by the
-configuration's
-accelerators and their registry figures (recipes/hardware.yaml), when the registry has them.
+configuration's accelerators and their registry figures (recipes/hardware.yaml), when the registry has them.
 """
 
 from __future__ import annotations
