@@ -10,8 +10,9 @@ multiplied by 0.1 (`benchmarks.peers.weka_for_aiperf`: it has no time scale for 
 scenario allows only with `--unsafe-override`: a window under its 900 s minimum, the idle cap scaled, lanes started
 at the first turn (start ratio 0, not 0.25-0.75: so that both replay the same requests) with one warm-up request per
 lane (the root's turn 0, one token out, unmeasured). Ours is run the same way: `--no-warmup` (from the first turn),
-`--warmup-requests-per-lane 1`, and the harness's phase start (`--phase-start less-phase-minimum`: the earliest first
-request at once, every other keeping its spacing).
+`--warmup-requests-per-lane 1`, the harness's phase start (`--phase-start less-phase-minimum`: the earliest first
+request at once, every other keeping its spacing) and its kind of text (`--chat-text corpus`: natural text cut per
+block; `--chat-text words` sends ours of one word a token instead).
 
 Figures, each against its target (acceptance 1), from the engine's logs matched request by request
 (`benchmarks/schedule_match.py`) and from each client's own report:
@@ -79,12 +80,12 @@ class Run:
     lag_p99_ms: float | None = None  # ours only: its schedule lag p99
 
 
-def ours(url: str, work: Path, tokenizer: Path, lanes: int) -> Run:
+def ours(url: str, work: Path, tokenizer: Path, lanes: int, chat_text: str) -> Run:
     output = work / "ours.json"
     subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", "replay", str(TRACE), "--base-url", url, "--model", "sim",
          "--concurrency", str(lanes), "--no-warmup", "--warmup-requests-per-lane", "1",
-         "--phase-start", "less-phase-minimum",
+         "--phase-start", "less-phase-minimum", "--chat-text", chat_text,
          "--time-scale", str(TIME_SCALE), "--idle-cap-s", str(SYSTEM_IDLE_CAP_S),
          "--duration-s", str(WINDOW_S), "--api", "chat", "--join", "after-recorded-gap", "--tokenizer", str(tokenizer),
          "--output", str(output)],
@@ -124,11 +125,14 @@ def harness(venv: Path, url: str, work: Path, tokenizer: Path, lanes: int) -> Ru
                hit_on_its_requests=measured_by_it)  # fmt: skip
 
 
-def one(client: str, venv: Path, work: Path, lanes: int) -> Run:
+def one(client: str, venv: Path, work: Path, lanes: int, chat_text: str) -> Run:
     record, tokenizer = work / f"{client}.jsonl", ensure_generated_model("tiny-llama")
     with simulated_server_process(*ENGINE, "--record-file", str(record), "--tokenizer", str(tokenizer)) as (url, _):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the engine is not reaped until the block ends
-        run = ours(url, work, tokenizer, lanes) if client == "ours" else harness(venv, url, work, tokenizer, lanes)
+        if client == "ours":
+            run = ours(url, work, tokenizer, lanes, chat_text)
+        else:
+            run = harness(venv, url, work, tokenizer, lanes)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     root = load_trace(TRACE).sessions[0]
@@ -163,6 +167,8 @@ def main() -> None:
     parser.add_argument("--harness", type=Path, default=None, help="The harness's venv (default: installed once).")
     parser.add_argument("--keep", type=Path, default=None, help="Keep each run's engine log and outputs here.")
     parser.add_argument("--lanes", type=int, default=1, help="Lanes each client runs (acceptance 1: 1, then 256).")
+    parser.add_argument("--chat-text", choices=("corpus", "words"), default="corpus",
+                        help="Our prompts' text: AgentX's kind (corpus) or one word a token (words).")  # fmt: skip
     args = parser.parse_args()
     venv = peer_venv("agentx", args.harness)
     print(f"load average before: {os.getloadavg()}", flush=True)
@@ -173,10 +179,10 @@ def main() -> None:
             if args.keep is not None:  # each run's engine log and client output, to read afterwards
                 kept = args.keep / f"round{round_index + 1}-{client}"
                 kept.mkdir(parents=True, exist_ok=True)
-                runs[client] = one(client, venv, kept, args.lanes)
+                runs[client] = one(client, venv, kept, args.lanes, args.chat_text)
                 continue
             with tempfile.TemporaryDirectory() as directory:
-                runs[client] = one(client, venv, Path(directory), args.lanes)
+                runs[client] = one(client, venv, Path(directory), args.lanes, args.chat_text)
         if args.lanes == 1:  # the request-by-request figures (acceptance 1's targets) are for one lane
             results.append(compare(runs["ours"], runs["harness"]))
         for client, run in runs.items():

@@ -20,3 +20,7 @@ AGENTX_JOIN = "after-recorded-gap"
 # earliest request of the phase goes at once (agentx-harness 1.0.12, aiperf/timing/strategies/agentic_replay.py: "one
 # phase-wide minimum" subtracted from every stream's offset; `--burst-phase-starts` sends every lane's first at once).
 AGENTX_PHASE_START = "less-phase-minimum"
+# Its prompts' text: per hash id a slice of its tokenised Shakespeare corpus as long as the block, the prompt decoded
+# (agentx-harness 1.0.12, aiperf/dataset/generator/prompt.py): natural text, whose tokenising costs the server what
+# natural text costs (runners/loadgen/chat_text.py).
+AGENTX_CHAT_TEXT = "corpus"

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from recipes.agentx import (
+    AGENTX_CHAT_TEXT,
     AGENTX_JOIN,
     AGENTX_PHASE_START,
     AGENTX_SYSTEM_IDLE_CAP_S,
@@ -653,11 +654,14 @@ JoinRule = Literal["when-subagents-end", "after-recorded-gap"]
 # When each lane's first measured request is sent once the window opens (ReplaySettings.phase_start).
 PhaseStart = Literal["own-think-time", "less-phase-minimum", "at-once"]
 
+# The text a chat replay sends (ReplaySettings.chat_text; runners/loadgen/chat_text.py).
+ChatText = Literal["words", "corpus"]
+
 # AgentX's replay settings (recipes/agentx.py): its window, warm-up and idle caps, recorded time and lengths.
 AGENTX_REPLAY: dict[str, Any] = {
     "time_scale": 1.0, "length_scale": 1.0, "max_output_tokens": None, "idle_cap_s": AGENTX_SYSTEM_IDLE_CAP_S,
     "think_cap_s": AGENTX_TREE_IDLE_CAP_S, "warmup": True, "warmup_requests_per_lane": AGENTX_WARMUP_REQUESTS_PER_LANE,
-    "api": "chat", "join": AGENTX_JOIN, "phase_start": AGENTX_PHASE_START,
+    "api": "chat", "join": AGENTX_JOIN, "phase_start": AGENTX_PHASE_START, "chat_text": AGENTX_CHAT_TEXT,
 }  # fmt: skip
 
 
@@ -667,8 +671,11 @@ def agentx_differences(settings: Mapping[str, Any]) -> list[str]:
     defaults = {name: field.get_default() for name, field in ReplaySettings.model_fields.items()}
     window = float(settings.get("duration_s", AGENTX_WINDOW_S))
     differences = [f"window {window:g} s (AgentX: {AGENTX_WINDOW_S:,.0f} s)"] if window < AGENTX_WINDOW_S else []
+    api = settings.get("api", defaults["api"])
     for name, agentx in AGENTX_REPLAY.items():
         value = settings.get(name, defaults[name])
+        if name == "chat_text" and api != "chat":
+            continue  # no text is sent: `api` is the difference
         if value != agentx:
             differences.append(f"{name} {value} (AgentX: {agentx})")
     return differences
@@ -686,6 +693,7 @@ class ReplaySettings(StrictModel):
         "processes",
         "join",
         "phase_start",
+        "chat_text",
     )
     # How the client runs, not what is measured: left out of fingerprints and Point keys (`identity_of`), so an
     # explicit `processes: 2` is the same Point as an automatic 2, and a recipe moved to a machine with more cores
@@ -732,6 +740,14 @@ class ReplaySettings(StrictModel):
         "lengths and cache blocks exactly the trace's); 'chat' sends them as text, decoded with the model's "
         "tokenizer, in one user message to /v1/chat/completions, and counts tokens by the server's usage, as AgentX "
         "does (the chat template and re-tokenisation make lengths differ a little from the trace's).",
+    )
+    chat_text: ChatText = Field(
+        "words",
+        description="The text of a chat replay's prompts: 'words', each token id one of the tokenizer's shortest word "
+        "tokens (the server counts exactly the trace's lengths, but one word a token costs its tokenizer more per "
+        "token than natural text); 'corpus', each block a slice of a natural text's tokens (Shakespeare) as long as "
+        "the block, as the AgentX harness makes its prompts (its server counts drift a little from the trace's). "
+        "Read only with api 'chat'.",
     )
     join: JoinRule = Field(
         "when-subagents-end",

@@ -145,6 +145,7 @@ def replay(
     import json
 
     from runners.loadgen.breakdown import measured_positions
+    from runners.loadgen.chat_text import PromptText
     from runners.loadgen.client import Endpoint, check_reachable
     from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
     from runners.loadgen.metrics import request_latency, summarize
@@ -158,13 +159,13 @@ def replay(
         mode = "timeline" if loaded.kind == "mooncake" else "sessions"
         settings = settings_from_flags(ReplaySettings, {"mode": mode, **flags}, "replay")
         check_reachable(base_url)
-        decode, ids = None, DEFAULT_ID_RANGE
+        text, ids = None, DEFAULT_ID_RANGE
         if tokenizer is not None:  # the model's own ids, and the text a chat replay sends
             vocabulary = Vocabulary.from_model_dir(tokenizer)
             ids = (max(vocabulary.excluded, default=-1) + 1, vocabulary.size)
-            decode = vocabulary.decoder() if settings.api == "chat" else None
+            text = PromptText(vocabulary.text_tokenizer(), settings.chat_text) if settings.api == "chat" else None
         endpoint = Endpoint(base_url=base_url, model=model)
-        stats, records = run_replay(loaded, endpoint, settings, concurrency, ids, decode=decode)
+        stats, records = run_replay(loaded, endpoint, settings, concurrency, ids, text=text)
     except InferSweepError as error:
         fail(error)
     walk = replayed_hit_rate(loaded, engine_block_size, settings.length_scale)

@@ -40,7 +40,13 @@ from orchestrator.importers.peers import (
     parse,
     validation_problems,
 )
-from recipes.agentx import AGENTX_JOIN, AGENTX_PHASE_START, AGENTX_SYSTEM_IDLE_CAP_S, AGENTX_TREE_IDLE_CAP_S
+from recipes.agentx import (
+    AGENTX_CHAT_TEXT,
+    AGENTX_JOIN,
+    AGENTX_PHASE_START,
+    AGENTX_SYSTEM_IDLE_CAP_S,
+    AGENTX_TREE_IDLE_CAP_S,
+)
 from recipes.errors import RecipeError
 from recipes.schema import ValidityThresholds
 from recipes.yamlio import read_document, read_json_lines
@@ -200,7 +206,7 @@ class AgentXFormat:
                 api="chat" if config.endpoint.type == "chat" else "completions",
                 think_cap_s=dataset.trace_idle_gap_cap_seconds, idle_cap_s=phase.system_idle_gap_cap_seconds,
                 seed=dataset.random_seed, join=AGENTX_JOIN,  # the harness's own rules (recipes/agentx.py)
-                phase_start="at-once" if phase.burst_phase_starts else AGENTX_PHASE_START,
+                phase_start="at-once" if phase.burst_phase_starts else AGENTX_PHASE_START, chat_text=AGENTX_CHAT_TEXT,
             )  # fmt: skip
         except ValidationError as error:  # a window or cap beyond what any replay Point can have
             for field, value, expected in validation_problems(error):

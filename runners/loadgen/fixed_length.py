@@ -35,12 +35,16 @@ class Vocabulary:
     def decoder(self) -> Callable[[list[int]], str]:
         """Token ids -> text the server tokenises back into exactly as many tokens (a chat prompt), with the model's
         tokenizer: `text_decoder`."""
+        return text_decoder(self.text_tokenizer())
+
+    def text_tokenizer(self) -> Path:
+        """The tokenizer.json chat text is made with (runners/loadgen/chat_text.py); refused where there is none."""
         if self.tokenizer_file is None:
             raise ConfigurationError(
                 "workload.api: got 'chat'; sending prompts as text needs the model's tokenizer.json, and this "
                 "vocabulary has none (use api 'completions', or give the tokenizer)"
             )
-        return text_decoder(self.tokenizer_file)
+        return self.tokenizer_file
 
     @classmethod
     def from_model_dir(cls, model_dir: Path) -> Vocabulary:

@@ -47,6 +47,7 @@ from recipes.errors import ConfigurationError, InferSweepError, InfrastructureEr
 from recipes.schema import ReplaySettings, ValidityThresholds
 from runners.host.server_metrics import CacheShape
 from runners.loadgen.breakdown import by_context, by_turn, measured_positions
+from runners.loadgen.chat_text import PromptText
 from runners.loadgen.client import Endpoint, PreparedRequest, client_session, encode_body, send_one
 from runners.loadgen.due_order import DueOrderedThread
 from runners.loadgen.fixed_length import DEFAULT_ID_RANGE, Vocabulary
@@ -65,7 +66,7 @@ from runners.traces.planner import (
     sent_order,
 )
 from runners.traces.scheduler_sim import StepTiming, scheduled_hit_rate
-from runners.traces.synthesis import BlockCache, copy_salt, point_salt, scope_key, synthesize_prompt
+from runners.traces.synthesis import BlockCache, TokenPrompt, copy_salt, point_salt, scope_key, synthesize_prompt
 
 
 def replay_shape(settings: ReplaySettings, concurrency: int) -> ReplayShape:
@@ -187,16 +188,16 @@ class Replayer:
     def __init__(
         self, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int,
         vocabulary: tuple[int, int] = DEFAULT_ID_RANGE, window_opened: Callable[[], None] | None = None,
-        decode: Callable[[list[int]], str] | None = None, share: tuple[int, int] = (0, 1),
+        text: Callable[[TokenPrompt], str] | None = None, share: tuple[int, int] = (0, 1),
     ) -> None:  # fmt: skip
-        if endpoint.kind == "chat" and decode is None:
+        if endpoint.kind == "chat" and text is None:
             raise ConfigurationError(
                 "workload.api: got 'chat'; a chat replay sends its prompts as text and needs the model's tokenizer "
                 "to decode them (infersweep replay --tokenizer DIR)"
             )
-        # A chat replay's prompts: the synthesised ids decoded to text (the server tokenises it again, so equal
-        # blocks stay equal text and prefixes stay shared).
-        self.decode = decode
+        # A chat replay's prompts: the synthesised blocks made into text (runners/loadgen/chat_text.py; the server
+        # tokenises it again, and equal blocks stay equal text, so prefixes stay shared).
+        self.text = text
         self.trace = trace
         # Called once every lane is primed, just before the measured window opens (the runner scrapes the
         # engine's counters there, so they cover the window and not the priming requests).
@@ -252,7 +253,7 @@ class Replayer:
         prompt = synthesize_prompt(request, block, scope, self.vocabulary, cache=self.blocks)
         prepared = PreparedRequest(
             index=next(self.index), prompt=prompt, max_tokens=max_tokens or request.output_tokens,
-            warmup=warmup or due < self.window_start, prompt_text=self.decode(prompt.ids()) if self.decode else None,
+            warmup=warmup or due < self.window_start, prompt_text=self.text(prompt) if self.text else None,
         )  # fmt: skip
         session_id = SessionId(self.settings.seed, self.concurrency, copy, session.path)
         headers = self._session_headers(session_id)
@@ -489,19 +490,20 @@ def replay(
     concurrency: int,
     vocabulary: tuple[int, int] = DEFAULT_ID_RANGE,
     window_opened: Callable[[], None] | None = None,
-    decode: Callable[[list[int]], str] | None = None,
+    text: Callable[[TokenPrompt], str] | None = None,
 ) -> tuple[ReplayStats, list[ReplayRequest]]:
     """Replay `trace` against `endpoint` with `concurrency` live session trees (the in-flight cap in timeline
     mode); `vocabulary` is the token ids [lo, hi) synthesised prompts are made of; `window_opened` is called
     when the measured window opens (sessions mode: after every lane's priming request). The settings' `api` picks
-    the endpoint's API; a chat replay sends the prompts as text made by `decode` (the model's tokenizer)."""
+    the endpoint's API; a chat replay sends the prompts as the text `text` makes of them (runners/loadgen/chat_text.py:
+    picklable, as a split replay's processes are spawned)."""
     from runners.loadgen import loop
 
     endpoint = replace(endpoint, kind=settings.api)
-    replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, window_opened, decode)
+    replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, window_opened, text)
     processes = replay_processes(settings, concurrency)
     if processes > 1:
-        replayer.absorb(replay_sharded(trace, endpoint, settings, concurrency, vocabulary, window_opened, decode,
+        replayer.absorb(replay_sharded(trace, endpoint, settings, concurrency, vocabulary, window_opened, text,
                                        processes))  # fmt: skip
         return replayer.stats().model_copy(update={"client_processes": processes}), replayer.records
     # The trace's many small objects never die during a replay: loop.run freezes them out of the collector and
@@ -513,7 +515,7 @@ def replay(
 
 def replay_sharded(
     trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int, vocabulary: tuple[int, int],
-    window_opened: Callable[[], None] | None, decode: Callable[[list[int]], str] | None, processes: int,
+    window_opened: Callable[[], None] | None, text: Callable[[TokenPrompt], str] | None, processes: int,
 ) -> list[ShardOutcome]:  # fmt: skip
     """Run a session replay's lanes in `processes` processes, lane i in process i mod `processes`: each lane starts
     as it would in one process, and no two processes make the same copy (runners/traces/planner.py, lane_trees). Each
@@ -528,7 +530,7 @@ def replay_sharded(
             ours, theirs = context.Pipe()
             child = context.Process(
                 target=_shard_main, name=f"replay-process-{number}", daemon=True,
-                args=(theirs, trace, endpoint, settings, concurrency, (number, processes), vocabulary, decode),
+                args=(theirs, trace, endpoint, settings, concurrency, (number, processes), vocabulary, text),
             )  # fmt: skip
             child.start()
             theirs.close()  # only the child holds its end: its exit is an end of file here
@@ -591,14 +593,14 @@ def _receive(process: multiprocessing.process.BaseProcess, pipe: Any, expected: 
 
 def _shard_main(
     pipe: Any, trace: Trace, endpoint: Endpoint, settings: ReplaySettings, concurrency: int, share: tuple[int, int],
-    vocabulary: tuple[int, int], decode: Callable[[list[int]], str] | None,
+    vocabulary: tuple[int, int], text: Callable[[TokenPrompt], str] | None,
 ) -> None:  # fmt: skip
     """One process of a split replay: run its `share` of the lanes, open the window when told, send back what was
     measured."""
     from runners.loadgen import loop
 
     try:
-        replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, decode=decode, share=share)
+        replayer = Replayer(trace, endpoint, settings, concurrency, vocabulary, text=text, share=share)
 
         async def open_window() -> float:
             pipe.send("primed")
@@ -644,8 +646,8 @@ def run_replay_point(
             f"(version {trace.content_hash[:12]}, planned {point.trace_version[:12]}); plan a new sweep"
         )
     low = max(vocabulary.excluded, default=-1) + 1
-    decode = vocabulary.decoder() if point.api == "chat" else None
-    stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size), window_opened, decode)
+    text = PromptText(vocabulary.text_tokenizer(), point.chat_text) if point.api == "chat" else None
+    stats, items = replay(trace, endpoint, point, point.concurrency, (low, vocabulary.size), window_opened, text)
     records = [item.record for item in items]
     # A replay is closed over its sessions: the minimum of measured requests scales with them, as a fixed-length
     # Point's with its concurrency; the client must have kept to the schedule (recipes/validity.py).

@@ -141,7 +141,8 @@ def test_each_configuration_says_whether_it_is_comparable_with_agentx(seeded_hub
     at = DAY0 + timedelta(days=21)
     agentx = seeder.recipe(_snapshot("h200-agentic-agentx", "h200", "sglang", "deepseek-r1", "fp8", {"tp": 8},
                                      {**AGENTIC, "warmup_requests_per_lane": 10, "api": "chat",
-                                      "join": "after-recorded-gap", "phase_start": "less-phase-minimum"}))  # fmt: skip
+                                      "join": "after-recorded-gap", "phase_start": "less-phase-minimum",
+                                      "chat_text": "corpus"}))  # fmt: skip
     seeder.points(seeder.sweep("agentic-agentx"), agentx, at, [(4, 30.0, 500.0)], agentic={4: _agentic(0.8, 0, 0.9)})
     short = seeder.recipe(_snapshot("h200-agentic-short", "h200", "vllm", "deepseek-r1", "fp8", {"tp": 8},
                                     {**AGENTIC, "duration_s": 600, "time_scale": 0.5}))  # fmt: skip
