@@ -800,6 +800,14 @@ class ReplaySettings(StrictModel):
             raise ValueError("an open-loop timeline replays in one process (only session replays are split)")
         return processes
 
+    @field_validator("chat_text")
+    @classmethod
+    def _text_only_for_chat(cls, chat_text: ChatText, info: ValidationInfo) -> ChatText:
+        api = info.data.get("api", "completions")
+        if chat_text != "words" and api != "chat":
+            raise ValueError(f"{chat_text!r} is the text of chat prompts, and api {api!r} sends none (set api: chat)")
+        return chat_text
+
     def replay_settings(self) -> dict[str, Any]:
         """These settings' values alone (of a workload or a Point), to build another holder of them."""
         return {name: getattr(self, name) for name in ReplaySettings.model_fields}

@@ -198,15 +198,16 @@ class AgentXFormat:
                 ),
             )
         [level] = peer.levels
+        chat = config.endpoint.type == "chat"
         try:
             replay = ReplayPoint(
                 trace_path=trace.name, trace_version=hashlib.sha256(trace.read_bytes()).hexdigest(),
                 concurrency=level.concurrency, duration_s=phase.duration or level.metrics.duration_s,
                 warmup=phase.trajectory_start_max_ratio > 0, warmup_requests_per_lane=phase.warmup_requests_per_lane,
-                api="chat" if config.endpoint.type == "chat" else "completions",
+                api="chat" if chat else "completions", chat_text=AGENTX_CHAT_TEXT if chat else "words",
                 think_cap_s=dataset.trace_idle_gap_cap_seconds, idle_cap_s=phase.system_idle_gap_cap_seconds,
                 seed=dataset.random_seed, join=AGENTX_JOIN,  # the harness's own rules (recipes/agentx.py)
-                phase_start="at-once" if phase.burst_phase_starts else AGENTX_PHASE_START, chat_text=AGENTX_CHAT_TEXT,
+                phase_start="at-once" if phase.burst_phase_starts else AGENTX_PHASE_START,
             )  # fmt: skip
         except ValidationError as error:  # a window or cap beyond what any replay Point can have
             for field, value, expected in validation_problems(error):

@@ -66,3 +66,15 @@ def test_a_chat_replay_of_word_text_is_labelled_not_as_agentx_sends_it_and_a_com
     assert not any("chat_text" in text for text in agentx_differences({"api": "chat", "chat_text": "corpus"}))
     completions = agentx_differences({"api": "completions"})
     assert "api completions (AgentX: chat)" in completions and not any("chat_text" in text for text in completions)
+
+
+def test_a_text_kind_without_chat_is_refused_naming_both_settings() -> None:
+    from pydantic import ValidationError
+
+    from recipes.schema import ReplaySettings
+
+    with pytest.raises(
+        ValidationError, match=r"'corpus' is the text of chat prompts, and api 'completions' sends none"
+    ):
+        ReplaySettings(chat_text="corpus")
+    assert ReplaySettings(api="chat", chat_text="corpus").chat_text == "corpus"
