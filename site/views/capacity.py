@@ -81,8 +81,10 @@ bars = (
     .properties(width=170, height=alt.Step(18))
     # One panel per configuration, its name above it and its tiers down the side: as many tiers as the file holds
     # stay within a phone's width (tiers side by side ran past the right edge once there were six).
-    .facet(row=alt.Row("label:N", title=None, header=alt.Header(labelOrient="top", labelAnchor="start",
-                                                                labelAngle=0, labelFontSize=12, labelLimit=260)))
+    # The name whole, a line per part: cut short it would hide what tells two configurations apart.
+    .facet(row=alt.Row("label:N", title=None, header=alt.Header(
+        labelOrient="top", labelAnchor="start", labelAngle=0, labelFontSize=12, labelLimit=0,
+        labelExpr="split(datum.value, ' · ')")))
     .configure_legend(orient="bottom")
 )  # fmt: skip
 st.altair_chart(bars, width="stretch")
