@@ -28,10 +28,11 @@ Figures, each against its target (acceptance 1), from the engine's logs matched 
 - TTFT p50 as each client reports it (target: within 5 %).
 With `--lanes N` (acceptance 1 asks 256) both run N lanes instead and each run prints its client's CPU per prompt
 token: the CPU seconds of the client's whole process tree (`getrusage(RUSAGE_CHILDREN)` across it, start-up and
-prompt building included) over the prompt tokens the engine counted for it; and ours its schedule lag p99 (`infersweep
+prompt building included) over the prompt tokens the engine counted for it; ours its schedule lag p99 (`infersweep
 replay`'s). The harness reports no send lag for an agentic replay (its `replay_sched_lag_*` metrics are for fixed
-schedules only: `aiperf/metrics/types/replay_sched_lag_metrics.py`), so none is printed for it. The request-by-request
-figures are for one lane only.
+schedules only: `aiperf/metrics/types/replay_sched_lag_metrics.py`), so both are also read the same way from the
+engine's log (`engine_send_lags`: a request's arrival against the end of the one before it plus its think time).
+The request-by-request figures are for one lane only.
 
 Run: .venv/bin/python -m benchmarks.agentx_harness [--rounds 2] [--lanes N] [--harness DIR]
 """
@@ -78,6 +79,7 @@ class Run:
     client_cpu_s: float | None = None  # the client's process tree, start to end
     engine_prompt_tokens: int | None = None  # every prompt the engine counted for this client, warm-up included
     lag_p99_ms: float | None = None  # ours only: its schedule lag p99
+    engine_lags_ms: tuple[float, ...] = ()  # `engine_send_lags`, sorted
 
 
 def ours(url: str, work: Path, tokenizer: Path, lanes: int, chat_text: str) -> Run:
@@ -125,9 +127,10 @@ def harness(venv: Path, url: str, work: Path, tokenizer: Path, lanes: int) -> Ru
                hit_on_its_requests=measured_by_it)  # fmt: skip
 
 
-def one(client: str, venv: Path, work: Path, lanes: int, chat_text: str) -> Run:
+def one(client: str, venv: Path, work: Path, lanes: int, chat_text: str, engine_tokenizes: bool = True) -> Run:
     record, tokenizer = work / f"{client}.jsonl", ensure_generated_model("tiny-llama")
-    with simulated_server_process(*ENGINE, "--record-file", str(record), "--tokenizer", str(tokenizer)) as (url, _):
+    counting = ("--tokenizer", str(tokenizer)) if engine_tokenizes else ()  # else it counts whitespace words
+    with simulated_server_process(*ENGINE, "--record-file", str(record), *counting) as (url, _):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the engine is not reaped until the block ends
         if client == "ours":
             run = ours(url, work, tokenizer, lanes, chat_text)
@@ -141,7 +144,43 @@ def one(client: str, venv: Path, work: Path, lanes: int, chat_text: str) -> Run:
     prompts = statistics.median(row["prompt_tokens"] for row in logged if row["tokens"] > 1)
     placed = anchored(root, first_tree(root, served_streams(record))) if lanes == 1 else []
     return Run(placed, run.ttft_p50_ms, run.theoretical_hit, engine_ttft, prompts, run.token_weighted_hit,
-               run.hit_on_its_requests, cpu, sum(row["prompt_tokens"] for row in logged), run.lag_p99_ms)  # fmt: skip
+               run.hit_on_its_requests, cpu, sum(row["prompt_tokens"] for row in logged), run.lag_p99_ms,
+               tuple(engine_send_lags(record)))  # fmt: skip
+
+
+def engine_send_lags(record: Path, time_scale: float = TIME_SCALE) -> list[float]:
+    """Each client's send lateness as the engine saw it, the same for both (the harness states none for an agentic
+    replay): for every request that follows the one before it in its stream after a recorded think time (not a join,
+    nor a one-token warm-up turn on either side), ms between its arrival and the end of the one before it plus that
+    think time scaled. Each logged stream is a session of the trace, recognised by its answer lengths (a one-token
+    request stands for any turn); a stream that more than one session could be is left out. An idle cap that advanced
+    a timer shows as a negative lag; an engine too busy to stamp arrivals at once, as a larger one."""
+    root = load_trace(TRACE).sessions[0]
+    sessions = list(root.walk())
+    streams: dict[str, list[dict[str, float]]] = {}
+    for line in record.read_text().splitlines():
+        row = json.loads(line)
+        streams.setdefault(row["session"], []).append(row)
+    lags = []
+    for rows in streams.values():
+        rows.sort(key=lambda row: row["arrived"])
+        could_be = [
+            session for session in sessions
+            if len(rows) <= len(session.requests)
+            # A stream cut by the window's end is a prefix of its session's turns.
+            and all(row["tokens"] in (request.output_tokens, 1)
+                    for row, request in zip(rows, session.requests[: len(rows)], strict=True))
+        ]  # fmt: skip
+        if len(could_be) != 1:
+            continue
+        (session,) = could_be
+        joins = {group.join for group in session.spawn_groups() if group.join is not None}
+        for turn in range(1, len(rows)):
+            if turn in joins or 1 in (rows[turn]["tokens"], rows[turn - 1]["tokens"]):
+                continue
+            due = rows[turn - 1]["last_token"] + session.think_before(turn) * time_scale
+            lags.append((rows[turn]["arrived"] - due) * 1000)
+    return sorted(lags)
 
 
 def compare(mine: Run, theirs: Run) -> dict[str, float | None]:
@@ -169,6 +208,9 @@ def main() -> None:
     parser.add_argument("--lanes", type=int, default=1, help="Lanes each client runs (acceptance 1: 1, then 256).")
     parser.add_argument("--chat-text", choices=("corpus", "words"), default="corpus",
                         help="Our prompts' text: AgentX's kind (corpus) or one word a token (words).")  # fmt: skip
+    parser.add_argument("--engine-counts-words", action="store_true",
+                        help="The engine counts whitespace words instead of tokenising (so many lanes do not saturate "
+                        "it; 'prompt tokens' are then its word counts).")  # fmt: skip
     args = parser.parse_args()
     venv = peer_venv("agentx", args.harness)
     print(f"load average before: {os.getloadavg()}", flush=True)
@@ -179,10 +221,12 @@ def main() -> None:
             if args.keep is not None:  # each run's engine log and client output, to read afterwards
                 kept = args.keep / f"round{round_index + 1}-{client}"
                 kept.mkdir(parents=True, exist_ok=True)
-                runs[client] = one(client, venv, kept, args.lanes, args.chat_text)
+                runs[client] = one(client, venv, kept, args.lanes, args.chat_text, not args.engine_counts_words)
                 continue
             with tempfile.TemporaryDirectory() as directory:
-                runs[client] = one(client, venv, Path(directory), args.lanes, args.chat_text)
+                runs[client] = one(
+                    client, venv, Path(directory), args.lanes, args.chat_text, not args.engine_counts_words
+                )
         if args.lanes == 1:  # the request-by-request figures (acceptance 1's targets) are for one lane
             results.append(compare(runs["ours"], runs["harness"]))
         for client, run in runs.items():
@@ -194,10 +238,13 @@ def main() -> None:
                   f"{len(run.placed)} requests placed", flush=True)  # fmt: skip
             if run.client_cpu_s is not None and run.engine_prompt_tokens:
                 lag = "none reported" if run.lag_p99_ms is None else f"{run.lag_p99_ms:.1f} ms"
+                lags = run.engine_lags_ms
+                at_engine = (f"p50 {statistics.median(lags):.1f} ms, p99 {lags[round(0.99 * (len(lags) - 1))]:.1f} ms "
+                             f"over {len(lags):,}" if lags else "none placed")  # fmt: skip
                 print(f"  {client} at {args.lanes} lane(s): client CPU {run.client_cpu_s:.1f} s over "
                       f"{run.engine_prompt_tokens:,} prompt tokens the engine counted, "
-                      f"{run.client_cpu_s / run.engine_prompt_tokens * 1e6:.3f} µs a token; schedule lag p99 {lag}",
-                      flush=True)  # fmt: skip
+                      f"{run.client_cpu_s / run.engine_prompt_tokens * 1e6:.3f} µs a token; schedule lag p99 {lag} "
+                      f"(its own); send lateness at the engine {at_engine}", flush=True)  # fmt: skip
         if args.lanes > 1:
             continue
         gaps = {(a.stream, a.turn): a.gap for a in runs["harness"].placed}
