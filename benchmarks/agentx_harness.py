@@ -52,7 +52,7 @@ from pathlib import Path
 
 from benchmarks.peer_agreement import peer_venv
 from benchmarks.peers import ROOT, simulated_server_process, weka_for_aiperf
-from benchmarks.schedule_match import Anchored, anchored, first_tree, served_streams
+from benchmarks.schedule_match import Anchored, anchored, first_tree, replays, served_streams
 from orchestrator.importers.agentx import hit_over_records
 from runners.host.generated_model import ensure_generated_model
 from runners.traces.formats import load_trace
@@ -155,31 +155,19 @@ def engine_send_lags(record: Path, time_scale: float = TIME_SCALE) -> list[float
     think time scaled. Each logged stream is a session of the trace, recognised by its answer lengths (a one-token
     request stands for any turn); a stream that more than one session could be is left out. An idle cap that advanced
     a timer shows as a negative lag; an engine too busy to stamp arrivals at once, as a larger one."""
-    root = load_trace(TRACE).sessions[0]
-    sessions = list(root.walk())
-    streams: dict[str, list[dict[str, float]]] = {}
-    for line in record.read_text().splitlines():
-        row = json.loads(line)
-        streams.setdefault(row["session"], []).append(row)
+    sessions = list(load_trace(TRACE).sessions[0].walk())
     lags = []
-    for rows in streams.values():
-        rows.sort(key=lambda row: row["arrived"])
-        could_be = [
-            session for session in sessions
-            if len(rows) <= len(session.requests)
-            # A stream cut by the window's end is a prefix of its session's turns.
-            and all(row["tokens"] in (request.output_tokens, 1)
-                    for row, request in zip(rows, session.requests[: len(rows)], strict=True))
-        ]  # fmt: skip
+    for rows in served_streams(record).values():
+        could_be = [session for session in sessions if replays(rows, session)]
         if len(could_be) != 1:
             continue
         (session,) = could_be
         joins = {group.join for group in session.spawn_groups() if group.join is not None}
         for turn in range(1, len(rows)):
-            if turn in joins or 1 in (rows[turn]["tokens"], rows[turn - 1]["tokens"]):
+            if turn in joins or 1 in (rows[turn].max_tokens, rows[turn - 1].max_tokens):
                 continue
-            due = rows[turn - 1]["last_token"] + session.think_before(turn) * time_scale
-            lags.append((rows[turn]["arrived"] - due) * 1000)
+            due = rows[turn - 1].ended + session.think_before(turn) * time_scale
+            lags.append((rows[turn].arrived - due) * 1000)
     return sorted(lags)
 
 

@@ -48,14 +48,19 @@ def first_tree(trace_root: Session, streams: dict[str, list[Served]]) -> dict[st
     one-token request stands for any turn (a warm-up turn: the AgentX harness sends its lane's first turn so)."""
     matched: dict[str, list[Served]] = {}
     for session in trace_root.walk():
-        wanted = [request.output_tokens for request in session.requests]
-        candidates = [
-            rows for rows in streams.values()
-            if len(rows) == len(wanted) and all(row.max_tokens in (n, 1) for row, n in zip(rows, wanted, strict=True))
-        ]  # fmt: skip
-        assert candidates, f"no logged stream replays session {session.path} ({len(wanted)} requests)"
+        whole = len(session.requests)
+        candidates = [rows for rows in streams.values() if len(rows) == whole and replays(rows, session)]
+        assert candidates, f"no logged stream replays session {session.path} ({whole} requests)"
         matched[session.path] = min(candidates, key=lambda rows: rows[0].arrived)
     return matched
+
+
+def replays(rows: list[Served], session: Session) -> bool:
+    """Whether a logged stream sent `session`'s first turns, by their answer lengths (a one-token request stands for
+    any turn: a warm-up turn); a stream the window cut short is a prefix of the session's turns."""
+    return len(rows) <= len(session.requests) and all(
+        row.max_tokens in (request.output_tokens, 1) for row, request in zip(rows, session.requests, strict=False)
+    )
 
 
 def anchored(root: Session, served: dict[str, list[Served]]) -> list[Anchored]:

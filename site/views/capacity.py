@@ -117,5 +117,5 @@ st.caption("Goodput % is empty where the level's Points did not store it for the
            "InferSweep stored it, or under another tier file).")  # fmt: skip
 with st.expander("The SLO tiers"):
     page.table(pd.DataFrame([{"tier": t.name, "TTFT p90 ≤ ms": t.ttft_p90_ms, "tok/s/user ≥": t.interactivity_p50,
-                              "source": t.source} for t in tiers.values()]))  # fmt: skip
+                              "source": t.source, "note": t.note or ""} for t in tiers.values()]))  # fmt: skip
 page.methodology_link()

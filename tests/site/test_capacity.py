@@ -65,3 +65,6 @@ def test_capacity_page_reads_agentperf_style_tiers_per_gpu_mw_and_dollar_hour_by
     assert read.loc["agentperf-100", "per all-in MW"] == pytest.approx(500 / 1.71, rel=5e-3)
     assert read.loc["agentperf-300", "agents"] == 0
     assert (read.loc["interactive", "agents"], read.loc["interactive", "read"]) == (13, "interpolated")
+    # Each AgentPerf-style tier says at which percentiles it is read here (AgentPerf's own are not in the references).
+    tiers = next(frame.value for frame in app.dataframe if "source" in frame.value.columns).set_index("tier")
+    assert all("TTFT p90" in tiers.loc[name, "note"] for name in ("agentperf-30", "agentperf-100", "agentperf-300"))
